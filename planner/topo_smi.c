@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* topo_smi.c - placeholder until the smi reader lands. */
+#include "topo_read.h"
+
+enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o, struct topo *t,
+                            struct diag *d)
+{
+    (void)o, (void)t;
+    return diag_error(d, in->name, DIAG_NOWHERE, "the smi reader is not implemented yet");
+}

@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <criterion/criterion.h>
+
+#include "testutil.h"
+
+Test(cli, placeholder) { cr_assert(1); }
