@@ -1,4 +1,38 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * cli.h - blinkc's command line: one table of options, from which getopt_long's array and the
+ * --help text are both built, so the two can never disagree.
+ */
 #ifndef BK_CLI_H
 #define BK_CLI_H
+
+#include <stdio.h>
+
+#include "bk.h"
+#include "topo_read.h"
+
+#define CLI_MAX_GPUS 4096
+#define CLI_MAX_RATES 32
+
+struct cli {
+    const char *topology;   /* path, "-", builtin:NAME, or NULL for the built-in default */
+    struct topo_read_opts read;
+    int gpus[CLI_MAX_GPUS]; /* --gpus, canonical GPU numbers in rank order */
+    int ngpus;              /* 0: every GPU */
+    const char *plan_json;  /* --plan-json FILE */
+    int print_topology;
+    int quiet;
+    int help, version;
+};
+
+/*
+ * Parse argv. On a usage error returns BK_EUSAGE and writes one line to *why (static or in
+ * why_buf). --help and --version only set flags.
+ */
+enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *why_buf, size_t why_cap,
+                         const char **why);
+
+/* Print --help from the option table. */
+void cli_print_help(FILE *out);
+
 #endif

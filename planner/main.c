@@ -1,2 +1,180 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-int main(void) { return 0; }
+/*
+ * main.c - the blinkc command: parse options, read the topology, restrict it to the allocation,
+ * write what was asked for. Only this file prints diagnostics and chooses exit codes.
+ *
+ * Data flows one way: input -> model -> (plan) -> outputs. Every output is rendered in memory
+ * and written atomically, so a failing run leaves no partial file.
+ */
+#include <hwloc.h>
+#include <libxml/xmlversion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glpk.h>
+
+#include "builtin.h"
+#include "cli.h"
+#include "config.h"
+#include "diag.h"
+#include "input.h"
+#include "outfile.h"
+#include "plan_json.h"
+#include "strbuf.h"
+#include "topo.h"
+#include "topo_print.h"
+#include "topo_read.h"
+
+static int exit_code(enum bk_status st)
+{
+    switch (st) {
+    case BK_OK: return 0;
+    case BK_EUSAGE: return 2;
+    case BK_ENOMEM:
+    case BK_EINTERNAL: return 3;
+    default: return 1;
+    }
+}
+
+static void print_version(void)
+{
+    printf("blinkc %s\n", PACKAGE_VERSION);
+    printf("built with hwloc %s, libxml2 %s, GLPK %d.%d\n", HWLOC_VERSION, LIBXML_DOTTED_VERSION,
+           GLP_MAJOR_VERSION, GLP_MINOR_VERSION);
+}
+
+static void print_diags(const struct diag *d, int quiet)
+{
+    if (!quiet) {
+        diag_print(d, stderr);
+        return;
+    }
+    struct diag errors = *d;
+    errors.n = 0;
+    struct diag_msg *kept = malloc((d->n ? d->n : 1) * sizeof *kept);
+    if (!kept)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->msgs[i].level == DIAG_ERROR)
+            kept[errors.n++] = d->msgs[i];
+    errors.msgs = kept;
+    diag_print(&errors, stderr);
+    free(kept);
+}
+
+/* Load the TOPOLOGY argument: a file, "-", builtin:NAME, or the built-in default. */
+static enum bk_status load_input(const char *arg, struct input *in, struct diag *d)
+{
+    const char *name = NULL;
+    if (!arg) {
+        name = BUILTIN_DEFAULT;
+        diag_note(d, NULL, DIAG_NOWHERE,
+                  "no TOPOLOGY given; using the built-in DGX-1V (builtin:%s)", BUILTIN_DEFAULT);
+    } else if (strncmp(arg, BUILTIN_PREFIX, strlen(BUILTIN_PREFIX)) == 0) {
+        name = arg + strlen(BUILTIN_PREFIX);
+    }
+    if (!name)
+        return input_read(arg, in, d);
+    const struct builtin_file *f = builtin_topo_find(name);
+    if (!f) {
+        struct strbuf sb;
+        sb_init(&sb);
+        for (const struct builtin_file *b = builtin_topos; b->name; b++)
+            sb_printf(&sb, "%s%.*s", b == builtin_topos ? "" : ", ",
+                      (int)(strlen(b->name) - strlen(".topo")), b->name);
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "no built-in topology '%s' (built in: %s)",
+                 name, sb.data ? sb.data : "none");
+        sb_free(&sb);
+        return BK_EUSAGE;
+    }
+    char *label = bk_asprintf("%s%s", BUILTIN_PREFIX, f->name);
+    if (!label)
+        return BK_ENOMEM;
+    enum bk_status st = input_from_memory(label, f->data, f->size, in);
+    free(label);
+    return st;
+}
+
+static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct diag *d)
+{
+    if (sb->failed)
+        return BK_ENOMEM;
+    return outfile_write(path, sb->data ? sb->data : "", sb->len, d);
+}
+
+static enum bk_status run(const struct cli *c, struct diag *d)
+{
+    struct input in;
+    if (c->topology && c->plan_json && outfile_same_file(c->plan_json, c->topology)) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "--plan-json %s would overwrite the input topology", c->plan_json);
+        return BK_EUSAGE;
+    }
+    BK_CHECK(load_input(c->topology, &in, d));
+    struct topo full, t;
+    enum bk_status st = topo_read(&in, &c->read, &full, d);
+    input_free(&in);
+    if (st != BK_OK)
+        return st;
+    if (c->ngpus) {
+        st = topo_restrict(&full, c->gpus, c->ngpus, &t, d);
+        topo_free(&full);
+        if (st != BK_OK)
+            return st;
+    } else {
+        t = full;
+    }
+    struct strbuf sb;
+    sb_init(&sb);
+    if (c->plan_json) {
+        plan_json_render(&sb, &t);
+        st = write_rendered(c->plan_json, &sb, d);
+        sb_free(&sb);
+    }
+    if (st == BK_OK && c->print_topology) {
+        topo_print_matrix(&sb, &t);
+        st = write_rendered("-", &sb, d);
+        sb_free(&sb);
+    }
+    if (st == BK_OK && !c->plan_json && !c->print_topology) {
+        /* The default job: say what was read (and, once the planner lands, planned). */
+        topo_print_summary(&sb, &t);
+        sb_puts(&sb, "plans: none yet (the tree planner is not part of this build)\n");
+        st = write_rendered("-", &sb, d);
+        sb_free(&sb);
+    }
+    topo_free(&t);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli c;
+    char why_buf[256];
+    const char *why = NULL;
+    if (cli_parse(&c, argc, argv, why_buf, sizeof why_buf, &why) != BK_OK) {
+        fprintf(stderr, "blinkc: %s\nTry 'blinkc --help' for more information.\n", why);
+        return 2;
+    }
+    if (c.help) {
+        cli_print_help(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (c.version) {
+        print_version();
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = run(&c, &d);
+    print_diags(&d, c.quiet);
+    if (st == BK_ENOMEM)
+        fputs("blinkc: error: out of memory\n", stderr);
+    else if (st != BK_OK && d.nerrors == 0)
+        fputs("blinkc: error: internal error (no diagnostic was recorded; please report)\n",
+              stderr);
+    if (st == BK_EUSAGE)
+        fputs("Try 'blinkc --help' for more information.\n", stderr);
+    diag_free(&d);
+    return exit_code(st);
+}

@@ -1,4 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_json.h - the --plan-json document (contract: shared/spec/plan-json.md).
+ *
+ * This stage renders a finalized (and possibly restricted) topology and the plans computed for
+ * it into memory; outfile.c writes the result atomically. It reads the model and never changes it.
+ */
 #ifndef BK_PLAN_JSON_H
 #define BK_PLAN_JSON_H
+
+#include "strbuf.h"
+#include "topo.h"
+
+/* Render the whole document. The plans array is empty until the planner fills it. */
+void plan_json_render(struct strbuf *sb, const struct topo *t);
+
+/* Only the "topology" object, at the given indentation (two spaces per level). */
+void plan_json_topology(struct strbuf *sb, const struct topo *t, int indent);
+
 #endif

@@ -174,10 +174,11 @@ int topo_pcie_from_speed(double gbps, int *gen, int *width)
     static const int widths[] = {16, 8, 4, 2, 1, 32, 12};
     if (!(gbps > 0) || !isfinite(gbps))
         return 0;
-    for (int g = 1; g <= TOPO_PCIE_GENS; g++)
-        for (size_t w = 0; w < BK_ARRAY_LEN(widths); w++) {
+    /* Common widths first: Gen3 x16 and Gen4 x8 (or Gen3 x32) run at the same speed. */
+    for (size_t w = 0; w < BK_ARRAY_LEN(widths); w++)
+        for (int g = 1; g <= TOPO_PCIE_GENS; g++) {
             double v = lane[g] * widths[w];
-            if (fabs(v - gbps) <= 0.02 * v) {
+            if (fabs(v - gbps) <= 0.005 * v) {
                 *gen = g;
                 *width = widths[w];
                 return 1;

@@ -76,7 +76,7 @@ enum topo_cpu_family topo_cpu_family_of(const char *vendor, int family, int mode
 
 /*
  * Infer a PCIe generation and width from a theoretical one-direction speed in GB/s (hwloc's
- * pci_link_speed: 15.753846 = Gen3 x16). Returns 1 and sets *gen, *width on a match within 2 %,
+ * pci_link_speed: 15.753846 = Gen3 x16). Returns 1 and sets *gen, *width on a match within 0.5 %,
  * else 0.
  */
 int topo_pcie_from_speed(double gbps, int *gen, int *width);
