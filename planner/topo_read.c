@@ -36,25 +36,36 @@ void topo_read_opts_default(struct topo_read_opts *o)
     topo_rates_default(&o->rates);
 }
 
-/* Skip whitespace, XML declarations, comments and the doctype; return the root's name. */
-static int xml_root_name(const char *p, const char *end, char *name, size_t cap)
+/*
+ * Skip whitespace, XML declarations, comments and the doctype (with its internal subset); return
+ * the root element's start and copy its name, or NULL.
+ */
+static const char *xml_root_name(const char *p, const char *end, char *name, size_t cap)
 {
     for (;;) {
         while (p < end && isspace((unsigned char)*p))
             p++;
         if (p >= end || *p != '<')
-            return 0;
+            return NULL;
+        const char *q;
         if (end - p >= 4 && memcmp(p, "<!--", 4) == 0) {
-            const char *q = strstr(p + 4, "-->");
+            q = strstr(p + 4, "-->");
             if (!q || q >= end)
-                return 0;
+                return NULL;
             p = q + 3;
         } else if (p[1] == '?' || p[1] == '!') {
-            const char *q = memchr(p, '>', (size_t)(end - p));
-            if (!q)
-                return 0;
+            q = p + 2;
+            while (q < end && *q != '>' && *q != '[')
+                q++;
+            if (q < end && *q == '[') { /* internal subset: skip to "]" then ">" */
+                q = memchr(q, ']', (size_t)(end - q));
+                q = q ? memchr(q, '>', (size_t)(end - q)) : NULL;
+            }
+            if (!q || q >= end)
+                return NULL;
             p = q + 1;
         } else {
+            const char *start = p;
             size_t n = 0;
             for (p++; p < end && (isalnum((unsigned char)*p) || *p == '_' || *p == ':' ||
                                   *p == '-' || *p == '.');
@@ -62,7 +73,7 @@ static int xml_root_name(const char *p, const char *end, char *name, size_t cap)
                 if (n + 1 < cap)
                     name[n++] = *p;
             name[n] = '\0';
-            return n > 0;
+            return n > 0 ? start : NULL;
         }
     }
 }
@@ -126,7 +137,8 @@ enum topo_format topo_detect_format(const struct input *in, struct diag *d)
     }
     if (*q == '<') {
         char root[64];
-        if (!xml_root_name(q, end, root, sizeof root)) {
+        const char *at = xml_root_name(q, end, root, sizeof root);
+        if (!at) {
             diag_error(d, in->name, input_loc_of(in, (size_t)(q - in->data)),
                        "unknown format: looks like XML but has no root element");
             return TOPO_FMT_AUTO;
@@ -135,7 +147,7 @@ enum topo_format topo_detect_format(const struct input *in, struct diag *d)
             return TOPO_FMT_HWLOC;
         if (strcmp(root, "system") == 0)
             return TOPO_FMT_NCCL;
-        diag_error(d, in->name, input_loc_of(in, (size_t)(q - in->data)),
+        diag_error(d, in->name, input_loc_of(in, (size_t)(at - in->data)),
                    "unknown XML format: root element <%s>; expected <topology> (hwloc) or "
                    "<system> (NCCL topology)",
                    root);

@@ -1,6 +1,170 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_cli.c - the command line: streams and exit codes of --help, --version and usage errors,
+ * the agreement between the option table (--help) and the man page, the man pages' lint, and
+ * the default job on the built-in DGX-1V.
+ */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "strbuf.h"
 #include "testutil.h"
 
-Test(cli, placeholder) { cr_assert(1); }
+#define RUN(r, ...) tu_run_blinkc((r), (const char *const[]){__VA_ARGS__, NULL})
+
+Test(cli, help_and_version_go_to_stdout_and_exit_0)
+{
+    struct tu_run r;
+    RUN(&r, "--help");
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "Usage: blinkc"));
+    cr_assert_str_empty(r.err);
+    tu_run_free(&r);
+    RUN(&r, "-V");
+    cr_assert_eq(r.status, 0);
+    cr_assert(strncmp(r.out, "blinkc ", 7) == 0);
+    cr_assert_str_empty(r.err);
+    tu_run_free(&r);
+}
+
+Test(cli, usage_errors_exit_2_with_a_hint)
+{
+    const char *const cases[][3] = {
+        {"--no-such-option", NULL, NULL},
+        {"--format", "yaml", NULL},
+        {"--gpus", "0,,1", NULL},
+        {"--gpus", "a", NULL},
+        {"--gpu-model", "K80", NULL},
+        {"--link-rate", "nvlink9=3", NULL},
+        {"a.topo", "b.topo", NULL},
+        {"--plan-json", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tu_run r;
+        tu_run_blinkc(&r, cases[i]);
+        cr_assert_eq(r.status, 2, "case %zu: status %d, stderr %s", i, r.status, r.err);
+        cr_assert(strncmp(r.err, "blinkc: ", 8) == 0, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, "Try 'blinkc --help'"), "case %zu", i);
+        cr_assert_str_empty(r.out);
+        tu_run_free(&r);
+    }
+}
+
+/* Every "--name" in text, as a sorted, de-duplicated, comma-joined list. */
+static char *long_options(const char *text, int man)
+{
+    char *names[128];
+    int n = 0;
+    const char *dash = man ? "\\-\\-" : "--";
+    for (const char *p = text; (p = strstr(p, dash)) && n < 128;) {
+        p += strlen(dash);
+        struct strbuf sb;
+        sb_init(&sb);
+        while (*p && (((*p >= 'a' && *p <= 'z') || *p == '-' || *p == '\\'))) {
+            if (*p != '\\')
+                sb_putc(&sb, *p);
+            p++;
+        }
+        char *name = sb_take(&sb);
+        int dup = name[0] == '\0';
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(names[i], name) == 0;
+        if (dup)
+            free(name);
+        else
+            names[n++] = name;
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *tmp = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = tmp;
+        }
+    struct strbuf out;
+    sb_init(&out);
+    for (int i = 0; i < n; i++) {
+        sb_printf(&out, "%s%s", i ? "," : "", names[i]);
+        free(names[i]);
+    }
+    return sb_take(&out);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    struct strbuf sb;
+    sb_init(&sb);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
+    fclose(f);
+    return sb_take(&sb);
+}
+
+Test(cli, help_and_man_page_list_the_same_options)
+{
+    struct tu_run r;
+    RUN(&r, "--help");
+    char *path = tu_src_path("man/blinkc.1.in");
+    char *man = slurp(path);
+    /* Only the OPTIONS section lists options. */
+    char *start = strstr(man, ".SH OPTIONS"), *end = start ? strstr(start + 1, ".SH ") : NULL;
+    cr_assert(start && end);
+    *end = '\0';
+    char *from_help = long_options(r.out, 0), *from_man = long_options(start, 1);
+    cr_assert_str_eq(from_help, from_man);
+    cr_assert(strstr(from_help, "plan-json"));
+    free(from_help), free(from_man), free(man), free(path);
+    tu_run_free(&r);
+}
+
+Test(cli, man_pages_pass_lint)
+{
+    char *pages[] = {tu_src_path("man/blinkc.1.in"), tu_src_path("man/blinkc-topology.5")};
+    for (int i = 0; i < 2; i++) {
+        struct tu_run r;
+        tu_run_argv(&r, (const char *const[]){"groff", "-man", "-ww", "-z", pages[i], NULL});
+        cr_assert_eq(r.status, 0, "%s", pages[i]);
+        cr_assert_str_empty(r.err, "groff on %s: %s", pages[i], r.err);
+        tu_run_free(&r);
+        tu_run_argv(&r, (const char *const[]){"mandoc", "-T", "lint", "-W", "warning", pages[i],
+                                              NULL});
+        if (r.status != -1 || r.err[0]) /* mandoc is optional */
+            cr_assert_str_empty(r.out, "mandoc on %s: %s", pages[i], r.out);
+        tu_run_free(&r);
+        free(pages[i]);
+    }
+}
+
+Test(cli, default_job_reads_the_builtin_dgx1v)
+{
+    struct tu_run r;
+    RUN(&r, "-q");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "8 gpu"), "%s", r.out);
+    cr_assert(strstr(r.out, "16 nvlink pairs (24 NVLinks)"), "%s", r.out);
+    tu_run_free(&r);
+    RUN(&r, "builtin:dgx1v");
+    cr_assert_eq(r.status, 0);
+    cr_assert_not(strstr(r.err, "no TOPOLOGY given"));
+    tu_run_free(&r);
+    RUN(&r, "builtin:dgx9");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "no built-in topology 'dgx9'"));
+    tu_run_free(&r);
+}
+
+Test(cli, print_topology_uses_the_smi_legend)
+{
+    struct tu_run r;
+    RUN(&r, "--print-topology", "--gpus", "0,1,2,3", "builtin:dgx1v");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    /* Row GPU0 of the DGX-1V matrix in topology-facts.md 4.3: X NV1 NV1 NV2. */
+    cr_assert(strstr(r.out, "GPU0    X      NV1    NV1    NV2"), "%s", r.out);
+    cr_assert(strstr(r.out, "gpu0     -> gpu3     nvlink  x2   50.0 GB/s"), "%s", r.out);
+    tu_run_free(&r);
+}

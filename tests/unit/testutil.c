@@ -96,20 +96,10 @@ static char *slurp_fd(int fd)
     return sb_take(&sb);
 }
 
-void tu_run_blinkc(struct tu_run *r, const char *const *args)
+void tu_run_argv(struct tu_run *r, const char *const *argv)
 {
     memset(r, 0, sizeof *r);
     r->status = -1;
-    const char *bin = getenv("BLINKC_BIN");
-    if (!bin)
-        bin = "planner/blinkc";
-    size_t n = 0;
-    while (args[n])
-        n++;
-    char **argv = calloc(n + 2, sizeof *argv);
-    argv[0] = (char *)bin;
-    for (size_t i = 0; i < n; i++)
-        argv[i + 1] = (char *)args[i];
     /* Capture through temporary files: no pipe can fill up and deadlock. */
     char out_path[] = "/tmp/blinkc-test-out-XXXXXX", err_path[] = "/tmp/blinkc-test-err-XXXXXX";
     int ofd = mkstemp(out_path), efd = mkstemp(err_path);
@@ -118,7 +108,7 @@ void tu_run_blinkc(struct tu_run *r, const char *const *args)
     posix_spawn_file_actions_adddup2(&fa, ofd, 1);
     posix_spawn_file_actions_adddup2(&fa, efd, 2);
     pid_t pid;
-    if (posix_spawn(&pid, bin, &fa, NULL, argv, environ) == 0) {
+    if (posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ) == 0) {
         int ws;
         if (waitpid(pid, &ws, 0) == pid && WIFEXITED(ws))
             r->status = WEXITSTATUS(ws);
@@ -130,6 +120,19 @@ void tu_run_blinkc(struct tu_run *r, const char *const *args)
     r->err = slurp_fd(efd);
     close(ofd), close(efd);
     unlink(out_path), unlink(err_path);
+}
+
+void tu_run_blinkc(struct tu_run *r, const char *const *args)
+{
+    const char *bin = getenv("BLINKC_BIN");
+    size_t n = 0;
+    while (args[n])
+        n++;
+    const char **argv = calloc(n + 2, sizeof *argv);
+    argv[0] = bin ? bin : "planner/blinkc";
+    for (size_t i = 0; i < n; i++)
+        argv[i + 1] = args[i];
+    tu_run_argv(r, argv);
     free(argv);
 }
 

@@ -39,6 +39,8 @@ struct tu_run {
 
 /* Run $BLINKC_BIN with argv (NULL-terminated, without argv[0]) and capture everything. */
 void tu_run_blinkc(struct tu_run *r, const char *const *args);
+/* Run any program (argv[0] is looked up on PATH) and capture everything. */
+void tu_run_argv(struct tu_run *r, const char *const *argv);
 void tu_run_free(struct tu_run *r);
 
 /* Write text to a fresh temporary file and return its path (caller frees and unlinks). */

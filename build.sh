@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later
+# One-step set-up for a fresh Debian 12 machine: install what is missing, bootstrap, configure,
+# build, then do one job.
+#
+#   ./build.sh demo    plan the built-in DGX-1V and print what was read and planned
+#   ./build.sh check   run the whole test suite: a plain build, then an ASan+UBSan build
+#   ./build.sh build   only build (into ./build)
+set -eu
+cd "$(dirname "$0")"
+job=${1:-demo}
+
+PACKAGES="gcc make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
+libhwloc-dev libcriterion-dev groff-base mandoc"
+
+install_missing() {
+    missing=
+    for p in $PACKAGES; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    echo "build.sh: installing:$missing"
+    if [ "$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else
+        echo "build.sh: need root or sudo to install:$missing" >&2
+        exit 1
+    fi
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
+}
+
+# configure_build DIR [CONFIGURE ARGS...]: configure DIR once, then build it.
+configure_build() {
+    dir=$1; shift
+    [ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ] ||
+        autoreconf -fi
+    mkdir -p "$dir"
+    [ -f "$dir/Makefile" ] || (cd "$dir" && ../configure -q "$@")
+    make -C "$dir" -s -j"$(nproc)"
+}
+
+# Criterion writes its summary into the per-test .log files under automake's harness.
+show_results() {
+    for log in "$1"/tests/unit/*.log; do
+        [ -f "$log" ] || continue
+        printf '%-28s ' "$(basename "$log" .log):"
+        grep -h 'Synthesis' "$log" | tail -n 1 || echo "(no Criterion summary)"
+    done
+    grep -h -E '^# (TOTAL|PASS|FAIL|ERROR)' "$1/test-suite.log" 2>/dev/null || true
+}
+
+run_check() {
+    dir=$1; shift
+    configure_build "$dir" "$@"
+    status=0
+    make -C "$dir" -s -j"$(nproc)" check >/dev/null 2>&1 || status=$?
+    echo "== test results ($dir${*:+, $*})"
+    show_results "$dir"
+    if [ "$status" != 0 ]; then
+        echo "== failures ($dir):"
+        cat "$dir/test-suite.log"
+        exit "$status"
+    fi
+}
+
+install_missing
+case "$job" in
+    demo)
+        configure_build build
+        ./build/planner/blinkc
+        ;;
+    check)
+        run_check build
+        run_check build-san --enable-sanitizers
+        ;;
+    build)
+        configure_build build
+        ;;
+    *)
+        echo "usage: ./build.sh [demo|check|build]" >&2
+        exit 2
+        ;;
+esac
