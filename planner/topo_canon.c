@@ -62,7 +62,12 @@ static int cmp_link(const void *pa, const void *pb)
         return a->src < b->src ? -1 : 1;
     if (a->dst != b->dst)
         return a->dst < b->dst ? -1 : 1;
-    return (int)a->kind - (int)b->kind;
+    if (a->kind != b->kind)
+        return (int)a->kind - (int)b->kind;
+    /* Only duplicates get here: order them by input position so the error names the later. */
+    if (a->loc.line != b->loc.line)
+        return a->loc.line < b->loc.line ? -1 : 1;
+    return a->loc.col - b->loc.col;
 }
 
 static enum bk_status validate(const struct topo *t, struct diag *d)

@@ -77,7 +77,7 @@ Test(badinput, bad_bandwidths)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *text = bk_asprintf("%s%s", head, bad[i][0]);
-        EXPECT(".topo", text, 1, ":3:10: error: ", bad[i][1]);
+        EXPECT(".topo", text, 1, ":3:13: error: ", bad[i][1]); /* the value's column */
         free(text);
     }
 }

@@ -1,6 +1,452 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_smi.c - the `nvidia-smi topo -m` reader: the DGX-1V fixture against the reference graph,
+ * the dialects (old SOC, tabs, escapes, collapsed and wrapped headers), NVSwitch planes, PCIe and
+ * CPU inference, and the error paths with their positions. Expectations come from
+ * topology-facts.md (sections 3 and 4) and the reference graph in notes/helper-brief.md.
+ */
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "input.h"
+#include "strbuf.h"
 #include "testutil.h"
 
-Test(smi, placeholder) { cr_assert(1); }
+static enum bk_status read_rel(const char *rel, const char *model, struct topo *t, struct diag *d)
+{
+    char *path = tu_src_path(rel);
+    diag_init(d);
+    enum bk_status st = tu_read_file(path, TOPO_FMT_AUTO, model, t, d);
+    free(path);
+    return st;
+}
+
+static void read_ok(const char *rel, const char *model, struct topo *t, struct diag *d)
+{
+    enum bk_status st = read_rel(rel, model, t, d);
+    cr_assert_eq(st, BK_OK, "%s: %s", rel, diag_first_error(d) ? diag_first_error(d) : "?");
+}
+
+static void read_str_ok(const char *text, const char *model, struct topo *t, struct diag *d)
+{
+    diag_init(d);
+    enum bk_status st = tu_read_string("inline.smi", text, TOPO_FMT_SMI, model, t, d);
+    cr_assert_eq(st, BK_OK, "%s", diag_first_error(d) ? diag_first_error(d) : "?");
+}
+
+static int node(const struct topo *t, const char *name)
+{
+    int i = topo_find(t, name);
+    cr_assert_geq(i, 0, "no node named %s", name);
+    return i;
+}
+
+/* The node a GPU or NIC hangs from: its only pcie neighbour. */
+static int up(const struct topo *t, int n)
+{
+    int found = -1, count = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].src == n && t->links[i].kind == TOPO_PCIE)
+            found = t->links[i].dst, count++;
+    cr_assert_eq(count, 1, "%s has %d pcie links", t->nodes[n].name, count);
+    return found;
+}
+
+static const struct topo_link *link_of(const struct topo *t, int a, int b, enum topo_link_kind k)
+{
+    int i = topo_find_link(t, a, b, k);
+    return i < 0 ? NULL : &t->links[i];
+}
+
+static int count_from(const struct topo *t, int n, enum topo_link_kind k)
+{
+    int c = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        c += t->links[i].src == n && t->links[i].kind == k;
+    return c;
+}
+
+static void assert_same_graph(const struct topo *a, const struct topo *b)
+{
+    cr_assert_eq(a->nnodes, b->nnodes);
+    cr_assert_eq(a->nlinks, b->nlinks);
+    for (int i = 0; i < a->nnodes; i++) {
+        const struct topo_node *x = &a->nodes[i], *y = &b->nodes[i];
+        cr_assert_eq(x->kind, y->kind);
+        cr_assert_str_eq(x->name, y->name);
+        cr_assert_eq(x->socket, y->socket);
+        cr_assert_eq(x->gpu_order, y->gpu_order);
+        cr_assert_eq(x->nvlink_gen, y->nvlink_gen);
+    }
+    for (int i = 0; i < a->nlinks; i++) {
+        const struct topo_link *x = &a->links[i], *y = &b->links[i];
+        cr_assert(x->src == y->src && x->dst == y->dst && x->kind == y->kind);
+        cr_assert(x->count == y->count && x->gbps == y->gbps);
+    }
+}
+
+/* Every PCIe link runs at unknown gen/width: NCCL's Gen3 x16, 12 GB/s. */
+static void assert_pcie_12(const struct topo *t)
+{
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].kind == TOPO_PCIE)
+            cr_assert_float_eq(t->links[i].gbps, 12.0, 1e-9);
+}
+
+/* The DGX-1V reference graph (helper-brief.md; topology-facts 4.3 and 4.4). */
+static void assert_dgx1v(const struct topo *t)
+{
+    static const int dbl[8][2] = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+    static const int sgl[8][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 6}, {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+    cr_assert_eq(tu_count_nodes(t, TOPO_GPU), 8);
+    cr_assert_eq(tu_count_nodes(t, TOPO_PCIE_SWITCH), 4);
+    cr_assert_eq(tu_count_nodes(t, TOPO_CPU), 2);
+    cr_assert_eq(tu_count_nodes(t, TOPO_NIC), 4);
+    cr_assert_eq(tu_count_nodes(t, TOPO_NVSWITCH), 0);
+    cr_assert_eq(tu_count_links(t, TOPO_NVLINK), 32);
+    cr_assert_eq(tu_count_links(t, TOPO_PCIE), 32);
+    cr_assert_eq(tu_count_links(t, TOPO_SMP), 2);
+    cr_assert_eq(tu_count_links(t, TOPO_NET), 0);
+    for (int k = 0; k < 8; k++) {
+        cr_assert_eq(t->nodes[k].nvlink_gen, 2);
+        for (int pass = 0; pass < 2; pass++) {
+            int a = pass ? dbl[k][0] : sgl[k][0], b = pass ? dbl[k][1] : sgl[k][1];
+            const struct topo_link *l = link_of(t, a, b, TOPO_NVLINK);
+            cr_assert(l && link_of(t, b, a, TOPO_NVLINK), "no NVLink %d-%d", a, b);
+            cr_assert_eq(l->count, pass + 1, "pair %d-%d", a, b);
+            cr_assert_float_eq(l->gbps, 25.0 * (pass + 1), 1e-9);
+        }
+    }
+    static const char *const nic[4] = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
+    int sw[4];
+    for (int k = 0; k < 4; k++) {
+        sw[k] = up(t, node(t, nic[k]));
+        cr_assert_eq(t->nodes[sw[k]].kind, TOPO_PCIE_SWITCH);
+        cr_assert_eq(up(t, 2 * k), sw[k]);
+        cr_assert_eq(up(t, 2 * k + 1), sw[k]);
+        for (int j = 0; j < k; j++)
+            cr_assert_neq(sw[j], sw[k]);
+        int cpu = -1;
+        for (int i = 0; i < t->nlinks; i++)
+            if (t->links[i].src == sw[k] && t->nodes[t->links[i].dst].kind == TOPO_CPU)
+                cpu = t->links[i].dst;
+        cr_assert_geq(cpu, 0);
+        cr_assert_eq(t->nodes[cpu].socket, k / 2);
+        cr_assert_eq(count_from(t, sw[k], TOPO_PCIE), 4); /* 2 GPUs, 1 NIC, 1 CPU */
+    }
+    assert_pcie_12(t);
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].kind == TOPO_SMP)
+            cr_assert_float_eq(t->links[i].gbps, 6.0, 1e-9);
+}
+
+Test(smi, dgx1v_reference_graph)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("topologies/dgx1v.smi.txt", "V100", &t, &d);
+    cr_assert_str_eq(t.format, "smi");
+    assert_dgx1v(&t);
+    cr_assert_eq(d.nwarnings, 0);
+    cr_assert_str_eq(t.nodes[0].model, "V100");
+    topo_free(&t);
+    diag_free(&d);
+}
+
+Test(smi, dgx1v_without_model_guesses_v100)
+{
+    struct topo t, ref;
+    struct diag d, dr;
+    read_ok("topologies/dgx1v.smi.txt", NULL, &t, &d);
+    read_ok("topologies/dgx1v.smi.txt", "V100", &ref, &dr);
+    assert_same_graph(&t, &ref);
+    cr_assert_eq(d.nwarnings, 1);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "V100"));
+    cr_assert(diag_contains(&d, DIAG_WARNING, "6 NVLinks per GPU"));
+    topo_free(&t), topo_free(&ref);
+    diag_free(&d), diag_free(&dr);
+}
+
+/* Same graph as the plain fixture: escapes, BOM, CRLF, prompt; collapsed header. */
+Test(smi, dialect_twins)
+{
+    static const char *const twins[] = {"tests/data/smi/dgx1v-escapes.smi.txt",
+                                        "tests/data/smi/dgx1v-collapsed.smi.txt"};
+    struct topo ref;
+    struct diag dr;
+    read_ok("topologies/dgx1v.smi.txt", "V100", &ref, &dr);
+    for (size_t i = 0; i < BK_ARRAY_LEN(twins); i++) {
+        struct topo t;
+        struct diag d;
+        read_ok(twins[i], "V100", &t, &d);
+        assert_same_graph(&t, &ref);
+        cr_assert_eq(d.nwarnings, 0, "%s", twins[i]);
+        topo_free(&t);
+        diag_free(&d);
+    }
+    topo_free(&ref);
+    diag_free(&dr);
+}
+
+Test(smi, dgx1p_old_soc_dialect_with_tabs)
+{
+    struct topo t, twin;
+    struct diag d, d2;
+    read_ok("tests/data/smi/dgx1p-soc-tabs.smi.txt", NULL, &t, &d);
+    cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 32); /* 16 pairs, both directions */
+    for (int g = 0; g < 8; g++) {
+        cr_assert_eq(count_from(&t, g, TOPO_NVLINK), 4);
+        cr_assert_eq(t.nodes[g].nvlink_gen, 1);
+    }
+    for (int i = 0; i < t.nlinks; i++)
+        if (t.links[i].kind == TOPO_NVLINK) {
+            cr_assert_eq(t.links[i].count, 1);
+            cr_assert_float_eq(t.links[i].gbps, 20.0, 1e-9);
+        }
+    cr_assert(link_of(&t, 0, 4, TOPO_NVLINK) && !link_of(&t, 0, 5, TOPO_NVLINK));
+    cr_assert(diag_contains(&d, DIAG_WARNING, "P100"));
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 4);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2);
+    cr_assert_eq(up(&t, node(&t, "mlx5_0")), up(&t, 1));
+    cr_assert_neq(up(&t, node(&t, "mlx5_0")), up(&t, 2)); /* PHB: another switch */
+    assert_pcie_12(&t);
+
+    /* The same text with the tabs turned into runs of spaces. */
+    char *path = tu_src_path("tests/data/smi/dgx1p-soc-tabs.smi.txt");
+    struct input in;
+    diag_init(&d2);
+    cr_assert_eq(input_read(path, &in, &d2), BK_OK);
+    struct strbuf sb;
+    sb_init(&sb);
+    for (size_t i = 0; i < in.len; i++)
+        in.data[i] == '\t' ? sb_puts(&sb, "   ") : sb_putc(&sb, in.data[i]);
+    char *spaced = sb_take(&sb);
+    cr_assert_eq(tu_read_string("spaced", spaced, TOPO_FMT_AUTO, NULL, &twin, &d2), BK_OK);
+    assert_same_graph(&t, &twin);
+    free(spaced), free(path);
+    input_free(&in);
+    topo_free(&t), topo_free(&twin);
+    diag_free(&d), diag_free(&d2);
+}
+
+/* Every GPU has `links` links to one NVSwitch at `gbps`, and no GPU-GPU NVLink. */
+static void assert_plane(const struct topo *t, int ngpus, int links, double gbps)
+{
+    cr_assert_eq(tu_count_nodes(t, TOPO_GPU), ngpus);
+    cr_assert_eq(tu_count_nodes(t, TOPO_NVSWITCH), 1);
+    int nvs = ngpus; /* the switch follows the GPUs in canonical order */
+    cr_assert_eq(t->nodes[nvs].kind, TOPO_NVSWITCH);
+    cr_assert_eq(tu_count_links(t, TOPO_NVLINK), 2 * ngpus);
+    for (int g = 0; g < ngpus; g++) {
+        const struct topo_link *l = link_of(t, g, nvs, TOPO_NVLINK);
+        cr_assert(l, "GPU %d is not on the plane", g);
+        cr_assert_eq(l->count, links);
+        cr_assert_float_eq(l->gbps, gbps, 1e-9);
+        cr_assert_eq(count_from(t, g, TOPO_NVLINK), 1);
+    }
+}
+
+Test(smi, dgx2_nv6_is_one_nvswitch_plane)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("tests/data/smi/dgx2-nv6.smi.txt", NULL, &t, &d);
+    assert_plane(&t, 16, 6, 150.0);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "V100"));
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2); /* by CPU Affinity */
+    cr_assert_eq(up(&t, 0), up(&t, 7));
+    cr_assert_neq(up(&t, 7), up(&t, 8));
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 0);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+Test(smi, dgxa100_nv12_plane_and_pxb_switches)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("tests/data/smi/dgxa100-nv12.smi.txt", NULL, &t, &d);
+    assert_plane(&t, 8, 12, 300.0);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "A100"));
+    cr_assert_eq(tu_count_nodes(&t, TOPO_NIC), 8);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 4);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 4);     /* NUMA nodes 3, 1, 7, 5 */
+    cr_assert_eq(tu_count_links(&t, TOPO_SMP), 2 * 6); /* every pair of 4 */
+    for (int p = 0; p < 4; p++) {
+        char a[16], b[16];
+        snprintf(a, sizeof a, "mlx5_%d", 2 * p);
+        snprintf(b, sizeof b, "mlx5_%d", 2 * p + 1);
+        int sw = up(&t, 2 * p);
+        cr_assert_eq(t.nodes[sw].kind, TOPO_PCIE_SWITCH);
+        cr_assert_eq(up(&t, 2 * p + 1), sw);
+        cr_assert_eq(up(&t, node(&t, a)), sw);
+        cr_assert_eq(up(&t, node(&t, b)), sw);
+    }
+    assert_pcie_12(&t);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+Test(smi, h100_nv18_plane_and_h200_model)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("tests/data/smi/h100-nv18.smi.txt", NULL, &t, &d);
+    assert_plane(&t, 8, 18, 450.0);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "H100"));
+    cr_assert_eq(t.nodes[0].nvlink_gen, 4);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 8);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2);
+    for (int g = 0; g < 8; g++) {
+        char nic[16];
+        snprintf(nic, sizeof nic, "mlx5_%d", g);
+        cr_assert_eq(up(&t, g), up(&t, node(&t, nic)));
+    }
+    topo_free(&t);
+    diag_free(&d);
+
+    read_ok("tests/data/smi/h100-nv18.smi.txt", "H200", &t, &d);
+    assert_plane(&t, 8, 18, 18 * 25.0);
+    cr_assert_eq(d.nwarnings, 0);
+    cr_assert_str_eq(t.nodes[0].model, "H200");
+    topo_free(&t);
+    diag_free(&d);
+}
+
+Test(smi, pcie_only_box)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("tests/data/smi/pcie8-noaff.smi.txt", NULL, &t, &d);
+    cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 0);
+    cr_assert_eq(d.nwarnings, 0);
+    cr_assert_eq(t.nodes[0].nvlink_gen, 0);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 4);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2); /* from the SYS cells alone */
+    cr_assert_eq(up(&t, 0), up(&t, 1));
+    cr_assert_neq(up(&t, 1), up(&t, 2));
+    cr_assert_eq(tu_count_links(&t, TOPO_PCIE), 2 * (8 + 4));
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/* Two PIX pairs that are PXB to each other: two leaf switches under one parent. */
+Test(smi, pxb_gives_a_parent_switch)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok("\tGPU0\tGPU1\tGPU2\tGPU3\n"
+                "GPU0\t X \tPIX\tPXB\tPXB\n"
+                "GPU1\tPIX\t X \tPXB\tPXB\n"
+                "GPU2\tPXB\tPXB\t X \tPIX\n"
+                "GPU3\tPXB\tPXB\tPIX\t X \n",
+                NULL, &t, &d);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_PCIE_SWITCH), 3);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 1);
+    int leaf0 = up(&t, 0), leaf1 = up(&t, 2);
+    cr_assert_neq(leaf0, leaf1);
+    cr_assert_eq(up(&t, 1), leaf0);
+    cr_assert_eq(up(&t, 3), leaf1);
+    int parent = -1;
+    for (int i = 0; i < t.nnodes; i++)
+        if (t.nodes[i].kind == TOPO_PCIE_SWITCH && i != leaf0 && i != leaf1)
+            parent = i;
+    cr_assert(link_of(&t, leaf0, parent, TOPO_PCIE) && link_of(&t, leaf1, parent, TOPO_PCIE));
+    cr_assert_eq(count_from(&t, parent, TOPO_PCIE), 3); /* two leaves and the CPU */
+    cr_assert_eq(count_from(&t, leaf0, TOPO_PCIE), 3);  /* two GPUs and the parent */
+    cr_assert(link_of(&t, parent, topo_find(&t, "CPU0"), TOPO_PCIE));
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/* A header wrapped onto a second line, a prompt before it, a NIC legend. */
+Test(smi, wrapped_header_and_nic_legend)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok("$ nvidia-smi topo -m\n"
+                "        GPU0    GPU1    GPU2    NIC0\n"
+                "        CPU Affinity    NUMA Affinity\n"
+                "GPU0     X      NV2     NV2     PIX     0-7     N/A\n"
+                "GPU1    NV2      X      NV2     NODE    0-7     N/A\n"
+                "GPU2    NV2     NV2      X      NODE    0-7     N/A\n"
+                "NIC0    PIX     NODE    NODE     X\n\nNIC Legend:\n\n  NIC0: mlx5_4\n",
+                NULL, &t, &d);
+    cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 6); /* NV2 is no plane: direct bonds */
+    cr_assert_eq(link_of(&t, 0, 1, TOPO_NVLINK)->count, 2);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "P100")); /* 4 links per GPU */
+    cr_assert_eq(up(&t, node(&t, "mlx5_4")), up(&t, 0));
+    cr_assert_eq(t.nodes[up(&t, 1)].kind, TOPO_CPU);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 1);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/* Read text that must fail; check the first error's text and position. */
+static void expect_error(const char *text, const char *model, const char *needle, int line,
+                         int col)
+{
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = tu_read_string("bad.smi", text, TOPO_FMT_SMI, model, &t, &d);
+    cr_assert_eq(st, BK_EINPUT);
+    const struct diag_msg *m = NULL;
+    for (size_t i = 0; i < d.n && !m; i++)
+        if (d.msgs[i].level == DIAG_ERROR)
+            m = &d.msgs[i];
+    cr_assert(m && strstr(m->text, needle), "expected '%s', got '%s'", needle, m ? m->text : "");
+    cr_assert_eq(m->loc.line, line, "%s: line %d", m->text, m->loc.line);
+    cr_assert_eq(m->loc.col, col, "%s: col %d", m->text, m->loc.col);
+    diag_free(&d);
+}
+
+Test(smi, errors)
+{
+    expect_error("        GPU0    GPU1\nGPU0     X      PIY\nGPU1    PIX      X\n", NULL,
+                 "unknown cell 'PIY' in row GPU0, column GPU1", 2, 17);
+    expect_error("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV2\tNV1\nGPU1\tNV1\t X \tNV1\n"
+                 "GPU2\tNV1\tNV1\t X \n",
+                 NULL, "is NV2 but row GPU1, column GPU0 (line 3, column 6) is NV1", 2, 10);
+    expect_error("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tPIX\tPIX\nGPU1\tPIX\t X \tPIX\n", NULL,
+                 "no row for column GPU2", 1, 12);
+    expect_error("\tGPU0\tGPU1\tGPU2\tCPU Affinity\nGPU0\t X \tPIX\t0-7\n", NULL,
+                 "row GPU0 has 2 matrix cells but the header has 3", 2, 14);
+    expect_error("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\tPIX\n", NULL,
+                 "diagonal cell of row GPU1 is PIX", 3, 10);
+    expect_error("\tGPU0\tGPU1\nGPU0\t X \tPIX\t7\nGPU1\tPIX\t X \n", NULL,
+                 "extra cell '7' in row GPU0", 2, 14);
+    expect_error("\tGPU0\tNIC0\nGPU0\t X \tNV1\nNIC0\tNV1\t X \n", NULL,
+                 "NVLink joins GPUs only", 2, 10);
+    expect_error("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU0\tPIX\t X \n", NULL, "second row for GPU0",
+                 3, 1);
+    expect_error("hello\nworld\n", NULL, "no 'nvidia-smi topo -m' header", 1, 0);
+    expect_error("\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n", "Z900", "unknown GPU model",
+                 0, 0);
+}
+
+/* Every truncation of the fixture reads or fails cleanly. */
+Test(smi, truncations_never_crash)
+{
+    char *path = tu_src_path("topologies/dgx1v.smi.txt");
+    struct input in;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(input_read(path, &in, &d), BK_OK);
+    for (size_t n = 0; n < in.len; n += 7) {
+        char *text = bk_strndup(in.data, n);
+        struct topo t;
+        struct diag dn;
+        diag_init(&dn);
+        enum bk_status st = tu_read_string("cut", text, TOPO_FMT_SMI, NULL, &t, &dn);
+        cr_assert(st == BK_OK || (st == BK_EINPUT && dn.nerrors > 0), "cut at %zu", n);
+        if (st == BK_OK)
+            topo_free(&t);
+        diag_free(&dn);
+        free(text);
+    }
+    input_free(&in);
+    free(path);
+    diag_free(&d);
+}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* testutil.c - see testutil.h. */
+#define _DEFAULT_SOURCE /* mkstemps */
 #include "testutil.h"
 
 #include <fcntl.h>
