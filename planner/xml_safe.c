@@ -14,7 +14,30 @@
 
 #include "strbuf.h"
 
-/* Silence libxml2's default stderr printer; errors are read back from the context. */
+/* The first error libxml2 raises: later ones (e.g. "premature end of data") only echo it. */
+struct first_error {
+    int set;
+    int line, col;
+    char text[200];
+};
+
+static void record_first(void *data, xmlErrorPtr e)
+{
+    struct first_error *fe = data;
+    if (fe->set || !e || e->level < XML_ERR_ERROR)
+        return;
+    fe->set = 1;
+    fe->line = e->line;
+    fe->col = e->int2;
+    const char *m = e->message ? e->message : "parse failed";
+    size_t n = strcspn(m, "\n");
+    if (n >= sizeof fe->text)
+        n = sizeof fe->text - 1;
+    memcpy(fe->text, m, n);
+    fe->text[n] = '\0';
+}
+
+/* Silence libxml2's default stderr printer for anything the structured handler misses. */
 static void quiet(void *ctx, const char *msg, ...) { (void)ctx, (void)msg; }
 
 enum bk_status xml_safe_parse(const struct input *in, xmlDocPtr *doc, struct diag *d)
@@ -36,18 +59,19 @@ enum bk_status xml_safe_parse(const struct input *in, xmlDocPtr *doc, struct dia
         return diag_error(d, in->name, DIAG_NOWHERE, "XML file too large");
 
     xmlSetGenericErrorFunc(NULL, quiet);
+    struct first_error fe = {0};
+    xmlSetStructuredErrorFunc(&fe, record_first);
     xmlParserCtxtPtr ctx = xmlNewParserCtxt();
-    if (!ctx)
+    if (!ctx) {
+        xmlSetStructuredErrorFunc(NULL, NULL);
         return BK_ENOMEM;
-    int opts = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA |
-               XML_PARSE_BIG_LINES;
+    }
+    int opts = XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA | XML_PARSE_BIG_LINES;
     *doc = xmlCtxtReadMemory(ctx, in->data, (int)in->len, in->name, NULL, opts);
+    xmlSetStructuredErrorFunc(NULL, NULL);
     if (!*doc || !ctx->wellFormed) {
-        const xmlError *e = xmlCtxtGetLastError(ctx);
-        char *msg = e && e->message ? bk_strndup(e->message, strcspn(e->message, "\n")) : NULL;
-        diag_error(d, in->name, DIAG_AT(e ? e->line : 0, e ? e->int2 : 0), "malformed XML: %s",
-                   msg ? msg : "parse failed");
-        free(msg);
+        diag_error(d, in->name, DIAG_AT(fe.set ? fe.line : 0, fe.set ? fe.col : 0),
+                   "malformed XML: %s", fe.set ? fe.text : "parse failed");
         if (*doc)
             xmlFreeDoc(*doc);
         *doc = NULL;

@@ -174,3 +174,10 @@ Test(badinput, output_may_not_overwrite_the_input)
     unlink(in);
     free(in);
 }
+
+Test(badinput, malformed_xml_names_the_first_error)
+{
+    /* libxml2 also reports "premature end of data" at the end; the mismatch is what to fix. */
+    EXPECT(".xml", "<system version=\"1\">\n<cpu numaid=\"0\">\n</pci>\n</cpu>\n</system>\n", 1,
+           ":3:7: error: ", "tag mismatch");
+}
