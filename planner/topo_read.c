@@ -163,11 +163,9 @@ enum topo_format topo_detect_format(const struct input *in, struct diag *d)
             seen++;
             if (strncmp(tok, "GPU0", 4) == 0)
                 return TOPO_FMT_SMI;
-            if (is_text_keyword(tok))
+            /* A .topo file starts with a keyword; an smi paste may start with a prompt line. */
+            if (seen == 1 && is_text_keyword(tok))
                 return TOPO_FMT_TEXT;
-            if (seen == 1 && tok[0] != '$' && strncmp(tok, "nvidia-smi", 10) != 0 &&
-                !isupper((unsigned char)tok[0]))
-                break; /* not a shell prompt or a heading before an smi matrix */
         }
         line = eol + 1;
     }

@@ -45,6 +45,7 @@ Test(detect, smi_dialects)
     cr_assert_eq(detect("        GPU0    GPU1    mlx5_0  CPU Affinity\n", &d), TOPO_FMT_SMI);
     cr_assert_eq(detect("$ nvidia-smi topo -m\n\x1b[4mGPU0\tGPU1\x1b[0m\n", &d), TOPO_FMT_SMI);
     cr_assert_eq(detect("GPU0GPU1GPU2NIC0CPU Affinity\n", &d), TOPO_FMT_SMI);
+    cr_assert_eq(detect("user@dgx:~$ nvidia-smi topo -m\n\tGPU0\tGPU1\n", &d), TOPO_FMT_SMI);
     cr_assert_eq(d.nerrors, 0);
     diag_free(&d);
 }

@@ -365,7 +365,8 @@ Test(smi, wrapped_header_and_nic_legend)
 {
     struct topo t;
     struct diag d;
-    read_str_ok("$ nvidia-smi topo -m\n"
+    read_str_ok("$ nvidia-smi -L; nvidia-smi topo -m\n"
+                "GPU0: Tesla P100-SXM2-16GB (UUID: GPU-1)\n"
                 "        GPU0    GPU1    GPU2    NIC0\n"
                 "        CPU Affinity    NUMA Affinity\n"
                 "GPU0     X      NV2     NV2     PIX     0-7     N/A\n"
@@ -379,6 +380,29 @@ Test(smi, wrapped_header_and_nic_legend)
     cr_assert_eq(up(&t, node(&t, "mlx5_4")), up(&t, 0));
     cr_assert_eq(t.nodes[up(&t, 1)].kind, TOPO_CPU);
     cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 1);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/* NIC rows may be missing; an asymmetric PCIe cell warns and takes the farther relation. */
+Test(smi, lenient_nic_rows_and_pcie_asymmetry)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok("\tGPU0\tGPU1\tGPU2\tmlx5_0\n"
+                "GPU0\t X \tPIX\tSYS\tPIX\n"
+                "GPU1\tPXB\t X \tSYS\tPIX\n"
+                "GPU2\tSYS\tSYS\t X \tSYS\n",
+                NULL, &t, &d);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "asymmetric cells: row GPU0, column GPU1 is PIX"));
+    cr_assert_eq(d.nwarnings, 1);
+    int sw = up(&t, node(&t, "mlx5_0"));
+    cr_assert_eq(up(&t, 0), sw); /* still joined through the NIC */
+    cr_assert_eq(up(&t, 1), sw);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2);
+    int g2 = up(&t, 2); /* SYS to everything: alone under the other CPU */
+    cr_assert_eq(t.nodes[g2].kind, TOPO_CPU);
+    cr_assert(!link_of(&t, sw, g2, TOPO_PCIE));
     topo_free(&t);
     diag_free(&d);
 }
