@@ -206,6 +206,16 @@ void topo_print_matrix(struct strbuf *sb, const struct topo *t)
     free(cols), free(dist), free(done);
 }
 
+/* A GB/s value right-aligned in `width` columns (locale-free, like every number we print). */
+static void put_column(struct strbuf *sb, double v, int width)
+{
+    struct strbuf num;
+    sb_init(&num);
+    sb_put_decimal(&num, v, 1);
+    sb_printf(sb, "%*s", width, num.data ? num.data : "?");
+    sb_free(&num);
+}
+
 void topo_print_summary(struct strbuf *sb, const struct topo *t)
 {
     int nodes[TOPO_NODE_KINDS] = {0}, pairs[TOPO_LINK_KINDS] = {0}, links[TOPO_LINK_KINDS] = {0};
@@ -250,10 +260,9 @@ void topo_print_summary(struct strbuf *sb, const struct topo *t)
         for (char *p = model; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f)
                 *p = '?';
-        sb_printf(sb, "  %-8s %-28s %7d  ", n->id, model, nv);
-        sb_put_decimal(sb, nvbw, 1);
-        sb_puts(sb, "  ");
-        sb_put_decimal(sb, pcbw, 1);
+        sb_printf(sb, "  %-8s %-28s %7d", n->id, model, nv);
+        put_column(sb, nvbw, 17);
+        put_column(sb, pcbw, 15);
         sb_putc(sb, '\n');
     }
 }
