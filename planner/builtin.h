@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * builtin.h - topology fixtures embedded in the binary at build time (build-aux/embed.sh).
+ * builtin.h - topology fixtures embedded in the binary at build time (tools/embed.sh).
  *
  * `blinkc` with no TOPOLOGY plans the built-in DGX-1V; `builtin:NAME` names any embedded file.
  */

@@ -10,40 +10,45 @@
  * escapes and collapsed or wrapped headers. It never prints and never trusts a count or a name
  * it has not checked; every rejected cell is reported at FILE:LINE:COL.
  *
- * INPUT. Leading lines before the header (a shell prompt, "nvidia-smi topo -m") are skipped.
- * ANSI escapes (ESC[...m), carriage returns and a UTF-8 byte-order mark are ignored; cells are
- * separated by tabs or runs of spaces. The header is the first line whose first label is GPU0;
- * labels glued together ("GPU0GPU1...NIC0CPU Affinity") are split by a token scan that knows the
- * labels GPUk, NICk, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID" and the row labels below the
- * header. Header lines continued onto following lines (no cell codes in them) are joined. GPU
- * columns are GPUk; every other matrix column is a NIC (NICk, or an old-driver name such as
- * mlx5_0). Each row names its column by its first label; the matrix cells come next, then the
- * affinity values left to right (missing ones are empty). "NIC Legend:" entries ("NIC0: mlx5_0")
- * give NIC nodes their device names. Cells: X, NV#, PIX, PXB, PHB, NODE, SYS, and SOC (old
- * drivers' SYS). Every GPU column needs a row; NIC rows are optional. The diagonal must be X,
- * and NV# cells must be symmetric.
+ * INPUT. Lines before the header (a shell prompt, "nvidia-smi topo -m") are skipped. ANSI
+ * escapes (ESC[...m), carriage returns and a UTF-8 byte-order mark are ignored; cells are
+ * separated by tabs or runs of spaces. The header is the first line whose first label is GPU0
+ * (or starts "GPU0GPU1..."); labels glued together are split by a token scan that knows GPUk,
+ * NICk, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID" and the row labels below the header. Up to
+ * three following lines without cell codes continue a wrapped header. GPU columns are GPUk;
+ * every other matrix column is a NIC (NICk, or an old driver's device name such as mlx5_0). A
+ * row starts with its column's label, then one cell per GPU/NIC column, then the affinity values
+ * left to right (missing ones are empty; "N/A" counts as empty). Cells: X, NV#, PIX, PXB, PHB,
+ * NODE, SYS, and SOC (old drivers' SYS); anything else is an error at its position. Every GPU
+ * column needs a row; NIC rows are optional. The diagonal must be X, X appears nowhere else,
+ * NV# only joins two GPUs and must be symmetric; an asymmetric PCIe cell pair gets a warning and
+ * the farther relation. "NIC Legend:" entries ("NIC0: mlx5_0") give NIC nodes their device
+ * names; the rest of the legend is ignored.
  *
  * NVLINK. On a switchless board NV# is the pair's number of direct links. When there are at
  * least 3 GPUs and every GPU pair shows the same NV#, equal to a GPU's whole link budget (6, 12
  * or 18; with --gpu-model, that model's budget), the GPUs hang off an NVSwitch plane: one
  * nvswitch node with # links from each GPU (a full mesh would overstate bandwidth about (n-1)
- * times). The GPU model is guessed from that shape (plane NV6 V100, NV12 A100, NV18 H100;
- * otherwise 4 links per GPU P100, 6 V100) with a warning; --gpu-model overrides it.
+ * times). The text never names the GPU, so its NVLink generation comes from --gpu-model, else
+ * from the shape with a warning: plane NV6 V100, NV12 A100, NV18 H100; switchless, 4 links per
+ * GPU P100, 6 V100, anything else V100. A box without NVLink needs no generation (0, no
+ * warning). A switchless GPU with more links than its model has gets a warning.
  *
  * PCIE. An NV# cell hides the PCIe relation of its pair, so NIC rows and columns are used too.
  * Devices (GPUs and NICs) that are PIX to each other, directly or through others, share one leaf
- * PCIe switch. Groups (leaf switches, or single devices) with a PXB cell between their members
- * share one switch above them. A device whose switch partners cannot be told sits directly under
- * its CPU. Every switch links to the CPU of its first device. All PCIe links are of unknown
- * generation and width (NCCL's Gen3 x16 rate).
+ * PCIe switch. Groups (leaf switches, or single devices) with a PXB cell between any of their
+ * members share one switch above them, which holds those leaf switches and single devices. A
+ * device whose switch partners cannot be told sits directly under its CPU; so does a leaf
+ * switch with no PXB partner. A top switch links to the CPU of its first device. All PCIe links
+ * are of unknown generation and width (NCCL's Gen3 x16, 12 GB/s).
  *
  * CPUS. Devices are grouped by the NUMA Affinity column when every GPU has a value there, else
- * by CPU Affinity likewise; devices without a value (NICs) join the group of the device they are
- * closest to by PIX, then PXB, PHB, NODE (never across two different affinity values). A group
- * left without an affinity value joins the first group it has no SYS cell with, so the reader
- * builds the fewest CPUs the SYS cells allow. CPUs are numbered in the order their first device
- * appears in the header; that number is the socket. Every pair of CPUs gets one smp link of
- * unknown CPU family.
+ * by CPU Affinity likewise, else by relations alone. Devices without a value (NICs) join the
+ * group of a device they are PIX to, else PXB, PHB, NODE (never merging two different affinity
+ * values). A group still without a value joins the first group it has no SYS cell with, so the
+ * reader builds the fewest CPUs the SYS cells allow. CPUs are numbered in the order their first
+ * device appears in the header; that number is the socket. Every pair of CPUs gets one smp link
+ * of unknown CPU family (charged like QPI).
  */
 #include "topo_read.h"
 
