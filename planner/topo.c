@@ -196,6 +196,21 @@ int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind k
     return -1;
 }
 
+int topo_link_cmp(const void *pa, const void *pb)
+{
+    const struct topo_link *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->kind != b->kind)
+        return (int)a->kind - (int)b->kind;
+    /* Only duplicates get here: order them by input position so the error names the later. */
+    if (a->loc.line != b->loc.line)
+        return a->loc.line < b->loc.line ? -1 : 1;
+    return a->loc.col - b->loc.col;
+}
+
 int topo_gpu_node(const struct topo *t, int k)
 {
     /* After topo_finalize the GPUs come first, in canonical order. */

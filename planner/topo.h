@@ -101,6 +101,9 @@ enum bk_status topo_node_set_model(struct topo *t, int node, const char *model);
 enum bk_status topo_add_link(struct topo *t, int a, int b, enum topo_link_kind kind, int count,
                              double gbps_ab, double gbps_ba, struct diag_loc loc);
 
+/* qsort order of links: (src, dst, kind), then input position. */
+int topo_link_cmp(const void *a, const void *b);
+
 /* Index of the directed link src->dst of that kind, or -1. */
 int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind kind);
 
@@ -133,7 +136,7 @@ const char *topo_link_kind_name(enum topo_link_kind k); /* "nvlink", "pcie", "sm
 int topo_node_kind_parse(const char *s, enum topo_node_kind *out); /* 1 on success */
 int topo_link_kind_parse(const char *s, enum topo_link_kind *out);
 
-/* Index of the GPU with canonical number k (gpuK), or -1. Valid after topo_finalize. */
+/* Node index of the GPU of rank k, or -1 (GPUs come first, in rank order, once finalized). */
 int topo_gpu_node(const struct topo *t, int k);
 
 /* Largest capacity plausible for one link bundle: anything above is rejected as absurd. */

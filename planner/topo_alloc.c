@@ -12,16 +12,6 @@
 
 #include "topo.h"
 
-static int cmp_link(const void *pa, const void *pb)
-{
-    const struct topo_link *a = pa, *b = pb;
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    if (a->dst != b->dst)
-        return a->dst < b->dst ? -1 : 1;
-    return (int)a->kind - (int)b->kind;
-}
-
 /* Distinct kept neighbours of u (links are stored both ways, so out-links suffice). */
 static int kept_degree(const struct topo *t, const char *keep, int u)
 {
@@ -157,7 +147,7 @@ enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, 
         }
     }
     tmp.nlinks = nl;
-    qsort(tmp.links, (size_t)nl, sizeof *tmp.links, cmp_link);
+    qsort(tmp.links, (size_t)nl, sizeof *tmp.links, topo_link_cmp);
     tmp.ngpus = ngpus;
     tmp.nservers = nservers;
     free(out->name), free(out->source);

@@ -55,21 +55,6 @@ static int cmp_other(const void *pa, const void *pb)
     return a->node - b->node;
 }
 
-static int cmp_link(const void *pa, const void *pb)
-{
-    const struct topo_link *a = pa, *b = pb;
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    if (a->dst != b->dst)
-        return a->dst < b->dst ? -1 : 1;
-    if (a->kind != b->kind)
-        return (int)a->kind - (int)b->kind;
-    /* Only duplicates get here: order them by input position so the error names the later. */
-    if (a->loc.line != b->loc.line)
-        return a->loc.line < b->loc.line ? -1 : 1;
-    return a->loc.col - b->loc.col;
-}
-
 static enum bk_status validate(const struct topo *t, struct diag *d)
 {
     const char *file = t->source;
@@ -229,7 +214,7 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d)
         t->links[i].src = newpos[t->links[i].src];
         t->links[i].dst = newpos[t->links[i].dst];
     }
-    qsort(t->links, (size_t)t->nlinks, sizeof *t->links, cmp_link);
+    qsort(t->links, (size_t)t->nlinks, sizeof *t->links, topo_link_cmp);
     st = BK_OK;
     for (int i = 1; i < t->nlinks && st == BK_OK; i++) {
         const struct topo_link *a = &t->links[i - 1], *b = &t->links[i];
