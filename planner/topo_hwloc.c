@@ -15,6 +15,7 @@
 #include <libxml/tree.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +157,23 @@ static enum bk_status scan_doc(struct ctx *c, xmlNodePtr parent, int depth)
                 return BK_ENOMEM;
             if (ok)
                 c->lines[c->nlines++] = (struct gp_line){v, xml_node_loc(e).line};
+            /* hwloc sizes CPU and NUMA bitmaps by these indexes: 4294967295 costs 512 MiB. */
+            char *type = xml_attr(e, "type"), *os = xml_attr(e, "os_index");
+            int bad = os && type && (!strcmp(type, "PU") || !strcmp(type, "NUMANode")) &&
+                      (!parse_ull(os, &v) || v >= 1u << 24);
+            if (bad) {
+                char *path = xml_node_path(e);
+                diag_error(c->d, c->in->name, xml_node_loc(e),
+                           "%s: <object type=\"%s\" os_index=\"%.24s\">: no machine has that "
+                           "many %s",
+                           path ? path : "object", type, os,
+                           strcmp(type, "PU") ? "NUMA nodes" : "hardware threads");
+                free(path);
+            }
+            xmlFree(type);
+            xmlFree(os);
+            if (bad)
+                return BK_EINPUT;
             BK_CHECK(scan_doc(c, e, depth + 1));
         } else if (xmlStrEqual(e->name, BAD_CAST "info") && depth == 1 && !c->version) {
             /* <topology><object type="Machine"><info name="hwlocVersion" value=...> */
@@ -165,11 +183,25 @@ static enum bk_status scan_doc(struct ctx *c, xmlNodePtr parent, int depth)
             xmlFree(name);
         } else if (depth == 0 && (xmlStrEqual(e->name, BAD_CAST "distances2") ||
                                   xmlStrEqual(e->name, BAD_CAST "distances2hetero"))) {
-            char *name = xml_attr(e, "name");
-            if (name && strcmp(name, "NVLinkBandwidth") == 0 &&
+            /* hwloc allocates nbobjs^2 values before reading any: a file must hold them all,
+             * at least "0 " each, so a larger claim is refused before hwloc sees it. */
+            char *nb = xml_attr(e, "nbobjs"), *name = xml_attr(e, "name");
+            unsigned long long n;
+            int huge = nb && (!parse_ull(nb, &n) || n > 1u << 16 || n * n * 2 > c->in->len);
+            if (!huge && name && strcmp(name, "NVLinkBandwidth") == 0 &&
                 c->nmats < (int)BK_ARRAY_LEN(c->mats))
                 c->mats[c->nmats++] = e;
             xmlFree(name);
+            if (huge) {
+                char *path = xml_node_path(e);
+                diag_error(c->d, c->in->name, xml_node_loc(e),
+                           "%s: nbobjs=\"%.24s\" is not a count the file can hold values for",
+                           path ? path : "distances", nb);
+                free(path);
+            }
+            xmlFree(nb);
+            if (huge)
+                return BK_EINPUT;
         }
     }
     return BK_OK;
@@ -242,6 +274,10 @@ static enum bk_status load_hwloc(struct ctx *c)
     buf[c->in->len] = '\0';
     blank_comments(buf, c->in->len);
 
+    /* hwloc 2.9 prints a banner to stderr for some files it still loads (an out-of-order
+     * object) and has no API to stop it; HWLOC_HIDE_ERRORS, read once per process, is the only
+     * switch (2 = hide all, also on hwloc >= 2.10). A value the user set explicitly wins. */
+    setenv("HWLOC_HIDE_ERRORS", "2", 0);
     enum bk_status st = BK_OK;
     if (hwloc_topology_init(&c->hw) < 0) {
         c->hw = NULL;
@@ -341,12 +377,7 @@ static enum bk_status find_devices(struct ctx *c)
 {
     for (hwloc_obj_t p = NULL; (p = hwloc_get_next_pcidev(c->hw, p));) {
         struct hwloc_pcidev_attr_s *a = &p->attr->pcidev;
-        struct dev dv;
-        memset(&dv, 0, sizeof dv);
-        dv.pci = p;
-        dv.node = -1;
-        for (int r = 0; r < NUM_SCHEMES; r++)
-            dv.osidx[r] = -1;
+        struct dev dv = {.pci = p, .node = -1, .osidx = {-1, -1, -1, -1}};
         snprintf(dv.busid, sizeof dv.busid, "%04x:%02x:%02x.%x", (unsigned)a->domain,
                  (unsigned)a->bus, (unsigned)a->dev, (unsigned)a->func);
         int gpu_os = 0;
@@ -510,28 +541,46 @@ static enum bk_status add_gpus(struct ctx *c)
 
 /* ---------------------------------------------------------------- NVLink */
 
-/* Node of a matrix member: a GPU (through any of its OS devices), an NVSwitch or a package.
- * *gpu gets the GPU's device index, else -1. Returns -1 for anything else. */
-static enum bk_status member_node(struct ctx *c, hwloc_obj_t o, int *node, int *gpu)
+static int cpu_of(const struct ctx *c, hwloc_obj_t o);
+
+enum member { M_NONE, M_GPU, M_NVSWITCH, M_CPU };
+
+/* How messages name a matrix member: "nvml0", "PCIDev 0000:61:00.0", "Package P#1". */
+static void label(hwloc_obj_t o, char *buf, size_t n)
 {
-    *node = *gpu = -1;
+    if (o->name)
+        snprintf(buf, n, "%.40s", o->name);
+    else if (o->type == HWLOC_OBJ_PCI_DEVICE)
+        snprintf(buf, n, "PCIDev %04x:%02x:%02x.%x", (unsigned)o->attr->pcidev.domain,
+                 (unsigned)o->attr->pcidev.bus, (unsigned)o->attr->pcidev.dev,
+                 (unsigned)o->attr->pcidev.func);
+    else
+        snprintf(buf, n, "%s P#%u", hwloc_obj_type_string(o->type), o->os_index);
+}
+
+/*
+ * What a matrix member is: a GPU (through any of its OS devices) or an NVSwitch, with *k its
+ * device index, or the CPU of a normal object (hwloc puts the POWER8/9 NPU's Package there),
+ * with *k its cpu node.
+ */
+static enum member member(const struct ctx *c, hwloc_obj_t o, int *k)
+{
     if (o && o->type == HWLOC_OBJ_OS_DEVICE)
         o = o->parent;
-    if (!o || !o->userdata)
-        return BK_OK;
-    uintptr_t k = (uintptr_t)o->userdata - 1;
-    if (o->type == HWLOC_OBJ_PACKAGE && k < (uintptr_t)c->npkgs) {
-        *node = c->pkg_node[k];
-        return BK_OK;
-    }
-    if (o->type != HWLOC_OBJ_PCI_DEVICE || k >= (uintptr_t)c->ndevs)
-        return BK_OK;
+    if (o && o->cpuset) /* only normal objects have one */
+        return (*k = cpu_of(c, o)) >= 0 ? M_CPU : M_NONE;
+    uintptr_t u = o && o->type == HWLOC_OBJ_PCI_DEVICE ? (uintptr_t)o->userdata : 0;
+    if (!u || u > (uintptr_t)c->ndevs || c->devs[u - 1].kind == DEV_NIC)
+        return M_NONE;
+    *k = (int)(u - 1);
+    return c->devs[*k].kind == DEV_GPU ? M_GPU : M_NVSWITCH;
+}
+
+/* The node of a GPU or NVSwitch; switches become nodes with their first link. */
+static enum bk_status dev_node(struct ctx *c, int k, int *node)
+{
     struct dev *dv = &c->devs[k];
-    if (dv->kind == DEV_GPU)
-        *gpu = (int)k;
-    else if (dv->kind != DEV_NVSWITCH)
-        return BK_OK;
-    if (dv->node < 0) { /* switches become nodes when their first link is seen */
+    if (dv->node < 0) {
         BK_CHECK(add_named(c, TOPO_NVSWITCH, dv->busid, loc_of(c, dv->pci), &dv->node));
         BK_CHECK(topo_node_set_busid(c->t, dv->node, dv->busid));
     }
@@ -577,8 +626,8 @@ static void decide_doubling(struct ctx *c)
     for (unsigned k = 0; k < c->ndist; k++) {
         const struct hwloc_distances_s *m = c->dist[k];
         for (unsigned i = 0; i < m->nbobjs; i++) {
-            int node, gpu;
-            if (member_node(c, m->objs[i], &node, &gpu) != BK_OK || gpu < 0 ||
+            int gpu;
+            if (member(c, m->objs[i], &gpu) != M_GPU ||
                 (c->devs[gpu].gen != 3 && c->devs[gpu].gen != 4))
                 continue;
             long long links = 0;
@@ -587,7 +636,7 @@ static void decide_doubling(struct ctx *c)
                 if (i == j || !x)
                     continue;
                 all50 &= x % 50000 == 0;
-                links += (long long)(x / 25000);
+                links += x / 25000 < 1000000 ? (long long)(x / 25000) : 1000000;
             }
             if (links > topo_nvlink_budget(c->devs[gpu].gen) && links > worst)
                 worst = links, over = gpu;
@@ -636,9 +685,9 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
             hwloc_uint64_t v = m->values[(size_t)i * n + j], w = m->values[(size_t)j * n + i];
             if (!v && !w)
                 continue;
-            int a, b, ga, gb;
-            const char *na = m->objs[i] && m->objs[i]->name ? m->objs[i]->name : "?";
-            const char *nb = m->objs[j] && m->objs[j]->name ? m->objs[j]->name : "?";
+            char na[64], nb[64];
+            label(m->objs[i], na, sizeof na);
+            label(m->objs[j], nb, sizeof nb);
             if (v != w) {
                 st = diag_error(c->d, c->in->name, loc,
                                 "%s: NVLinkBandwidth is not symmetric: %llu MB/s from %s to %s "
@@ -647,29 +696,26 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
                                 where, (unsigned long long)v, na, nb, (unsigned long long)w);
                 break;
             }
-            if ((st = member_node(c, m->objs[i], &a, &ga)) != BK_OK ||
-                (st = member_node(c, m->objs[j], &b, &gb)) != BK_OK)
-                break;
+            int ka, kb;
+            enum member ma = member(c, m->objs[i], &ka), mb = member(c, m->objs[j], &kb);
             /* hwloc links a GPU to GPUs, NVSwitches and (POWER NPU) packages only. */
-            if (a < 0 || b < 0 ||
-                (ga < 0 && gb < 0 &&
-                 (c->t->nodes[a].kind == TOPO_CPU || c->t->nodes[b].kind == TOPO_CPU))) {
+            if (ma == M_NONE || mb == M_NONE ||
+                (ma != M_GPU && mb != M_GPU && (ma == M_CPU || mb == M_CPU))) {
                 if (!warned++)
                     diag_warning(c->d, c->in->name, loc,
-                                 "%s: ignoring NVLink bandwidth between %s %s and %s %s: "
-                                 "blinkc knows NVLinks only from GPUs to GPUs, NVSwitches and "
-                                 "CPU packages",
-                                 where, hwloc_obj_type_string(m->objs[i]->type), na,
-                                 hwloc_obj_type_string(m->objs[j]->type), nb);
+                                 "%s: ignoring NVLink bandwidth between %s and %s: blinkc "
+                                 "knows NVLinks only from GPUs to GPUs, NVSwitches and CPU "
+                                 "packages",
+                                 where, na, nb);
                 continue;
             }
-            if (a == b)
+            if (ma == mb && ka == kb)
                 continue; /* two OS devices of one GPU */
             int gen = c->max_gen;
-            if (ga >= 0 && gb >= 0)
-                gen = c->devs[ga].gen < c->devs[gb].gen ? c->devs[ga].gen : c->devs[gb].gen;
-            else if (ga >= 0 || gb >= 0)
-                gen = c->devs[ga >= 0 ? ga : gb].gen;
+            if (ma == M_GPU && mb == M_GPU)
+                gen = c->devs[ka].gen < c->devs[kb].gen ? c->devs[ka].gen : c->devs[kb].gen;
+            else if (ma == M_GPU || mb == M_GPU)
+                gen = c->devs[ma == M_GPU ? ka : kb].gen;
             unsigned unit = per_link(c, gen);
             if (v % unit || v / unit > MAX_LINKS_PER_PAIR) {
                 st = diag_error(
@@ -677,8 +723,7 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
                     "%s: NVLinkBandwidth between %s and %s is %llu MB/s, not a whole number of "
                     "NVLink%d links (hwloc writes %u MB/s per %s link%s, summed over the links "
                     "of a pair, at most %d)",
-                    where, c->t->nodes[a].name, c->t->nodes[b].name, (unsigned long long)v, gen,
-                    unit, topo_gen_model(gen),
+                    where, na, nb, (unsigned long long)v, gen, unit, topo_gen_model(gen),
                     unit == 50000 && gen < 5 ? "; hwloc 2.5.0-2.9.0 doubled NVLink3/4, so if "
                                                "the writer had the 2.9.1 fix, say so with "
                                                "hwlocVersion 2.9.1"
@@ -686,6 +731,10 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
                     MAX_LINKS_PER_PAIR);
                 break;
             }
+            int a = ka, b = kb;
+            if ((ma != M_CPU && (st = dev_node(c, ka, &a)) != BK_OK) ||
+                (mb != M_CPU && (st = dev_node(c, kb, &b)) != BK_OK))
+                break;
             st = add_nvlink(c, a, b, (int)(v / unit), gen, loc, where);
         }
     free(path);
@@ -753,10 +802,10 @@ static int gpu_links(const struct topo *t, int s)
 /*
  * DGX-2 trunks. hwloc (NVML) sees only GPU-to-switch NVLinks, so a DGX-2 reads as two 8-GPU
  * islands. Rule: when the linked NVSwitches split into exactly two NVLink-connected groups
- * (baseboards) with the same number of switches and GPUs, and no switch links to a switch or to
- * a GPU of the other group, the boards are joined the way NVIDIA builds them: each switch
- * gets a trunk bundle to its peer on the other board (peers paired in bus-id order) with as
- * many NVLinks as it has GPU links (8 on a DGX-2: 8 GPU ports + 8 trunk ports + 2 unused of
+ * (baseboards) of equal size, each with GPUs, and no switch links to a switch or to a GPU of
+ * the other group, the boards are joined the way NVIDIA builds them: each switch gets a trunk
+ * bundle to its peer on the other board (peers paired in bus-id order) with as many NVLinks as
+ * the pair's larger GPU-link count (8 on a DGX-2: 8 GPU ports + 8 trunk ports + 2 unused of
  * NVSwitch gen1's 18), of the GPUs' NVLink generation. Any other shape is left as the file says.
  */
 static enum bk_status add_trunks(struct ctx *c)
@@ -802,29 +851,25 @@ static enum bk_status add_trunks(struct ctx *c)
             ngpu[0] += r == root[0];
             ngpu[1] += r == root[1];
         }
-    if (root[1] < 0 || nin[0] != nin[1] || ngpu[0] != ngpu[1] || !ngpu[0])
+    if (root[1] < 0 || nin[0] != nin[1] || !ngpu[0] || !ngpu[1])
         goto out;
     qsort(grp, (size_t)nin[0], sizeof *grp, cmp_swkey);
     qsort(grp + nsw, (size_t)nin[1], sizeof *grp, cmp_swkey);
-    int added = 0, per = 0;
+    int added = 0;
     for (int i = 0; i < nin[0] && st == BK_OK; i++) {
         int a = grp[i].node, b = grp[nsw + i].node;
-        int na = gpu_links(t, a), nb = gpu_links(t, b), n = na < nb ? na : nb;
-        if (n < 1)
-            continue;
+        int na = gpu_links(t, a), nb = gpu_links(t, b), n = na > nb ? na : nb;
         double r = topo_rate_nvlink(&c->o->rates, c->max_gen, n);
         st = topo_add_link(t, a, b, TOPO_NVLINK, n, r, r, DIAG_NOWHERE);
         added += n;
-        per = n;
     }
-    if (st == BK_OK && added)
+    if (st == BK_OK)
         diag_note(c->d, c->in->name, DIAG_NOWHERE,
-                  "added %d NVSwitch trunk NVLinks (%d between each of %d switch pairs, paired "
-                  "in bus-id order): hwloc reports no switch-to-switch links, and the %d "
-                  "NVSwitches form two baseboards of %d GPUs whose switches link only to their "
-                  "own GPUs, as on a DGX-2, where each switch has as many trunk links to its peer "
-                  "as GPU links",
-                  added, per, nin[0], nsw, ngpu[0]);
+                  "added %d NVSwitch trunk NVLinks between %d switch pairs (peers paired in "
+                  "bus-id order, each pair with as many links as a switch has GPU links, as on a "
+                  "DGX-2): hwloc reports no switch-to-switch links, and the %d NVSwitches form "
+                  "two baseboards (%d and %d GPUs) whose switches link only to their own GPUs",
+                  added, nin[0], nsw, ngpu[0], ngpu[1]);
 out:
     free(up);
     free(grp);

@@ -442,7 +442,7 @@ Test(hwloc, non_multiple_nvlink_refused)
     free(s);
 }
 
-Test(hwloc, bad_matrix_refused)
+Test(hwloc, bad_matrix_and_sizes_refused)
 {
     char *s = patched(1, "fixtures/hwloc/power8gpudistances.xml", "OSDev:332", "OSDev:999");
     assert_refused(s, "lists 6 objects but only 5", 215);
@@ -450,7 +450,12 @@ Test(hwloc, bad_matrix_refused)
     /* hwloc would try to allocate nbobjs^2 values (32 GiB here) before reading them. */
     s = patched(0, "topologies/dgx1v.hwloc.xml", "nbobjs=\"8\" kind=\"9\"",
                 "nbobjs=\"65536\" kind=\"9\"");
-    assert_refused(s, "/topology/distances2[2]: nbobjs=\"65536\" is more than the file", 290);
+    assert_refused(s, "/topology/distances2[2]: nbobjs=\"65536\" is not a count the file", 290);
+    free(s);
+    /* ... or a 512 MiB CPU bitmap for one PU. */
+    s = patched(0, "topologies/dgx1v.hwloc.xml", "type=\"PU\" os_index=\"0\"",
+                "type=\"PU\" os_index=\"4294967295\"");
+    assert_refused(s, "<object type=\"PU\" os_index=\"4294967295\">: no machine", 34);
     free(s);
 }
 
