@@ -5,6 +5,7 @@
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,23 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+static enum bk_status write_in_place(const char *path, const char *data, size_t len,
+                                     struct diag *d)
+{
+    int fd = open(path, O_WRONLY | O_NOCTTY);
+    int err = fd < 0 ? errno : 0;
+    errno = 0;
+    if (!err && write_all(fd, data, len) != 0)
+        err = errno ? errno : EIO;
+    if (fd >= 0 && close(fd) != 0 && !err)
+        err = errno;
+    if (err) {
+        diag_add(d, DIAG_ERROR, path, DIAG_NOWHERE, "cannot write output: %s", strerror(err));
+        return BK_EIO;
+    }
+    return BK_OK;
+}
+
 enum bk_status outfile_write(const char *path, const char *data, size_t len, struct diag *d)
 {
     if (strcmp(path, "-") == 0) {
@@ -36,6 +54,11 @@ enum bk_status outfile_write(const char *path, const char *data, size_t len, str
         }
         return BK_OK;
     }
+    /* A device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place: renaming a file
+     * over it would replace the device node itself. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return write_in_place(path, data, len, d);
     char *tmp = bk_asprintf("%s.XXXXXX", path);
     if (!tmp)
         return BK_ENOMEM;

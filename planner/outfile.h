@@ -4,6 +4,7 @@
  *
  * Output is written to a temporary file beside the target (mkstemp) and renamed over it only
  * when complete, so a failed run never leaves a partial file and never touches an existing one.
+ * Devices and pipes (/dev/null, a FIFO) are written in place instead.
  */
 #ifndef BK_OUTFILE_H
 #define BK_OUTFILE_H

@@ -4,10 +4,13 @@
  * exit with the documented status, print "blinkc: FILE:LINE:COL: error: ..." (or name the XML
  * element), and leave no output file behind.
  */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "strbuf.h"
@@ -180,4 +183,29 @@ Test(badinput, malformed_xml_names_the_first_error)
     /* libxml2 also reports "premature end of data" at the end; the mismatch is what to fix. */
     EXPECT(".xml", "<system version=\"1\">\n<cpu numaid=\"0\">\n</pci>\n</cpu>\n</system>\n", 1,
            ":3:7: error: ", "tag mismatch");
+}
+
+Test(badinput, output_to_a_pipe_is_written_in_place)
+{
+    /* Renaming over a FIFO (or /dev/null) would replace the node itself: write into it. */
+    char path[] = "/tmp/blinkc-test-fifo-XXXXXX";
+    cr_assert_not_null(mkdtemp(path));
+    char *fifo = bk_asprintf("%s/plan", path);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    int keep = open(fifo, O_RDWR | O_NONBLOCK); /* a reader, so the writer's open never blocks */
+    cr_assert_geq(keep, 0);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--plan-json", fifo, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char buf[64] = {0};
+    cr_assert_gt(read(keep, buf, sizeof buf - 1), 0);
+    cr_assert(strncmp(buf, "{\n  \"format\": \"blink-plan\"", 26) == 0, "%s", buf);
+    struct stat st;
+    cr_assert_eq(stat(fifo, &st), 0);
+    cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced by a regular file");
+    tu_run_free(&r);
+    close(keep);
+    unlink(fifo);
+    rmdir(path);
+    free(fifo);
 }
