@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* mkstemps */
 #include "testutil.h"
 
+#include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -84,6 +85,82 @@ const struct topo_link *tu_link(const struct topo *t, const char *a, const char 
             return l;
     }
     return NULL;
+}
+
+int tu_node(const struct topo *t, const char *id)
+{
+    for (int i = 0; i < t->nnodes; i++)
+        if (strcmp(t->nodes[i].id, id) == 0)
+            return i;
+    cr_assert_fail("no node %s", id);
+    return -1;
+}
+
+/* Links are stored once per direction, and a reader could get one direction wrong: check both. */
+static void expect_duplex(const struct topo *t, const char *a, const char *b,
+                          enum topo_link_kind kind, int count, double gbps)
+{
+    const char *const end[2] = {a, b};
+    for (int rev = 0; rev < 2; rev++) {
+        const char *x = end[rev], *y = end[!rev];
+        const struct topo_link *l = tu_link(t, x, y);
+        cr_assert_not_null(l, "no link %s -> %s", x, y);
+        cr_assert_eq(l->kind, kind, "%s -> %s is %s, expected %s", x, y,
+                     topo_link_kind_name(l->kind), topo_link_kind_name(kind));
+        cr_assert_eq(l->count, count, "%s -> %s: %d links, expected %d", x, y, l->count, count);
+        cr_assert_float_eq(l->gbps, gbps, 1e-9, "%s -> %s: %g GB/s, expected %g", x, y, l->gbps,
+                           gbps);
+    }
+}
+
+void tu_expect_dgx1v(const struct topo *t)
+{
+    /* Indexed by enum topo_node_kind and enum topo_link_kind. */
+    static const int nodes[TOPO_NODE_KINDS] = {8, 0, 4, 2, 4, 0};
+    static const int links[TOPO_LINK_KINDS] = {32, 32, 2, 0};
+    static const int dbl[8][2] = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+    static const int sgl[8][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 6}, {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+    for (int k = 0; k < TOPO_NODE_KINDS; k++) {
+        int n = tu_count_nodes(t, (enum topo_node_kind)k);
+        cr_assert_eq(n, nodes[k], "%d %s nodes, expected %d", n,
+                     topo_node_kind_name((enum topo_node_kind)k), nodes[k]);
+    }
+    /*
+     * With these totals the lists below are exhaustive: 16 NVLink pairs and 16 PCIe hops, each
+     * both ways, make all 32 + 32 directed links. So no other link exists, every GPU has 6
+     * NVLinks (150 GB/s), every PCIe link is 12 GB/s and each GPU or NIC has one switch.
+     */
+    for (int k = 0; k < TOPO_LINK_KINDS; k++) {
+        int n = tu_count_links(t, (enum topo_link_kind)k);
+        cr_assert_eq(n, links[k], "%d %s links, expected %d", n,
+                     topo_link_kind_name((enum topo_link_kind)k), links[k]);
+    }
+    char a[16], b[16];
+    for (int g = 0; g < 8; g++) {
+        snprintf(a, sizeof a, "gpu%d", g);
+        int gen = t->nodes[tu_node(t, a)].nvlink_gen;
+        cr_assert_eq(gen, 2, "%s: NVLink generation %d, expected 2 (V100)", a, gen);
+    }
+    for (int p = 0; p < 8; p++) {
+        snprintf(a, sizeof a, "gpu%d", dbl[p][0]), snprintf(b, sizeof b, "gpu%d", dbl[p][1]);
+        expect_duplex(t, a, b, TOPO_NVLINK, 2, 50.0);
+        snprintf(a, sizeof a, "gpu%d", sgl[p][0]), snprintf(b, sizeof b, "gpu%d", sgl[p][1]);
+        expect_duplex(t, a, b, TOPO_NVLINK, 1, 25.0);
+    }
+    for (int k = 0; k < 4; k++) {
+        char sw[16];
+        snprintf(sw, sizeof sw, "pcisw%d", k);
+        snprintf(a, sizeof a, "gpu%d", 2 * k), expect_duplex(t, a, sw, TOPO_PCIE, 1, 12.0);
+        snprintf(a, sizeof a, "gpu%d", 2 * k + 1), expect_duplex(t, a, sw, TOPO_PCIE, 1, 12.0);
+        snprintf(a, sizeof a, "nic%d", k), expect_duplex(t, a, sw, TOPO_PCIE, 1, 12.0);
+        snprintf(a, sizeof a, "cpu%d", k / 2), expect_duplex(t, sw, a, TOPO_PCIE, 1, 12.0);
+    }
+    for (int c = 0; c < 2; c++) {
+        snprintf(a, sizeof a, "cpu%d", c);
+        int socket = t->nodes[tu_node(t, a)].socket;
+        cr_assert_eq(socket, c, "%s on socket %d, expected %d", a, socket, c);
+    }
+    expect_duplex(t, "cpu0", "cpu1", TOPO_SMP, 1, 6.0);
 }
 
 static char *slurp_fd(int fd)

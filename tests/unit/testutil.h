@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * testutil.h - helpers shared by the Criterion tests: locating fixtures, reading a topology
- * file through the real readers, and running the blinkc binary to check messages and exit codes.
+ * file through the real readers, checking the DGX-1V reference graph that every format's fixture
+ * must give, and running the blinkc binary to check messages and exit codes.
  */
 #ifndef BK_TESTUTIL_H
 #define BK_TESTUTIL_H
@@ -30,6 +31,23 @@ int tu_count_links(const struct topo *t, enum topo_link_kind kind);
 int tu_count_nodes(const struct topo *t, enum topo_node_kind kind);
 /* The directed link between ids a and b (any kind), or NULL. */
 const struct topo_link *tu_link(const struct topo *t, const char *a, const char *b);
+/* Index of the node with canonical id `id`; fails the test (Criterion) when there is none. */
+int tu_node(const struct topo *t, const char *id);
+
+/*
+ * Assert (Criterion, fatal) that t is the DGX-1V reference graph, by canonical ids, as given in
+ * shared/reference/topology-facts.md 4.3 (NVLink matrix) and 4.4 (PCIe and socket layout):
+ *  - 8 GPUs, all NVLink generation 2 (V100); no NVSwitch, no network switch;
+ *  - NVLink pairs 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6, 6-7 doubled (count 2, 50 GB/s) and
+ *    0-1, 0-2, 1-3, 2-6, 3-7, 4-5, 4-6, 5-7 single (count 1, 25 GB/s), each way;
+ *  - 4 PCIe switches, switch k holding gpu2k, gpu2k+1 and nick; pcisw0-1 under cpu0 and
+ *    pcisw2-3 under cpu1; every PCIe hop count 1 at 12 GB/s (NCCL's Gen3 x16 figure);
+ *  - 2 CPUs, cpuN on socket N, joined by one smp link at 6 GB/s (NCCL's Broadwell QPI figure);
+ *  - directed links: 32 nvlink, 32 pcie, 2 smp, 0 net.
+ * Only the graph: bus ids, names and model strings depend on what each format records, so each
+ * reader's test checks those itself.
+ */
+void tu_expect_dgx1v(const struct topo *t);
 
 struct tu_run {
     int status;  /* exit status, or -1 if it did not exit normally */
