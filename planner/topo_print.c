@@ -143,6 +143,18 @@ static const char *home_cpu(const struct topo *t, int u, int *dist, char *done)
     return best;
 }
 
+/* GPUs are labelled by rank, as nvidia-smi does; NICs NIC0.. in order (GPUs come first). */
+static const char *matrix_label(const struct topo *t, const int *cols, int j, char *buf,
+                                size_t cap)
+{
+    const struct topo_node *c = &t->nodes[cols[j]];
+    if (c->kind == TOPO_GPU)
+        snprintf(buf, cap, "GPU%d", c->rank);
+    else
+        snprintf(buf, cap, "NIC%d", j - t->ngpus);
+    return buf;
+}
+
 void topo_print_matrix(struct strbuf *sb, const struct topo *t)
 {
     int *cols = malloc((size_t)t->nnodes * sizeof *cols);
@@ -157,25 +169,13 @@ void topo_print_matrix(struct strbuf *sb, const struct topo *t)
     for (int i = 0; i < t->nnodes; i++)
         if (t->nodes[i].kind == TOPO_GPU || t->nodes[i].kind == TOPO_NIC)
             cols[n++] = i;
-    /* GPUs are labelled by rank as nvidia-smi does; NICs by canonical id. */
     char label[32];
     sb_printf(sb, "%-8s", "");
-    for (int j = 0; j < n; j++) {
-        const struct topo_node *c = &t->nodes[cols[j]];
-        if (c->kind == TOPO_GPU)
-            snprintf(label, sizeof label, "GPU%d", c->rank);
-        else
-            snprintf(label, sizeof label, "NIC%d", j - t->ngpus);
-        sb_printf(sb, "%-7s", label);
-    }
+    for (int j = 0; j < n; j++)
+        sb_printf(sb, "%-7s", matrix_label(t, cols, j, label, sizeof label));
     sb_puts(sb, "CPU\n");
     for (int i = 0; i < n; i++) {
-        const struct topo_node *r = &t->nodes[cols[i]];
-        if (r->kind == TOPO_GPU)
-            snprintf(label, sizeof label, "GPU%d", r->rank);
-        else
-            snprintf(label, sizeof label, "NIC%d", i - t->ngpus);
-        sb_printf(sb, "%-8s", label);
+        sb_printf(sb, "%-8s", matrix_label(t, cols, i, label, sizeof label));
         for (int j = 0; j < n; j++) {
             char rel[16];
             topo_relation(t, cols[i], cols[j], rel, sizeof rel);
