@@ -18,7 +18,7 @@ struct topo_name_index {
 
 void topo_init(struct topo *t) { memset(t, 0, sizeof *t); }
 
-static void node_free(struct topo_node *n)
+void topo_node_free(struct topo_node *n)
 {
     free(n->name);
     free(n->id);
@@ -29,7 +29,7 @@ static void node_free(struct topo_node *n)
 void topo_free(struct topo *t)
 {
     for (int i = 0; i < t->nnodes; i++)
-        node_free(&t->nodes[i]);
+        topo_node_free(&t->nodes[i]);
     free(t->nodes);
     free(t->links);
     free(t->name);

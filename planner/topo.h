@@ -74,6 +74,8 @@ struct topo {
 
 void topo_init(struct topo *t);
 void topo_free(struct topo *t);
+/* Free one node's strings (a zeroed node is fine). */
+void topo_node_free(struct topo_node *n);
 
 /* Set t->name (copied). */
 enum bk_status topo_set_name(struct topo *t, const char *name);

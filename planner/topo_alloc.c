@@ -100,11 +100,6 @@ enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, 
     free(seen);
 
     /* Build the result: GPUs in allocation order, then kept nodes in canonical order. */
-    out->format = in->format;
-    out->ngpus = ngpus;
-    if ((in->name && !(out->name = strdup(in->name))) ||
-        (in->source && !(out->source = strdup(in->source))))
-        goto out;
     int m = 0;
     for (int k = 0; k < ngpus; k++)
         newidx[gpus[k]] = m++;
@@ -117,6 +112,7 @@ enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, 
     struct topo_node *nodes = calloc((size_t)m ? (size_t)m : 1, sizeof *nodes);
     if (!nodes) {
         topo_free(&tmp);
+        st = BK_ENOMEM;
         goto out;
     }
     for (int u = 0; u < n; u++) {
@@ -130,10 +126,8 @@ enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, 
     for (int i = 0; i < m; i++)
         if (nodes[i].server + 1 > nservers)
             nservers = nodes[i].server + 1;
-    for (int u = 0; u < n; u++) {
-        free(tmp.nodes[u].name), free(tmp.nodes[u].id);
-        free(tmp.nodes[u].busid), free(tmp.nodes[u].model);
-    }
+    for (int u = 0; u < n; u++)
+        topo_node_free(&tmp.nodes[u]);
     free(tmp.nodes);
     tmp.nodes = nodes;
     tmp.nnodes = tmp.nodes_cap = m;
@@ -150,7 +144,6 @@ enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, 
     qsort(tmp.links, (size_t)nl, sizeof *tmp.links, topo_link_cmp);
     tmp.ngpus = ngpus;
     tmp.nservers = nservers;
-    free(out->name), free(out->source);
     *out = tmp;
     st = topo_reindex(out);
     if (st != BK_OK)
