@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* ilp_mip.c - placeholder, being written. */
+typedef int bk_placeholder_ilp_mip;

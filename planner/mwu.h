@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * mwu.h - Blink's tree packing: the Garg-Koenemann multiplicative-weights method.
+ *
+ * Every arc starts at length delta/c; each round adds the cheapest tree (oracle.h) at its
+ * bottleneck rate and lengthens the arcs it loads by (1 + eps * load / c); the rates are finally
+ * scaled down to be feasible. The result is within (1 - eps)^2 of the optimum and usually holds
+ * many distinct trees; the LP and ILP stages (ilp.h) finish exactly and cut the tree count.
+ *
+ * PACK_ALLGATHER rounds add one tree per root, all at the same rate, so every root ends up with
+ * the same total (the concurrent version of the method).
+ */
+#ifndef BK_MWU_H
+#define BK_MWU_H
+
+#include "bk.h"
+#include "oracle.h"
+#include "ptree.h"
+
+#define MWU_DEFAULT_EPSILON 0.1
+
+struct mwu_opts {
+    double epsilon;  /* in (0, 0.5]; smaller is closer to optimal and slower */
+    long max_rounds; /* safety cap on rounds; 0 means no cap */
+};
+
+struct mwu_stats {
+    long rounds;     /* oracle rounds run */
+    int distinct;    /* distinct tree shapes produced */
+    double value;    /* packed value: sum of rates (PACK_ALLGATHER: the rate per root) */
+};
+
+/* Pack trees for p; appends them (merged by shape, with feasible rates) to *out. */
+enum bk_status mwu_pack(const struct pack_problem *p, struct oracle *o, const struct mwu_opts *opt,
+                        struct ptree_set *out, struct mwu_stats *st);
+
+#endif
