@@ -238,3 +238,24 @@ char *tu_temp_file(const char *suffix, const char *text, size_t len)
     close(fd);
     return path;
 }
+
+void tu_load_alloc(const char *fixture, const int *gpus, int ngpus, struct topo *out)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "topologies/%s", fixture);
+    char *path = tu_src_path(rel);
+    struct topo whole;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = tu_read_file(path, TOPO_FMT_AUTO, NULL, &whole, &d);
+    cr_assert_eq(st, BK_OK, "%s: %s", path, diag_first_error(&d) ? diag_first_error(&d) : "?");
+    free(path);
+    if (ngpus > 0) {
+        st = topo_restrict(&whole, gpus, ngpus, out, &d);
+        cr_assert_eq(st, BK_OK, "restrict: %s", diag_first_error(&d) ? diag_first_error(&d) : "?");
+        topo_free(&whole);
+    } else {
+        *out = whole;
+    }
+    diag_free(&d);
+}

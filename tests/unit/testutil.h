@@ -49,6 +49,12 @@ int tu_node(const struct topo *t, const char *id);
  */
 void tu_expect_dgx1v(const struct topo *t);
 
+/*
+ * Read topologies/<fixture> from the source tree and, if ngpus > 0, restrict it to those GPU
+ * numbers (rank order as given). Fails the test (Criterion, fatal) on any error.
+ */
+void tu_load_alloc(const char *fixture, const int *gpus, int ngpus, struct topo *out);
+
 struct tu_run {
     int status;  /* exit status, or -1 if it did not exit normally */
     char *out;   /* captured stdout */
