@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cli_group { G_INPUT, G_OUTPUT, G_DIAG, G_COUNT };
-static const char *const group_names[G_COUNT] = {"Input", "Output", "Diagnostics"};
+enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_DIAG, G_COUNT };
+static const char *const group_names[G_COUNT] = {"Input", "Optimisation", "Output",
+                                                 "Diagnostics"};
 
 enum opt_id {
     OPT_FORMAT = 256,
@@ -22,6 +23,14 @@ enum opt_id {
     OPT_LINK_RATE,
     OPT_PLAN_JSON,
     OPT_PRINT_TOPOLOGY,
+    OPT_COLLECTIVE,
+    OPT_ROOT,
+    OPT_EPSILON,
+    OPT_TIME_LIMIT,
+    OPT_TDPA,
+    OPT_NO_HYBRID,
+    OPT_EXPLAIN,
+    OPT_DUMP_ILP,
 };
 
 struct cli_option {
@@ -42,6 +51,22 @@ static const struct cli_option options[] = {
      "GPU where the input names none: P100 ... B200"},
     {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
      "override a default rate (nvlink1-5, pcie1-6, smp, net)"},
+    {"collective", OPT_COLLECTIVE, required_argument, G_OPTIM, "NAME",
+     "plan only NAME (broadcast, reduce, allreduce, allgather, reducescatter); repeatable"},
+    {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK",
+     "broadcast and reduce from this rank only (default: every rank)"},
+    {"epsilon", OPT_EPSILON, required_argument, G_OPTIM, "EPS",
+     "MWU accuracy, 0 < EPS <= 0.5 (default 0.1)"},
+    {"time-limit", OPT_TIME_LIMIT, required_argument, G_OPTIM, "MS",
+     "GLPK time limit per fewest-trees ILP (default 200)"},
+    {"tdpa", OPT_TDPA, required_argument, G_OPTIM, "US",
+     "hybrid PCIe split: cost of forcing a copy onto PCIe (default 50)"},
+    {"no-hybrid", OPT_NO_HYBRID, no_argument, G_OPTIM, NULL,
+     "plan NVLink trees only, no second tree set over PCIe"},
+    {"explain", OPT_EXPLAIN, no_argument, G_OUTPUT, NULL,
+     "print every plan: choices, solver stages and trees"},
+    {"dump-ilp", OPT_DUMP_ILP, required_argument, G_OUTPUT, "FILE",
+     "write the fewest-trees ILP for glpsol --lp (needs one plan)"},
     {"plan-json", OPT_PLAN_JSON, required_argument, G_OUTPUT, "FILE",
      "write the plan as JSON (- for stdout)"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
@@ -125,11 +150,93 @@ bad:
     return 0;
 }
 
+/* A decimal number in [lo, hi] (locale-free: strtod would read "0,5" in a decimal-comma locale
+ * the same way as "0.5", but blinkc never calls setlocale, so "." is the only point). */
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf, size_t cap,
+                              const char **why)
+{
+    double v;
+    enum collective coll;
+    switch (ch) {
+    case OPT_COLLECTIVE:
+        if (!collective_parse(arg, &coll)) {
+            snprintf(buf, cap, "--collective: unknown collective '%.40s' (broadcast, reduce, "
+                               "allreduce, allgather, reducescatter)", arg);
+            break;
+        }
+        if (!c->collectives_given)
+            c->plan.collectives = 0;
+        c->collectives_given = 1;
+        c->plan.collectives |= 1u << coll;
+        return 1;
+    case OPT_ROOT:
+        if (!parse_number(arg, 0, CLI_MAX_GPUS - 1, &v) || v != (int)v) {
+            snprintf(buf, cap, "--root: '%.40s' is not a rank", arg);
+            break;
+        }
+        c->plan.root = (int)v;
+        return 1;
+    case OPT_EPSILON:
+        if (!parse_number(arg, 1e-4, 0.5, &v)) {
+            snprintf(buf, cap, "--epsilon: '%.40s' is not a number in [0.0001, 0.5]", arg);
+            break;
+        }
+        c->plan.epsilon = v;
+        return 1;
+    case OPT_TIME_LIMIT:
+        if (!parse_number(arg, 1, 3600000, &v) || v != (int)v) {
+            snprintf(buf, cap, "--time-limit: '%.40s' is not a whole number of ms (1 to 3600000)",
+                     arg);
+            break;
+        }
+        c->plan.time_limit_ms = (int)v;
+        return 1;
+    case OPT_TDPA:
+        if (!parse_number(arg, 0, 1e6, &v)) {
+            snprintf(buf, cap, "--tdpa: '%.40s' is not a number of microseconds (0 to 1e6)", arg);
+            break;
+        }
+        c->plan.tdpa_us = v;
+        return 1;
+    default: return 0;
+    }
+    *why = buf;
+    return 0;
+}
+
+/* One model per file: --dump-ilp needs a selection that makes exactly one plan. */
+static enum bk_status check_dump_ilp(const struct cli *c, char *buf, size_t cap, const char **why)
+{
+    unsigned m = c->plan.collectives;
+    if (!c->dump_ilp)
+        return BK_OK;
+    int one = c->collectives_given && m && !(m & (m - 1));
+    int rooted = m & ((1u << COLL_BROADCAST) | (1u << COLL_REDUCE));
+    if (one && (!rooted || c->plan.root >= 0))
+        return BK_OK;
+    snprintf(buf, cap, "--dump-ilp writes one model: choose one plan with --collective (and "
+                       "--root for broadcast or reduce)");
+    *why = buf;
+    return BK_EUSAGE;
+}
+
 enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t cap,
                          const char **why)
 {
     memset(c, 0, sizeof *c);
     topo_read_opts_default(&c->read);
+    plan_opts_default(&c->plan);
     struct option longopts[BK_ARRAY_LEN(options) + 1];
     char shortopts[2 * BK_ARRAY_LEN(options) + 2] = ":";
     size_t ns = 1;
@@ -178,6 +285,17 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                 return BK_EUSAGE;
             }
             break;
+        case OPT_COLLECTIVE:
+        case OPT_ROOT:
+        case OPT_EPSILON:
+        case OPT_TIME_LIMIT:
+        case OPT_TDPA:
+            if (!parse_option_value(c, ch, optarg, buf, cap, why))
+                return BK_EUSAGE;
+            break;
+        case OPT_NO_HYBRID: c->plan.hybrid = 0; break;
+        case OPT_EXPLAIN: c->explain = 1; break;
+        case OPT_DUMP_ILP: c->dump_ilp = optarg; break;
         case OPT_PLAN_JSON: c->plan_json = optarg; break;
         case OPT_PRINT_TOPOLOGY: c->print_topology = 1; break;
         case 'q': c->quiet = 1; break;
@@ -200,5 +318,5 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         *why = buf;
         return BK_EUSAGE;
     }
-    return BK_OK;
+    return check_dump_ilp(c, buf, cap, why);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "bk.h"
+#include "plan.h"
 #include "topo_read.h"
 
 #define CLI_MAX_GPUS 4096
@@ -19,7 +20,11 @@ struct cli {
     struct topo_read_opts read;
     int gpus[CLI_MAX_GPUS]; /* --gpus, canonical GPU numbers in rank order */
     int ngpus;              /* 0: every GPU */
+    struct plan_opts plan;
+    int collectives_given;  /* the first --collective replaces the default "all" */  /* --collective, --root, --epsilon, --time-limit, --tdpa, --no-hybrid */
     const char *plan_json;  /* --plan-json FILE */
+    const char *dump_ilp;   /* --dump-ilp FILE */
+    int explain;
     int print_topology;
     int quiet;
     int help, version;

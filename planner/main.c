@@ -11,14 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <glpk.h>
 
 #include "builtin.h"
 #include "cli.h"
 #include "config.h"
 #include "diag.h"
+#include "ilp.h"
 #include "input.h"
 #include "outfile.h"
+#include "plan.h"
+#include "plan_explain.h"
 #include "plan_json.h"
 #include "strbuf.h"
 #include "topo.h"
@@ -39,8 +41,8 @@ static int exit_code(enum bk_status st)
 static void print_version(void)
 {
     printf("blinkc %s\n", PACKAGE_VERSION);
-    printf("built with hwloc %s, libxml2 %s, GLPK %d.%d\n", HWLOC_VERSION, LIBXML_DOTTED_VERSION,
-           GLP_MAJOR_VERSION, GLP_MINOR_VERSION);
+    printf("built with hwloc %s, libxml2 %s, %s\n", HWLOC_VERSION, LIBXML_DOTTED_VERSION,
+           ilp_solver_version());
 }
 
 static void print_diags(const struct diag *d, int quiet)
@@ -102,14 +104,69 @@ static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct
     return outfile_write(path, sb->data ? sb->data : "", sb->len, d);
 }
 
+/* Plan (unless only the topology was asked for) and write every requested output. */
+static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
+{
+    struct strbuf sb, dump;
+    sb_init(&sb);
+    sb_init(&dump);
+    struct plan_set ps;
+    memset(&ps, 0, sizeof ps);
+    struct plan_opts po = c->plan;
+    po.dump_ilp = c->dump_ilp ? &dump : NULL;
+    int only_topology = c->print_topology && !c->plan_json && !c->explain && !c->dump_ilp;
+    enum bk_status st = BK_OK;
+    if (po.root >= t->ngpus) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs",
+                 po.root, t->ngpus);
+        return BK_EUSAGE;
+    }
+    if (!only_topology)
+        BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
+    if (c->dump_ilp && dump.len == 0 && !dump.failed) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "--dump-ilp: no ILP was solved for this plan, so there is no model to write");
+        st = BK_ESOLVE;
+        goto out;
+    }
+    if (c->dump_ilp)
+        BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
+    if (c->plan_json) {
+        plan_json_render(&sb, t, &ps);
+        st = write_rendered(c->plan_json, &sb, d);
+        sb_free(&sb);
+        if (st != BK_OK)
+            goto out;
+    }
+    if (c->print_topology) {
+        topo_print_matrix(&sb, t);
+        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
+        sb_free(&sb);
+    }
+    if (c->explain || (!c->plan_json && !c->print_topology && !c->dump_ilp)) {
+        /* The default job: what was read and the table of plans. */
+        if (!c->explain)
+            topo_print_summary(&sb, t);
+        plan_explain(&sb, &ps, c->explain);
+        st = write_rendered("-", &sb, d);
+    }
+out:
+    sb_free(&sb);
+    sb_free(&dump);
+    plan_set_free(&ps);
+    return st;
+}
+
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
     struct input in;
-    if (c->topology && c->plan_json && outfile_same_file(c->plan_json, c->topology)) {
-        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
-                 "--plan-json %s would overwrite the input topology", c->plan_json);
-        return BK_EUSAGE;
-    }
+    const char *outs[] = {c->plan_json, c->dump_ilp};
+    for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
+        if (c->topology && outs[i] && outfile_same_file(outs[i], c->topology)) {
+            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input topology",
+                     i == 0 ? "--plan-json" : "--dump-ilp", outs[i]);
+            return BK_EUSAGE;
+        }
     BK_CHECK(load_input(c->topology, &in, d));
     struct topo full, t;
     enum bk_status st = topo_read(&in, &c->read, &full, d);
@@ -124,25 +181,7 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     } else {
         t = full;
     }
-    struct strbuf sb;
-    sb_init(&sb);
-    if (c->plan_json) {
-        plan_json_render(&sb, &t);
-        st = write_rendered(c->plan_json, &sb, d);
-        sb_free(&sb);
-    }
-    if (st == BK_OK && c->print_topology) {
-        topo_print_matrix(&sb, &t);
-        st = write_rendered("-", &sb, d);
-        sb_free(&sb);
-    }
-    if (st == BK_OK && !c->plan_json && !c->print_topology) {
-        /* The default job: say what was read (and, once the planner lands, planned). */
-        topo_print_summary(&sb, &t);
-        sb_puts(&sb, "plans: none yet (the tree planner is not part of this build)\n");
-        st = write_rendered("-", &sb, d);
-        sb_free(&sb);
-    }
+    st = write_outputs(c, &t, d);
     topo_free(&t);
     return st;
 }

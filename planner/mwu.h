@@ -30,7 +30,15 @@ struct mwu_stats {
     double value;    /* packed value: sum of rates (PACK_ALLGATHER: the rate per root) */
 };
 
-/* Pack trees for p; appends them (merged by shape, with feasible rates) to *out. */
+/*
+ * Pack trees for p (PACK_ALLREDUCE: oriented away from GPU 0; the root does not matter). The
+ * merged trees (one per shape, in order of first appearance) are scaled so that on their own
+ * they are feasible and the most loaded arc is full (to 1e-12), then appended to *out with
+ * ptree_set_add (so a shape already in *out gets the rate added). st (may be NULL) gets the
+ * statistics. Returns BK_EUSAGE for bad options (epsilon outside (0, 0.5], max_rounds < 0, bad
+ * kind or broadcast root), BK_ESOLVE with fewer than 2 GPUs or when no spanning tree exists,
+ * BK_ENOMEM. max_rounds stops early with a packing that is still feasible but not (1-eps)^2.
+ */
 enum bk_status mwu_pack(const struct pack_problem *p, struct oracle *o, const struct mwu_opts *opt,
                         struct ptree_set *out, struct mwu_stats *st);
 

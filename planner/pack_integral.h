@@ -21,8 +21,17 @@
  */
 double pack_integral_unit(const struct pgraph *g);
 
-/* Pack unit-rate arborescences from p->root (p->kind must be PACK_BROADCAST, g relay-free);
- * appends them, merged by shape, to *out. */
+/*
+ * Pack unit-rate arborescences from p->root (p->kind must be PACK_BROADCAST, g relay-free, unit
+ * from pack_integral_unit). Capacities become round(cap / unit) units; k = min over GPUs v of
+ * maxflow(root, v) on those units (= floor(bound_broadcast / unit)). Tree j takes, in
+ * lowest-arc-index order, the first arc uv (u in the tree, v not, a unit left) after whose
+ * removal every GPU outside the tree, v included, still has max-flow >= k - j - 1.
+ * Appends the k trees (rate = unit each, trees of one shape merged, so rates are multiples of
+ * unit) to *out, only once all were built; appends nothing when k = 0.
+ * Errors: BK_EINTERNAL for a wrong kind, relays, unit <= 0 or a bad root (callers check first)
+ * or if no arc passes (impossible by Lovasz's lemma); BK_ENOMEM.
+ */
 enum bk_status pack_integral(const struct pack_problem *p, double unit, struct ptree_set *out);
 
 #endif

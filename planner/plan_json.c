@@ -75,11 +75,13 @@ void plan_json_topology(struct strbuf *sb, const struct topo *t, int indent)
     sb_putc(sb, '}');
 }
 
-void plan_json_render(struct strbuf *sb, const struct topo *t)
+void plan_json_render(struct strbuf *sb, const struct topo *t, const struct plan_set *ps)
 {
     sb_puts(sb, "{\n  \"format\": \"blink-plan\",\n  \"version\": 1,\n  \"generator\": ");
     json_put_string(sb, "blinkc " PACKAGE_VERSION);
     sb_puts(sb, ",\n  \"topology\": ");
     plan_json_topology(sb, t, 1);
-    sb_puts(sb, ",\n  \"plans\": []\n}\n");
+    sb_puts(sb, ",\n  \"plans\": ");
+    plan_json_plans(sb, ps);
+    sb_puts(sb, "\n}\n");
 }

@@ -8,11 +8,15 @@
 #ifndef BK_PLAN_JSON_H
 #define BK_PLAN_JSON_H
 
+#include "plan.h"
 #include "strbuf.h"
 #include "topo.h"
 
-/* Render the whole document. The plans array is empty until the planner fills it. */
-void plan_json_render(struct strbuf *sb, const struct topo *t);
+/* Render the whole document; ps may be NULL (no plans: "plans": []). */
+void plan_json_render(struct strbuf *sb, const struct topo *t, const struct plan_set *ps);
+
+/* Only the "plans" array (plan_json_plans.c). */
+void plan_json_plans(struct strbuf *sb, const struct plan_set *ps);
 
 /* Only the "topology" object, at the given indentation (two spaces per level). */
 void plan_json_topology(struct strbuf *sb, const struct topo *t, int indent);

@@ -195,7 +195,9 @@ Test(badinput, output_to_a_pipe_is_written_in_place)
     int keep = open(fifo, O_RDWR | O_NONBLOCK); /* a reader, so the writer's open never blocks */
     cr_assert_geq(keep, 0);
     struct tu_run r;
-    tu_run_blinkc(&r, (const char *const[]){"-q", "--plan-json", fifo, NULL});
+    /* A small plan: the pipe's buffer must hold all of it, as nobody reads until blinkc exits. */
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--gpus", "0,1", "--collective", "broadcast",
+                                            "--root", "0", "--plan-json", fifo, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     char buf[64] = {0};
     cr_assert_gt(read(keep, buf, sizeof buf - 1), 0);

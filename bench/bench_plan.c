@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * bench_plan.c - TreeGen's benchmark: optimality, tree counts and speedup over rings for every
+ * 3-8 GPU allocation of DGX-1P and DGX-1V (the Blink paper's Figure 5), every fixture, and
+ * planning time and memory. It prints tables; it asserts nothing (tests do that).
+ *
+ *   bench_plan [--quick]     --quick skips the large generated clusters
+ *
+ * Times are CPU seconds of this process (one core). Speedups follow blink-and-peers.md 6.1: per
+ * isomorphism class of the allocation's NVLink graph, broadcast takes its worst root, and the
+ * ratios are taken over the classes that have an NVLink ring.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "builtin.h"
+#include "input.h"
+#include "plan.h"
+#include "strbuf.h"
+#include "topo.h"
+#include "topo_read.h"
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+static int read_text(const char *label, const char *text, size_t len, struct topo *t)
+{
+    struct input in;
+    struct diag d;
+    diag_init(&d);
+    struct topo_read_opts o;
+    topo_read_opts_default(&o);
+    int ok = input_from_memory(label, text, len, &in) == BK_OK;
+    ok = ok && topo_read(&in, &o, t, &d) == BK_OK;
+    if (ok)
+        input_free(&in);
+    if (!ok)
+        diag_print(&d, stderr);
+    diag_free(&d);
+    return ok;
+}
+
+static int read_builtin(const char *name, struct topo *t)
+{
+    const struct builtin_file *f = builtin_topo_find(name);
+    return f && read_text(name, f->data, f->size, t);
+}
+
+/* What one allocation's plans give. */
+struct alloc_result {
+    double bcast_worst;   /* broadcast algbw, worst root */
+    double ring_b;        /* ring B */
+    int ring_nvlink;      /* rings over NVLink */
+    double ar, ar_ring;   /* allreduce algbw, trees and rings */
+    double min_ratio;     /* over every plan */
+    int max_trees;        /* over broadcast and reduce plans */
+    int plans;
+};
+
+static int plan_one(const struct topo *t, struct alloc_result *r)
+{
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct plan_set ps;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = plan_all(t, &o, &ps, &d);
+    if (st != BK_OK) {
+        diag_print(&d, stderr);
+        diag_free(&d);
+        return 0;
+    }
+    diag_free(&d);
+    memset(r, 0, sizeof *r);
+    r->bcast_worst = INFINITY;
+    r->min_ratio = INFINITY;
+    r->ring_b = ps.ring.gbps;
+    r->ring_nvlink = ps.ring.kinds == PG_NVLINK;
+    for (int i = 0; i < ps.n; i++) {
+        const struct plan *p = &ps.v[i];
+        double ratio = p->main.bound > 0 ? p->main.algbw / p->main.bound : 0;
+        r->min_ratio = fmin(r->min_ratio, ratio);
+        if (p->coll == COLL_BROADCAST)
+            r->bcast_worst = fmin(r->bcast_worst, p->main.algbw);
+        if (collective_has_root(p->coll) && p->main.trees.n > r->max_trees)
+            r->max_trees = p->main.trees.n;
+        if (p->coll == COLL_ALLREDUCE) {
+            r->ar = p->main.algbw;
+            r->ar_ring = p->ring_algbw;
+        }
+    }
+    r->plans = ps.n;
+    plan_set_free(&ps);
+    return 1;
+}
+
+/* NVLink count matrix of an allocation, and its canonical form (the smallest matrix over all
+ * relabellings) so isomorphic allocations share one key. */
+static void nvlink_matrix(const struct topo *t, int m[8][8])
+{
+    memset(m, 0, 8 * 8 * sizeof m[0][0]);
+    for (int i = 0; i < t->nlinks; i++) {
+        const struct topo_link *l = &t->links[i];
+        if (l->kind == TOPO_NVLINK && l->src < t->ngpus && l->dst < t->ngpus)
+            m[l->src][l->dst] = l->count;
+    }
+}
+
+static void canonical_key(int n, int m[8][8], char key[65])
+{
+    int perm[8], c[8] = {0};
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    char best[65], cur[65];
+    memset(best, 127, sizeof best);
+    /* Heap's algorithm over every permutation. */
+    for (int i = 0;;) {
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++)
+                cur[a * n + b] = (char)('0' + m[perm[a]][perm[b]]);
+        cur[n * n] = '\0';
+        if (memcmp(cur, best, (size_t)n * n) < 0)
+            memcpy(best, cur, (size_t)n * n + 1);
+        while (i < n && c[i] >= i) {
+            c[i] = 0;
+            i++;
+        }
+        if (i >= n)
+            break;
+        int j = i % 2 ? c[i] : 0, tmp = perm[j];
+        perm[j] = perm[i];
+        perm[i] = tmp;
+        c[i]++;
+        i = 0;
+    }
+    memcpy(key, best, (size_t)n * n + 1);
+}
+
+struct class_row {
+    char key[65];
+    struct alloc_result r;
+};
+
+static void figure5(const char *box)
+{
+    struct topo full;
+    if (!read_builtin(box, &full))
+        return;
+    printf("\n## %s: every allocation of 3 to 8 GPUs (all collectives, every root)\n\n", box);
+    printf("| GPUs | allocations | classes | no NVLink ring | min ratio | max trees/root | "
+           "bcast trees/rings max; geomean | allreduce max; geomean |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (int n = 3; n <= 8; n++) {
+        struct class_row rows[80];
+        int nclasses = 0, nallocs = 0, noring = 0, max_trees = 0;
+        double min_ratio = INFINITY, bmax = 0, blog = 0, amax = 0, alog = 0;
+        int nring = 0;
+        for (unsigned mask = 0; mask < 256; mask++) {
+            if (__builtin_popcount(mask) != n)
+                continue;
+            int gpus[8], k = 0;
+            for (int g = 0; g < 8; g++)
+                if (mask & (1u << g))
+                    gpus[k++] = g;
+            struct topo t;
+            struct diag d;
+            diag_init(&d);
+            if (topo_restrict(&full, gpus, n, &t, &d) != BK_OK) {
+                diag_free(&d);
+                continue;
+            }
+            diag_free(&d);
+            struct alloc_result r;
+            int ok = plan_one(&t, &r);
+            int m[8][8];
+            char key[65];
+            nvlink_matrix(&t, m);
+            canonical_key(n, m, key);
+            topo_free(&t);
+            if (!ok)
+                continue;
+            nallocs++;
+            min_ratio = fmin(min_ratio, r.min_ratio);
+            max_trees = r.max_trees > max_trees ? r.max_trees : max_trees;
+            int seen = 0;
+            for (int c = 0; c < nclasses && !seen; c++)
+                seen = strcmp(rows[c].key, key) == 0;
+            if (seen || nclasses == (int)(sizeof rows / sizeof rows[0]))
+                continue;
+            memcpy(rows[nclasses].key, key, sizeof key);
+            rows[nclasses++].r = r;
+        }
+        for (int c = 0; c < nclasses; c++) {
+            const struct alloc_result *r = &rows[c].r;
+            if (!r->ring_nvlink) {
+                noring++;
+                continue;
+            }
+            double b = r->bcast_worst / r->ring_b, a = r->ar / r->ar_ring;
+            bmax = fmax(bmax, b);
+            amax = fmax(amax, a);
+            blog += log(b);
+            alog += log(a);
+            nring++;
+        }
+        printf("| %d | %d | %d | %d | %.4f | %d | ", n, nallocs, nclasses, noring, min_ratio,
+               max_trees);
+        if (nring)
+            printf("%.2f; %.2f | %.2f; %.2f |\n", bmax, exp(blog / nring), amax,
+                   exp(alog / nring));
+        else
+            printf("- | - |\n");
+    }
+    topo_free(&full);
+}
+
+static void fixtures(void)
+{
+    static const char *const names[] = {"dgx1p",  "dgx1v",          "dgx2", "dgx-a100",
+                                        "hgx-h100", "pcie8", "cluster-4x-dgx1v"};
+    printf("\n## Fixtures, all GPUs\n\n");
+    printf("| fixture | GPUs | plans | min ratio | max trees/root | bcast worst | ring B | "
+           "allreduce | ring allreduce | CPU s |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        struct topo t;
+        if (!read_builtin(names[i], &t))
+            continue;
+        double t0 = cpu_seconds();
+        struct alloc_result r;
+        int ok = plan_one(&t, &r);
+        double dt = cpu_seconds() - t0;
+        if (ok)
+            printf("| %s | %d | %d | %.4f | %d | %.1f | %.1f | %.1f | %.1f | %.2f |\n", names[i],
+                   t.ngpus, r.plans, r.min_ratio, r.max_trees, r.bcast_worst, r.ring_b, r.ar,
+                   r.ar_ring, dt);
+        else
+            printf("| %s | %d | failed |\n", names[i], t.ngpus);
+        fflush(stdout);
+        topo_free(&t);
+    }
+}
+
+/* Planning time for every DGX-1V allocation x every root x every collective. */
+static void timing(void)
+{
+    struct topo full;
+    if (!read_builtin("dgx1v", &full))
+        return;
+    double t0 = cpu_seconds();
+    int plans = 0, allocs = 0;
+    for (unsigned mask = 0; mask < 256; mask++) {
+        int n = __builtin_popcount(mask);
+        if (n < 3)
+            continue;
+        int gpus[8], k = 0;
+        for (int g = 0; g < 8; g++)
+            if (mask & (1u << g))
+                gpus[k++] = g;
+        struct topo t;
+        struct diag d;
+        diag_init(&d);
+        if (topo_restrict(&full, gpus, n, &t, &d) == BK_OK) {
+            struct alloc_result r;
+            if (plan_one(&t, &r))
+                plans += r.plans;
+            allocs++;
+            topo_free(&t);
+        }
+        diag_free(&d);
+    }
+    double dt = cpu_seconds() - t0;
+    printf("\n## Planning time\n\n");
+    printf("DGX-1V, %d allocations of 3-8 GPUs, %d plans (every root, every collective, hybrid "
+           "PCIe sets included): %.2f CPU s, %.2f ms per plan; peak RSS %ld MB\n",
+           allocs, plans, dt, 1e3 * dt / plans, peak_rss_mb());
+    topo_free(&full);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    printf("# blinkc TreeGen benchmark\n");
+    figure5("dgx1p");
+    figure5("dgx1v");
+    fixtures();
+    timing();
+    (void)quick;
+    return 0;
+}

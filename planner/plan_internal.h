@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_internal.h - what plan.c and plan_pack.c share: solving one packing problem.
+ */
+#ifndef BK_PLAN_INTERNAL_H
+#define BK_PLAN_INTERNAL_H
+
+#include "plan.h"
+
+/*
+ * Pack p exactly with as few trees as possible, into out->trees with out->stats filled (kinds,
+ * g, pack, bound and algbw are left to the caller). `bound` is the known optimum or bound (0 if
+ * unknown) in the problem's value units (allgather: the rate per root); one-hop stars are kept
+ * when they reach it. dump: where the ILP goes, or NULL.
+ */
+enum bk_status plan_pack(const struct pack_problem *p, double bound, const struct plan_opts *o,
+                         struct strbuf *dump, struct plan_trees *out, struct diag *d);
+
+/* Round a rate down to 1e-4 GB/s, so printed rates never add up past a capacity. */
+double plan_snap_rate(double gbps);
+
+#endif

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_pack.c - one packing problem, from candidates to the fewest exact trees.
+ *
+ * Candidates come from three sources: one-hop stars (depth-1 trees, best for latency and optimal
+ * on switch fabrics), Lovasz's exact integral packing where capacities are whole links, and
+ * Blink's MWU. Column generation then reaches the exact LP optimum, and Blink's ILP keeps that
+ * rate with the fewest trees. When stars alone reach the bound, they are used as they are.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mwu.h"
+#include "oracle.h"
+#include "pack_integral.h"
+#include "plan_internal.h"
+
+/* Ratio at which a plan counts as reaching its bound (the 0.999). */
+#define REACHES_BOUND 0.999
+
+/* How many of MWU's trees, per GPU, seed the exact stages. */
+#define MWU_SEEDS_PER_GPU 4
+
+static int heavier_first(const void *pa, const void *pb)
+{
+    const struct ptree *a = pa, *b = pb;
+    if (a->rate != b->rate)
+        return a->rate > b->rate ? -1 : 1;
+    return ptree_shape_cmp(a, b);
+}
+
+double plan_snap_rate(double gbps)
+{
+    return floor(gbps * 1e4 + 1e-6) / 1e4;
+}
+
+/* The shortest relay-only path from arc `first`'s head to GPU v (BFS, lowest arc first). Writes
+ * the arcs after `first` into path and returns their count, or -1. */
+static int relay_path(const struct pgraph *g, int first, int v, int *path, int *pred, int *queue)
+{
+    int start = g->dst[first];
+    if (start == v)
+        return 0;
+    if (start < g->ngpus)
+        return -1;
+    for (int i = 0; i < g->nnodes; i++)
+        pred[i] = -2;
+    int head = 0, tail = 0;
+    queue[tail++] = start;
+    pred[start] = -1;
+    while (head < tail && pred[v] == -2) {
+        int u = queue[head++];
+        for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
+            int a = g->out_arc[i], w = g->dst[a];
+            if (pred[w] != -2 || (w < g->ngpus && w != v))
+                continue;
+            pred[w] = a;
+            if (w >= g->ngpus)
+                queue[tail++] = w;
+        }
+    }
+    if (pred[v] == -2)
+        return -1;
+    int n = 0;
+    for (int w = v; w != start; w = g->src[pred[w]])
+        n++;
+    int k = n;
+    for (int w = v; w != start; w = g->src[pred[w]])
+        path[--k] = pred[w];
+    return n;
+}
+
+/* Stars rooted at r: the direct star when r has an arc to every GPU, and one star per relay
+ * next to r, reaching every GPU through that relay. */
+static enum bk_status add_stars(const struct pgraph *g, int r, struct ptree_set *cand)
+{
+    int n = g->ngpus;
+    enum bk_status st = BK_OK;
+    int *parent = malloc((size_t)n * sizeof *parent);
+    int *len = calloc((size_t)n, sizeof *len);
+    int *buf = malloc((size_t)n * (size_t)(g->nnodes + 1) * sizeof *buf);
+    const int **paths = calloc((size_t)n, sizeof *paths);
+    int *pred = malloc((size_t)g->nnodes * sizeof *pred);
+    int *queue = malloc((size_t)g->nnodes * sizeof *queue);
+    if (!parent || !len || !buf || !paths || !pred || !queue) {
+        st = BK_ENOMEM;
+        goto out;
+    }
+    /* The direct star: every GPU one arc away (full NVLink meshes). */
+    int direct = 1;
+    for (int v = 0; v < n && direct; v++) {
+        if (v == r)
+            continue;
+        int found = -1;
+        for (int i = g->out_off[r]; i < g->out_off[r + 1] && found < 0; i++)
+            if (g->dst[g->out_arc[i]] == v)
+                found = g->out_arc[i];
+        direct = found >= 0;
+        buf[v * (g->nnodes + 1)] = found;
+        paths[v] = &buf[v * (g->nnodes + 1)];
+        len[v] = 1;
+        parent[v] = r;
+    }
+    if (direct && n > 1) {
+        struct ptree t;
+        BK_CHECK_GOTO(ptree_make(&t, n, r, parent, paths, len), st, out);
+        st = ptree_set_add(cand, &t, NULL);
+        ptree_free(&t);
+        if (st != BK_OK)
+            goto out;
+    }
+    /* One star per relay next to r: every GPU reached through that relay. */
+    for (int i = g->out_off[r]; i < g->out_off[r + 1]; i++) {
+        int a = g->out_arc[i];
+        if (g->dst[a] < n)
+            continue;
+        int ok = 1;
+        for (int v = 0; v < n && ok; v++) {
+            if (v == r)
+                continue;
+            int *p = &buf[v * (g->nnodes + 1)];
+            p[0] = a;
+            int k = relay_path(g, a, v, p + 1, pred, queue);
+            ok = k >= 0;
+            len[v] = k + 1;
+            paths[v] = p;
+            parent[v] = r;
+        }
+        if (!ok)
+            continue;
+        struct ptree t;
+        BK_CHECK_GOTO(ptree_make(&t, n, r, parent, paths, len), st, out);
+        st = ptree_set_add(cand, &t, NULL);
+        ptree_free(&t);
+        if (st != BK_OK)
+            goto out;
+    }
+out:
+    free(parent);
+    free(len);
+    free(buf);
+    free(paths);
+    free(pred);
+    free(queue);
+    return st;
+}
+
+static enum bk_status star_candidates(const struct pack_problem *p, struct ptree_set *cand)
+{
+    if (p->kind == PACK_BROADCAST)
+        return add_stars(p->g, p->root, cand);
+    for (int r = 0; r < p->g->ngpus; r++)
+        BK_CHECK(add_stars(p->g, r, cand));
+    return BK_OK;
+}
+
+/* The LP over a fixed candidate set (no new columns): rates into cand, value returned. */
+static enum bk_status lp_over(const struct pack_problem *p, struct ptree_set *cand, double *value,
+                              struct diag *d)
+{
+    const struct pgraph *g = p->g;
+    int nroots = p->kind == PACK_ALLGATHER ? g->ngpus : 0;
+    int ncols = cand->n + (nroots ? 1 : 0), nrows = g->narcs + nroots;
+    enum lp_row_type *type = malloc(((size_t)nrows + 1) * sizeof *type);
+    double *rhs = calloc((size_t)nrows + 1, sizeof *rhs);
+    double *obj = calloc((size_t)ncols + 1, sizeof *obj);
+    int *off = malloc(((size_t)ncols + 2) * sizeof *off);
+    size_t nz_cap = (size_t)cand->n * (size_t)(g->narcs + 1) + (size_t)nroots + 1;
+    int *row = malloc(nz_cap * sizeof *row);
+    double *val = malloc(nz_cap * sizeof *val);
+    int *mult = calloc((size_t)g->narcs + 1, sizeof *mult);
+    double *x = calloc((size_t)ncols + 1, sizeof *x);
+    enum bk_status st = BK_ENOMEM;
+    if (!type || !rhs || !obj || !off || !row || !val || !mult || !x)
+        goto out;
+    for (int a = 0; a < g->narcs; a++) {
+        type[a] = LP_LE;
+        rhs[a] = g->cap[a];
+    }
+    for (int r = 0; r < nroots; r++)
+        type[g->narcs + r] = LP_GE; /* trees rooted at r minus R >= 0 */
+    int nz = 0;
+    for (int j = 0; j < cand->n; j++) {
+        off[j] = nz;
+        memset(mult, 0, (size_t)g->narcs * sizeof *mult);
+        ptree_add_load(&cand->t[j], g, p->kind, mult);
+        for (int a = 0; a < g->narcs; a++)
+            if (mult[a]) {
+                row[nz] = a;
+                val[nz++] = mult[a];
+            }
+        if (nroots) {
+            row[nz] = g->narcs + cand->t[j].root;
+            val[nz++] = 1;
+        } else {
+            obj[j] = 1;
+        }
+    }
+    if (nroots) { /* the common rate R */
+        off[cand->n] = nz;
+        for (int r = 0; r < nroots; r++) {
+            row[nz] = g->narcs + r;
+            val[nz++] = -1;
+        }
+        obj[cand->n] = 1;
+    }
+    off[ncols] = nz;
+    struct lp_model m = {nrows, ncols, type, rhs, obj, off, row, val};
+    st = ilp_solve_lp(&m, x, value, d);
+    for (int j = 0; st == BK_OK && j < cand->n; j++)
+        cand->t[j].rate = x[j] > 0 ? x[j] : 0;
+out:
+    free(type);
+    free(rhs);
+    free(obj);
+    free(off);
+    free(row);
+    free(val);
+    free(mult);
+    free(x);
+    return st;
+}
+
+/* The problem's value of a tree set: summed rate, or for allgather the smallest per-root rate. */
+static double set_value(const struct pack_problem *p, const struct ptree_set *s)
+{
+    if (p->kind != PACK_ALLGATHER)
+        return ptree_set_rate(s);
+    double v = INFINITY;
+    for (int r = 0; r < p->g->ngpus; r++) {
+        double rr = ptree_set_root_rate(s, r);
+        if (rr < v)
+            v = rr;
+    }
+    return p->g->ngpus ? v : 0;
+}
+
+static enum bk_status fewest(const struct pack_problem *p, struct ptree_set *cand, double target,
+                             const struct plan_opts *o, struct strbuf *dump, struct plan_trees *out,
+                             struct diag *d)
+{
+    struct ilp_opts io = {o->time_limit_ms, o->slack, dump};
+    struct ilp_report rep;
+    memset(&rep, 0, sizeof rep);
+    BK_CHECK(ilp_fewest_trees(p, cand, target, &io, &out->trees, &rep, d));
+    out->stats.ilp_status = rep.mip_status;
+    out->stats.trees_before = rep.trees_before;
+    return BK_OK;
+}
+
+enum bk_status plan_pack(const struct pack_problem *p, double bound, const struct plan_opts *o,
+                         struct strbuf *dump, struct plan_trees *out, struct diag *d)
+{
+    struct ptree_set cand;
+    ptree_set_init(&cand);
+    ptree_set_init(&out->trees);
+    memset(&out->stats, 0, sizeof out->stats);
+    struct oracle *orc = NULL;
+    double value = 0;
+    enum bk_status st;
+    BK_CHECK_GOTO(oracle_new(&orc, p->g), st, out);
+
+    /* One-hop stars first: where they reach the bound nothing deeper is needed. */
+    BK_CHECK_GOTO(star_candidates(p, &cand), st, out);
+    if (cand.n > 0 && bound > 0) {
+        BK_CHECK_GOTO(lp_over(p, &cand, &value, d), st, out);
+        if (value >= REACHES_BOUND * bound) {
+            out->stats.lp_columns = cand.n;
+            out->stats.lp_value = value;
+            st = fewest(p, &cand, value, o, dump, out, d);
+            goto out;
+        }
+    }
+
+    if (p->kind == PACK_BROADCAST && !pgraph_has_relays(p->g)) {
+        double unit = pack_integral_unit(p->g);
+        if (unit > 0) {
+            int before = cand.n;
+            BK_CHECK_GOTO(pack_integral(p, unit, &cand), st, out);
+            out->stats.integral_trees = cand.n - before;
+        }
+    }
+
+    struct mwu_opts mo = {o->epsilon, 0};
+    struct mwu_stats ms;
+    struct ptree_set mwu_trees;
+    ptree_set_init(&mwu_trees);
+    st = mwu_pack(p, orc, &mo, &mwu_trees, &ms);
+    /* MWU's heaviest trees seed the LP; column generation adds any tree the optimum needs. The
+     * thousands of light ones would only slow the LP and the ILP down. */
+    if (st == BK_OK)
+        qsort(mwu_trees.t, (size_t)mwu_trees.n, sizeof *mwu_trees.t, heavier_first);
+    int keep = MWU_SEEDS_PER_GPU * p->g->ngpus;
+    for (int i = 0; st == BK_OK && i < mwu_trees.n && i < keep; i++)
+        st = ptree_set_add(&cand, &mwu_trees.t[i], NULL);
+    ptree_set_free(&mwu_trees);
+    if (st != BK_OK)
+        goto out;
+    out->stats.mwu_rounds = ms.rounds;
+    out->stats.mwu_trees = ms.distinct;
+    out->stats.mwu_value = ms.value;
+
+    struct ilp_report rep;
+    memset(&rep, 0, sizeof rep);
+    BK_CHECK_GOTO(ilp_lp_optimum(p, orc, &cand, &value, &rep, d), st, out);
+    out->stats.lp_columns = rep.lp_columns;
+    out->stats.lp_value = value;
+    st = fewest(p, &cand, value, o, dump, out, d);
+out:
+    if (st == BK_OK) {
+        for (int i = 0; i < out->trees.n; i++)
+            out->trees.t[i].rate = plan_snap_rate(out->trees.t[i].rate);
+        ptree_set_drop_below(&out->trees, 1e-4);
+        ptree_set_sort(&out->trees);
+        out->algbw = set_value(p, &out->trees);
+        if (p->kind == PACK_ALLGATHER)
+            out->algbw *= p->g->ngpus;
+    }
+    oracle_free(orc);
+    ptree_set_free(&cand);
+    return st;
+}
