@@ -304,6 +304,11 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
     BK_CHECK(plan_tier(s, pl, &s->graph[0], &s->graph[1], mirror, o, o->dump_ilp, 0, &pl->main,
                        d));
+    if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2)
+        pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
+                                                ? "undirected one-hop trees"
+                                                : "reduce-scatter + all-gather, one-hop")
+                                         : "one-hop trees";
     if (s->ngraphs == 4 && (!mirror || mirror->has_hybrid)) {
         BK_CHECK(plan_tier(s, pl, &s->graph[2], &s->graph[3], mirror, o, NULL, 1, &pl->pcie, d));
         pl->has_hybrid = pl->pcie.algbw > 0;

@@ -16,6 +16,11 @@
 enum bk_status plan_pack(const struct pack_problem *p, double bound, const struct plan_opts *o,
                          struct strbuf *dump, struct plan_trees *out, struct diag *d);
 
+/* Structured candidates (plan_shapes.c), appended to cand: one-hop stars from the root (every
+ * root for allgather and allreduce), and chains through each switch plane next to the root. */
+enum bk_status plan_stars(const struct pack_problem *p, struct ptree_set *cand);
+enum bk_status plan_chains(const struct pack_problem *p, struct ptree_set *cand);
+
 /* Round a rate down to 1e-4 GB/s, so printed rates never add up past a capacity. */
 double plan_snap_rate(double gbps);
 

@@ -2,10 +2,10 @@
 /*
  * plan_pack.c - one packing problem, from candidates to the fewest exact trees.
  *
- * Candidates come from three sources: one-hop stars (depth-1 trees, best for latency and optimal
- * on switch fabrics), Lovasz's exact integral packing where capacities are whole links, and
- * Blink's MWU. Column generation then reaches the exact LP optimum, and Blink's ILP keeps that
- * rate with the fewest trees. When stars alone reach the bound, they are used as they are.
+ * Candidates come from three sources: structured shapes (one-hop stars and switch-plane chains,
+ * plan_shapes.c), Lovasz's exact integral packing where capacities are whole links, and Blink's
+ * MWU. Column generation then reaches the exact LP optimum, and Blink's ILP keeps that rate with
+ * the fewest trees. When the shapes alone reach the bound, they are used as they are.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,126 +33,6 @@ static int heavier_first(const void *pa, const void *pb)
 double plan_snap_rate(double gbps)
 {
     return floor(gbps * 1e4 + 1e-6) / 1e4;
-}
-
-/* The shortest relay-only path from arc `first`'s head to GPU v (BFS, lowest arc first). Writes
- * the arcs after `first` into path and returns their count, or -1. */
-static int relay_path(const struct pgraph *g, int first, int v, int *path, int *pred, int *queue)
-{
-    int start = g->dst[first];
-    if (start == v)
-        return 0;
-    if (start < g->ngpus)
-        return -1;
-    for (int i = 0; i < g->nnodes; i++)
-        pred[i] = -2;
-    int head = 0, tail = 0;
-    queue[tail++] = start;
-    pred[start] = -1;
-    while (head < tail && pred[v] == -2) {
-        int u = queue[head++];
-        for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
-            int a = g->out_arc[i], w = g->dst[a];
-            if (pred[w] != -2 || (w < g->ngpus && w != v))
-                continue;
-            pred[w] = a;
-            if (w >= g->ngpus)
-                queue[tail++] = w;
-        }
-    }
-    if (pred[v] == -2)
-        return -1;
-    int n = 0;
-    for (int w = v; w != start; w = g->src[pred[w]])
-        n++;
-    int k = n;
-    for (int w = v; w != start; w = g->src[pred[w]])
-        path[--k] = pred[w];
-    return n;
-}
-
-/* Stars rooted at r: the direct star when r has an arc to every GPU, and one star per relay
- * next to r, reaching every GPU through that relay. */
-static enum bk_status add_stars(const struct pgraph *g, int r, struct ptree_set *cand)
-{
-    int n = g->ngpus;
-    enum bk_status st = BK_OK;
-    int *parent = malloc((size_t)n * sizeof *parent);
-    int *len = calloc((size_t)n, sizeof *len);
-    int *buf = malloc((size_t)n * (size_t)(g->nnodes + 1) * sizeof *buf);
-    const int **paths = calloc((size_t)n, sizeof *paths);
-    int *pred = malloc((size_t)g->nnodes * sizeof *pred);
-    int *queue = malloc((size_t)g->nnodes * sizeof *queue);
-    if (!parent || !len || !buf || !paths || !pred || !queue) {
-        st = BK_ENOMEM;
-        goto out;
-    }
-    /* The direct star: every GPU one arc away (full NVLink meshes). */
-    int direct = 1;
-    for (int v = 0; v < n && direct; v++) {
-        if (v == r)
-            continue;
-        int found = -1;
-        for (int i = g->out_off[r]; i < g->out_off[r + 1] && found < 0; i++)
-            if (g->dst[g->out_arc[i]] == v)
-                found = g->out_arc[i];
-        direct = found >= 0;
-        buf[v * (g->nnodes + 1)] = found;
-        paths[v] = &buf[v * (g->nnodes + 1)];
-        len[v] = 1;
-        parent[v] = r;
-    }
-    if (direct && n > 1) {
-        struct ptree t;
-        BK_CHECK_GOTO(ptree_make(&t, n, r, parent, paths, len), st, out);
-        st = ptree_set_add(cand, &t, NULL);
-        ptree_free(&t);
-        if (st != BK_OK)
-            goto out;
-    }
-    /* One star per relay next to r: every GPU reached through that relay. */
-    for (int i = g->out_off[r]; i < g->out_off[r + 1]; i++) {
-        int a = g->out_arc[i];
-        if (g->dst[a] < n)
-            continue;
-        int ok = 1;
-        for (int v = 0; v < n && ok; v++) {
-            if (v == r)
-                continue;
-            int *p = &buf[v * (g->nnodes + 1)];
-            p[0] = a;
-            int k = relay_path(g, a, v, p + 1, pred, queue);
-            ok = k >= 0;
-            len[v] = k + 1;
-            paths[v] = p;
-            parent[v] = r;
-        }
-        if (!ok)
-            continue;
-        struct ptree t;
-        BK_CHECK_GOTO(ptree_make(&t, n, r, parent, paths, len), st, out);
-        st = ptree_set_add(cand, &t, NULL);
-        ptree_free(&t);
-        if (st != BK_OK)
-            goto out;
-    }
-out:
-    free(parent);
-    free(len);
-    free(buf);
-    free(paths);
-    free(pred);
-    free(queue);
-    return st;
-}
-
-static enum bk_status star_candidates(const struct pack_problem *p, struct ptree_set *cand)
-{
-    if (p->kind == PACK_BROADCAST)
-        return add_stars(p->g, p->root, cand);
-    for (int r = 0; r < p->g->ngpus; r++)
-        BK_CHECK(add_stars(p->g, r, cand));
-    return BK_OK;
 }
 
 /* The LP over a fixed candidate set (no new columns): rates into cand, value returned. */
@@ -261,8 +141,10 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
     enum bk_status st;
     BK_CHECK_GOTO(oracle_new(&orc, p->g), st, out);
 
-    /* One-hop stars first: where they reach the bound nothing deeper is needed. */
-    BK_CHECK_GOTO(star_candidates(p, &cand), st, out);
+    /* Stars and chains first: where they reach the bound nothing else is needed. */
+    BK_CHECK_GOTO(plan_stars(p, &cand), st, out);
+    if (p->kind == PACK_BROADCAST)
+        BK_CHECK_GOTO(plan_chains(p, &cand), st, out);
     if (cand.n > 0 && bound > 0) {
         BK_CHECK_GOTO(lp_over(p, &cand, &value, d), st, out);
         if (value >= REACHES_BOUND * bound) {
