@@ -62,6 +62,8 @@ struct mip_ctx {
     int heur_ok;           /* the LP point satisfies every row of the MIP */
     int heur_given;        /* set once offered, or from the start when the point is unusable */
     double last_gap;       /* from the callback: the incumbent's relative gap, 1 if unknown */
+    double last_better;    /* glp_time() when the incumbent last improved */
+    double stall_ms;       /* stop when it has not improved for this long */
     char *tmp_path;        /* the dump's temporary file while it exists */
     /* results */
     const char *fallback;  /* why the LP solution is returned instead, or NULL */
@@ -85,6 +87,12 @@ static void mip_callback(glp_tree *tree, void *info)
         c->heur_given = 1;
         glp_ios_heur_sol(tree, c->heur); /* rejected only if not better: nothing to do then */
     }
+    if (reason == GLP_IBINGO)
+        c->last_better = glp_time();
+    /* The y relaxation is weak, so branch and bound rarely proves optimality; once the
+     * incumbent has stopped improving for a while, more search is unlikely to remove a tree. */
+    if (reason == GLP_ISELECT && glp_time() - c->last_better > c->stall_ms)
+        glp_ios_terminate(tree);
     if (reason == GLP_IHEUR || reason == GLP_IBINGO || reason == GLP_ISELECT) {
         /* sum y >= 0, so 0 is always a bound and a gap above 1 means "bound not known yet" */
         double gap = glp_ios_mip_gap(tree);
@@ -336,6 +344,8 @@ static enum bk_status mip_run(void *ctx)
     ip.tm_lim = limit;
     ip.cb_func = mip_callback;
     ip.cb_info = c;
+    c->stall_ms = limit / 5.0;
+    c->last_better = glp_time();
     ret = glp_intopt(lp, &ip);
     int ms = glp_mip_status(lp);
     if ((ret == 0 || ret == GLP_ETMLIM) && ms == GLP_OPT) {

@@ -35,6 +35,12 @@ static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
     const struct plan_stats *s = &m->stats;
     static const char *const ilp[] = {"ILP optimal", "ILP hit its time limit (best kept)",
                                       "ILP failed: LP trees kept"};
+    if (s->mwu_rounds == 0 && s->integral_trees > 0) {
+        sb_printf(sb, "    exact integral packing reaches the bound with %d unit trees (MWU not "
+                      "needed); %s: %d trees\n",
+                  s->integral_trees, ilp[s->ilp_status % 3], m->trees.n);
+        return;
+    }
     if (s->mwu_rounds == 0) {
         sb_printf(sb, "    one-hop stars and switch-plane chains reach the bound: LP %.1f GB/s over %d of "
                   "them; %s\n",

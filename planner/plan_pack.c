@@ -157,10 +157,27 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
 
     if (p->kind == PACK_BROADCAST && !pgraph_has_relays(p->g)) {
         double unit = pack_integral_unit(p->g);
-        if (unit > 0) {
-            int before = cand.n;
-            BK_CHECK_GOTO(pack_integral(p, unit, &cand), st, out);
-            out->stats.integral_trees = cand.n - before;
+        struct ptree_set integral;
+        ptree_set_init(&integral);
+        if (unit > 0)
+            st = pack_integral(p, unit, &integral);
+        double reached = ptree_set_rate(&integral);
+        out->stats.integral_trees = integral.n;
+        /* Exact already: MWU could only find an approximation of what this proves optimal, so
+         * the ILP works on the integral trees (at their own rates) and the stars. */
+        int exact = st == BK_OK && bound > 0 && reached >= bound * (1 - 1e-9);
+        for (int i = 0; exact && i < cand.n; i++)
+            cand.t[i].rate = 0;
+        for (int i = 0; st == BK_OK && i < integral.n; i++)
+            st = ptree_set_add(&cand, &integral.t[i], NULL);
+        ptree_set_free(&integral);
+        if (st != BK_OK)
+            goto out;
+        if (exact) {
+            out->stats.lp_columns = cand.n;
+            out->stats.lp_value = reached;
+            st = fewest(p, &cand, reached, o, dump, out, d);
+            goto out;
         }
     }
 
