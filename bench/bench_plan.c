@@ -59,6 +59,20 @@ static int read_builtin(const char *name, struct topo *t)
     return f && read_text(name, f->data, f->size, t);
 }
 
+/* The allocation of the GPUs whose bits are set in mask (an 8-GPU box), in rank order. */
+static int restrict_mask(const struct topo *full, unsigned mask, struct topo *t)
+{
+    int gpus[8], n = 0;
+    for (int g = 0; g < 8; g++)
+        if (mask & (1u << g))
+            gpus[n++] = g;
+    struct diag d;
+    diag_init(&d);
+    int ok = topo_restrict(full, gpus, n, t, &d) == BK_OK;
+    diag_free(&d);
+    return ok;
+}
+
 /* What one allocation's plans give. */
 struct alloc_result {
     double bcast_worst;   /* broadcast algbw, worst root */
@@ -172,18 +186,9 @@ static void figure5(const char *box)
         for (unsigned mask = 0; mask < 256; mask++) {
             if (__builtin_popcount(mask) != n)
                 continue;
-            int gpus[8], k = 0;
-            for (int g = 0; g < 8; g++)
-                if (mask & (1u << g))
-                    gpus[k++] = g;
             struct topo t;
-            struct diag d;
-            diag_init(&d);
-            if (topo_restrict(&full, gpus, n, &t, &d) != BK_OK) {
-                diag_free(&d);
+            if (!restrict_mask(&full, mask, &t))
                 continue;
-            }
-            diag_free(&d);
             struct alloc_result r;
             int ok = plan_one(&t, &r, 1);
             int m[8][8];
@@ -266,21 +271,14 @@ static void timing(int hybrid)
         int n = __builtin_popcount(mask);
         if (n < 3)
             continue;
-        int gpus[8], k = 0;
-        for (int g = 0; g < 8; g++)
-            if (mask & (1u << g))
-                gpus[k++] = g;
         struct topo t;
-        struct diag d;
-        diag_init(&d);
-        if (topo_restrict(&full, gpus, n, &t, &d) == BK_OK) {
+        if (restrict_mask(&full, mask, &t)) {
             struct alloc_result r;
             if (plan_one(&t, &r, hybrid))
                 plans += r.plans;
             allocs++;
             topo_free(&t);
         }
-        diag_free(&d);
     }
     double dt = cpu_seconds() - t0;
     printf("DGX-1V, %d allocations of 3-8 GPUs, %d plans (every root, every collective, %s): "

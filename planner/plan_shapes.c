@@ -13,25 +13,21 @@
 
 #include "plan_internal.h"
 
-/* The shortest relay-only path from arc `first`'s head to GPU v (BFS, lowest arc first). Writes
- * the arcs after `first` into path and returns their count, or -1. */
-static int relay_path(const struct pgraph *g, int first, int v, int *path, int *pred, int *queue)
+/* Shortest path u -> v through relays only (BFS, lowest arc first), and only relays of the
+ * plane when in_plane is not NULL; returns its arc count, or -1. */
+static int plane_path(const struct pgraph *g, const unsigned char *in_plane, int u, int v,
+                      int *path, int *pred, int *queue)
 {
-    int start = g->dst[first];
-    if (start == v)
-        return 0;
-    if (start < g->ngpus)
-        return -1;
     for (int i = 0; i < g->nnodes; i++)
         pred[i] = -2;
     int head = 0, tail = 0;
-    queue[tail++] = start;
-    pred[start] = -1;
+    queue[tail++] = u;
+    pred[u] = -1;
     while (head < tail && pred[v] == -2) {
-        int u = queue[head++];
-        for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
+        int x = queue[head++];
+        for (int i = g->out_off[x]; i < g->out_off[x + 1]; i++) {
             int a = g->out_arc[i], w = g->dst[a];
-            if (pred[w] != -2 || (w < g->ngpus && w != v))
+            if (pred[w] != -2 || (w < g->ngpus ? w != v : in_plane && !in_plane[w]))
                 continue;
             pred[w] = a;
             if (w >= g->ngpus)
@@ -41,10 +37,9 @@ static int relay_path(const struct pgraph *g, int first, int v, int *path, int *
     if (pred[v] == -2)
         return -1;
     int n = 0;
-    for (int w = v; w != start; w = g->src[pred[w]])
+    for (int w = v; w != u; w = g->src[pred[w]])
         n++;
-    int k = n;
-    for (int w = v; w != start; w = g->src[pred[w]])
+    for (int w = v, k = n; w != u; w = g->src[pred[w]])
         path[--k] = pred[w];
     return n;
 }
@@ -99,7 +94,7 @@ static enum bk_status add_stars(const struct pgraph *g, int r, struct ptree_set 
                 continue;
             int *p = &buf[v * (g->nnodes + 1)];
             p[0] = a;
-            int k = relay_path(g, a, v, p + 1, pred, queue);
+            int k = plane_path(g, NULL, g->dst[a], v, p + 1, pred, queue);
             ok = k >= 0;
             len[v] = k + 1;
             paths[v] = p;
@@ -151,37 +146,6 @@ static void mark_plane(const struct pgraph *g, int s, unsigned char *in_plane, i
             }
         }
     }
-}
-
-/* Shortest path u -> v through plane relays only (BFS, lowest arc first); returns its arc
- * count, or -1. */
-static int plane_path(const struct pgraph *g, const unsigned char *in_plane, int u, int v,
-                      int *path, int *pred, int *queue)
-{
-    for (int i = 0; i < g->nnodes; i++)
-        pred[i] = -2;
-    int head = 0, tail = 0;
-    queue[tail++] = u;
-    pred[u] = -1;
-    while (head < tail && pred[v] == -2) {
-        int x = queue[head++];
-        for (int i = g->out_off[x]; i < g->out_off[x + 1]; i++) {
-            int a = g->out_arc[i], w = g->dst[a];
-            if (pred[w] != -2 || (w < g->ngpus ? w != v : !in_plane[w]))
-                continue;
-            pred[w] = a;
-            if (w >= g->ngpus)
-                queue[tail++] = w;
-        }
-    }
-    if (pred[v] == -2)
-        return -1;
-    int n = 0;
-    for (int w = v; w != u; w = g->src[pred[w]])
-        n++;
-    for (int w = v, k = n; w != u; w = g->src[pred[w]])
-        path[--k] = pred[w];
-    return n;
 }
 
 /* The chain from r through the plane of relay s: r, then the other GPUs in rank order, each
