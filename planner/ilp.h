@@ -55,7 +55,8 @@ struct ilp_report {
  * Candidates must fit p (GPU count, arcs in range; broadcast: rooted at p->root), else
  * BK_EINTERNAL. BK_ESOLVE if the oracle finds no spanning tree, GLPK finds no optimum, or the
  * generation exceeds 10000 rounds; BK_EINTERNAL after a GLPK fault; all with a diagnostic.
- * `rep` may be NULL.
+ * `rep` may be NULL. With o == NULL no columns are generated: the LP over `cand` alone (which
+ * must not be empty) is solved.
  */
 enum bk_status ilp_lp_optimum(const struct pack_problem *p, struct oracle *o,
                               struct ptree_set *cand, double *value, struct ilp_report *rep,

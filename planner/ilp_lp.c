@@ -222,6 +222,10 @@ static enum bk_status cg_run(void *ctx)
         return BK_EINTERNAL;
     }
     BK_CHECK(ilp_pack_lp_create(&c->m, "blinkc_packing_lp", c->d));
+    if (!c->o && c->cand->n == 0) {
+        diag_add(c->d, DIAG_ERROR, NULL, DIAG_NOWHERE, "packing LP without candidates or oracle");
+        return BK_EINTERNAL;
+    }
     if (c->cand->n == 0) { /* seed: one tree per root under zero prices */
         memset(c->len, 0, (size_t)g->narcs * sizeof *c->len);
         for (int r = r0; r < r1; r++) {
@@ -245,7 +249,7 @@ static enum bk_status cg_run(void *ctx)
             c->len[a] = y > 0 && isfinite(y) ? y : 0;
         }
         int added = 0;
-        for (int r = r0; r < r1; r++) {
+        for (int r = r0; c->o && r < r1; r++) {
             /* For allgather the root row is ">= 0" in a maximisation, so GLPK's dual is <= 0;
              * mu_r = -dual is what an r-rooted tree must undercut. */
             double thresh = allgather ? -glp_get_row_dual(c->m.lp, g->narcs + 1 + r) : 1.0;

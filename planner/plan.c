@@ -242,7 +242,7 @@ out:
 
 /* Plan collective c on graphs g (forward) and rg (reversed); `mirror` is the earlier plan it
  * may reuse (mirror_of). */
-static enum bk_status plan_tier(struct plan_set *s, struct plan *pl, const struct pgraph *g,
+static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
                                 const struct pgraph *rg, const struct plan *mirror,
                                 const struct plan_opts *o, struct strbuf *dump, int pcie,
                                 struct plan_trees *out, struct diag *d)
@@ -265,7 +265,6 @@ static enum bk_status plan_tier(struct plan_set *s, struct plan *pl, const struc
         return plan_allreduce(g, kinds, src, o, dump, pcie ? NULL : pl, out, d);
     default: return BK_EINTERNAL;
     }
-    (void)s;
 }
 
 /* The earlier plan whose trees a plan reuses: reduce mirrors broadcast with the same root,
@@ -302,7 +301,7 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     mirror = mirror_index >= 0 ? &s->v[mirror_index] : NULL; /* s->v may have moved */
     pl->method = "trees";
     pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
-    BK_CHECK(plan_tier(s, pl, &s->graph[0], &s->graph[1], mirror, o, o->dump_ilp, 0, &pl->main,
+    BK_CHECK(plan_tier(pl, &s->graph[0], &s->graph[1], mirror, o, o->dump_ilp, 0, &pl->main,
                        d));
     if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2)
         pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
@@ -310,7 +309,7 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
                                                 : "reduce-scatter + all-gather, one-hop")
                                          : "one-hop trees";
     if (s->ngraphs == 4 && (!mirror || mirror->has_hybrid)) {
-        BK_CHECK(plan_tier(s, pl, &s->graph[2], &s->graph[3], mirror, o, NULL, 1, &pl->pcie, d));
+        BK_CHECK(plan_tier(pl, &s->graph[2], &s->graph[3], mirror, o, NULL, 1, &pl->pcie, d));
         pl->has_hybrid = pl->pcie.algbw > 0;
         pl->switchover_bytes = s->tdpa_us * 1e-6 * pl->main.algbw * 1e9;
     }

@@ -103,6 +103,18 @@ static void put_solver(struct strbuf *sb, const struct plan_stats *st)
     sb_putc(sb, '}');
 }
 
+/* "link_kinds", "algbw_gbps" and "bound_gbps" of one tree set, separated by sep. */
+static void put_tier(struct strbuf *sb, const struct topo *t, const struct plan_trees *pt,
+                     const char *sep)
+{
+    sb_puts(sb, "\"link_kinds\": ");
+    put_kinds(sb, t, pt->g);
+    sb_printf(sb, "%s\"algbw_gbps\": ", sep);
+    put_gbps(sb, pt->algbw);
+    sb_printf(sb, "%s\"bound_gbps\": ", sep);
+    put_gbps(sb, pt->bound);
+}
+
 static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
 {
     const struct topo *t = ps->topo;
@@ -112,12 +124,8 @@ static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct 
         sb_puts(sb, ",\n      \"root\": ");
         json_put_string(sb, node_id(t, p->root));
     }
-    sb_puts(sb, ",\n      \"link_kinds\": ");
-    put_kinds(sb, t, p->main.g);
-    sb_puts(sb, ",\n      \"algbw_gbps\": ");
-    put_gbps(sb, p->main.algbw);
-    sb_puts(sb, ",\n      \"bound_gbps\": ");
-    put_gbps(sb, p->main.bound);
+    sb_puts(sb, ",\n      ");
+    put_tier(sb, t, &p->main, ",\n      ");
     sb_puts(sb, ",\n      \"ring_algbw_gbps\": ");
     put_gbps(sb, p->ring_algbw);
     sb_puts(sb, ",\n      \"method\": ");
@@ -125,12 +133,8 @@ static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct 
     sb_puts(sb, ",\n      \"solver\": ");
     put_solver(sb, &p->main.stats);
     if (p->has_hybrid) {
-        sb_puts(sb, ",\n      \"hybrid\": {\"link_kinds\": ");
-        put_kinds(sb, t, p->pcie.g);
-        sb_puts(sb, ", \"algbw_gbps\": ");
-        put_gbps(sb, p->pcie.algbw);
-        sb_puts(sb, ", \"bound_gbps\": ");
-        put_gbps(sb, p->pcie.bound);
+        sb_puts(sb, ",\n      \"hybrid\": {");
+        put_tier(sb, t, &p->pcie, ", ");
         sb_puts(sb, ", \"tdpa_us\": ");
         json_put_number(sb, ps->tdpa_us);
         sb_printf(sb, ", \"switchover_bytes\": %.0f,\n        \"trees\": ", p->switchover_bytes);

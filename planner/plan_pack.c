@@ -35,73 +35,6 @@ double plan_snap_rate(double gbps)
     return floor(gbps * 1e4 + 1e-6) / 1e4;
 }
 
-/* The LP over a fixed candidate set (no new columns): rates into cand, value returned. */
-static enum bk_status lp_over(const struct pack_problem *p, struct ptree_set *cand, double *value,
-                              struct diag *d)
-{
-    const struct pgraph *g = p->g;
-    int nroots = p->kind == PACK_ALLGATHER ? g->ngpus : 0;
-    int ncols = cand->n + (nroots ? 1 : 0), nrows = g->narcs + nroots;
-    enum lp_row_type *type = malloc(((size_t)nrows + 1) * sizeof *type);
-    double *rhs = calloc((size_t)nrows + 1, sizeof *rhs);
-    double *obj = calloc((size_t)ncols + 1, sizeof *obj);
-    int *off = malloc(((size_t)ncols + 2) * sizeof *off);
-    size_t nz_cap = (size_t)cand->n * (size_t)(g->narcs + 1) + (size_t)nroots + 1;
-    int *row = malloc(nz_cap * sizeof *row);
-    double *val = malloc(nz_cap * sizeof *val);
-    int *mult = calloc((size_t)g->narcs + 1, sizeof *mult);
-    double *x = calloc((size_t)ncols + 1, sizeof *x);
-    enum bk_status st = BK_ENOMEM;
-    if (!type || !rhs || !obj || !off || !row || !val || !mult || !x)
-        goto out;
-    for (int a = 0; a < g->narcs; a++) {
-        type[a] = LP_LE;
-        rhs[a] = g->cap[a];
-    }
-    for (int r = 0; r < nroots; r++)
-        type[g->narcs + r] = LP_GE; /* trees rooted at r minus R >= 0 */
-    int nz = 0;
-    for (int j = 0; j < cand->n; j++) {
-        off[j] = nz;
-        memset(mult, 0, (size_t)g->narcs * sizeof *mult);
-        ptree_add_load(&cand->t[j], g, p->kind, mult);
-        for (int a = 0; a < g->narcs; a++)
-            if (mult[a]) {
-                row[nz] = a;
-                val[nz++] = mult[a];
-            }
-        if (nroots) {
-            row[nz] = g->narcs + cand->t[j].root;
-            val[nz++] = 1;
-        } else {
-            obj[j] = 1;
-        }
-    }
-    if (nroots) { /* the common rate R */
-        off[cand->n] = nz;
-        for (int r = 0; r < nroots; r++) {
-            row[nz] = g->narcs + r;
-            val[nz++] = -1;
-        }
-        obj[cand->n] = 1;
-    }
-    off[ncols] = nz;
-    struct lp_model m = {nrows, ncols, type, rhs, obj, off, row, val};
-    st = ilp_solve_lp(&m, x, value, d);
-    for (int j = 0; st == BK_OK && j < cand->n; j++)
-        cand->t[j].rate = x[j] > 0 ? x[j] : 0;
-out:
-    free(type);
-    free(rhs);
-    free(obj);
-    free(off);
-    free(row);
-    free(val);
-    free(mult);
-    free(x);
-    return st;
-}
-
 /* The problem's value of a tree set: summed rate, or for allgather the smallest per-root rate. */
 static double set_value(const struct pack_problem *p, const struct ptree_set *s)
 {
@@ -146,7 +79,7 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
     if (p->kind == PACK_BROADCAST)
         BK_CHECK_GOTO(plan_chains(p, &cand), st, out);
     if (cand.n > 0 && bound > 0) {
-        BK_CHECK_GOTO(lp_over(p, &cand, &value, d), st, out);
+        BK_CHECK_GOTO(ilp_lp_optimum(p, NULL, &cand, &value, NULL, d), st, out);
         if (value >= REACHES_BOUND * bound) {
             out->stats.lp_columns = cand.n;
             out->stats.lp_value = value;
