@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "builtin.h"
+#include "gen_cluster.h"
 #include "input.h"
 #include "plan.h"
 #include "strbuf.h"
@@ -288,14 +289,68 @@ static void timing(int hybrid)
     topo_free(&full);
 }
 
-int main(void)
+/* A cluster of `servers` DGX-1V boxes: every collective, broadcast and reduce from `roots`
+ * roots (-1: every GPU). */
+static void cluster_timing(int servers, int all_roots)
 {
+    struct strbuf sb;
+    sb_init(&sb);
+    gen_dgx1v_cluster(&sb, servers);
+    struct topo t;
+    double t0 = cpu_seconds();
+    int ok = read_text("cluster", sb.data, sb.len, &t);
+    sb_free(&sb);
+    if (!ok)
+        return;
+    double t1 = cpu_seconds();
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.root = all_roots ? -1 : 0;
+    struct plan_set ps;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = plan_all(&t, &o, &ps, &d);
+    double t2 = cpu_seconds();
+    if (st != BK_OK) {
+        diag_print(&d, stderr);
+    } else {
+        double worst = INFINITY;
+        long trees = 0;
+        for (int i = 0; i < ps.n; i++) {
+            const struct plan_trees *m = &ps.v[i].main;
+            worst = fmin(worst, m->bound > 0 ? m->algbw / m->bound : 0);
+            trees += m->trees.n;
+        }
+        printf("| %d x DGX-1V | %d | %s | %d | %ld | %.4f | %.2f | %.2f | %ld |\n", servers,
+               t.ngpus, all_roots ? "every GPU" : "gpu0", ps.n, trees, worst, t1 - t0, t2 - t1,
+               peak_rss_mb());
+        plan_set_free(&ps);
+    }
+    fflush(stdout);
+    diag_free(&d);
+    topo_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    /* `bench_plan clusters` prints only the cluster table. */
+    int only_clusters = argc > 1 && strcmp(argv[1], "clusters") == 0;
     printf("# blinkc TreeGen benchmark\n");
+    if (only_clusters)
+        goto clusters;
     figure5("dgx1p");
     figure5("dgx1v");
     fixtures();
     printf("\n## Planning time\n\n");
     timing(0);
     timing(1);
+clusters:
+    printf("\n## Clusters (Blink's three phases; every collective)\n\n");
+    printf("| cluster | GPUs | broadcast/reduce roots | plans | trees | min ratio | read CPU s | "
+           "plan CPU s | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|\n");
+    cluster_timing(4, 1);
+    cluster_timing(16, 1);
+    cluster_timing(64, 0);
+    cluster_timing(64, 1);
     return 0;
 }

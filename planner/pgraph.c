@@ -112,6 +112,46 @@ enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kin
     return BK_OK;
 }
 
+enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigned kinds,
+                                 const int *node, int nnodes, int ngpus)
+{
+    memset(g, 0, sizeof *g);
+    int *local = malloc((size_t)t->nnodes * sizeof *local);
+    if (!local)
+        return BK_ENOMEM;
+    for (int v = 0; v < t->nnodes; v++)
+        local[v] = -1;
+    for (int i = 0; i < nnodes; i++)
+        local[node[i]] = i;
+    int narcs = 0;
+    for (int i = 0; i < t->nlinks; i++) {
+        const struct topo_link *l = &t->links[i];
+        narcs += (kinds & PG_KIND(l->kind)) && local[l->src] >= 0 && local[l->dst] >= 0;
+    }
+    enum bk_status st = alloc_arrays(g, nnodes, narcs);
+    if (st != BK_OK) {
+        free(local);
+        return st;
+    }
+    g->ngpus = ngpus;
+    g->kinds = kinds;
+    int a = 0;
+    for (int i = 0; i < t->nlinks; i++) {
+        const struct topo_link *l = &t->links[i];
+        if (!(kinds & PG_KIND(l->kind)) || local[l->src] < 0 || local[l->dst] < 0)
+            continue;
+        g->src[a] = local[l->src];
+        g->dst[a] = local[l->dst];
+        g->cap[a] = l->gbps;
+        g->link[a] = i;
+        a++;
+    }
+    free(local);
+    build_adjacency(g);
+    link_reverses(g, t);
+    return BK_OK;
+}
+
 enum bk_status pgraph_reverse(struct pgraph *out, const struct pgraph *g)
 {
     memset(out, 0, sizeof *out);

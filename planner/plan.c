@@ -11,6 +11,7 @@
 
 #include "bound.h"
 #include "mwu.h"
+#include "plan_cluster.h"
 #include "plan_internal.h"
 
 /* Two candidates closer than this (relative) count as equally fast; depth then decides. */
@@ -42,6 +43,7 @@ void plan_set_free(struct plan_set *s)
     free(s->v);
     for (int i = 0; i < s->ngraphs; i++)
         pgraph_free(&s->graph[i]);
+    plan_cluster_free(s->cluster);
     memset(s, 0, sizeof *s);
 }
 
@@ -92,7 +94,7 @@ static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int
 
 /* Copy src's trees onto the reversed graph: path arc a becomes rev[a], which in the reversed
  * graph runs the same way as a does here. Valid when every arc has an equal reverse arc. */
-static enum bk_status copy_reversed(const struct plan_trees *src, const struct pgraph *g,
+enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
                                     const struct pgraph *rg, struct plan_trees *dst)
 {
     *dst = *src;
@@ -111,7 +113,7 @@ static enum bk_status copy_reversed(const struct plan_trees *src, const struct p
 }
 
 /* Broadcast (or, on the reversed graph, reduce) from one root. */
-static enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,
+enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,
                                   const struct plan_opts *o, struct strbuf *dump,
                                   struct plan_trees *out, struct diag *d)
 {
@@ -194,7 +196,7 @@ static enum bk_status rsag_candidate(const struct plan_trees *ag, struct plan_tr
 
 /* Allreduce: undirected trees against reduce-scatter + all-gather; the faster wins, and at equal
  * speed the shallower (fewer pipeline steps). */
-static enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
+enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
                                      const struct plan_trees *ag_done, const struct plan_opts *o,
                                      struct strbuf *dump, struct plan *pl, struct plan_trees *out,
                                      struct diag *d)
@@ -244,22 +246,32 @@ out:
  * may reuse (mirror_of). */
 static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
                                 const struct pgraph *rg, const struct plan *mirror,
-                                const struct plan_opts *o, struct strbuf *dump, int pcie,
-                                struct plan_trees *out, struct diag *d)
+                                struct plan_cluster *cluster, const struct plan_opts *o,
+                                struct strbuf *dump, int pcie, struct plan_trees *out,
+                                struct diag *d)
 {
     unsigned kinds = g->kinds;
     int symmetric = pgraph_is_symmetric(g);
     const struct plan_trees *src = mirror ? (pcie ? &mirror->pcie : &mirror->main) : NULL;
+    if (cluster && !pcie) {
+        int reduce_like = pl->coll == COLL_REDUCE || pl->coll == COLL_REDUCESCATTER;
+        if (reduce_like && symmetric && src) {
+            pl->method = mirror->method;
+            pl->why = mirror->why;
+            return plan_copy_reversed(src, g, rg, out);
+        }
+        return plan_cluster_tier(cluster, pl, rg, o, out, d);
+    }
     switch (pl->coll) {
     case COLL_BROADCAST: return plan_rooted(g, kinds, pl->root, o, dump, out, d);
     case COLL_REDUCE:
         if (symmetric && src)
-            return copy_reversed(src, g, rg, out);
+            return plan_copy_reversed(src, g, rg, out);
         return plan_rooted(rg, kinds, pl->root, o, dump, out, d);
     case COLL_ALLGATHER: return plan_gather(g, kinds, o, dump, out, d);
     case COLL_REDUCESCATTER:
         if (symmetric && src)
-            return copy_reversed(src, g, rg, out);
+            return plan_copy_reversed(src, g, rg, out);
         return plan_gather(rg, kinds, o, dump, out, d);
     case COLL_ALLREDUCE:
         return plan_allreduce(g, kinds, src, o, dump, pcie ? NULL : pl, out, d);
@@ -301,15 +313,16 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     mirror = mirror_index >= 0 ? &s->v[mirror_index] : NULL; /* s->v may have moved */
     pl->method = "trees";
     pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
-    BK_CHECK(plan_tier(pl, &s->graph[0], &s->graph[1], mirror, o, o->dump_ilp, 0, &pl->main,
-                       d));
-    if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2)
+    BK_CHECK(plan_tier(pl, &s->graph[0], &s->graph[1], mirror, s->cluster, o, o->dump_ilp, 0,
+                       &pl->main, d));
+    if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2 && !s->cluster)
         pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
                                                 ? "undirected one-hop trees"
                                                 : "reduce-scatter + all-gather, one-hop")
                                          : "one-hop trees";
     if (s->ngraphs == 4 && (!mirror || mirror->has_hybrid)) {
-        BK_CHECK(plan_tier(pl, &s->graph[2], &s->graph[3], mirror, o, NULL, 1, &pl->pcie, d));
+        BK_CHECK(plan_tier(pl, &s->graph[2], &s->graph[3], mirror, NULL, o, NULL, 1, &pl->pcie,
+                           d));
         pl->has_hybrid = pl->pcie.algbw > 0;
         pl->switchover_bytes = s->tdpa_us * 1e-6 * pl->main.algbw * 1e9;
     }
@@ -329,6 +342,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
         return BK_OK;
     }
     BK_CHECK_GOTO(build_graphs(s, t, o->hybrid, d), st, fail);
+    BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->graph[0]), st, fail);
     BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
     /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
      * candidate. */

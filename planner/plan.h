@@ -55,6 +55,8 @@ struct plan_stats {
     double lp_value;
     int ilp_status;    /* ilp_report.mip_status */
     int trees_before;  /* trees in the LP solution */
+    int partitions;    /* several servers: data partitions composed across servers, else 0 */
+    int servers;       /* several servers: how many */
 };
 
 /* One tree set: the trees of one link tier and its numbers. */
@@ -81,12 +83,15 @@ struct plan {
     double switchover_bytes;  /* hybrid: below this, NVLink alone (D* = T_dpa * BW_nvl) */
 };
 
+struct plan_cluster;
+
 struct plan_set {
     const struct topo *topo;
     unsigned kinds;           /* main tier */
     struct pgraph graph[4];   /* main, main reversed, PCIe, PCIe reversed */
     int ngraphs;
     struct ring_result ring;
+    struct plan_cluster *cluster; /* several servers: Blink's three phases (plan_cluster.h) */
     double tdpa_us;
     struct plan *v;
     int n;

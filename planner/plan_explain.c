@@ -35,6 +35,12 @@ static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
     const struct plan_stats *s = &m->stats;
     static const char *const ilp[] = {"ILP optimal", "ILP hit its time limit (best kept)",
                                       "ILP failed: LP trees kept"};
+    if (s->partitions > 0) {
+        sb_printf(sb, "    %d partitions composed from each server's own plan across %d servers, "
+                      "scaled to the narrowest link\n",
+                  s->partitions, s->servers);
+        return;
+    }
     if (s->mwu_rounds == 0 && s->integral_trees > 0) {
         sb_printf(sb, "    exact integral packing reaches the bound with %d unit trees (MWU not "
                       "needed); %s: %d trees\n",

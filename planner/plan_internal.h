@@ -21,6 +21,22 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
 enum bk_status plan_stars(const struct pack_problem *p, struct ptree_set *cand);
 enum bk_status plan_chains(const struct pack_problem *p, struct ptree_set *cand);
 
+/* Broadcast from one root on g (reduce: on the reversed graph), in out (plan.c). */
+enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,
+                           const struct plan_opts *o, struct strbuf *dump,
+                           struct plan_trees *out, struct diag *d);
+
+/* Allreduce on g: undirected trees or RS + AG, whichever is faster; pl (may be NULL) gets the
+ * method and the rejected candidate's rate. ag_done: allgather trees on g to reuse, or NULL. */
+enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
+                              const struct plan_trees *ag_done, const struct plan_opts *o,
+                              struct strbuf *dump, struct plan *pl, struct plan_trees *out,
+                              struct diag *d);
+
+/* src's trees turned round onto rg, the reverse of g (needs full-duplex links). */
+enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
+                                  const struct pgraph *rg, struct plan_trees *dst);
+
 /* Round a rate down to 1e-4 GB/s, so printed rates never add up past a capacity. */
 double plan_snap_rate(double gbps);
 

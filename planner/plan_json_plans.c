@@ -92,6 +92,10 @@ static const char *ilp_status_name(int s)
 
 static void put_solver(struct strbuf *sb, const struct plan_stats *st)
 {
+    if (st->partitions > 0) {
+        sb_printf(sb, "{\"servers\": %d, \"partitions\": %d}", st->servers, st->partitions);
+        return;
+    }
     sb_printf(sb, "{\"mwu_rounds\": %ld, \"mwu_trees\": %d, \"mwu_gbps\": ", st->mwu_rounds,
               st->mwu_trees);
     put_gbps(sb, st->mwu_value);

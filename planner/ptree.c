@@ -142,6 +142,13 @@ enum bk_status ptree_set_add(struct ptree_set *s, const struct ptree *t, int *in
                 *index = i;
             return BK_OK;
         }
+    if (index)
+        *index = s->n;
+    return ptree_set_add_new(s, t);
+}
+
+enum bk_status ptree_set_add_new(struct ptree_set *s, const struct ptree *t)
+{
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 16;
         struct ptree *grown = realloc(s->t, (size_t)cap * sizeof *grown);
@@ -151,8 +158,6 @@ enum bk_status ptree_set_add(struct ptree_set *s, const struct ptree *t, int *in
         s->cap = cap;
     }
     BK_CHECK(ptree_copy(&s->t[s->n], t));
-    if (index)
-        *index = s->n;
     s->n++;
     return BK_OK;
 }

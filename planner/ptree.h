@@ -75,6 +75,10 @@ void ptree_set_clear(struct ptree_set *s); /* free the trees, keep the array */
  * so a set never holds two trees of one shape. *index (may be NULL) gets its position. */
 enum bk_status ptree_set_add(struct ptree_set *s, const struct ptree *t, int *index);
 
+/* Append a copy of t without looking for a tree of the same shape (the caller knows there is
+ * none, or does not mind). */
+enum bk_status ptree_set_add_new(struct ptree_set *s, const struct ptree *t);
+
 /* Sum of rates, and the sum of rates of the trees rooted at `root`. */
 double ptree_set_rate(const struct ptree_set *s);
 double ptree_set_root_rate(const struct ptree_set *s, int root);

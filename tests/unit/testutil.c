@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* testutil.c - see testutil.h. */
 #define _DEFAULT_SOURCE /* mkstemps */
+#include "plan.h"
 #include "testutil.h"
 
 #include <criterion/criterion.h>
@@ -258,4 +259,63 @@ void tu_load_alloc(const char *fixture, const int *gpus, int ngpus, struct topo 
         *out = whole;
     }
     diag_free(&d);
+}
+
+/* The directed topology link a->b (node indices), found by a plain scan; -1 if none. */
+static int find_link(const struct topo *t, int a, int b, unsigned kinds)
+{
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].src == a && t->links[i].dst == b && (kinds & (1u << t->links[i].kind)))
+            return i;
+    return -1;
+}
+
+/*
+ * plan-json.md's rules, checked on node sequences: each non-root GPU is the child of exactly one
+ * edge, parents lead to the root, paths run parent..child over listed links with only non-GPU
+ * nodes inside, and the summed load on every directed link stays within its capacity.
+ */
+void tu_check_trees(const struct topo *t, const struct plan_trees *pt, int c)
+{
+    double *load = calloc((size_t)t->nlinks, sizeof *load);
+    int n = t->ngpus;
+    for (int i = 0; i < pt->trees.n; i++) {
+        const struct ptree *tr = &pt->trees.t[i];
+        cr_assert(tr->rate > 0);
+        for (int v = 0; v < n; v++) {
+            int steps = 0;
+            for (int u = v; u != tr->root; u = tr->parent[u])
+                cr_assert(u >= 0 && ++steps <= n, "gpu%d does not reach the root", v);
+            if (v == tr->root)
+                continue;
+            int at = tr->parent[v];
+            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++) {
+                int next = pt->g->dst[tr->path_arc[k]];
+                cr_assert(k == tr->path_off[v] || t->nodes[at].kind != TOPO_GPU,
+                          "a path passes through a GPU");
+                /* Data flows parent to child, or child to parent for reduce-like collectives. */
+                int down = c == COLL_BROADCAST || c == COLL_ALLGATHER || c == COLL_ALLREDUCE;
+                int up = c == COLL_REDUCE || c == COLL_REDUCESCATTER || c == COLL_ALLREDUCE;
+                int l_down = find_link(t, at, next, pt->kinds);
+                int l_up = find_link(t, next, at, pt->kinds);
+                cr_assert(l_down >= 0 || l_up >= 0, "no link %s-%s", t->nodes[at].id,
+                          t->nodes[next].id);
+                if (down) {
+                    cr_assert(l_down >= 0);
+                    load[l_down] += tr->rate;
+                }
+                if (up) {
+                    cr_assert(l_up >= 0);
+                    load[l_up] += tr->rate;
+                }
+                at = next;
+            }
+            cr_assert_eq(at, v, "the path to gpu%d ends elsewhere", v);
+        }
+    }
+    for (int i = 0; i < t->nlinks; i++)
+        cr_assert(load[i] <= t->links[i].gbps * (1 + 1e-9) + 1e-6, "link %s->%s: %g > %g",
+                  t->nodes[t->links[i].src].id, t->nodes[t->links[i].dst].id, load[i],
+                  t->links[i].gbps);
+    free(load);
 }

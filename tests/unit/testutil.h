@@ -70,4 +70,13 @@ void tu_run_free(struct tu_run *r);
 /* Write text to a fresh temporary file and return its path (caller frees and unlinks). */
 char *tu_temp_file(const char *suffix, const char *text, size_t len);
 
+struct plan_trees;
+/*
+ * plan-json.md's rules, checked on node sequences, independently of the planner's bookkeeping:
+ * each non-root GPU is the child of exactly one edge, parents lead to the root, paths run
+ * parent..child over listed links with only non-GPU nodes inside, and the summed load on every
+ * directed link (direction by collective c) stays within its capacity. Criterion asserts.
+ */
+void tu_check_trees(const struct topo *t, const struct plan_trees *pt, int c);
+
 #endif

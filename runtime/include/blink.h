@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * blink.h - the blinkc runtime API: NCCL's collectives with a `blink` prefix.
+ *
+ * Code written against NCCL maps one to one: ncclComm_t -> blinkComm_t, ncclAllReduce ->
+ * blinkAllReduce, ncclFloat32 -> blinkFloat32, and so on. The schedules come from a source that
+ * blinkc generated for one topology and allocation; that source defines blinkCommInitAll, so a
+ * program links exactly one generated source and one runtime backend:
+ *
+ *   CUDA:  nvcc -c collectives.cu $(pkg-config --cflags blinkrt-cuda)
+ *   host:  cc -x c collectives.cu $(pkg-config --cflags --libs blinkrt-host) -lpthread
+ *
+ * The backend is chosen at compile time: BLINK_BACKEND_CUDA (set by blinkrt-cuda.pc) makes
+ * blinkStream_t a cudaStream_t; otherwise it is the host backend's opaque stream, and a NULL
+ * stream makes a call synchronous (it returns when the calling rank's part is done).
+ */
+#ifndef BLINK_H
+#define BLINK_H
+
+#include <stddef.h>
+
+#ifdef BLINK_BACKEND_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BLINK_MAJOR 0
+#define BLINK_MINOR 1
+#define BLINK_PATCH 0
+#define BLINK_VERSION_CODE (BLINK_MAJOR * 10000 + BLINK_MINOR * 100 + BLINK_PATCH)
+
+typedef struct blinkComm *blinkComm_t;
+
+#ifdef BLINK_BACKEND_CUDA
+typedef cudaStream_t blinkStream_t;
+#else
+typedef struct blinkHostStream *blinkStream_t;
+#endif
+
+/* The same values as ncclResult_t. */
+typedef enum {
+    blinkSuccess = 0,
+    blinkUnhandledCudaError = 1,
+    blinkSystemError = 2,
+    blinkInternalError = 3,
+    blinkInvalidArgument = 4,
+    blinkInvalidUsage = 5,
+    blinkRemoteError = 6,
+    blinkInProgress = 7,
+    blinkNumResults = 8
+} blinkResult_t;
+
+typedef enum {
+    blinkInt8 = 0, blinkChar = 0,
+    blinkUint8 = 1,
+    blinkInt32 = 2, blinkInt = 2,
+    blinkUint32 = 3,
+    blinkInt64 = 4,
+    blinkUint64 = 5,
+    blinkFloat16 = 6, blinkHalf = 6,
+    blinkFloat32 = 7, blinkFloat = 7,
+    blinkFloat64 = 8, blinkDouble = 8,
+    blinkBfloat16 = 9,
+    blinkNumTypes = 10
+} blinkDataType_t;
+
+typedef enum {
+    blinkSum = 0,
+    blinkProd = 1,
+    blinkMax = 2,
+    blinkMin = 3,
+    blinkAvg = 4,
+    blinkNumOps = 5
+} blinkRedOp_t;
+
+/* Defined by the generated source: one communicator per rank, rank i on devlist[i] (devices
+ * 0..ndev-1 when devlist is NULL). Refuses a device count or device list that does not match the
+ * allocation the plan was compiled for. */
+blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist);
+blinkResult_t blinkCommDestroy(blinkComm_t comm);
+blinkResult_t blinkCommCount(const blinkComm_t comm, int *count);
+blinkResult_t blinkCommCuDevice(const blinkComm_t comm, int *device);
+blinkResult_t blinkCommUserRank(const blinkComm_t comm, int *rank);
+
+const char *blinkGetErrorString(blinkResult_t result);
+/* The last error's message, with its details (thread-local; "" if none); comm may be NULL. */
+const char *blinkGetLastError(blinkComm_t comm);
+blinkResult_t blinkGetVersion(int *version);
+
+blinkResult_t blinkBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                             blinkDataType_t datatype, int root, blinkComm_t comm,
+                             blinkStream_t stream);
+blinkResult_t blinkReduce(const void *sendbuff, void *recvbuff, size_t count,
+                          blinkDataType_t datatype, blinkRedOp_t op, int root, blinkComm_t comm,
+                          blinkStream_t stream);
+blinkResult_t blinkAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                             blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm,
+                             blinkStream_t stream);
+blinkResult_t blinkAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                             blinkDataType_t datatype, blinkComm_t comm, blinkStream_t stream);
+blinkResult_t blinkReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                 blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm,
+                                 blinkStream_t stream);
+
+blinkResult_t blinkGroupStart(void);
+blinkResult_t blinkGroupEnd(void);
+
+#ifndef BLINK_BACKEND_CUDA
+/* Host backend streams: an ordered queue of work run by a worker thread. */
+blinkResult_t blinkHostStreamCreate(blinkStream_t *stream);
+blinkResult_t blinkHostStreamSynchronize(blinkStream_t stream);
+blinkResult_t blinkHostStreamDestroy(blinkStream_t stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
