@@ -333,17 +333,22 @@ static void cluster_timing(int servers, int all_roots)
 
 int main(int argc, char **argv)
 {
-    /* `bench_plan clusters` prints only the cluster table. */
-    int only_clusters = argc > 1 && strcmp(argv[1], "clusters") == 0;
+    /* `bench_plan clusters` or `bench_plan timing` prints only that table. */
+    const char *only = argc > 1 ? argv[1] : "";
     printf("# blinkc TreeGen benchmark\n");
-    if (only_clusters)
+    if (strcmp(only, "clusters") == 0)
         goto clusters;
+    if (strcmp(only, "timing") == 0)
+        goto timing;
     figure5("dgx1p");
     figure5("dgx1v");
     fixtures();
+timing:
     printf("\n## Planning time\n\n");
     timing(0);
     timing(1);
+    if (strcmp(only, "timing") == 0)
+        return 0;
 clusters:
     printf("\n## Clusters (Blink's three phases; every collective)\n\n");
     printf("| cluster | GPUs | broadcast/reduce roots | plans | trees | min ratio | read CPU s | "
