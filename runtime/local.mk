@@ -1,2 +1,70 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The runtime: libblinkrt-host, libblinkrt-cuda, their .pc files and tests.
+# The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads (and CUDA).
+
+RT_SOURCES = \
+	runtime/src/rt.h runtime/src/backend.h \
+	runtime/src/comm.c runtime/src/call.c runtime/src/exec.c runtime/src/library.c
+RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src
+
+include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = runtime/blinkrt-host.pc
+
+lib_LIBRARIES = runtime/libblinkrt-host.a
+runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
+runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
+	runtime/src/backend_host.c \
+	runtime/src/reduce_host.c runtime/src/reduce_host.h
+
+# CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend.
+EXTRA_DIST += runtime/src/backend_cuda.cu \
+	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
+	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
+if HAVE_NVCC
+lib_LIBRARIES += runtime/libblinkrt-cuda.a
+pkgconfig_DATA += runtime/blinkrt-cuda.pc
+runtime_libblinkrt_cuda_a_CPPFLAGS = $(RT_CPPFLAGS) -DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include
+runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
+runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
+runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
+NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
+runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
+		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
+		$(top_srcdir)/runtime/include/blink.h
+	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
+CLEANFILES += runtime/src/backend_cuda.$(OBJEXT)
+endif
+
+# ---------------------------------------------------------------- runtime tests
+RT_TEST_CPPFLAGS = $(RT_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CRITERION_CFLAGS)
+RT_TEST_LIBS = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
+RT_TESTS = \
+	tests/unit/test_rt_api \
+	tests/unit/test_rt_reduce \
+	tests/unit/test_rt_coll \
+	tests/unit/test_rt_styles \
+	tests/unit/test_rt_fail
+UNIT_TESTS += $(RT_TESTS)
+EXTRA_DIST += tests/unit/rt_testutil.c tests/unit/rt_testutil.h
+
+tests/unit/rt_testutil.$(OBJEXT): $(top_srcdir)/tests/unit/rt_testutil.c $(top_srcdir)/tests/unit/rt_testutil.h \
+		$(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
+	$(AM_V_CC)mkdir -p tests/unit && $(COMPILE) $(RT_TEST_CPPFLAGS) -c -o $@ $(top_srcdir)/tests/unit/rt_testutil.c
+CLEANFILES += tests/unit/rt_testutil.$(OBJEXT)
+
+tests_unit_test_rt_api_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_api_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_api_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_reduce_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_reduce_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_reduce_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_coll_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_coll_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_coll_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_styles_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_styles_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_styles_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -72,9 +72,22 @@ struct blink_plan {
     const struct blink_plan_schedule *schedules; /* at most one per (coll, root) */
 };
 
-/* The runtime's entry point behind the generated blinkCommInitAll. */
+/* Every plan of a generated source: one, or one per allocation (blinkc --all-allocations), so a
+ * per-SKU library serves whatever GPUs a job is given. */
+struct blink_plan_library {
+    int abi;                            /* BLINK_PLAN_ABI */
+    int nplans;
+    const struct blink_plan *const *plans;
+};
+
+/* Init with one plan: refuses a device count or device list that does not match it. */
 blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *comms, int ndev,
                                  const int *devlist);
+
+/* The generated blinkCommInitAll: the plan whose devices are devlist (0..ndev-1 when NULL), in
+ * rank order; with a single plan, that plan (blinkrtCommInitAll explains a mismatch). */
+blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
+                                     int ndev, const int *devlist);
 
 #ifdef __cplusplus
 }

@@ -127,8 +127,8 @@ Test(cli, man_pages_pass_lint)
     /* blinkc.1 as built, with its version and date filled in. */
     const char *build = getenv("BLINKC_BUILDDIR");
     char *pages[] = {bk_asprintf("%s/man/blinkc.1", build ? build : "."),
-                     tu_src_path("man/blinkc-topology.5")};
-    for (int i = 0; i < 2; i++) {
+                     tu_src_path("man/blinkc-topology.5"), tu_src_path("man/blink.3")};
+    for (int i = 0; i < 3; i++) {
         struct tu_run r;
         tu_run_argv(&r, (const char *const[]){"groff", "-man", "-ww", "-z", pages[i], NULL});
         cr_assert_eq(r.status, 0, "%s", pages[i]);

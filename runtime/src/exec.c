@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * exec.c - turns one collective call of every rank into ordered work on internal streams,
+ * following blink_plan.h's execution rules, through the backend interface (backend.h).
+ *
+ * Streams: one "up" (reduce toward the root) and one "down" (copy away from the root) stream per
+ * (rank, tree slot i), created on first use and shared by the i-th tree of every schedule (calls
+ * of one communicator set run one after another anyway). Within a tree, chunk c is enqueued for
+ * every rank before chunk c+1, children before parents going up and parents before children
+ * going down; every wait refers to an event recorded earlier, so the work graph is acyclic and
+ * chunks pipeline along the tree's depth.
+ *
+ * Up: a rank pulls each child's partial result for a chunk into an in-slot of its scratch and
+ * combines it with its own input into its accumulator: the output buffer at the root, otherwise
+ * one of two out-slots (double buffering), which the parent pulls in turn. A leaf's partial is
+ * its input itself. A parent records cons[c % 2] after taking its children's chunk c; a child
+ * waits for it before overwriting that out-slot with chunk c + 2.
+ * Down: each rank copies a chunk from its parent once the parent has it.
+ * Joins: every stream of rank v first waits for v's user stream; at the end a hub stream waits
+ * for every stream used and every user stream waits for the hub, so a call completes on all
+ * ranks together and a failure anywhere reaches every rank.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "rt.h"
+
+#define UP 0
+#define DOWN 1
+#define NSLOT 2
+
+struct rank_tree {
+    struct bk_stream *s[2];       /* [UP], [DOWN] */
+    struct bk_event *ev[2];       /* recorded on s[UP], s[DOWN] after each step */
+    struct bk_event *cons[NSLOT]; /* recorded on s[UP] once this rank took its children's chunk */
+    void *scratch;                /* NSLOT out-slots, then one in-slot per child */
+    int fanin;                    /* the most children of this rank in this slot's trees */
+};
+
+struct bk_exec {
+    int slots;                    /* tree slots: the most trees of any schedule */
+    struct rank_tree *rt;         /* [slots * nranks] */
+    struct bk_stream *hub;
+    struct bk_event *hub_ev;
+    struct bk_event **user_ev;    /* [nranks] */
+    size_t slot_bytes;            /* one chunk of any datatype */
+    int *kids, *kstart;           /* the current tree's children lists */
+};
+
+/* What one launch needs at hand. */
+struct launch {
+    struct bk_commset *cs;
+    struct bk_exec *ex;
+    const struct bk_backend *be;
+    const struct bk_args *a;      /* [nranks] */
+    const struct blink_plan_tree *t;
+    int ti;
+    size_t es;                    /* element size */
+    blinkRedOp_t op;              /* avg becomes sum */
+};
+
+#define CHECK(call) do { blinkResult_t r_ = (call); if (r_ != blinkSuccess) return r_; } while (0)
+
+static struct rank_tree *rt_of(const struct launch *L, int v)
+{
+    return &L->ex->rt[(size_t)L->ti * (size_t)L->cs->nranks + (size_t)v];
+}
+
+blinkResult_t bk_exec_init(struct bk_commset *cs)
+{
+    const struct bk_backend *be = bk_backend();
+    struct bk_exec *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
+    cs->ex = ex;
+    for (int i = 0; i < cs->plan->nschedules; i++)
+        if (cs->plan->schedules[i].ntrees > ex->slots)
+            ex->slots = cs->plan->schedules[i].ntrees;
+    size_t n = (size_t)cs->nranks;
+    ex->slot_bytes = cs->chunk_bytes < 8 ? 8 : cs->chunk_bytes;
+    ex->rt = calloc((size_t)ex->slots * n + 1, sizeof *ex->rt);
+    ex->user_ev = calloc(n, sizeof *ex->user_ev);
+    ex->kids = calloc(n, sizeof *ex->kids);
+    ex->kstart = calloc(n + 1, sizeof *ex->kstart);
+    if (!ex->rt || !ex->user_ev || !ex->kids || !ex->kstart) {
+        bk_exec_free(cs);
+        return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
+    }
+    /* Scratch is sized once, for the largest fan-in of any schedule's tree in each slot. */
+    for (int i = 0; i < cs->plan->nschedules; i++)
+        for (int ti = 0; ti < cs->plan->schedules[i].ntrees; ti++) {
+            const int *parent = cs->plan->schedules[i].trees[ti].parent;
+            for (size_t v = 0; v < n; v++)
+                ex->kids[v] = 0;
+            for (size_t v = 0; v < n; v++)
+                if (parent[v] >= 0)
+                    ex->kids[parent[v]]++;
+            for (size_t v = 0; v < n; v++)
+                if (ex->kids[v] > ex->rt[(size_t)ti * n + v].fanin)
+                    ex->rt[(size_t)ti * n + v].fanin = ex->kids[v];
+        }
+    blinkResult_t r = be->stream_create(cs->devs[0], "hub", &ex->hub);
+    if (r == blinkSuccess)
+        r = be->event_create(cs->devs[0], &ex->hub_ev);
+    for (int v = 0; v < cs->nranks && r == blinkSuccess; v++)
+        r = be->event_create(cs->devs[v], &ex->user_ev[v]);
+    if (r != blinkSuccess)
+        bk_exec_free(cs);
+    return r;
+}
+
+void bk_exec_free(struct bk_commset *cs)
+{
+    const struct bk_backend *be = bk_backend();
+    struct bk_exec *ex = cs->ex;
+    if (!ex)
+        return;
+    size_t n = (size_t)cs->nranks;
+    /* Streams first: destroying one waits for its work, which may use the events and memory. */
+    if (ex->rt)
+        for (size_t i = 0; i < (size_t)ex->slots * n; i++)
+            for (int k = 0; k < 2; k++)
+                if (ex->rt[i].s[k])
+                    be->stream_destroy(ex->rt[i].s[k]);
+    if (ex->hub)
+        be->stream_destroy(ex->hub);
+    if (ex->rt)
+        for (size_t i = 0; i < (size_t)ex->slots * n; i++) {
+            struct rank_tree *rt = &ex->rt[i];
+            for (int k = 0; k < 2; k++)
+                if (rt->ev[k])
+                    be->event_destroy(rt->ev[k]);
+            for (int k = 0; k < NSLOT; k++)
+                if (rt->cons[k])
+                    be->event_destroy(rt->cons[k]);
+            if (rt->scratch)
+                be->mem_free(cs->devs[i % n], rt->scratch);
+        }
+    if (ex->hub_ev)
+        be->event_destroy(ex->hub_ev);
+    if (ex->user_ev)
+        for (size_t v = 0; v < n; v++)
+            if (ex->user_ev[v])
+                be->event_destroy(ex->user_ev[v]);
+    free(ex->rt);
+    free(ex->user_ev);
+    free(ex->kids);
+    free(ex->kstart);
+    free(ex);
+    cs->ex = NULL;
+}
+
+blinkResult_t bk_exec_wait(struct bk_commset *cs)
+{
+    return bk_backend()->event_synchronize(cs->ex->hub_ev);
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+static int nkids(const struct launch *L, int v) { return L->ex->kstart[v + 1] - L->ex->kstart[v]; }
+
+static int sharded(int coll)
+{
+    return coll == BLINK_PLAN_ALLGATHER || coll == BLINK_PLAN_REDUCESCATTER;
+}
+
+/* Rank v's input and output at element x of the current tree's group (one shard if sharded). */
+static const char *in_at(const struct launch *L, int v, size_t x)
+{
+    size_t base = L->a[v].coll == BLINK_PLAN_REDUCESCATTER ? (size_t)L->t->root * L->a[v].count : 0;
+    return (const char *)L->a[v].send + (base + x) * L->es;
+}
+
+static char *out_at(const struct launch *L, int v, size_t x)
+{
+    size_t base = L->a[v].coll == BLINK_PLAN_ALLGATHER ? (size_t)L->t->root * L->a[v].count : 0;
+    return (char *)L->a[v].recv + (base + x) * L->es;
+}
+
+static char *slot_at(const struct launch *L, int v, int k)
+{
+    return (char *)rt_of(L, v)->scratch + (size_t)k * L->ex->slot_bytes;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+/* Chunk c (elements [x, x + m)) going up at rank v. */
+static blinkResult_t up_step(const struct launch *L, int v, size_t c, size_t x, size_t m)
+{
+    const struct bk_backend *be = L->be;
+    struct rank_tree *me = rt_of(L, v);
+    struct bk_stream *s = me->s[UP];
+    int root = L->t->root, nk = nkids(L, v), *kids = L->ex->kids + L->ex->kstart[v];
+    int dev = L->cs->devs[v];
+    size_t bytes = m * L->es;
+    if (nk > 0) {
+        char *acc = v == root ? out_at(L, v, x) : slot_at(L, v, (int)(c % NSLOT));
+        if (v != root && c >= NSLOT)
+            CHECK(be->stream_wait(s, rt_of(L, L->t->parent[v])->cons[c % NSLOT]));
+        for (int j = 0; j < nk; j++) {
+            int k = kids[j];
+            const char *part = nkids(L, k) ? slot_at(L, k, (int)(c % NSLOT)) : in_at(L, k, x);
+            char *in = slot_at(L, v, NSLOT + j);
+            CHECK(be->stream_wait(s, rt_of(L, k)->ev[UP]));
+            CHECK(be->copy(s, dev, in, L->cs->devs[k], part, bytes));
+            CHECK(be->reduce(s, acc, j ? acc : in_at(L, v, x), in, m, L->a[v].dt, L->op));
+        }
+        CHECK(be->event_record(me->cons[c % NSLOT], s));
+    } else if (v == root && out_at(L, v, x) != in_at(L, v, x)) {
+        CHECK(be->copy(s, dev, out_at(L, v, x), dev, in_at(L, v, x), bytes));
+    }
+    if (v == root && L->a[v].op == blinkAvg)
+        CHECK(be->divide(s, out_at(L, v, x), m, L->a[v].dt, L->cs->nranks));
+    return be->event_record(me->ev[UP], s);
+}
+
+/* Chunk (elements [x, x + m)) going down at rank v. */
+static blinkResult_t down_step(const struct launch *L, int v, size_t x, size_t m)
+{
+    const struct bk_backend *be = L->be;
+    struct rank_tree *me = rt_of(L, v);
+    struct bk_stream *s = me->s[DOWN];
+    int root = L->t->root, dev = L->cs->devs[v];
+    int allreduce = L->a[v].coll == BLINK_PLAN_ALLREDUCE;
+    if (v == root) {
+        if (allreduce)
+            CHECK(be->stream_wait(s, me->ev[UP]));
+        else if (out_at(L, v, x) != in_at(L, v, x))
+            CHECK(be->copy(s, dev, out_at(L, v, x), dev, in_at(L, v, x), m * L->es));
+    } else {
+        int p = L->t->parent[v];
+        const char *src = p == root && !allreduce ? in_at(L, p, x) : out_at(L, p, x);
+        CHECK(be->stream_wait(s, rt_of(L, p)->ev[DOWN]));
+        CHECK(be->copy(s, dev, out_at(L, v, x), L->cs->devs[p], src, m * L->es));
+    }
+    return be->event_record(me->ev[DOWN], s);
+}
+
+/* ------------------------------------------------------------------ set-up per launch */
+
+/* Streams, events and scratch of (rank v, current tree slot) for the phases used. */
+static blinkResult_t prepare(const struct launch *L, int v, int up, int down)
+{
+    const struct bk_backend *be = L->be;
+    struct rank_tree *me = rt_of(L, v);
+    int dev = L->cs->devs[v];
+    for (int k = 0; k < 2; k++) {
+        if (!(k == UP ? up : down) || me->s[k])
+            continue;
+        char label[64];
+        snprintf(label, sizeof label, "rank %d tree %d %s", v, L->ti, k == UP ? "up" : "down");
+        CHECK(be->stream_create(dev, label, &me->s[k]));
+        CHECK(be->event_create(dev, &me->ev[k]));
+        if (k == UP)
+            for (int j = 0; j < NSLOT; j++)
+                CHECK(be->event_create(dev, &me->cons[j]));
+    }
+    if (up && me->fanin > 0 && !me->scratch)
+        CHECK(be->mem_alloc(dev, (size_t)(NSLOT + me->fanin) * L->ex->slot_bytes, &me->scratch));
+    return blinkSuccess;
+}
+
+/* Children lists in the tree's order: deterministic, and the same on every launch. */
+static void children(const struct launch *L)
+{
+    int n = L->cs->nranks, *kstart = L->ex->kstart;
+    for (int v = 0; v <= n; v++)
+        kstart[v] = 0;
+    for (int v = 0; v < n; v++)
+        if (L->t->parent[v] >= 0)
+            kstart[L->t->parent[v] + 1]++;
+    for (int v = 0; v < n; v++)
+        kstart[v + 1] += kstart[v];
+    /* Fill through kstart[p] as a cursor, then shift the cursors back. */
+    for (int i = 0; i < n; i++) {
+        int v = L->t->order[i], p = L->t->parent[v];
+        if (p >= 0)
+            L->ex->kids[kstart[p]++] = v;
+    }
+    for (int v = n; v > 0; v--)
+        kstart[v] = kstart[v - 1];
+    kstart[0] = 0;
+}
+
+/* floor(n * s / w) without overflow (s <= w < 2^32). */
+static size_t split_at(size_t n, uint64_t s, uint64_t w)
+{
+    uint64_t q = n / w, r = n % w;
+    return (size_t)(q * s + r * s / w);
+}
+
+/* The current tree's element range within its group. */
+static void tree_range(const struct launch *L, const struct blink_plan_schedule *sch,
+                       size_t *lo, size_t *hi)
+{
+    int shard = sharded(sch->coll);
+    uint64_t before = 0, total = 0;
+    for (int i = 0; i < sch->ntrees; i++) {
+        if (shard && sch->trees[i].root != L->t->root)
+            continue;
+        if (i < L->ti)
+            before += sch->trees[i].weight;
+        total += sch->trees[i].weight;
+    }
+    *lo = split_at(L->a[0].count, before, total);
+    *hi = split_at(L->a[0].count, before + L->t->weight, total);
+}
+
+static blinkResult_t run_tree(struct launch *L, const struct blink_plan_schedule *sch, int up,
+                              int down, size_t chunk)
+{
+    size_t lo, hi;
+    int n = L->cs->nranks;
+    tree_range(L, sch, &lo, &hi);
+    size_t nchunks = (hi - lo + chunk - 1) / chunk;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t x = lo + c * chunk, m = hi - x < chunk ? hi - x : chunk;
+        for (int i = n - 1; up && i >= 0; i--)
+            CHECK(up_step(L, L->t->order[i], c, x, m));
+        for (int i = 0; down && i < n; i++)
+            CHECK(down_step(L, L->t->order[i], x, m));
+    }
+    return blinkSuccess;
+}
+
+/* Every stream used: [ti][v][k] for the phases of this collective. */
+#define FOR_STREAMS(L, sch, up, down, body)                                                   \
+    for ((L)->ti = 0; (L)->ti < (sch)->ntrees; (L)->ti++)                                     \
+        for (int v = 0; v < (L)->cs->nranks; v++)                                             \
+            for (int k = 0; k < 2; k++)                                                       \
+                if (k == UP ? (up) : (down)) {                                                \
+                    struct rank_tree *me = rt_of((L), v);                                     \
+                    body;                                                                     \
+                }
+
+blinkResult_t bk_exec_launch(struct bk_commset *cs, const struct bk_args *a)
+{
+    const struct blink_plan *plan = cs->plan;
+    const struct blink_plan_schedule *sch = NULL;
+    for (int i = 0; i < plan->nschedules && !sch; i++)
+        if (plan->schedules[i].coll == a[0].coll && plan->schedules[i].root == a[0].root)
+            sch = &plan->schedules[i];
+    if (!sch)
+        return bk_error(blinkInvalidUsage, "%s%s: the plan for topology '%s' (fingerprint %s) "
+                        "has no %s schedule%s (compile one with blinkc)", bk_coll_name(a[0].coll),
+                        a[0].root >= 0 ? " from this root" : "", plan->topology ? plan->topology :
+                        "?", plan->fingerprint ? plan->fingerprint : "?",
+                        bk_coll_name(a[0].coll), a[0].root >= 0 ? " for this root" : "");
+    if (a[0].count == 0)
+        return blinkSuccess;
+    struct launch L = {cs, cs->ex, bk_backend(), a, NULL, 0, bk_dtype_size(a[0].dt),
+                       a[0].op == blinkAvg ? blinkSum : a[0].op};
+    int c = sch->coll;
+    int up = c == BLINK_PLAN_REDUCE || c == BLINK_PLAN_REDUCESCATTER || c == BLINK_PLAN_ALLREDUCE;
+    int down = c == BLINK_PLAN_BROADCAST || c == BLINK_PLAN_ALLGATHER || c == BLINK_PLAN_ALLREDUCE;
+    size_t chunk = cs->chunk_bytes / L.es ? cs->chunk_bytes / L.es : 1;
+    const struct bk_backend *be = L.be;
+    int join_user = !be->null_stream_sync;
+
+    for (L.ti = 0; L.ti < sch->ntrees; L.ti++) {
+        L.t = &sch->trees[L.ti];
+        children(&L);
+        for (int v = 0; v < cs->nranks; v++)
+            CHECK(prepare(&L, v, up, down));
+    }
+    /* In: every stream of rank v waits for v's user stream. */
+    for (int v = 0; v < cs->nranks; v++)
+        if (a[v].stream || join_user)
+            CHECK(be->user_record(cs->ex->user_ev[v], a[v].stream, cs->devs[v]));
+    FOR_STREAMS(&L, sch, up, down,
+                if (a[v].stream || join_user)
+                    CHECK(be->stream_wait(me->s[k], cs->ex->user_ev[v])));
+    for (L.ti = 0; L.ti < sch->ntrees; L.ti++) {
+        L.t = &sch->trees[L.ti];
+        children(&L);
+        CHECK(run_tree(&L, sch, up, down, chunk));
+    }
+    /* Out: the hub waits for every stream, every user stream for the hub. */
+    FOR_STREAMS(&L, sch, up, down,
+                CHECK(be->event_record(me->ev[k], me->s[k]));
+                CHECK(be->stream_wait(cs->ex->hub, me->ev[k])));
+    CHECK(be->event_record(cs->ex->hub_ev, cs->ex->hub));
+    for (int v = 0; v < cs->nranks; v++)
+        if (a[v].stream || join_user)
+            CHECK(be->user_wait(a[v].stream, cs->ex->hub_ev, cs->devs[v]));
+    return blinkSuccess;
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_rt_api.c - the runtime's API outside the data path: version and error strings, init's
+ * checks (device count and list against the plan, BLINK_DEVICE_MAP, BLINK_CHUNK_BYTES, corrupt
+ * plans), communicator queries, and calls that must fail on every rank instead of hanging
+ * (mismatched collectives, a bad argument on one rank, a collective the plan lacks).
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_testutil.h"
+
+static const int chain[] = {-1, 0, 1, 2};
+static const int *const shapes[] = {chain};
+
+static void build(struct rt_plan *p) { rt_plan_build(p, 4, 1, shapes, (const unsigned[]){1}, 64); }
+
+Test(rt_api, version_and_strings)
+{
+    int v = 0;
+    cr_assert_eq(blinkGetVersion(&v), blinkSuccess);
+    cr_expect_eq(v, BLINK_MAJOR * 10000 + BLINK_MINOR * 100 + BLINK_PATCH);
+    cr_expect_eq(blinkGetVersion(NULL), blinkInvalidArgument);
+    cr_expect_str_eq(blinkGetErrorString(blinkSuccess), "no error");
+    cr_expect_str_eq(blinkGetErrorString(blinkInvalidUsage), "invalid usage");
+    cr_expect_str_eq(blinkGetErrorString((blinkResult_t)99), "unknown result code");
+    cr_expect(strstr(blinkGetLastError(NULL), "version") != NULL, "%s", blinkGetLastError(NULL));
+}
+
+Test(rt_api, init_checks_devices)
+{
+    struct rt_plan p;
+    blinkComm_t c[4];
+    build(&p);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 3, NULL), blinkInvalidUsage);
+    const char *m = blinkGetLastError(NULL);
+    cr_expect(strstr(m, "'test'") && strstr(m, "0123456789abcdef") && strstr(m, "0,1,2,3"), "%s", m);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, (const int[]){0, 1, 3, 2}), blinkInvalidUsage);
+    m = blinkGetLastError(NULL);
+    cr_expect(strstr(m, "0,1,3,2") && strstr(m, "0123456789abcdef"), "%s", m);
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, NULL, 4, NULL), blinkInvalidArgument);
+    /* Virtual ranks: every rank on device 0; devlist is then not checked. */
+    setenv("BLINK_DEVICE_MAP", "0,0,0,0", 1);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, (const int[]){5, 6, 7, 8}), blinkSuccess,
+                 "%s", blinkGetLastError(NULL));
+    for (int v = 0; v < 4; v++) {
+        int dev = -1, rank = -1, n = 0;
+        cr_expect_eq(blinkCommCuDevice(c[v], &dev), blinkSuccess);
+        cr_expect_eq(blinkCommUserRank(c[v], &rank), blinkSuccess);
+        cr_expect_eq(blinkCommCount(c[v], &n), blinkSuccess);
+        cr_expect(dev == 0 && rank == v && n == 4);
+    }
+    char why[512] = "";
+    struct rt_case k = {BLINK_PLAN_ALLREDUCE, -1, blinkInt32, blinkSum, 100, 0, RT_THREADS, 0};
+    cr_expect_eq(rt_run_check(c, 4, &k, why, sizeof why), 0, "%s", why);
+    for (int v = 0; v < 4; v++)
+        cr_expect_eq(blinkCommDestroy(c[v]), blinkSuccess);
+    setenv("BLINK_DEVICE_MAP", "0,0,0", 1);
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidArgument);
+    cr_expect(strstr(blinkGetLastError(NULL), "BLINK_DEVICE_MAP") != NULL);
+    unsetenv("BLINK_DEVICE_MAP");
+    setenv("BLINK_CHUNK_BYTES", "0", 1);
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidArgument);
+    unsetenv("BLINK_CHUNK_BYTES");
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, (const int[]){0, 1, 2, 3}), blinkSuccess);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    cr_expect_eq(blinkCommDestroy(NULL), blinkInvalidArgument);
+    rt_plan_free(&p);
+}
+
+/* Corrupt plans are refused with a message naming the problem. */
+Test(rt_api, corrupt_plans)
+{
+    struct rt_plan p;
+    blinkComm_t c[4];
+    build(&p);
+    p.plan.abi = 99;
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "ABI") != NULL);
+    p.plan.abi = BLINK_PLAN_ABI;
+    struct blink_plan_tree *t = (struct blink_plan_tree *)&p.scheds[0].trees[0];
+    int *order = (int *)t->order, o1 = order[1];
+    order[1] = order[2];  /* not a permutation */
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "permutation") != NULL, "%s", blinkGetLastError(NULL));
+    order[1] = o1;
+    unsigned w = t->weight;
+    t->weight = 0;
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "weights") != NULL);
+    t->weight = w;
+    int r = t->root;
+    t->root = 3; /* a broadcast tree not rooted at the broadcast's root */
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    t->root = r;
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    rt_plan_free(&p);
+}
+
+/* Different collectives, counts, types, ops or roots across ranks: every rank gets the error
+ * (thread per rank would otherwise wait forever), in both styles. */
+struct mm { struct rt_case k; void *buf; blinkComm_t comm; blinkResult_t res; };
+
+static void *mm_main(void *arg)
+{
+    struct mm *m = arg;
+    m->res = rt_call(&m->k, m->buf, m->buf, m->comm, NULL);
+    return NULL;
+}
+
+static void expect_all_fail(blinkComm_t *c, int which, enum rt_style style, blinkResult_t want)
+{
+    static int buf[4][64];
+    struct mm m[4];
+    pthread_t th[4];
+    for (int v = 0; v < 4; v++) {
+        struct rt_case k = {BLINK_PLAN_ALLREDUCE, -1, blinkInt32, blinkSum, 16, 0, style, 0};
+        if (v == 2) {
+            if (which == 0) k.coll = BLINK_PLAN_BROADCAST, k.root = 0;
+            if (which == 1) k.count = 15;
+            if (which == 2) k.dt = blinkFloat32;
+            if (which == 3) k.op = blinkMax;
+            if (which == 4) k.dt = (blinkDataType_t)42;
+        }
+        m[v] = (struct mm){k, buf[v], c[v], blinkSuccess};
+    }
+    if (style == RT_GROUP) {
+        blinkGroupStart();
+        for (int v = 0; v < 4; v++)
+            cr_assert_eq(mm_main(&m[v]), NULL);
+        cr_expect_eq(blinkGroupEnd(), want, "case %d", which);
+        return;
+    }
+    for (int v = 0; v < 4; v++)
+        pthread_create(&th[v], NULL, mm_main, &m[v]);
+    for (int v = 0; v < 4; v++) {
+        pthread_join(th[v], NULL);
+        cr_expect_eq(m[v].res, want, "case %d rank %d", which, v);
+    }
+}
+
+Test(rt_api, mismatch_fails_everywhere, .timeout = 20)
+{
+    struct rt_plan p;
+    blinkComm_t c[4];
+    build(&p);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
+    for (int which = 0; which < 5; which++) {
+        blinkResult_t want = which == 4 ? blinkInvalidArgument : blinkInvalidUsage;
+        expect_all_fail(c, which, RT_GROUP, want);
+        cr_expect(strstr(blinkGetLastError(NULL), which == 4 ? "datatype 42" : "mismatched"),
+                  "%s", blinkGetLastError(NULL));
+        expect_all_fail(c, which, RT_THREADS, want);
+    }
+    /* The communicators still work after the refused calls. */
+    char why[512] = "";
+    struct rt_case ok = {BLINK_PLAN_REDUCE, 3, blinkFloat64, blinkMin, 33, 1, RT_THREADS, 1};
+    cr_expect_eq(rt_run_check(c, 4, &ok, why, sizeof why), 0, "%s", why);
+    cr_expect_eq(blinkGroupEnd(), blinkInvalidUsage);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    rt_plan_free(&p);
+}
+
+/* A plan without the collective asked for: every rank gets the error. */
+Test(rt_api, missing_schedule, .timeout = 20)
+{
+    struct rt_plan p;
+    blinkComm_t c[4];
+    build(&p);
+    p.plan.nschedules = 4; /* broadcast from roots 0..3 only */
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
+    blinkResult_t res[4];
+    char msgs[4][512];
+    struct rt_case k = {BLINK_PLAN_ALLREDUCE, -1, blinkInt32, blinkSum, 8, 0, RT_THREADS, 0};
+    rt_run(c, 4, &k, res, msgs);
+    for (int v = 0; v < 4; v++) {
+        cr_expect_eq(res[v], blinkInvalidUsage);
+        cr_expect(strstr(msgs[v], "no allreduce schedule") != NULL, "%s", msgs[v]);
+    }
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    rt_plan_free(&p);
+}
