@@ -24,6 +24,11 @@ extern "C" {
 #endif
 
 struct bk_stream; /* an internal stream: ordered work on one device */
+
+/* The label of the stream that joins a call's streams at its end. A join waits as long as its
+ * streams work: only the waits inside a schedule can be stuck, and those are what a watchdog
+ * bounds; a join that gave up early would return while copies still touch the user's buffers. */
+#define BK_JOIN_LABEL "hub"
 struct bk_event;  /* a point in a stream's work */
 
 struct bk_backend {

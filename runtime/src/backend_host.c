@@ -53,6 +53,7 @@ struct bk_stream {
     struct op *head, *tail;
     unsigned long long enq, done;
     int refs, closing;
+    int join;                  /* the hub or a user stream: its waits have no deadline */
     blinkResult_t err;         /* first failure (sticky until a user synchronize) */
     unsigned long long err_pos;
     char err_msg[BK_MSG_MAX];
@@ -130,7 +131,11 @@ static void run_wait(struct bk_stream *s, struct op *o)
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
-    while (w->done < o->pos)
+    while (w->done < o->pos) {
+        if (s->join) {
+            pthread_cond_wait(&w->done_cv, &big);
+            continue;
+        }
         if (pthread_cond_timedwait(&w->done_cv, &big, &dl) == ETIMEDOUT && w->done < o->pos) {
             char msg[BK_MSG_MAX];
             snprintf(msg, sizeof msg, "host backend: stream '%s' waited %ld ms for stream '%s' "
@@ -138,6 +143,7 @@ static void run_wait(struct bk_stream *s, struct op *o)
             fail(s, blinkSystemError, msg);
             return;
         }
+    }
     if (w->err != blinkSuccess && w->err_pos <= o->pos)
         fail(s, blinkRemoteError, w->err_msg);
 }
@@ -216,6 +222,7 @@ static blinkResult_t stream_create(int dev, const char *label, struct bk_stream 
     struct bk_stream *s = &hs->s;
     s->dev = dev;
     snprintf(s->label, sizeof s->label, "%s", label);
+    s->join = strcmp(label, BK_JOIN_LABEL) == 0;
     s->refs = 1;
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
@@ -402,8 +409,10 @@ blinkResult_t blinkHostStreamCreate(blinkStream_t *stream)
         return bk_error(blinkInvalidArgument, "blinkHostStreamCreate: stream is NULL");
     struct bk_stream *s;
     blinkResult_t r = stream_create(-1, "user stream", &s);
-    if (r == blinkSuccess)
+    if (r == blinkSuccess) {
+        s->join = 1;
         *stream = (struct blinkHostStream *)s;
+    }
     return r;
 }
 

@@ -102,7 +102,7 @@ blinkResult_t bk_exec_init(struct bk_commset *cs)
                 if (ex->kids[v] > ex->rt[(size_t)ti * n + v].fanin)
                     ex->rt[(size_t)ti * n + v].fanin = ex->kids[v];
         }
-    blinkResult_t r = be->stream_create(cs->devs[0], "hub", &ex->hub);
+    blinkResult_t r = be->stream_create(cs->devs[0], BK_JOIN_LABEL, &ex->hub);
     if (r == blinkSuccess)
         r = be->event_create(cs->devs[0], &ex->hub_ev);
     for (int v = 0; v < cs->nranks && r == blinkSuccess; v++)

@@ -78,3 +78,35 @@ Test(rt_fail, recovers_after_destroy, .timeout = 20)
         blinkCommDestroy(c[v]);
     rt_plan_free(&p);
 }
+
+/* The watchdog: a wait longer than BLINK_HOST_TIMEOUT_MS becomes an error naming the variable,
+ * not a hang. One 64 MiB chunk down a chain: the leaf waits for two 64 MiB copies, far more
+ * than 1 ms at any memory speed. */
+Test(rt_fail, watchdog_turns_a_long_wait_into_an_error, .timeout = 60)
+{
+    static const int chain[] = {-1, 0, 1, 2};
+    static const int *const one[] = {chain};
+    const size_t count = 16u << 20; /* floats: 64 MiB */
+    struct rt_plan p;
+    blinkComm_t c[4];
+    unsetenv("BLINK_HOST_FAIL_COPY");
+    setenv("BLINK_HOST_TIMEOUT_MS", "1", 1);
+    setenv("BLINK_CHUNK_BYTES", "67108864", 1);
+    rt_plan_build(&p, 4, 1, one, (const unsigned[]){1}, 64u << 20);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
+    blinkResult_t res[4];
+    char msgs[4][512];
+    struct rt_case k = {BLINK_PLAN_BROADCAST, 0, blinkFloat32, blinkSum, count, 0, RT_GROUP, 0};
+    rt_run(c, 4, &k, res, msgs);
+    int timed_out = 0;
+    for (int v = 0; v < 4; v++) {
+        cr_expect_neq(res[v], blinkSuccess, "rank %d finished within 1 ms waits", v);
+        timed_out += strstr(msgs[v], "BLINK_HOST_TIMEOUT_MS") != NULL;
+    }
+    cr_expect(timed_out > 0, "no rank reports the watchdog: '%s'", msgs[3]);
+    for (int v = 0; v < 4; v++)
+        cr_expect_eq(blinkCommDestroy(c[v]), blinkSuccess);
+    rt_plan_free(&p);
+    unsetenv("BLINK_HOST_TIMEOUT_MS");
+    unsetenv("BLINK_CHUNK_BYTES");
+}
