@@ -31,6 +31,7 @@ enum opt_id {
     OPT_NO_HYBRID,
     OPT_EXPLAIN,
     OPT_DUMP_ILP,
+    OPT_TEMPLATES,
 };
 
 struct cli_option {
@@ -71,6 +72,10 @@ static const struct cli_option options[] = {
      "write the plan as JSON (- for stdout)"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
      "print the normalised topology and its links"},
+    {"output", 'o', required_argument, G_OUTPUT, "FILE",
+     "write the generated C/CUDA source for the blinkc runtime (- for stdout)"},
+    {"templates", OPT_TEMPLATES, required_argument, G_OUTPUT, "DIR",
+     "read the code templates from DIR instead of the built-in ones"},
     {"quiet", 'q', no_argument, G_DIAG, NULL, "print errors only"},
     {"help", 'h', no_argument, G_DIAG, NULL, "print this help and exit"},
     {"version", 'V', no_argument, G_DIAG, NULL, "print the version and exit"},
@@ -298,6 +303,8 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_DUMP_ILP: c->dump_ilp = optarg; break;
         case OPT_PLAN_JSON: c->plan_json = optarg; break;
         case OPT_PRINT_TOPOLOGY: c->print_topology = 1; break;
+        case 'o': c->output = optarg; break;
+        case OPT_TEMPLATES: c->templates = optarg; break;
         case 'q': c->quiet = 1; break;
         case 'h': c->help = 1; break;
         case 'V': c->version = 1; break;
@@ -315,6 +322,11 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         c->topology = argv[optind++];
     if (optind < argc) {
         snprintf(buf, cap, "more than one TOPOLOGY given ('%.40s')", argv[optind]);
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->templates && !c->output) {
+        snprintf(buf, cap, "--templates only matters with -o/--output");
         *why = buf;
         return BK_EUSAGE;
     }

@@ -24,6 +24,8 @@ struct cli {
     int collectives_given;  /* the first --collective replaces the default "all" */  /* --collective, --root, --epsilon, --time-limit, --tdpa, --no-hybrid */
     const char *plan_json;  /* --plan-json FILE */
     const char *dump_ilp;   /* --dump-ilp FILE */
+    const char *output;     /* -o/--output FILE: the generated source */
+    const char *templates;  /* --templates DIR */
     int explain;
     int print_topology;
     int quiet;

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "config.h"
 #include "diag.h"
+#include "emit.h"
 #include "ilp.h"
 #include "input.h"
 #include "outfile.h"
@@ -107,14 +108,16 @@ static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct
 /* Plan (unless only the topology was asked for) and write every requested output. */
 static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
 {
-    struct strbuf sb, dump;
+    struct strbuf sb, dump, code;
     sb_init(&sb);
     sb_init(&dump);
+    sb_init(&code);
     struct plan_set ps;
     memset(&ps, 0, sizeof ps);
     struct plan_opts po = c->plan;
     po.dump_ilp = c->dump_ilp ? &dump : NULL;
-    int only_topology = c->print_topology && !c->plan_json && !c->explain && !c->dump_ilp;
+    int only_topology =
+        c->print_topology && !c->plan_json && !c->explain && !c->dump_ilp && !c->output;
     enum bk_status st = BK_OK;
     if (po.root >= t->ngpus) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs",
@@ -129,8 +132,13 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         st = BK_ESOLVE;
         goto out;
     }
+    /* Render the code before writing anything, so a template or plan error leaves no file. */
+    if (c->output)
+        BK_CHECK_GOTO(emit_render(&code, t, &ps, c->templates, d), st, out);
     if (c->dump_ilp)
         BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
+    if (c->output)
+        BK_CHECK_GOTO(write_rendered(c->output, &code, d), st, out);
     if (c->plan_json) {
         plan_json_render(&sb, t, &ps);
         st = write_rendered(c->plan_json, &sb, d);
@@ -143,7 +151,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
         sb_free(&sb);
     }
-    if (c->explain || (!c->plan_json && !c->print_topology && !c->dump_ilp)) {
+    if (c->explain || (!c->plan_json && !c->print_topology && !c->dump_ilp && !c->output)) {
         /* The default job: what was read and the table of plans. */
         if (!c->explain)
             topo_print_summary(&sb, t);
@@ -153,6 +161,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
 out:
     sb_free(&sb);
     sb_free(&dump);
+    sb_free(&code);
     plan_set_free(&ps);
     return st;
 }
@@ -160,11 +169,12 @@ out:
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
     struct input in;
-    const char *outs[] = {c->plan_json, c->dump_ilp};
+    const char *outs[] = {c->plan_json, c->dump_ilp, c->output};
+    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output"};
     for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
         if (c->topology && outs[i] && outfile_same_file(outs[i], c->topology)) {
             diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input topology",
-                     i == 0 ? "--plan-json" : "--dump-ilp", outs[i]);
+                     opt_names[i], outs[i]);
             return BK_EUSAGE;
         }
     BK_CHECK(load_input(c->topology, &in, d));

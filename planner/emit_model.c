@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * emit_model.c - plans -> the code generator's data model (emit.h).
+ *
+ * This is where blink_plan.h's rules are enforced before any code exists: every tree spans the
+ * ranks from its root, weights are whole units of 1e-4 GB/s that sum below 2^32, and every data
+ * group (the whole count, or each rank's shard for allgather and reduce-scatter) has a positive
+ * total weight, so the runtime's integer split never divides by zero.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "emit.h"
+#include "json.h"
+
+/* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
+static const char *const coll_enum[COLL_COUNT] = {
+    "BLINK_PLAN_BROADCAST", "BLINK_PLAN_REDUCE", "BLINK_PLAN_ALLREDUCE",
+    "BLINK_PLAN_ALLGATHER", "BLINK_PLAN_REDUCESCATTER",
+};
+
+void emit_fingerprint(const struct topo *t, char out[17])
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "blink-fingerprint 1\n");
+    for (int i = 0; i < t->nnodes; i++) {
+        const struct topo_node *n = &t->nodes[i];
+        sb_printf(&sb, "node %s %s %d %d\n", n->id, topo_node_kind_name(n->kind), n->server,
+                  n->rank);
+    }
+    for (int i = 0; i < t->nlinks; i++) {
+        const struct topo_link *l = &t->links[i];
+        sb_printf(&sb, "link %s %s %s %d ", t->nodes[l->src].id, t->nodes[l->dst].id,
+                  topo_link_kind_name(l->kind), l->count);
+        json_put_number(&sb, l->gbps);
+        sb_putc(&sb, '\n');
+    }
+    unsigned long long h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis and prime */
+    for (size_t i = 0; i < sb.len; i++) {
+        h ^= (unsigned char)sb.data[i];
+        h *= 0x100000001b3ull;
+    }
+    sb_free(&sb);
+    snprintf(out, 17, "%016llx", h);
+}
+
+/* The device ordinal of rank k: the number in its canonical id gpuN (the allocation's GPU
+ * number, kept by topo_restrict), else k. */
+static int device_of(const struct topo *t, int k)
+{
+    const char *id = t->nodes[k].id;
+    if (!id || strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
+        return k;
+    char *end;
+    long v = strtol(id + 3, &end, 10);
+    return *end || v < 0 || v > INT_MAX ? k : (int)v;
+}
+
+static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char *why)
+{
+    diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: the %s plan (root %d) %s",
+             collective_name(p->coll), p->root, why);
+    return BK_EINTERNAL;
+}
+
+/* Breadth-first order from the root, children in rank order; 0 when some rank is unreachable
+ * or a parent is out of range. */
+static int bfs_order(const struct ptree *tr, int n, int *order)
+{
+    if (tr->ngpus != n || tr->root < 0 || tr->root >= n || tr->parent[tr->root] != -1)
+        return 0;
+    for (int v = 0; v < n; v++)
+        if (v != tr->root && (tr->parent[v] < 0 || tr->parent[v] >= n))
+            return 0;
+    int len = 0;
+    order[len++] = tr->root;
+    for (int head = 0; head < len; head++)
+        for (int v = 0; v < n; v++)
+            if (v != tr->root && tr->parent[v] == order[head])
+                order[len++] = v;
+    return len == n;
+}
+
+static struct tmpl_value *int_list(const int *v, int n)
+{
+    struct tmpl_value *l = tv_list();
+    for (int i = 0; l && i < n; i++)
+        if (tv_push(l, tv_int(v[i])) != BK_OK) {
+            tv_free(l);
+            return NULL;
+        }
+    return l;
+}
+
+static enum bk_status tree_model(const struct ptree *tr, int s, int j, int n, int *order,
+                                 long long weight, struct tmpl_value *trees)
+{
+    struct tmpl_value *m = tv_map();
+    char id[48];
+    snprintf(id, sizeof id, "s%dt%d", s, j);
+    enum bk_status st = tv_set(m, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(m, "root", tv_int(tr->root));
+    if (st == BK_OK)
+        st = tv_set(m, "weight", tv_int(weight));
+    if (st == BK_OK)
+        st = tv_set(m, "gbps", tv_float((double)weight / 1e4));
+    if (st == BK_OK)
+        st = tv_set(m, "parent", int_list(tr->parent, n));
+    if (st == BK_OK)
+        st = tv_set(m, "order", int_list(order, n));
+    if (st != BK_OK) {
+        tv_free(m);
+        return st;
+    }
+    return tv_push(trees, m);
+}
+
+/* Weights: whole units of 1e-4 GB/s (the planner snaps rates to them). */
+static enum bk_status check_weights(const struct plan *p, int n, const long long *w,
+                                    struct diag *d)
+{
+    const struct ptree_set *ts = &p->main.trees;
+    long long total = 0;
+    long long *per_root = calloc((size_t)n, sizeof *per_root);
+    if (!per_root)
+        return BK_ENOMEM;
+    for (int j = 0; j < ts->n; j++) {
+        total += w[j];
+        per_root[ts->t[j].root] += w[j];
+    }
+    int sharded = p->coll == COLL_ALLGATHER || p->coll == COLL_REDUCESCATTER, starved = 0;
+    for (int r = 0; r < n; r++)
+        starved |= sharded && per_root[r] <= 0;
+    free(per_root);
+    if (ts->n == 0)
+        return bad_plan(d, p, "has no trees");
+    if (total > (long long)UINT_MAX)
+        return bad_plan(d, p, "has weights summing beyond 2^32 units of 1e-4 GB/s");
+    if (total <= 0 || starved)
+        return bad_plan(d, p, "leaves a share of the data without a tree of positive rate");
+    return BK_OK;
+}
+
+static enum bk_status schedule_model(const struct topo *t, const struct plan *p, int s,
+                                     struct tmpl_value *sched, struct diag *d)
+{
+    int n = t->ngpus;
+    const struct ptree_set *ts = &p->main.trees;
+    if ((unsigned)p->coll >= COLL_COUNT)
+        return bad_plan(d, p, "has an unknown collective");
+    char id[32];
+    snprintf(id, sizeof id, "s%d", s);
+    enum bk_status st = tv_set(sched, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
+    if (st == BK_OK)
+        st = tv_set(sched, "coll", tv_string(coll_enum[p->coll]));
+    if (st == BK_OK)
+        st = tv_set(sched, "rooted", tv_bool(p->root >= 0));
+    if (st == BK_OK)
+        st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
+    if (st == BK_OK)
+        st = tv_set(sched, "ntrees", tv_int(ts->n));
+    struct tmpl_value *trees = tv_list();
+    int *order = malloc(((size_t)n + 1) * sizeof *order);
+    long long *w = calloc((size_t)ts->n + 1, sizeof *w);
+    if (st == BK_OK && (!trees || !order || !w))
+        st = BK_ENOMEM;
+    if (st == BK_OK && p->root >= n)
+        st = bad_plan(d, p, "has a root outside the allocation");
+    for (int j = 0; st == BK_OK && j < ts->n; j++) {
+        double r = ts->t[j].rate * 1e4;
+        if (!(r >= 0 && r < 1e15))
+            st = bad_plan(d, p, "has a tree without a finite, non-negative rate");
+        else if (!bfs_order(&ts->t[j], n, order))
+            st = bad_plan(d, p, "has a tree that does not span the ranks from its root");
+        else
+            w[j] = llround(r);
+    }
+    if (st == BK_OK)
+        st = check_weights(p, n, w, d);
+    for (int j = 0; st == BK_OK && j < ts->n; j++) {
+        bfs_order(&ts->t[j], n, order);
+        st = tree_model(&ts->t[j], s, j, n, order, w[j], trees);
+    }
+    free(order);
+    free(w);
+    if (st != BK_OK) {
+        tv_free(trees);
+        return st;
+    }
+    return tv_set(sched, "trees", trees);
+}
+
+enum bk_status emit_model(const struct topo *t, const struct plan_set *ps,
+                          struct tmpl_value **out, struct diag *d)
+{
+    *out = NULL;
+    int n = t->ngpus;
+    if (n < 1) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no GPU to generate for");
+        return BK_EINPUT;
+    }
+    char fp[17];
+    emit_fingerprint(t, fp);
+    int *dev = malloc((size_t)n * sizeof *dev);
+    struct tmpl_value *root = tv_map();
+    enum bk_status st = dev ? BK_OK : BK_ENOMEM;
+    for (int k = 0; dev && k < n; k++)
+        dev[k] = topo_gpu_node(t, k) >= 0 ? device_of(t, topo_gpu_node(t, k)) : k;
+    if (st == BK_OK)
+        st = tv_set(root, "blinkc_version", tv_string(PACKAGE_VERSION));
+    if (st == BK_OK)
+        st = tv_set(root, "topology", tv_string(t->name ? t->name : ""));
+    if (st == BK_OK)
+        st = tv_set(root, "fingerprint", tv_string(fp));
+    if (st == BK_OK)
+        st = tv_set(root, "nranks", tv_int(n));
+    if (st == BK_OK)
+        st = tv_set(root, "devices", int_list(dev, n));
+    if (st == BK_OK)
+        st = tv_set(root, "chunk_bytes", tv_int(EMIT_CHUNK_BYTES));
+    int nplans = ps ? ps->n : 0;
+    if (st == BK_OK)
+        st = tv_set(root, "nschedules", tv_int(nplans));
+    struct tmpl_value *scheds = tv_list();
+    for (int s = 0; st == BK_OK && s < nplans; s++) {
+        struct tmpl_value *m = tv_map();
+        st = m ? schedule_model(t, &ps->v[s], s, m, d) : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_push(scheds, m);
+        else
+            tv_free(m);
+    }
+    if (st == BK_OK)
+        st = tv_set(root, "schedules", scheds);
+    else
+        tv_free(scheds);
+    free(dev);
+    if (st != BK_OK) {
+        tv_free(root);
+        return st;
+    }
+    *out = root;
+    return BK_OK;
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_emit.c - the code generator (emit.h): determinism, the injection property (a topology
+ * whose names are hostile gives the same token stream outside string literals and compiles as
+ * C), the tables against the plans, and -o / --templates through the binary.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "testutil.h"
+
+/* A 4-GPU box: an NVLink ring with one diagonal, two PCIe switches under one CPU. name(k)
+ * names node k (0-3 GPUs, 4-5 switches, 6 the CPU). */
+static char *box_text(const char *topo_name, const char *const names[7])
+{
+    static const int nv[][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {0, 2}};
+    static const int pci[][2] = {{0, 4}, {1, 4}, {2, 5}, {3, 5}, {4, 6}, {5, 6}};
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_printf(&sb, "topology %s\ncpu %s\npcie-switch %s\npcie-switch %s\n", topo_name, names[6],
+              names[4], names[5]);
+    for (int k = 0; k < 4; k++)
+        sb_printf(&sb, "gpu %s model=V100\n", names[k]);
+    for (size_t i = 0; i < BK_ARRAY_LEN(nv); i++)
+        sb_printf(&sb, "link %s %s\n", names[nv[i][0]], names[nv[i][1]]);
+    for (size_t i = 0; i < BK_ARRAY_LEN(pci); i++)
+        sb_printf(&sb, "link %s %s\n", names[pci[i][0]], names[pci[i][1]]);
+    return sb_take(&sb);
+}
+
+/* Read, plan and render; returns the source. */
+static char *generate(const char *text, const char *template_dir)
+{
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("box.topo", text, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK, "%s",
+                 diag_first_error(&d) ? diag_first_error(&d) : "");
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct plan_set ps;
+    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    struct strbuf sb;
+    sb_init(&sb);
+    cr_assert_eq(emit_render(&sb, &t, &ps, template_dir, &d), BK_OK, "%s",
+                 diag_first_error(&d) ? diag_first_error(&d) : "");
+    plan_set_free(&ps);
+    topo_free(&t);
+    diag_free(&d);
+    return sb_take(&sb);
+}
+
+/* C tokens outside comments, one per line, with every string literal replaced by "STR". The
+ * literals themselves are appended to lits. */
+static char *tokens(const char *s, struct strbuf *lits)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    for (const char *p = s; *p;) {
+        if (*p == ' ' || *p == '\n' || *p == '\t') {
+            p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            cr_assert(e, "unterminated comment");
+            p = e + 2;
+        } else if (*p == '"') {
+            const char *q = p + 1;
+            while (*q && *q != '"')
+                q += *q == '\\' ? 2 : 1;
+            cr_assert_eq(*q, '"', "unterminated literal");
+            sb_putn(lits, p, (size_t)(q + 1 - p));
+            sb_putc(lits, '\n');
+            sb_puts(&sb, "STR\n");
+            p = q + 1;
+        } else {
+            size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+            sb_putn(&sb, p, n ? n : 1);
+            sb_putc(&sb, '\n');
+            p += n ? n : 1;
+        }
+    }
+    return sb_take(&sb);
+}
+
+static const char *const plain_names[7] = {"g0", "g1", "g2", "g3", "sw0", "sw1", "c0"};
+
+Test(emit, output_is_deterministic_and_thin)
+{
+    char *text = box_text("box", plain_names);
+    char *a = generate(text, NULL), *b = generate(text, NULL);
+    cr_expect_str_eq(a, b);
+    cr_expect(strstr(a, "#include <blink_plan.h>\n"));
+    cr_expect(strstr(a, "blinkrtCommInitAll(&blinkgen_plan, comms, ndev, devlist)"));
+    cr_expect(strstr(a, "\"box\", /* topology */"));
+    cr_expect_null(strstr(a, "box.topo"), "the input's file name leaks");
+    /* No control flow beyond the one call: generated code holds no logic. */
+    const char *logic[] = {"if (", "for (", "while (", "#define", "#line"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(logic); i++)
+        cr_expect_null(strstr(a, logic[i]), "%s in generated code", logic[i]);
+    free(a), free(b), free(text);
+}
+
+Test(emit, hostile_names_change_only_string_literals)
+{
+    struct strbuf big;
+    sb_init(&big);
+    sb_putc(&big, '"');
+    for (int i = 0; i < 10240; i++)
+        sb_putc(&big, (char)('a' + i % 26));
+    sb_putc(&big, '"');
+    /* The .topo grammar: any non-empty text in double quotes, \" and \\ escaped; control bytes
+     * and invalid UTF-8 are refused by the reader, so bidi controls are the worst it lets in. */
+    const char *const evil[7] = {"\"x\\\"; system(\\\"y\\\"); /*\"", "\"*/ int z; //\"",
+                                 "\"?\?/\"", "\"end\\\\\"", "\"\xe2\x80\xae" "cba\"", big.data,
+                                 "\"#define X 1\""};
+    const char *evil_topo = "\"x\\\"; system(\\\"y\\\"); /* ?\?/ \xe2\x80\xae \\\\\"";
+    char *t_plain = box_text("box", plain_names), *t_evil = box_text(evil_topo, evil);
+    char *plain = generate(t_plain, NULL), *hostile = generate(t_evil, NULL);
+    struct strbuf lp, le;
+    sb_init(&lp);
+    sb_init(&le);
+    char *tp = tokens(plain, &lp), *te = tokens(hostile, &le);
+    cr_expect_str_eq(tp, te, "token streams differ outside string literals");
+    /* Only the topology's name differs: node names never reach the code. */
+    cr_expect_str_neq(lp.data, le.data);
+    cr_expect(strstr(le.data, "\"x\\\"; system(\\\"y\\\"); /* \\?\\?/ \\342\\200\\256 \\\\\""),
+              "%s", le.data);
+    for (const unsigned char *p = (const unsigned char *)hostile; *p; p++)
+        cr_assert((*p >= 0x20 && *p < 0x7f) || *p == '\n', "byte %#x in the output", *p);
+    /* And it compiles as C against the runtime headers. */
+    char *path = tu_temp_file(".cu", hostile, strlen(hostile));
+    char *inc = tu_src_path("runtime/include");
+    struct tu_run r;
+    tu_run_argv(&r, (const char *const[]){"cc", "-std=c11", "-Wall", "-Wextra", "-Werror",
+                                          "-fsyntax-only", "-x", "c", "-I", inc, path, NULL});
+    cr_expect_eq(r.status, 0, "cc: %s", r.err);
+    tu_run_free(&r);
+    unlink(path);
+    free(path), free(inc), free(tp), free(te), free(plain), free(hostile), free(t_plain),
+        free(t_evil);
+    sb_free(&lp), sb_free(&le), sb_free(&big);
+}
+
+Test(emit, tables_follow_the_plans)
+{
+    char *text = box_text("box", plain_names);
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("box.topo", text, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct plan_set ps;
+    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    struct tmpl_value *m;
+    cr_assert_eq(emit_model(&t, &ps, &m, &d), BK_OK);
+    const struct tmpl_value *sch = tv_get(m, "schedules");
+    cr_assert_eq(sch->n, ps.n);
+    for (int s = 0; s < ps.n; s++) {
+        const struct tmpl_value *trees = tv_get(sch->items[s], "trees");
+        cr_assert_eq(trees->n, ps.v[s].main.trees.n);
+        for (int j = 0; j < trees->n; j++) {
+            const struct ptree *pt = &ps.v[s].main.trees.t[j];
+            const struct tmpl_value *tr = trees->items[j], *par = tv_get(tr, "parent"),
+                                    *ord = tv_get(tr, "order");
+            cr_expect_eq(tv_get(tr, "weight")->i, llround(pt->rate * 1e4));
+            int seen[4] = {0};
+            for (int k = 0; k < 4; k++) {
+                cr_expect_eq(par->items[k]->i, pt->parent[k]);
+                int v = (int)ord->items[k]->i;
+                seen[v] = 1;
+                /* each rank after its parent */
+                if (k == 0)
+                    cr_expect_eq(v, pt->root);
+                for (int q = k; q < 4 && v != pt->root; q++)
+                    cr_expect_neq(ord->items[q]->i, pt->parent[v]);
+            }
+            cr_expect(seen[0] && seen[1] && seen[2] && seen[3]);
+        }
+    }
+    tv_free(m);
+    plan_set_free(&ps);
+    topo_free(&t);
+    diag_free(&d);
+    free(text);
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_emit_cli.c - blinkc -o and --templates: the output file appears only on success, a
+ * template error names its FILE:LINE:COL and leaves no file, an override directory replaces
+ * just the templates it holds, and the generated source links with the host runtime and starts.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef BK_SAN_CFLAGS
+#define BK_SAN_CFLAGS ""
+#endif
+
+#include "strbuf.h"
+#include "testutil.h"
+
+static char *tmp_dir(void)
+{
+    char *dir = bk_asprintf("/tmp/blinkc-tmpl-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    return dir;
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char *path = bk_asprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(path);
+}
+
+static void remove_dir(const char *dir, const char *const *names)
+{
+    for (; *names; names++) {
+        char *p = bk_asprintf("%s/%s", dir, *names);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+Test(emit_cli, templates_override_and_errors_leave_no_file)
+{
+    char *dir = tmp_dir();
+    char *out = bk_asprintf("%s/out.cu", dir);
+    struct tu_run r;
+    /* Only header.tmpl is replaced; the others stay built in. */
+    put_file(dir, "header.tmpl", "/* custom header {{blinkc_version|raw}} */\n");
+    tu_run_blinkc(&r, (const char *const[]){"builtin:dgx1v", "--gpus", "0-3", "--templates", dir,
+                                            "-o", out, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    struct stat st;
+    cr_assert_eq(stat(out, &st), 0);
+    unlink(out);
+    /* A broken template: exit 1, a FILE:LINE:COL diagnostic, and no file. */
+    put_file(dir, "header.tmpl", "/* fine */\n  {{topology}}\n");
+    tu_run_blinkc(&r, (const char *const[]){"builtin:dgx1v", "--gpus", "0-3", "--templates", dir,
+                                            "-o", out, NULL});
+    cr_expect_eq(r.status, 1);
+    char *where = bk_asprintf("%s/header.tmpl:2:3: error:", dir);
+    cr_expect(strstr(r.err, where), "%s", r.err);
+    cr_expect_neq(stat(out, &st), 0, "a failed run left %s", out);
+    tu_run_free(&r);
+    /* An unknown key is found at render time, with its position too. */
+    put_file(dir, "header.tmpl", "{{#if nranks}}\n{{nope|int}}\n{{/if}}\n");
+    tu_run_blinkc(&r, (const char *const[]){"builtin:dgx1v", "--gpus", "0-3", "--templates", dir,
+                                            "-o", out, NULL});
+    cr_expect_eq(r.status, 1);
+    free(where);
+    where = bk_asprintf("%s/header.tmpl:2:1: error: 'nope': unknown key", dir);
+    cr_expect(strstr(r.err, where), "%s", r.err);
+    cr_expect_neq(stat(out, &st), 0);
+    tu_run_free(&r);
+    /* --templates without -o is a usage error. */
+    tu_run_blinkc(&r, (const char *const[]){"--templates", dir, NULL});
+    cr_expect_eq(r.status, 2);
+    tu_run_free(&r);
+    remove_dir(dir, (const char *const[]){"header.tmpl", "out.cu", NULL});
+    free(where), free(out), free(dir);
+}
+
+/* The generated source, linked with the host runtime, initialises exactly its allocation. */
+Test(emit_cli, generated_source_links_with_the_host_runtime)
+{
+    const char *build = getenv("BLINKC_BUILDDIR");
+    char *lib = bk_asprintf("%s/runtime/libblinkrt-host.a", build ? build : ".");
+    struct stat st;
+    if (stat(lib, &st) != 0) {
+        fprintf(stderr, "%s is not built: skipping the link test\n", lib);
+        free(lib);
+        return;
+    }
+    char *dir = tmp_dir();
+    char *gen = bk_asprintf("%s/gen.cu", dir), *exe = bk_asprintf("%s/prog", dir);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"builtin:dgx1v", "--gpus", "4,5,6", "-o", gen, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    put_file(dir, "main.c",
+             "#include <blink.h>\n#include <stdio.h>\n"
+             "int main(void) {\n  blinkComm_t c[3];\n  int dev[3] = {4, 5, 6}, bad[3] = {0, 1, 2};\n"
+             "  if (blinkCommInitAll(c, 3, bad) == blinkSuccess) return 1;\n"
+             "  if (blinkCommInitAll(c, 3, dev) != blinkSuccess) return 2;\n"
+             "  int d;\n  if (blinkCommCuDevice(c[2], &d) != blinkSuccess || d != 6) return 3;\n"
+             "  for (int i = 0; i < 3; i++) blinkCommDestroy(c[i]);\n  return 0;\n}\n");
+    char *main_c = bk_asprintf("%s/main.c", dir), *inc = tu_src_path("runtime/include");
+    /* The runtime was built with the build's sanitizer flags (if any): link with them too. */
+    const char *argv[32] = {"cc", "-std=c11", "-x", "c", gen, "-x", "none", main_c, "-I", inc,
+                            lib, "-lpthread", "-lm", "-o", exe};
+    char *san = bk_strndup(BK_SAN_CFLAGS, strlen(BK_SAN_CFLAGS));
+    int n = 15;
+    for (char *p = san, *e; *p && n < 31; p = e) {
+        while (*p == ' ')
+            *p++ = '\0';
+        if (!*p)
+            break;
+        argv[n++] = p;
+        for (e = p; *e && *e != ' '; e++)
+            ;
+    }
+    argv[n] = NULL;
+    tu_run_argv(&r, argv);
+    cr_assert_eq(r.status, 0, "cc: %s", r.err);
+    tu_run_free(&r);
+    tu_run_argv(&r, (const char *const[]){exe, NULL});
+    cr_expect_eq(r.status, 0, "the program failed at step %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    remove_dir(dir, (const char *const[]){"gen.cu", "prog", "main.c", NULL});
+    free(lib), free(dir), free(gen), free(exe), free(main_c), free(inc), free(san);
+}

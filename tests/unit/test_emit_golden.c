@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_emit_golden.c - generated/: the committed sources for DGX-1P, DGX-1V and DGX-2 are
+ * regenerated with the built blinkc and must match byte for byte (BLINKC_UPDATE_GOLDEN=1
+ * rewrites them), and each compiles as C against the host runtime headers and, where nvcc is
+ * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strbuf.h"
+#include "testutil.h"
+
+static const char *const goldens[] = {"dgx1p", "dgx1v", "dgx2"};
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
+    fclose(f);
+    *len = sb.len;
+    return sb.data ? sb_take(&sb) : bk_strndup("", 0);
+}
+
+/* The first differing line, for the failure message. */
+static int first_diff_line(const char *a, const char *b)
+{
+    int line = 1;
+    for (; *a && *a == *b; a++, b++)
+        line += *a == '\n';
+    return line;
+}
+
+Test(golden, generated_sources_are_up_to_date)
+{
+    int update = getenv("BLINKC_UPDATE_GOLDEN") && strcmp(getenv("BLINKC_UPDATE_GOLDEN"), "1") == 0;
+    for (size_t i = 0; i < BK_ARRAY_LEN(goldens); i++) {
+        char *want_path = bk_asprintf("generated/%s.cu", goldens[i]);
+        char *golden = tu_src_path(want_path);
+        char *out = bk_asprintf("/tmp/blinkc-golden-%d-%s.cu", (int)getpid(), goldens[i]);
+        char *input = bk_asprintf("builtin:%s", goldens[i]);
+        struct tu_run r;
+        tu_run_blinkc(&r, (const char *const[]){input, "-o", update ? golden : out, NULL});
+        cr_assert_eq(r.status, 0, "blinkc %s: %s", input, r.err);
+        cr_expect_str_empty(r.out, "-o alone prints nothing");
+        tu_run_free(&r);
+        size_t ng = 0, no = 0;
+        char *g = slurp(golden, &ng), *o = update ? slurp(golden, &no) : slurp(out, &no);
+        cr_assert_not_null(g, "%s is missing (BLINKC_UPDATE_GOLDEN=1 writes it)", golden);
+        cr_assert_not_null(o);
+        cr_expect(ng == no && memcmp(g, o, ng) == 0,
+                  "%s differs from what blinkc generates now (first at line %d); rerun with "
+                  "BLINKC_UPDATE_GOLDEN=1 if the change is intended", golden,
+                  first_diff_line(g, o));
+        unlink(out);
+        free(g), free(o), free(want_path), free(golden), free(out), free(input);
+    }
+}
+
+static int nvcc_has(const char *list, const char *arch)
+{
+    const char *p = list;
+    size_t n = strlen(arch);
+    while ((p = strstr(p, arch))) {
+        if ((p == list || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+Test(golden, generated_sources_compile)
+{
+    char *inc = tu_src_path("runtime/include");
+    struct tu_run r;
+    tu_run_argv(&r, (const char *const[]){"nvcc", "--list-gpu-code", NULL});
+    int nvcc = r.status == 0;
+    int sm70 = nvcc && nvcc_has(r.out, "sm_70");
+    tu_run_free(&r);
+    if (!nvcc)
+        fprintf(stderr, "nvcc is not on PATH: skipping the CUDA compiles of generated/\n");
+    else if (!sm70)
+        fprintf(stderr, "this nvcc no longer supports sm_70: compiling generated/ for sm_90 only\n");
+    for (size_t i = 0; i < BK_ARRAY_LEN(goldens); i++) {
+        char *rel = bk_asprintf("generated/%s.cu", goldens[i]);
+        char *src = tu_src_path(rel);
+        char *obj = bk_asprintf("/tmp/blinkc-cc-%d-%s.o", (int)getpid(), goldens[i]);
+        tu_run_argv(&r, (const char *const[]){"cc", "-std=c11", "-Wall", "-Wextra", "-Werror",
+                                              "-x", "c", "-c", "-I", inc, "-o", obj, src, NULL});
+        cr_expect_eq(r.status, 0, "cc %s: %s", rel, r.err);
+        tu_run_free(&r);
+        const char *archs[] = {"-arch=sm_90", sm70 ? "-arch=sm_70" : NULL};
+        for (size_t a = 0; nvcc && a < BK_ARRAY_LEN(archs) && archs[a]; a++) {
+            tu_run_argv(&r, (const char *const[]){"nvcc", "-c", archs[a], "-DBLINK_BACKEND_CUDA=1",
+                                                  "-I", inc, "-o", obj, src, NULL});
+            cr_expect_eq(r.status, 0, "nvcc %s %s: %s", archs[a], rel, r.err);
+            tu_run_free(&r);
+        }
+        unlink(obj);
+        free(rel), free(src), free(obj);
+    }
+    free(inc);
+}

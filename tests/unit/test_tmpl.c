@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_tmpl.c - the template engine (tmpl.h): blocks, loop variables, partials, standalone
+ * lines, and the strict errors (unknown key, unknown or missing filter, bad nesting, |raw off
+ * the whitelist, wrong types), each reported at its template LINE:COL.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tmpl.h"
+
+static const char *const raw_ok[] = {"version", NULL};
+
+/* A model: {name: "gpu", n: 3, list: [1, 2, 3], items: [{id: "a"}, {id: "b"}], yes: true,
+ * no: false, empty: [], version: "1.2.3", x: 0.5} */
+static struct tmpl_value *model(void)
+{
+    struct tmpl_value *m = tv_map(), *l = tv_list(), *items = tv_list(), *empty = tv_list();
+    for (int i = 1; i <= 3; i++)
+        cr_assert_eq(tv_push(l, tv_int(i)), BK_OK);
+    for (int i = 0; i < 2; i++) {
+        struct tmpl_value *it = tv_map();
+        cr_assert_eq(tv_set(it, "id", tv_string(i ? "b" : "a")), BK_OK);
+        cr_assert_eq(tv_push(items, it), BK_OK);
+    }
+    cr_assert_eq(tv_set(m, "name", tv_string("gpu")), BK_OK);
+    cr_assert_eq(tv_set(m, "n", tv_int(3)), BK_OK);
+    cr_assert_eq(tv_set(m, "list", l), BK_OK);
+    cr_assert_eq(tv_set(m, "items", items), BK_OK);
+    cr_assert_eq(tv_set(m, "yes", tv_bool(1)), BK_OK);
+    cr_assert_eq(tv_set(m, "no", tv_bool(0)), BK_OK);
+    cr_assert_eq(tv_set(m, "empty", empty), BK_OK);
+    cr_assert_eq(tv_set(m, "version", tv_string("1.2.3")), BK_OK);
+    cr_assert_eq(tv_set(m, "x", tv_float(0.5)), BK_OK);
+    return m;
+}
+
+/* Render text (named "t", label "t.tmpl", with partial "p" = ptext if given). */
+static enum bk_status render(const char *text, const char *ptext, struct strbuf *out,
+                             struct diag *d)
+{
+    struct tmpl_set *s = tmpl_set_new(raw_ok);
+    struct tmpl_value *m = model();
+    enum bk_status st = BK_OK;
+    if (ptext)
+        st = tmpl_set_add(s, "p", "p.tmpl", ptext, strlen(ptext), d);
+    if (st == BK_OK)
+        st = tmpl_set_add(s, "t", "t.tmpl", text, strlen(text), d);
+    if (st == BK_OK)
+        st = tmpl_render(s, "t", m, out, d);
+    tmpl_set_free(s);
+    tv_free(m);
+    return st;
+}
+
+static void expect_out(const char *text, const char *ptext, const char *want)
+{
+    struct strbuf out;
+    struct diag d;
+    sb_init(&out);
+    diag_init(&d);
+    cr_assert_eq(render(text, ptext, &out, &d), BK_OK, "%s: %s", text,
+                 diag_first_error(&d) ? diag_first_error(&d) : "");
+    cr_expect_str_eq(out.data ? out.data : "", want, "template %s", text);
+    sb_free(&out);
+    diag_free(&d);
+}
+
+/* Expect an error at file:line:col whose text contains needle. */
+static void expect_err(const char *text, const char *file, int line, int col, const char *needle)
+{
+    struct strbuf out;
+    struct diag d;
+    sb_init(&out);
+    diag_init(&d);
+    cr_assert_neq(render(text, "{{nope|int}}", &out, &d), BK_OK, "%s rendered", text);
+    cr_assert_gt(d.n, 0);
+    cr_expect_str_eq(d.msgs[0].file, file, "%s", text);
+    cr_expect_eq(d.msgs[0].loc.line, line, "%s: line %d", text, d.msgs[0].loc.line);
+    cr_expect_eq(d.msgs[0].loc.col, col, "%s: col %d", text, d.msgs[0].loc.col);
+    cr_expect(strstr(d.msgs[0].text, needle), "%s: '%s' lacks '%s'", text, d.msgs[0].text, needle);
+    sb_free(&out);
+    diag_free(&d);
+}
+
+Test(tmpl, values_blocks_and_loop_variables)
+{
+    expect_out("n={{n|int}} {{ name | ident }}", NULL, "n=3 gpu");
+    expect_out("{{#each list}}{{@index|int}}:{{.|int}}{{#if @last}}.{{else}}, {{/if}}{{/each}}",
+               NULL, "0:1, 1:2, 2:3.");
+    expect_out("{{#each items}}{{#if @first}}[{{/if}}{{id|ident}}{{n|int}}{{/each}}]", NULL,
+               "[a3b3]");
+    expect_out("{{#if yes}}Y{{else}}N{{/if}}{{#if no}}Y{{else}}N{{/if}}{{#if empty}}E{{/if}}",
+               NULL, "YN");
+    expect_out("{{#each empty}}x{{/each}}-{{! a comment }}-", NULL, "--");
+    expect_out("v{{version|raw}} {{x|float}} {{n|float}}", NULL, "v1.2.3 0.5 3.0");
+}
+
+Test(tmpl, standalone_block_lines_vanish)
+{
+    expect_out("a\n{{#if yes}}\n  b\n{{/if}}\n{{! note }}\nc\n", NULL, "a\n  b\nc\n");
+    expect_out("{{#each list}}\n{{.|int}}\n{{/each}}\n", NULL, "1\n2\n3\n");
+    /* Not alone on the line: kept as written. */
+    expect_out("x {{#if yes}}y{{/if}}\n", NULL, "x y\n");
+}
+
+Test(tmpl, partials_come_from_the_set)
+{
+    expect_out("<{{> p}}>", "{{name|ident}}", "<gpu>");
+    expect_out("{{#each items}}{{> p}}{{/each}}", "{{id|ident}}", "ab");
+    expect_err("{{> missing}}", "t.tmpl", 1, 1, "no such template");
+    expect_err("{{> ../etc/passwd}}", "t.tmpl", 1, 1, "bad partial name");
+    expect_err("x{{> p}}", "p.tmpl", 1, 1, "unknown key"); /* the partial's own position */
+}
+
+Test(tmpl, strict_errors_name_line_and_column)
+{
+    expect_err("ok\n  {{name}}", "t.tmpl", 2, 3, "needs a filter");
+    expect_err("{{name|html}}", "t.tmpl", 1, 1, "unknown filter 'html'");
+    expect_err("\n\n    {{missing|int}}", "t.tmpl", 3, 5, "unknown key");
+    expect_err("{{name|raw}}", "t.tmpl", 1, 1, "whitelist");
+    expect_err("{{name|int}}", "t.tmpl", 1, 1, "int needs an integer");
+    expect_err("{{n|cstr}}", "t.tmpl", 1, 1, "cstr needs a string");
+    expect_err("{{#each n}}{{/each}}", "t.tmpl", 1, 1, "needs a list");
+    expect_err("a\n{{#each list}}", "t.tmpl", 2, 1, "never closed");
+    expect_err("{{#if yes}}{{/each}}", "t.tmpl", 1, 12, "does not belong");
+    expect_err("{{/if}}", "t.tmpl", 1, 1, "without a matching");
+    expect_err("{{#each list}}{{else}}{{/each}}", "t.tmpl", 1, 15, "does not belong");
+    expect_err("{{#while x}}", "t.tmpl", 1, 1, "unknown block tag '#while'");
+    expect_err("{{name|int", "t.tmpl", 1, 1, "unterminated");
+    expect_err("{{{name|ident}}}", "t.tmpl", 1, 1, "bad key name");
+    expect_err("{{@index|int}}", "t.tmpl", 1, 1, "only inside");
+}
+
+Test(tmpl, nul_bytes_and_deep_nesting_are_refused)
+{
+    struct tmpl_set *s = tmpl_set_new(NULL);
+    struct diag d;
+    diag_init(&d);
+    cr_expect_eq(tmpl_set_add(s, "z", "z.tmpl", "a\0b", 3, &d), BK_EINPUT);
+    struct strbuf deep;
+    sb_init(&deep);
+    for (int i = 0; i < TMPL_MAX_DEPTH + 2; i++)
+        sb_puts(&deep, "{{#if yes}}");
+    cr_expect_eq(tmpl_set_add(s, "deep", "deep.tmpl", deep.data, deep.len, &d), BK_EINPUT);
+    cr_expect(diag_contains(&d, DIAG_ERROR, "nested too deeply"));
+    /* A partial that includes itself stops at the depth limit instead of recursing forever. */
+    cr_assert_eq(tmpl_set_add(s, "r", "r.tmpl", "{{> r}}", 7, &d), BK_OK);
+    struct tmpl_value *m = tv_map();
+    struct strbuf out;
+    sb_init(&out);
+    cr_expect_eq(tmpl_render(s, "r", m, &out, &d), BK_EINPUT);
+    cr_expect(diag_contains(&d, DIAG_ERROR, "partials nested too deeply"));
+    tv_free(m);
+    sb_free(&out);
+    sb_free(&deep);
+    tmpl_set_free(s);
+    diag_free(&d);
+}
