@@ -32,6 +32,7 @@ enum opt_id {
     OPT_EXPLAIN,
     OPT_DUMP_ILP,
     OPT_TEMPLATES,
+    OPT_ALL_ALLOCATIONS,
 };
 
 struct cli_option {
@@ -48,6 +49,8 @@ static const struct cli_option options[] = {
      "input format: text, hwloc, nccl, smi (default: detect)"},
     {"gpus", OPT_GPUS, required_argument, G_INPUT, "LIST",
      "plan for these GPUs only (0,1,3 or 0-3,6), in rank order"},
+    {"all-allocations", OPT_ALL_ALLOCATIONS, no_argument, G_INPUT, NULL,
+     "with -o: a plan for every connected set of 2+ GPUs (up to 12 GPUs)"},
     {"gpu-model", OPT_GPU_MODEL, required_argument, G_INPUT, "NAME",
      "GPU where the input names none: P100 ... B200"},
     {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
@@ -305,6 +308,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_PRINT_TOPOLOGY: c->print_topology = 1; break;
         case 'o': c->output = optarg; break;
         case OPT_TEMPLATES: c->templates = optarg; break;
+        case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
         case 'q': c->quiet = 1; break;
         case 'h': c->help = 1; break;
         case 'V': c->version = 1; break;
@@ -322,6 +326,13 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         c->topology = argv[optind++];
     if (optind < argc) {
         snprintf(buf, cap, "more than one TOPOLOGY given ('%.40s')", argv[optind]);
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->all_allocations && (!c->output || c->ngpus || c->plan_json || c->explain ||
+                               c->dump_ilp || c->print_topology)) {
+        snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
+                           "--plan-json, --explain, --dump-ilp or --print-topology)");
         *why = buf;
         return BK_EUSAGE;
     }

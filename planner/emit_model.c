@@ -97,12 +97,12 @@ static struct tmpl_value *int_list(const int *v, int n)
     return l;
 }
 
-static enum bk_status tree_model(const struct ptree *tr, int s, int j, int n, int *order,
-                                 long long weight, struct tmpl_value *trees)
+static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j, int n,
+                                 int *order, long long weight, struct tmpl_value *trees)
 {
     struct tmpl_value *m = tv_map();
-    char id[48];
-    snprintf(id, sizeof id, "s%dt%d", s, j);
+    char id[64];
+    snprintf(id, sizeof id, "%st%d", sid, j);
     enum bk_status st = tv_set(m, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(m, "root", tv_int(tr->root));
@@ -147,15 +147,15 @@ static enum bk_status check_weights(const struct plan *p, int n, const long long
     return BK_OK;
 }
 
-static enum bk_status schedule_model(const struct topo *t, const struct plan *p, int s,
+static enum bk_status schedule_model(const struct topo *t, const struct plan *p, int k, int s,
                                      struct tmpl_value *sched, struct diag *d)
 {
     int n = t->ngpus;
     const struct ptree_set *ts = &p->main.trees;
     if ((unsigned)p->coll >= COLL_COUNT)
         return bad_plan(d, p, "has an unknown collective");
-    char id[32];
-    snprintf(id, sizeof id, "s%d", s);
+    char id[48];
+    snprintf(id, sizeof id, "p%ds%d", k, s);
     enum bk_status st = tv_set(sched, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
@@ -187,7 +187,7 @@ static enum bk_status schedule_model(const struct topo *t, const struct plan *p,
         st = check_weights(p, n, w, d);
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
         bfs_order(&ts->t[j], n, order);
-        st = tree_model(&ts->t[j], s, j, n, order, w[j], trees);
+        st = tree_model(&ts->t[j], id, j, n, order, w[j], trees);
     }
     free(order);
     free(w);
@@ -198,26 +198,26 @@ static enum bk_status schedule_model(const struct topo *t, const struct plan *p,
     return tv_set(sched, "trees", trees);
 }
 
-enum bk_status emit_model(const struct topo *t, const struct plan_set *ps,
-                          struct tmpl_value **out, struct diag *d)
+/* One allocation's plan: the map of emit.h's plans list, for allocation k. */
+static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_value *root,
+                                 struct diag *d)
 {
-    *out = NULL;
+    const struct topo *t = a->topo;
+    const struct plan_set *ps = a->plans;
     int n = t->ngpus;
     if (n < 1) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no GPU to generate for");
         return BK_EINPUT;
     }
-    char fp[17];
+    char fp[17], id[32];
     emit_fingerprint(t, fp);
+    snprintf(id, sizeof id, "p%d", k);
     int *dev = malloc((size_t)n * sizeof *dev);
-    struct tmpl_value *root = tv_map();
     enum bk_status st = dev ? BK_OK : BK_ENOMEM;
-    for (int k = 0; dev && k < n; k++)
-        dev[k] = topo_gpu_node(t, k) >= 0 ? device_of(t, topo_gpu_node(t, k)) : k;
+    for (int r = 0; dev && r < n; r++)
+        dev[r] = topo_gpu_node(t, r) >= 0 ? device_of(t, topo_gpu_node(t, r)) : r;
     if (st == BK_OK)
-        st = tv_set(root, "blinkc_version", tv_string(PACKAGE_VERSION));
-    if (st == BK_OK)
-        st = tv_set(root, "topology", tv_string(t->name ? t->name : ""));
+        st = tv_set(root, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(root, "fingerprint", tv_string(fp));
     if (st == BK_OK)
@@ -232,7 +232,7 @@ enum bk_status emit_model(const struct topo *t, const struct plan_set *ps,
     struct tmpl_value *scheds = tv_list();
     for (int s = 0; st == BK_OK && s < nplans; s++) {
         struct tmpl_value *m = tv_map();
-        st = m ? schedule_model(t, &ps->v[s], s, m, d) : BK_ENOMEM;
+        st = m ? schedule_model(t, &ps->v[s], k, s, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(scheds, m);
         else
@@ -243,6 +243,39 @@ enum bk_status emit_model(const struct topo *t, const struct plan_set *ps,
     else
         tv_free(scheds);
     free(dev);
+    return st;
+}
+
+enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
+                          struct diag *d)
+{
+    *out = NULL;
+    if (nallocs < 1) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no allocation to plan");
+        return BK_EINPUT;
+    }
+    const struct topo *t0 = allocs[0].topo;
+    struct tmpl_value *root = tv_map(), *plans = tv_list();
+    enum bk_status st = root && plans ? BK_OK : BK_ENOMEM;
+    if (st == BK_OK)
+        st = tv_set(root, "blinkc_version", tv_string(PACKAGE_VERSION));
+    if (st == BK_OK)
+        st = tv_set(root, "topology", tv_string(t0->name ? t0->name : ""));
+    if (st == BK_OK)
+        st = tv_set(root, "nplans", tv_int(nallocs));
+    for (int k = 0; st == BK_OK && k < nallocs; k++) {
+        struct tmpl_value *m = tv_map();
+        st = m ? plan_model(&allocs[k], k, m, d) : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_push(plans, m);
+        else
+            tv_free(m);
+    }
+    if (st == BK_OK) {
+        st = tv_set(root, "plans", plans);
+        plans = NULL;
+    }
+    tv_free(plans);
     if (st != BK_OK) {
         tv_free(root);
         return st;

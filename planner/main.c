@@ -134,7 +134,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
     }
     /* Render the code before writing anything, so a template or plan error leaves no file. */
     if (c->output)
-        BK_CHECK_GOTO(emit_render(&code, t, &ps, c->templates, d), st, out);
+        BK_CHECK_GOTO(emit_render(&code, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
+                      out);
     if (c->dump_ilp)
         BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
     if (c->output)
@@ -166,6 +167,72 @@ out:
     return st;
 }
 
+/* The most GPUs --all-allocations accepts: 2^12 sets of GPUs, each planned. */
+#define ALL_ALLOCATIONS_MAX_GPUS 12
+
+/*
+ * --all-allocations: plan every set of 2 or more GPUs that the topology joins (ascending
+ * bit masks of GPU numbers), and render them into one source whose blinkCommInitAll picks the
+ * plan for the job's devices: a per-SKU library for whatever GPUs a scheduler hands out.
+ */
+static enum bk_status write_library(const struct cli *c, const struct topo *full,
+                                    struct diag *d)
+{
+    int n = full->ngpus;
+    if (n > ALL_ALLOCATIONS_MAX_GPUS || n < 2) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d", n,
+                 ALL_ALLOCATIONS_MAX_GPUS);
+        return BK_EUSAGE;
+    }
+    size_t cap = (size_t)1 << n;
+    struct topo *topos = calloc(cap, sizeof *topos);
+    struct plan_set *sets = calloc(cap, sizeof *sets);
+    struct emit_alloc *allocs = calloc(cap, sizeof *allocs);
+    int count = 0;
+    enum bk_status st = topos && sets && allocs ? BK_OK : BK_ENOMEM;
+    for (unsigned mask = 3; st == BK_OK && mask < cap; mask++) {
+        int gpus[ALL_ALLOCATIONS_MAX_GPUS], k = 0;
+        for (int g = 0; g < n; g++)
+            if (mask & (1u << g))
+                gpus[k++] = g;
+        if (k < 2)
+            continue;
+        /* A set the topology does not join is no allocation: skip it quietly. */
+        struct diag quiet;
+        diag_init(&quiet);
+        st = topo_restrict(full, gpus, k, &topos[count], &quiet);
+        diag_free(&quiet);
+        if (st == BK_EINPUT) {
+            st = BK_OK;
+            continue;
+        }
+        if (st == BK_OK)
+            st = plan_all(&topos[count], &c->plan, &sets[count], d);
+        if (st == BK_OK) {
+            allocs[count] = (struct emit_alloc){&topos[count], &sets[count]};
+            count++;
+        } else {
+            topo_free(&topos[count]);
+        }
+    }
+    struct strbuf code;
+    sb_init(&code);
+    if (st == BK_OK)
+        st = emit_render(&code, allocs, count, c->templates, d);
+    if (st == BK_OK)
+        st = write_rendered(c->output, &code, d);
+    sb_free(&code);
+    for (int i = 0; i < count; i++) {
+        plan_set_free(&sets[i]);
+        topo_free(&topos[i]);
+    }
+    free(topos);
+    free(sets);
+    free(allocs);
+    return st;
+}
+
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
     struct input in;
@@ -183,6 +250,11 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     input_free(&in);
     if (st != BK_OK)
         return st;
+    if (c->all_allocations) {
+        st = write_library(c, &full, d);
+        topo_free(&full);
+        return st;
+    }
     if (c->ngpus) {
         st = topo_restrict(&full, c->gpus, c->ngpus, &t, d);
         topo_free(&full);

@@ -5,6 +5,7 @@
 TEMPLATES = \
 	templates/collectives.cu.tmpl \
 	templates/header.tmpl \
+	templates/plan.tmpl \
 	templates/schedule.tmpl
 nodist_planner_libblinkc_a_SOURCES += planner/templates_data.c
 planner/templates_data.c: $(top_srcdir)/tools/embed.sh $(TEMPLATES:%=$(top_srcdir)/%)
@@ -39,4 +40,50 @@ tests_unit_test_emit_golden_DEPENDENCIES = tests/unit/testutil.o planner/libblin
 tests_unit_test_emit_cli_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"'
 tests_unit_test_emit_cli_LDADD = $(TEST_LIBS)
 tests_unit_test_emit_cli_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc \
+	runtime/libblinkrt-host.a
+
+# ---------------------------------------------------------------- end to end (host backend)
+# Generated sources run by the host runtime (tests/unit/test_e2e.c): the committed goldens and
+# the other fixtures, plus the DGX-1V library of every allocation. Each object renames its
+# blinkCommInitAll to e2e_init_NAME so that all of them link into one test program.
+E2E_CC = $(CC) -std=c11 $(CFLAGS) $(SAN_CFLAGS) -I$(top_srcdir)/runtime/include -x c -c
+E2E_OBJS = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/dgx2.o tests/e2e/dgx_a100.o \
+	tests/e2e/hgx_h100.o tests/e2e/pcie8.o tests/e2e/cluster.o tests/e2e/dgx1v_all.o
+E2E_GEN = tests/e2e/dgx_a100.cu tests/e2e/hgx_h100.cu tests/e2e/pcie8.cu tests/e2e/cluster.cu \
+	tests/e2e/dgx1v_all.cu
+
+tests/e2e/dgx_a100.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx-a100 -o $@
+tests/e2e/hgx_h100.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:hgx-h100 -o $@
+tests/e2e/pcie8.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:pcie8 -o $@
+tests/e2e/cluster.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:cluster-4x-dgx1v -o $@
+tests/e2e/dgx1v_all.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx1v --all-allocations -o $@
+
+E2E_INCLUDES = $(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
+tests/e2e/dgx1p.o: $(top_srcdir)/generated/dgx1p.cu $(E2E_INCLUDES)
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1p -o $@ $(top_srcdir)/generated/dgx1p.cu
+tests/e2e/dgx1v.o: $(top_srcdir)/generated/dgx1v.cu $(E2E_INCLUDES)
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v -o $@ $(top_srcdir)/generated/dgx1v.cu
+tests/e2e/dgx2.o: $(top_srcdir)/generated/dgx2.cu $(E2E_INCLUDES)
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx2 -o $@ $(top_srcdir)/generated/dgx2.cu
+tests/e2e/dgx_a100.o: tests/e2e/dgx_a100.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx_a100 -o $@ tests/e2e/dgx_a100.cu
+tests/e2e/hgx_h100.o: tests/e2e/hgx_h100.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_hgx_h100 -o $@ tests/e2e/hgx_h100.cu
+tests/e2e/pcie8.o: tests/e2e/pcie8.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_pcie8 -o $@ tests/e2e/pcie8.cu
+tests/e2e/cluster.o: tests/e2e/cluster.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_cluster -o $@ tests/e2e/cluster.cu
+tests/e2e/dgx1v_all.o: tests/e2e/dgx1v_all.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v_all -o $@ tests/e2e/dgx1v_all.cu
+CLEANFILES += $(E2E_OBJS) $(E2E_GEN)
+
+UNIT_TESTS += tests/unit/test_e2e
+tests_unit_test_e2e_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_e2e_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
+tests_unit_test_e2e_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a

@@ -2,8 +2,8 @@
 /*
  * rt_testutil.h - helpers for the runtime tests: hand-made plans from tree shapes, and running
  * one collective in either calling style and checking it against an independently computed
- * reference (integers bit-exact; float16/bfloat16 exact, since their inputs are small integers;
- * float32 within 1e-5 and float64 within 1e-12, relative).
+ * reference (integers bit-exact; float16/bfloat16 exact, since their inputs are small integers,
+ * except avg, within half an ulp; float32 within 1e-5 and float64 within 1e-12, relative).
  */
 #ifndef BK_RT_TESTUTIL_H
 #define BK_RT_TESTUTIL_H

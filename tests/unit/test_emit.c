@@ -46,7 +46,7 @@ static char *generate(const char *text, const char *template_dir)
     cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
     struct strbuf sb;
     sb_init(&sb);
-    cr_assert_eq(emit_render(&sb, &t, &ps, template_dir, &d), BK_OK, "%s",
+    cr_assert_eq(emit_render(&sb, &(struct emit_alloc){&t, &ps}, 1, template_dir, &d), BK_OK, "%s",
                  diag_first_error(&d) ? diag_first_error(&d) : "");
     plan_set_free(&ps);
     topo_free(&t);
@@ -157,8 +157,9 @@ Test(emit, tables_follow_the_plans)
     struct plan_set ps;
     cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
     struct tmpl_value *m;
-    cr_assert_eq(emit_model(&t, &ps, &m, &d), BK_OK);
-    const struct tmpl_value *sch = tv_get(m, "schedules");
+    cr_assert_eq(emit_model(&(struct emit_alloc){&t, &ps}, 1, &m, &d), BK_OK);
+    cr_assert_eq(tv_get(m, "plans")->n, 1);
+    const struct tmpl_value *sch = tv_get(tv_get(m, "plans")->items[0], "schedules");
     cr_assert_eq(sch->n, ps.n);
     for (int s = 0; s < ps.n; s++) {
         const struct tmpl_value *trees = tv_get(sch->items[s], "trees");

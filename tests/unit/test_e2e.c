@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_e2e.c - the schedules blinkc generates, run by the host backend and checked element by
+ * element: every fixture's generated source, and the DGX-1V library of every allocation
+ * (blinkc --all-allocations) for each allocation of 3 to 8 GPUs.
+ *
+ * The generated sources are built by make (templates/local.mk), each compiled with its
+ * blinkCommInitAll renamed to e2e_init_NAME so that all of them link into this one program.
+ * Each case is every collective x datatype x op, with counts drawn (seeded, so a failure
+ * repeats) from 0, 1, primes and counts of many chunks, in place or not, thread per rank or
+ * group style, NULL or user streams; rt_testutil.c poisons the outputs and computes the
+ * reference independently (integers bit-exact, floats within its stated tolerance).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_testutil.h"
+
+typedef blinkResult_t (*init_fn)(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_dgx1p(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_dgx1v(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_dgx2(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_dgx_a100(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_hgx_h100(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_pcie8(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_cluster(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_dgx1v_all(blinkComm_t *, int, const int *);
+
+/* 4-byte chunks of a float are 16 bytes: a count of a few hundred crosses dozens of chunks. */
+#define CHUNK_BYTES "64"
+static const size_t counts[] = {0, 1, 2, 3, 7, 13, 31, 97, 251, 509, 1021};
+#define NCOUNTS (sizeof counts / sizeof counts[0])
+
+static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
+static unsigned next_random(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state >> 32);
+}
+
+/* Every collective x datatype x op on comms[n], roots, counts and calling styles drawn. */
+static int sweep(blinkComm_t *comms, int n, const char *label)
+{
+    int runs = 0;
+    for (int coll = 0; coll < BLINK_PLAN_COLLS; coll++) {
+        int has_op = coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
+        for (int dt = 0; dt < blinkNumTypes; dt++)
+            for (int op = 0; op < (has_op ? blinkNumOps : 1); op++) {
+                unsigned r = next_random();
+                struct rt_case c = {coll, (int)(r % (unsigned)n), (blinkDataType_t)dt,
+                                    (blinkRedOp_t)op, counts[(r >> 8) % NCOUNTS],
+                                    (int)((r >> 16) & 1), (r >> 17) & 1 ? RT_GROUP : RT_THREADS,
+                                    (int)((r >> 18) & 1)};
+                char why[512] = "";
+                cr_assert_eq(rt_run_check(comms, n, &c, why, sizeof why), 0,
+                             "%s: coll %d dt %d op %d count %zu root %d inplace %d style %d "
+                             "streams %d: %s", label, coll, dt, op, c.count, c.root, c.inplace,
+                             c.style, c.streams, why);
+                runs++;
+            }
+    }
+    return runs;
+}
+
+static void run_fixture(const char *name, init_fn init, int n)
+{
+    blinkComm_t comms[32];
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    cr_assert_eq(init(comms, n, NULL), blinkSuccess, "%s: %s", name, blinkGetLastError(NULL));
+    cr_expect_eq(sweep(comms, n, name), 2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps);
+    for (int v = 0; v < n; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+}
+
+Test(e2e, dgx1p, .timeout = 120) { run_fixture("dgx1p", e2e_init_dgx1p, 8); }
+Test(e2e, dgx1v, .timeout = 120) { run_fixture("dgx1v", e2e_init_dgx1v, 8); }
+Test(e2e, dgx2, .timeout = 120) { run_fixture("dgx2", e2e_init_dgx2, 16); }
+Test(e2e, dgx_a100, .timeout = 120) { run_fixture("dgx-a100", e2e_init_dgx_a100, 8); }
+Test(e2e, hgx_h100, .timeout = 120) { run_fixture("hgx-h100", e2e_init_hgx_h100, 8); }
+Test(e2e, pcie8, .timeout = 120) { run_fixture("pcie8", e2e_init_pcie8, 8); }
+Test(e2e, cluster_4x_dgx1v, .timeout = 300) { run_fixture("cluster", e2e_init_cluster, 32); }
+
+/* The library: each allocation of k GPUs finds its own plan by its device list (a test per k,
+ * so they run in parallel); returns how many there were. */
+static int run_allocations(int k)
+{
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    int allocations = 0;
+    for (unsigned mask = 0; mask < 256; mask++) {
+        int dev[8], n = 0;
+        for (int g = 0; g < 8; g++)
+            if (mask & (1u << g))
+                dev[n++] = g;
+        if (n != k)
+            continue;
+        blinkComm_t comms[8];
+        char label[64];
+        snprintf(label, sizeof label, "DGX-1V GPUs 0x%02x", mask);
+        cr_assert_eq(e2e_init_dgx1v_all(comms, n, dev), blinkSuccess, "%s: %s", label,
+                     blinkGetLastError(NULL));
+        sweep(comms, n, label);
+        for (int v = 0; v < n; v++)
+            cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+        allocations++;
+    }
+    return allocations;
+}
+
+/* C(8, k) allocations of k GPUs: every one is connected on DGX-1V. */
+Test(e2e, dgx1v_allocations_of_3, .timeout = 600) { cr_expect_eq(run_allocations(3), 56); }
+Test(e2e, dgx1v_allocations_of_4, .timeout = 600) { cr_expect_eq(run_allocations(4), 70); }
+Test(e2e, dgx1v_allocations_of_5, .timeout = 600) { cr_expect_eq(run_allocations(5), 56); }
+Test(e2e, dgx1v_allocations_of_6, .timeout = 600) { cr_expect_eq(run_allocations(6), 28); }
+Test(e2e, dgx1v_allocations_of_7_and_8, .timeout = 600)
+{
+    cr_expect_eq(run_allocations(7) + run_allocations(8), 9);
+}
+
+/* A device list in another order than the library's plans is refused, not mis-run. */
+Test(e2e, dgx1v_library_refuses_an_unknown_order)
+{
+    int reversed[3] = {3, 2, 0};
+    blinkComm_t comms[3];
+    cr_expect_eq(e2e_init_dgx1v_all(comms, 3, reversed), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "3,2,0") != NULL, "%s", blinkGetLastError(NULL));
+}
