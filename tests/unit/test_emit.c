@@ -94,7 +94,7 @@ Test(emit, output_is_deterministic_and_thin)
     char *a = generate(text, NULL), *b = generate(text, NULL);
     cr_expect_str_eq(a, b);
     cr_expect(strstr(a, "#include <blink_plan.h>\n"));
-    cr_expect(strstr(a, "blinkrtCommInitAll(&blinkgen_plan, comms, ndev, devlist)"));
+    cr_expect(strstr(a, "blinkrtCommInitAllFrom(&blinkgen_library, comms, ndev, devlist)"));
     cr_expect(strstr(a, "\"box\", /* topology */"));
     cr_expect_null(strstr(a, "box.topo"), "the input's file name leaks");
     /* No control flow beyond the one call: generated code holds no logic. */

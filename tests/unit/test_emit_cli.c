@@ -69,7 +69,7 @@ Test(emit_cli, templates_override_and_errors_leave_no_file)
     cr_expect_neq(stat(out, &st), 0, "a failed run left %s", out);
     tu_run_free(&r);
     /* An unknown key is found at render time, with its position too. */
-    put_file(dir, "header.tmpl", "{{#if nranks}}\n{{nope|int}}\n{{/if}}\n");
+    put_file(dir, "header.tmpl", "{{#if nplans}}\n{{nope|int}}\n{{/if}}\n");
     tu_run_blinkc(&r, (const char *const[]){"builtin:dgx1v", "--gpus", "0-3", "--templates", dir,
                                             "-o", out, NULL});
     cr_expect_eq(r.status, 1);
@@ -78,9 +78,18 @@ Test(emit_cli, templates_override_and_errors_leave_no_file)
     cr_expect(strstr(r.err, where), "%s", r.err);
     cr_expect_neq(stat(out, &st), 0);
     tu_run_free(&r);
-    /* --templates without -o is a usage error. */
+    /* --templates without -o is a usage error, and so is --all-allocations without -o or
+     * with --gpus. */
     tu_run_blinkc(&r, (const char *const[]){"--templates", dir, NULL});
     cr_expect_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", NULL});
+    cr_expect_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", "--gpus", "0,1", "-o", out,
+                                            NULL});
+    cr_expect_eq(r.status, 2);
+    cr_expect_neq(stat(out, &st), 0);
     tu_run_free(&r);
     remove_dir(dir, (const char *const[]){"header.tmpl", "out.cu", NULL});
     free(where), free(out), free(dir);
