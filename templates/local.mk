@@ -35,7 +35,8 @@ tests_unit_test_emit_LDADD = $(TEST_LIBS)
 tests_unit_test_emit_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc
 tests_unit_test_emit_golden_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_emit_golden_LDADD = $(TEST_LIBS)
-tests_unit_test_emit_golden_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc
+tests_unit_test_emit_golden_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc \
+	$(E2E_GEN)
 # The link test builds a program against the runtime with the same sanitizer flags.
 tests_unit_test_emit_cli_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"'
 tests_unit_test_emit_cli_LDADD = $(TEST_LIBS)

@@ -3,7 +3,8 @@
  * test_emit_golden.c - generated/: the committed sources for DGX-1P, DGX-1V and DGX-2 are
  * regenerated with the built blinkc and must match byte for byte (BLINKC_UPDATE_GOLDEN=1
  * rewrites them), and each compiles as C against the host runtime headers and, where nvcc is
- * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it.
+ * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it; so do the other
+ * fixtures' sources, which make writes into the build tree.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -79,35 +80,53 @@ static int nvcc_has(const char *list, const char *arch)
     return 0;
 }
 
-Test(golden, generated_sources_compile)
+/* Compile one generated source as C against the host headers and, with nvcc, as CUDA. */
+static void compile_one(const char *src, const char *label, const char *inc, int nvcc, int sm70)
+{
+    struct tu_run r;
+    char *obj = bk_asprintf("/tmp/blinkc-cc-%d-%s.o", (int)getpid(), label);
+    tu_run_argv(&r, (const char *const[]){"cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-x",
+                                          "c", "-c", "-I", inc, "-o", obj, src, NULL});
+    cr_expect_eq(r.status, 0, "cc %s: %s", label, r.err);
+    tu_run_free(&r);
+    const char *archs[] = {"-arch=sm_90", sm70 ? "-arch=sm_70" : NULL};
+    for (size_t a = 0; nvcc && a < BK_ARRAY_LEN(archs) && archs[a]; a++) {
+        tu_run_argv(&r, (const char *const[]){"nvcc", "-c", archs[a], "-DBLINK_BACKEND_CUDA=1",
+                                              "-I", inc, "-x", "cu", "-o", obj, src, NULL});
+        cr_expect_eq(r.status, 0, "nvcc %s %s: %s", archs[a], label, r.err);
+        tu_run_free(&r);
+    }
+    unlink(obj);
+    free(obj);
+}
+
+/* The other fixtures' sources, which make writes into the build tree for test_e2e. */
+static const char *const built[] = {"dgx_a100", "hgx_h100", "pcie8", "cluster"};
+
+Test(golden, generated_sources_compile, .timeout = 300)
 {
     char *inc = tu_src_path("runtime/include");
+    const char *build = getenv("BLINKC_BUILDDIR");
     struct tu_run r;
     tu_run_argv(&r, (const char *const[]){"nvcc", "--list-gpu-code", NULL});
     int nvcc = r.status == 0;
     int sm70 = nvcc && nvcc_has(r.out, "sm_70");
     tu_run_free(&r);
     if (!nvcc)
-        fprintf(stderr, "nvcc is not on PATH: skipping the CUDA compiles of generated/\n");
+        fprintf(stderr, "nvcc is not on PATH: skipping the CUDA compiles of generated sources\n");
     else if (!sm70)
-        fprintf(stderr, "this nvcc no longer supports sm_70: compiling generated/ for sm_90 only\n");
+        fprintf(stderr, "this nvcc no longer supports sm_70: compiling generated sources for "
+                        "sm_90 only\n");
     for (size_t i = 0; i < BK_ARRAY_LEN(goldens); i++) {
         char *rel = bk_asprintf("generated/%s.cu", goldens[i]);
         char *src = tu_src_path(rel);
-        char *obj = bk_asprintf("/tmp/blinkc-cc-%d-%s.o", (int)getpid(), goldens[i]);
-        tu_run_argv(&r, (const char *const[]){"cc", "-std=c11", "-Wall", "-Wextra", "-Werror",
-                                              "-x", "c", "-c", "-I", inc, "-o", obj, src, NULL});
-        cr_expect_eq(r.status, 0, "cc %s: %s", rel, r.err);
-        tu_run_free(&r);
-        const char *archs[] = {"-arch=sm_90", sm70 ? "-arch=sm_70" : NULL};
-        for (size_t a = 0; nvcc && a < BK_ARRAY_LEN(archs) && archs[a]; a++) {
-            tu_run_argv(&r, (const char *const[]){"nvcc", "-c", archs[a], "-DBLINK_BACKEND_CUDA=1",
-                                                  "-I", inc, "-o", obj, src, NULL});
-            cr_expect_eq(r.status, 0, "nvcc %s %s: %s", archs[a], rel, r.err);
-            tu_run_free(&r);
-        }
-        unlink(obj);
-        free(rel), free(src), free(obj);
+        compile_one(src, goldens[i], inc, nvcc, sm70);
+        free(rel), free(src);
+    }
+    for (size_t i = 0; i < BK_ARRAY_LEN(built); i++) {
+        char *src = bk_asprintf("%s/tests/e2e/%s.cu", build ? build : ".", built[i]);
+        compile_one(src, built[i], inc, nvcc, sm70);
+        free(src);
     }
     free(inc);
 }
