@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 job=${1:-demo}
 
 PACKAGES="gcc make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
-libhwloc-dev libhwloc-plugins libcriterion-dev groff-base mandoc"
+libhwloc-dev libhwloc-plugins libcriterion-dev groff-base mandoc graphviz gnuplot-nox"
 
 install_missing() {
     missing=

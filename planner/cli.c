@@ -33,6 +33,7 @@ enum opt_id {
     OPT_DUMP_ILP,
     OPT_TEMPLATES,
     OPT_ALL_ALLOCATIONS,
+    OPT_DOT,
 };
 
 struct cli_option {
@@ -73,6 +74,8 @@ static const struct cli_option options[] = {
      "write the fewest-trees ILP for glpsol --lp (needs one plan)"},
     {"plan-json", OPT_PLAN_JSON, required_argument, G_OUTPUT, "FILE",
      "write the plan as JSON (- for stdout)"},
+    {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE",
+     "draw the plans' trees for Graphviz, one digraph per plan (- for stdout)"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
      "print the normalised topology and its links"},
     {"output", 'o', required_argument, G_OUTPUT, "FILE",
@@ -309,6 +312,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case 'o': c->output = optarg; break;
         case OPT_TEMPLATES: c->templates = optarg; break;
         case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
+        case OPT_DOT: c->dot = optarg; break;
         case 'q': c->quiet = 1; break;
         case 'h': c->help = 1; break;
         case 'V': c->version = 1; break;
@@ -330,9 +334,9 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         return BK_EUSAGE;
     }
     if (c->all_allocations && (!c->output || c->ngpus || c->plan_json || c->explain ||
-                               c->dump_ilp || c->print_topology)) {
+                               c->dump_ilp || c->print_topology || c->dot)) {
         snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
-                           "--plan-json, --explain, --dump-ilp or --print-topology)");
+                           "--plan-json, --explain, --dump-ilp, --dot or --print-topology)");
         *why = buf;
         return BK_EUSAGE;
     }

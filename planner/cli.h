@@ -26,6 +26,7 @@ struct cli {
     const char *dump_ilp;   /* --dump-ilp FILE */
     const char *output;     /* -o/--output FILE: the generated source */
     const char *templates;  /* --templates DIR */
+    const char *dot;        /* --dot FILE: the trees for Graphviz */
     int all_allocations;    /* --all-allocations: one plan per connected set of GPUs */
     int explain;
     int print_topology;

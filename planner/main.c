@@ -21,6 +21,7 @@
 #include "input.h"
 #include "outfile.h"
 #include "plan.h"
+#include "plan_dot.h"
 #include "plan_explain.h"
 #include "plan_json.h"
 #include "strbuf.h"
@@ -116,8 +117,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
     memset(&ps, 0, sizeof ps);
     struct plan_opts po = c->plan;
     po.dump_ilp = c->dump_ilp ? &dump : NULL;
-    int only_topology =
-        c->print_topology && !c->plan_json && !c->explain && !c->dump_ilp && !c->output;
+    int any_output = c->plan_json || c->dump_ilp || c->output || c->dot;
+    int only_topology = c->print_topology && !c->explain && !any_output;
     enum bk_status st = BK_OK;
     if (po.root >= t->ngpus) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs",
@@ -140,6 +141,13 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
     if (c->output)
         BK_CHECK_GOTO(write_rendered(c->output, &code, d), st, out);
+    if (c->dot) {
+        plan_dot(&sb, &ps);
+        st = write_rendered(c->dot, &sb, d);
+        sb_free(&sb);
+        if (st != BK_OK)
+            goto out;
+    }
     if (c->plan_json) {
         plan_json_render(&sb, t, &ps);
         st = write_rendered(c->plan_json, &sb, d);
@@ -152,7 +160,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
         sb_free(&sb);
     }
-    if (c->explain || (!c->plan_json && !c->print_topology && !c->dump_ilp && !c->output)) {
+    if (c->explain || (!any_output && !c->print_topology)) {
         /* The default job: what was read and the table of plans. */
         if (!c->explain)
             topo_print_summary(&sb, t);
@@ -236,8 +244,8 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
     struct input in;
-    const char *outs[] = {c->plan_json, c->dump_ilp, c->output};
-    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output"};
+    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
+    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};
     for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
         if (c->topology && outs[i] && outfile_same_file(outs[i], c->topology)) {
             diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input topology",

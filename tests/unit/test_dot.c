@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_dot.c - --dot: one digraph per plan, every tree's path arcs drawn in its own colour,
+ * widths by rate, nothing but ids and numbers; and Graphviz accepts it where dot is installed.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "plan_dot.h"
+#include "testutil.h"
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+Test(dot, trees_in_colours)
+{
+    static const int gpus[] = {0, 2, 3};
+    struct topo t;
+    tu_load_alloc("dgx1v.topo", gpus, 3, &t);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = 1u << COLL_BROADCAST;
+    o.root = 0;
+    struct plan_set ps;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    struct strbuf sb;
+    sb_init(&sb);
+    plan_dot(&sb, &ps);
+    cr_assert_eq(ps.n, 1);
+    cr_expect_eq(count(sb.data, "digraph "), 1);
+    /* Every path arc of every tree is one coloured edge; links are the grey ones. */
+    int arcs = 0;
+    for (int i = 0; i < ps.v[0].main.trees.n; i++)
+        arcs += ps.v[0].main.trees.t[i].path_off[3];
+    cr_expect_eq(count(sb.data, "tooltip=\"tree "), arcs);
+    cr_expect_eq(count(sb.data, "color=\"#d0d0d0\""), t.nlinks / 2);
+    cr_expect(strstr(sb.data, "75.0 GB/s of a 75.0 GB/s bound"), "%s", sb.data);
+    /* {0,2,3}: a 50 GB/s tree and a 25 GB/s tree: widths 5 and 3. */
+    cr_expect(strstr(sb.data, "penwidth=5.00") && strstr(sb.data, "penwidth=3.00"));
+    char path[] = "/tmp/blinkc-dot-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, sb.data, sb.len), (ssize_t)sb.len);
+    close(fd);
+    struct tu_run r;
+    tu_run_argv(&r, (const char *const[]){"dot", "-Tsvg", "-o", "/dev/null", path, NULL});
+    if (r.status != -1 || r.err[0]) /* -1 and nothing said: dot is not installed */
+        cr_expect_eq(r.status, 0, "dot: %s", r.err);
+    else
+        fprintf(stderr, "Graphviz's dot is not installed: the file's syntax is not checked\n");
+    tu_run_free(&r);
+    unlink(path);
+    sb_free(&sb);
+    plan_set_free(&ps);
+    topo_free(&t);
+    diag_free(&d);
+}
