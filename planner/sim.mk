@@ -1,2 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The schedule simulator: sources appended to libblinkc, and its tests.
+planner_libblinkc_a_SOURCES += \
+	planner/sim.c planner/sim.h \
+	planner/sim_engine.c planner/sim_engine.h \
+	planner/sim_ring.c \
+	planner/sim_tree.c
+
+UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan
+tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sim_LDADD = $(TEST_LIBS)
+tests_unit_test_sim_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
+tests_unit_test_sim_plan_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sim_plan_LDADD = $(TEST_LIBS)
+tests_unit_test_sim_plan_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a

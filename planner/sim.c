@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * sim.c - the schedule simulator's front: model defaults, jobs from a plan set, dispatch, and
+ * the chunk-size search.
+ */
+#include "sim.h"
+
+#include <math.h>
+
+void sim_params_default(struct sim_params *p)
+{
+    /* Per-arc latency: NCCL's smallest per-hop latencies, its LL-protocol ring hwLat
+     * (src/graph/tuning.cc: NVLink 0.6, PCI 1.0, NET 2.7 us). NCCL has no class of its own for
+     * CPU-to-CPU links (SYS paths count as PCI), so SMP takes the PCI value. */
+    p->alpha_us[TOPO_NVLINK] = 0.6;
+    p->alpha_us[TOPO_PCIE] = 1.0;
+    p->alpha_us[TOPO_SMP] = 1.0;
+    p->alpha_us[TOPO_NET] = 2.7;
+    /* Blink's runtime issues one cudaMemcpyPeerAsync per chunk and edge and one small kernel
+     * per reduction; the paper puts the cost of each call at "several us" (blink-and-peers.md
+     * 3, chunk-size tuning). 5 us for both. */
+    p->copy_launch_us = 5.0;
+    p->reduce_launch_us = 5.0;
+    /* An out-of-place add reads two operands and writes one: a third of a V100's 900 GB/s of
+     * HBM2 (NVIDIA V100 datasheet), so 300 GB/s of output. */
+    p->reduce_gbps = 300.0;
+    p->elem_bytes = 4; /* float, as nccl-tests runs by default */
+    /* NCCL, Simple protocol (src/graph/tuning.cc): baseLat Ring 8.4 us per collective; hwLat
+     * Ring per step NVLink 3.4, PCI 5.7, NET 9.6 us (SMP counts as PCI). */
+    p->nccl_launch_us = 8.4;
+    p->nccl_step_us[TOPO_NVLINK] = 3.4;
+    p->nccl_step_us[TOPO_PCIE] = 5.7;
+    p->nccl_step_us[TOPO_SMP] = 5.7;
+    p->nccl_step_us[TOPO_NET] = 9.6;
+}
+
+void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *pl)
+{
+    j->algo = SIM_TREES;
+    j->topo = ps->topo;
+    j->coll = pl->coll;
+    j->root = pl->root;
+    j->g = pl->main.g;
+    j->trees = &pl->main.trees;
+    j->ring = &ps->ring;
+}
+
+void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
+                   enum sim_algo algo)
+{
+    j->algo = algo;
+    j->topo = ps->topo;
+    j->coll = c;
+    j->root = root;
+    j->g = NULL;
+    j->trees = NULL;
+    j->ring = &ps->ring;
+}
+
+static int params_ok(const struct sim_params *p)
+{
+    for (int k = 0; k < TOPO_LINK_KINDS; k++)
+        if (!(p->alpha_us[k] >= 0) || !(p->nccl_step_us[k] >= 0))
+            return 0;
+    return p->copy_launch_us >= 0 && p->reduce_launch_us >= 0 && p->reduce_gbps >= 0 &&
+           p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps);
+}
+
+enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                       const struct sim_params *p, double *us, struct diag *d)
+{
+    *us = 0;
+    if (!params_ok(p) || !(bytes >= 0) || !isfinite(bytes) || !j->topo ||
+        (j->root >= j->topo->ngpus) || ((j->coll == COLL_BROADCAST || j->coll == COLL_REDUCE) &&
+                                        j->root < 0)) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "simulation: negative or non-finite model parameters, size or root");
+        return BK_EUSAGE;
+    }
+    if (j->algo == SIM_TREES) {
+        if (!j->g || !j->trees) {
+            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: no trees to simulate");
+            return BK_EUSAGE;
+        }
+        return sim_run_trees(j, bytes, chunk_bytes, p, us, d);
+    }
+    return sim_run_nccl(j, bytes, chunk_bytes, p, us, d);
+}
+
+enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t *chunk_bytes, double *us, struct diag *d)
+{
+    size_t lo = SIM_CHUNK_MIN, hi = SIM_CHUNK_MIN;
+    while (hi < SIM_CHUNK_MAX && (double)hi < bytes)
+        hi *= 2;
+    /* Chunks so small that the message needs more than SIM_MAX_CHUNKS of them only pay more
+     * launches; skipping them bounds the work per search. */
+    while (lo < hi && (double)lo * SIM_MAX_CHUNKS < bytes)
+        lo *= 2;
+    *chunk_bytes = hi;
+    *us = INFINITY;
+    for (size_t c = hi;; c /= 2) {
+        double t;
+        BK_CHECK(sim_run(j, bytes, c, p, &t, d));
+        if (t < *us * (1 - 1e-9)) {
+            *us = t;
+            *chunk_bytes = c;
+        }
+        if (c <= lo)
+            break;
+    }
+    return BK_OK;
+}
+
+enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
+                             size_t chunk_bytes, const struct sim_params *p, double *us,
+                             struct diag *d)
+{
+    struct sim_job j;
+    sim_job_plan(&j, ps, pl);
+    return sim_run(&j, bytes, chunk_bytes, p, us, d);
+}
+
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
+                         struct diag *d)
+{
+    struct sim_job j;
+    out->ring_us = out->dbt_us = out->best_us = 0;
+    sim_job_rings(&j, ps, c, root, SIM_RING);
+    BK_CHECK(sim_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
+    out->best_us = out->ring_us;
+    if (c == COLL_ALLREDUCE) {
+        /* Where some tree edge has no relay-only path, NCCL could not build the trees. */
+        struct diag quiet;
+        diag_init(&quiet);
+        j.algo = SIM_DBT;
+        enum bk_status st = sim_run(&j, bytes, chunk_bytes, p, &out->dbt_us, &quiet);
+        diag_free(&quiet);
+        if (st == BK_EUSAGE)
+            out->dbt_us = 0;
+        else
+            BK_CHECK(st);
+        if (out->dbt_us > 0)
+            out->best_us = fmin(out->ring_us, out->dbt_us);
+    }
+    return BK_OK;
+}

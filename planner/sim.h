@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * sim.h - the schedule simulator: how long a plan's schedule, and NCCL's rings, take on a
+ * flow-level model of the topology.
+ *
+ * Model (issue 5). Every directed arc of the planning graph is a resource of its capacity (GB/s,
+ * 1e9 B/s, per direction); concurrent copies share each arc max-min fairly. A copy over a path
+ * costs a launch overhead plus the latency alpha of each arc's link kind, then moves its bytes
+ * as a flow over every arc of the path at once (switches store nothing). A reduction costs a
+ * kernel launch, then its bytes at the GPU's reduction rate, which concurrent reductions on one
+ * GPU share. The engine is sim_engine.h.
+ *
+ * Trees (sim_trees) follow the runtime's schedule exactly (runtime/src/exec.c and blink_plan.h):
+ * weights are the rates in whole units of 1e-4 GB/s, the elements are split among the trees
+ * (per root for allgather and reduce-scatter) by the same integer rule, each tree's share is cut
+ * into chunks; per (rank, tree) one "down" stream copies chunk c from the parent once the parent
+ * has it and its own chunk c-1 is in, and one "up" stream pulls each child's partial (children
+ * in rank order) and reduces it in, waiting before chunk c for the parent to have taken chunk
+ * c-2 (two out-slots); allreduce's root starts chunk c down once it is reduced. Calls are taken
+ * as in place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated:
+ * the runtime does not run it either.
+ *
+ * Rings (sim_rings) follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
+ * result: ring.h records the summed ring rate B and the ring count but not the orders, so each
+ * of the nrings channels runs over n virtual hop links of B / nrings (which the planner's LP has
+ * already shown to fit the arcs), in an order chosen here (the widest Hamiltonian cycle) that
+ * also sets each hop's latency class. Double binary trees (allreduce) run over real arcs: two
+ * complementary in-order binary trees over the ranks in that ring order (NCCL trees.cc), each
+ * with half the data, every edge along the widest relay-only path of any link kind.
+ *
+ * Units: bytes, microseconds, GB/s. Sizes are nccl-tests' S: the whole buffer (count x n x
+ * element size for allgather and reduce-scatter). Deterministic; never prints.
+ */
+#ifndef BK_SIM_H
+#define BK_SIM_H
+
+#include <stddef.h>
+
+#include "bk.h"
+#include "collective.h"
+#include "diag.h"
+#include "plan.h"
+#include "ptree.h"
+#include "ring.h"
+#include "topo.h"
+
+struct sim_params {
+    /* Latency of one arc of each link kind, us, added once per copy for each arc on its path. */
+    double alpha_us[TOPO_LINK_KINDS];
+    double copy_launch_us;   /* fixed cost of one cudaMemcpyPeerAsync (per chunk, per edge) */
+    double reduce_launch_us; /* fixed cost of one reduction kernel */
+    double reduce_gbps;      /* reduction rate of one GPU, GB/s of output */
+    size_t elem_bytes;       /* element size: the runtime splits data in whole elements */
+    /* NCCL baseline: a per-collective launch and a per-step cost by the slowest link kind on
+     * the hop (NCCL's hwLat, which includes the wire latency); NCCL reduces inside its copy
+     * kernel, so ring and tree reductions cost no extra time. */
+    double nccl_launch_us;
+    double nccl_step_us[TOPO_LINK_KINDS];
+};
+
+/* Defaults; every value's source is given where they are set (sim.c). */
+void sim_params_default(struct sim_params *p);
+
+/* Which schedule a job simulates. */
+enum sim_algo {
+    SIM_TREES, /* a plan's trees, as the runtime runs them */
+    SIM_RING,  /* NCCL rings */
+    SIM_DBT    /* NCCL double binary trees (allreduce only) */
+};
+
+struct sim_job {
+    enum sim_algo algo;
+    const struct topo *topo;        /* the allocation (ranks = GPU nodes 0..n-1) */
+    enum collective coll;
+    int root;                       /* broadcast and reduce: root rank */
+    const struct pgraph *g;         /* SIM_TREES: the graph the trees' arcs index */
+    const struct ptree_set *trees;  /* SIM_TREES */
+    const struct ring_result *ring; /* SIM_RING, SIM_DBT */
+};
+
+/* Jobs from a plan set: a plan's main tree set, or the ring baseline of its collective. */
+void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *p);
+void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
+                   enum sim_algo algo);
+
+/*
+ * Completion time in microseconds of job j for a message of `bytes` cut into chunks of
+ * `chunk_bytes` (rounded down to whole elements, at least one). Errors: BK_EUSAGE for a job the
+ * model cannot run (double binary trees for anything but allreduce, a tree without a reverse
+ * arc for allreduce's way up, no ring), BK_ENOMEM; d gets a message.
+ */
+enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                       const struct sim_params *p, double *us, struct diag *d);
+
+/* The chunk size (a power of two from SIM_CHUNK_MIN to SIM_CHUNK_MAX, at most the message
+ * rounded up to a power of two, and never more than SIM_MAX_CHUNKS chunks in all) with the
+ * smallest time; ties go to the larger chunk. */
+#define SIM_CHUNK_MIN ((size_t)4 << 10)
+#define SIM_CHUNK_MAX ((size_t)64 << 20)
+#define SIM_MAX_CHUNKS 8192.0
+enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t *chunk_bytes, double *us, struct diag *d);
+
+/* Shorthands: one plan's trees; the rings (and, for allreduce, double binary trees: dbt_us,
+ * else 0) of the same collective. */
+enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
+                             size_t chunk_bytes, const struct sim_params *p, double *us,
+                             struct diag *d);
+struct sim_nccl {
+    double ring_us;
+    double dbt_us;  /* allreduce only; 0 otherwise, and where some tree edge has no
+                       relay-only path (NCCL could not connect it either) */
+    double best_us; /* what NCCL would pick: the faster of the two */
+};
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
+                         struct diag *d);
+
+/* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
+enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                             const struct sim_params *p, double *us, struct diag *d);
+enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                            const struct sim_params *p, double *us, struct diag *d);
+
+#endif

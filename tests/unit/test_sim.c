@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_sim.c - the simulator against closed forms (issue 5: within 1%) on hand-made
+ * topologies: a single link, a chain, a ring and a star; plus the engine's fair sharing and
+ * determinism. Closed forms are written here from the model's own parameters: a copy of C bytes
+ * over one tree edge costs tau = launch + sum of alphas + C / b, and a pipeline of K chunks
+ * through d edges in series takes (K + d - 1) tau.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "pgraph.h"
+#include "ring.h"
+#include "sim.h"
+#include "sim_engine.h"
+#include "testutil.h"
+
+#define MIB (1024.0 * 1024.0)
+#define M (64 * MIB)
+#define C ((size_t)1 << 20)
+#define WITHIN(x, want, tol) (fabs((x) - (want)) <= (tol) * (want))
+
+static void load(const char *text, struct topo *t, struct pgraph *g)
+{
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("sim.topo", text, TOPO_FMT_TEXT, NULL, t, &d), BK_OK, "%s",
+                 diag_first_error(&d) ? diag_first_error(&d) : "?");
+    diag_free(&d);
+    cr_assert_eq(pgraph_build(g, t, PG_ALL_KINDS), BK_OK);
+}
+
+/* The arcs from u to v: a direct arc, else the two arcs through relay `via`. */
+static int path(const struct pgraph *g, int u, int v, int via, int *out)
+{
+    for (int a = 0; a < g->narcs; a++)
+        if (g->src[a] == u && g->dst[a] == v) {
+            out[0] = a;
+            return 1;
+        }
+    int n = path(g, u, via, -1, out);
+    return n + path(g, via, v, -1, out + n);
+}
+
+/* A tree from parent[] whose edges are direct arcs (or go through `via`). */
+static void add_tree(struct ptree_set *s, const struct pgraph *g, int root, const int *parent,
+                     int via, double rate)
+{
+    int n = g->ngpus, arcs[8][2], len[8] = {0};
+    const int *of[8];
+    for (int v = 0; v < n; v++) {
+        if (v != root)
+            len[v] = path(g, parent[v], v, via, arcs[v]);
+        of[v] = arcs[v];
+    }
+    struct ptree tr;
+    cr_assert_eq(ptree_make(&tr, n, root, parent, of, len), BK_OK);
+    tr.rate = rate;
+    cr_assert_eq(ptree_set_add_new(s, &tr), BK_OK);
+    ptree_free(&tr);
+}
+
+static double run_trees(const struct topo *t, const struct pgraph *g, const struct ptree_set *s,
+                        enum collective c, double bytes, size_t chunk)
+{
+    struct sim_params p;
+    sim_params_default(&p);
+    struct sim_job j = {SIM_TREES, t, c, c == COLL_BROADCAST || c == COLL_REDUCE ? 0 : -1, g, s,
+                        NULL};
+    struct diag d;
+    diag_init(&d);
+    double us = -1;
+    cr_assert_eq(sim_run(&j, bytes, chunk, &p, &us, &d), BK_OK, "%s",
+                 diag_first_error(&d) ? diag_first_error(&d) : "?");
+    diag_free(&d);
+    return us;
+}
+
+static double tau(double alpha_sum, double chunk, double gbps)
+{
+    struct sim_params p;
+    sim_params_default(&p);
+    return p.copy_launch_us + alpha_sum + chunk / (gbps * 1e3);
+}
+
+static const char one_link[] = "topology one\ngpu g0\ngpu g1\nlink g0 g1 bw=10\n";
+
+Test(sim, single_link_broadcast_and_reduce)
+{
+    struct topo t;
+    struct pgraph g, rg;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(one_link, &t, &g);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0}, -1, 10);
+    double K = M / (double)C, a = p.alpha_us[TOPO_NVLINK];
+    double want = K * tau(a, C, 10);
+    double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "broadcast %g us, closed form %g", got, want);
+    /* Reduce: each chunk is pulled, then reduced in, on the root's one up stream. */
+    cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
+    want = K * (tau(a, C, 10) + p.reduce_launch_us + C / (p.reduce_gbps * 1e3));
+    got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
+    /* Allreduce: up (pull, reduce) on the root's up stream, then the child pulls each chunk
+     * back on the other arc: K (tau + reduce) + tau. */
+    want = K * (tau(a, C, 10) + p.reduce_launch_us + C / (p.reduce_gbps * 1e3)) + tau(a, C, 10);
+    got = run_trees(&t, &g, &s, COLL_ALLREDUCE, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "allreduce %g us, closed form %g", got, want);
+    /* Chunk search: with nothing to pipeline, one chunk is best. */
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL};
+    size_t best;
+    double us;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(sim_best_chunk(&j, M, &p, &best, &us, &d), BK_OK);
+    cr_expect_eq(best, (size_t)M, "best chunk %zu", best);
+    cr_expect(WITHIN(us, tau(a, M, 10), 0.01));
+    diag_free(&d);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    pgraph_free(&rg);
+    topo_free(&t);
+}
+
+static const char fan[] = "topology fan\ngpu g0\ngpu g1\ngpu g2\n"
+                          "link g0 g1 bw=10\nlink g0 g2 bw=10\n";
+
+Test(sim, fan_in_pulls_one_child_after_the_other)
+{
+    /* exec.c pulls and reduces each child's chunk in turn on the parent's one up stream, so
+     * two children take twice as long as one even on separate links. */
+    struct topo t;
+    struct pgraph g, rg;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(fan, &t, &g);
+    cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 0}, -1, 10);
+    double K = M / (double)C;
+    double want = K * 2 * (tau(p.alpha_us[TOPO_NVLINK], C, 10) + p.reduce_launch_us +
+                           C / (p.reduce_gbps * 1e3));
+    double got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
+    /* Going down, each child pulls on its own stream: both at once. */
+    want = K * tau(p.alpha_us[TOPO_NVLINK], C, 10);
+    got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "broadcast %g us, closed form %g", got, want);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    pgraph_free(&rg);
+    topo_free(&t);
+}
+
+static const char chain[] = "topology chain\ngpu g0\ngpu g1\ngpu g2\ngpu g3\n"
+                            "link g0 g1 bw=10\nlink g1 g2 bw=10\nlink g2 g3 bw=10\n";
+
+Test(sim, chain_pipelines_by_depth)
+{
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(chain, &t, &g);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 1, 2}, -1, 10);
+    double K = M / (double)C, d = 3, tu = tau(p.alpha_us[TOPO_NVLINK], C, 10);
+    double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
+    cr_expect(WITHIN(got, (K + d - 1) * tu, 0.01), "%g against %g", got, (K + d - 1) * tu);
+    /* The best chunk is near the continuous optimum sqrt(M (launch + alpha) b / (d - 1)). */
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL};
+    size_t best;
+    double us;
+    struct diag dg;
+    diag_init(&dg);
+    cr_assert_eq(sim_best_chunk(&j, M, &p, &best, &us, &dg), BK_OK);
+    double opt = sqrt(M * (p.copy_launch_us + p.alpha_us[TOPO_NVLINK]) * 1e4 / (d - 1));
+    cr_expect(best >= opt / 2 && best <= opt * 2, "best %zu, optimum %g", best, opt);
+    cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best / 2));
+    cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best * 2));
+    diag_free(&dg);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
+static const char ring4[] = "topology ring4\ngpu g0\ngpu g1\ngpu g2\ngpu g3\n"
+                            "link g0 g1 bw=10\nlink g1 g2 bw=10\nlink g2 g3 bw=10\n"
+                            "link g3 g0 bw=10\n";
+
+Test(sim, ring_topology_trees_and_nccl_rings)
+{
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(ring4, &t, &g);
+    /* Trees: both ways round, each with half the data, on disjoint arcs: depth 3 each. */
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 1, 2}, -1, 10);
+    add_tree(&s, &g, 0, (int[]){-1, 2, 3, 0}, -1, 10);
+    double K = M / 2 / (double)C, tu = tau(p.alpha_us[TOPO_NVLINK], C, 10);
+    double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
+    cr_expect(WITHIN(got, (K + 2) * tu, 0.01), "trees %g against %g", got, (K + 2) * tu);
+
+    /* NCCL rings: the two directed cycles at 10 GB/s each. */
+    struct ring_result r;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(ring_best(&t, &r, &d), BK_OK);
+    cr_expect(WITHIN(r.gbps, 20, 1e-6), "ring rate %g", r.gbps);
+    int n = 4, nch = r.nrings > 0 ? r.nrings : 1;
+    double step = p.nccl_step_us[TOPO_NVLINK] + C / (r.gbps / nch * 1e3);
+    double per_ch = M / nch, Kc = per_ch / (double)C;
+    struct sim_job j = {SIM_RING, &t, COLL_BROADCAST, 0, NULL, NULL, &r};
+    double us;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
+    double want = p.nccl_launch_us + (Kc + n - 2) * step;
+    cr_expect(WITHIN(us, want, 0.01), "ring broadcast %g against %g", us, want);
+    j.coll = COLL_ALLREDUCE;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
+    want = p.nccl_launch_us + per_ch / (n * (double)C) * 2 * (n - 1) * step;
+    cr_expect(WITHIN(us, want, 0.01), "ring allreduce %g against %g", us, want);
+    j.coll = COLL_ALLGATHER;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
+    want = p.nccl_launch_us + per_ch / n / (double)C * (n - 1) * step;
+    cr_expect(WITHIN(us, want, 0.01), "ring allgather %g against %g", us, want);
+    /* Double binary trees need edge 0-2, which no relay-only path joins here. */
+    j.coll = COLL_ALLREDUCE;
+    j.algo = SIM_DBT;
+    cr_expect_eq(sim_run(&j, M, C, &p, &us, &d), BK_EUSAGE);
+    j.coll = COLL_BROADCAST;
+    cr_expect_eq(sim_run(&j, M, C, &p, &us, &d), BK_EUSAGE);
+    diag_free(&d);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
+static const char star[] = "topology star\ngpu g0\ngpu g1\ngpu g2\ngpu g3\nnvswitch s0\n"
+                           "link g0 s0 bw=10\nlink g1 s0 bw=10\nlink g2 s0 bw=10\n"
+                           "link g3 s0 bw=10\n";
+
+Test(sim, star_shares_the_root_uplink)
+{
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(star, &t, &g);
+    int sw = tu_node(&t, "nvs0");
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 0, 0}, sw, 10);
+    /* One hop through the switch: three copies share g0's uplink, in lockstep. */
+    double K = M / (double)C, a = 2 * p.alpha_us[TOPO_NVLINK];
+    double want = K * (p.copy_launch_us + a + 3 * C / 10e3);
+    double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "star %g against %g", got, want);
+    /* Double binary trees run here (every pair meets at the switch), no faster than any
+     * allreduce can: 2 (n - 1) / n of the data through each GPU's 10 GB/s uplink. */
+    struct ring_result r;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(ring_best(&t, &r, &d), BK_OK);
+    struct sim_job j = {SIM_DBT, &t, COLL_ALLREDUCE, -1, NULL, NULL, &r};
+    double us;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK, "%s", diag_first_error(&d));
+    cr_expect(us >= 1.5 * M / 10e3 && us < 4 * M / 10e3, "dbt %g", us);
+    diag_free(&d);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
+/* ------------------------------------------------------------------ the engine */
+
+static double flow_end(struct sim_eng *e, int id) { return e->finish[id]; }
+
+Test(sim_engine, two_flows_take_twice_as_long_and_share_fairly)
+{
+    struct sim_eng e;
+    double cap[] = {10, 2, 9};
+    int A = 0, B[] = {0, 1}, D = 2, id[8];
+    double end;
+    cr_assert_eq(sim_eng_init(&e, 3, cap), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 1e6, &A, 1, &id[0]), BK_OK);
+    cr_assert_eq(sim_eng_run(&e, &end), BK_OK);
+    cr_expect(WITHIN(end, 100, 1e-9), "one flow %g", end);
+    cr_assert_eq(sim_eng_task(&e, 0, 1e6, &A, 1, &id[1]), BK_OK);
+    cr_assert_eq(sim_eng_run(&e, &end), BK_OK);
+    cr_expect(WITHIN(end, 200, 1e-9), "two flows %g", end);
+    cr_expect(WITHIN(flow_end(&e, id[0]), 200, 1e-9));
+    sim_eng_free(&e);
+
+    /* Max-min: f2 is held to 2 GB/s by resource 1, so f1 gets the other 8 of resource 0. */
+    cr_assert_eq(sim_eng_init(&e, 3, cap), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 8e5, &A, 1, &id[0]), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 4e5, B, 2, &id[1]), BK_OK);
+    /* Three flows on resource 2 (9 GB/s): they end at 100, 166.7 and 200 us. */
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(sim_eng_task(&e, 0, 3e5 * (k + 1), &D, 1, &id[2 + k]), BK_OK);
+    /* A delay after a flow: 5 us of launch, 1e5 bytes at 10 GB/s, then 3 us. */
+    cr_assert_eq(sim_eng_task(&e, 3, 0, NULL, 0, &id[5]), BK_OK);
+    cr_assert_eq(sim_eng_dep(&e, id[0], id[5]), BK_OK);
+    cr_assert_eq(sim_eng_run(&e, &end), BK_OK);
+    cr_expect(WITHIN(flow_end(&e, id[0]), 100, 1e-9), "f1 %g", flow_end(&e, id[0]));
+    cr_expect(WITHIN(flow_end(&e, id[1]), 200, 1e-9), "f2 %g", flow_end(&e, id[1]));
+    cr_expect(WITHIN(flow_end(&e, id[2]), 100, 1e-9));
+    cr_expect(WITHIN(flow_end(&e, id[3]), 500.0 / 3, 1e-9), "%g", flow_end(&e, id[3]));
+    cr_expect(WITHIN(flow_end(&e, id[4]), 200, 1e-9));
+    cr_expect(WITHIN(flow_end(&e, id[5]), 103, 1e-9));
+    cr_expect(WITHIN(end, 200, 1e-9));
+    sim_eng_free(&e);
+}
+
+Test(sim_engine, cycle_and_bad_capacity_are_errors)
+{
+    struct sim_eng e;
+    double cap[] = {10};
+    int r = 0, a, b;
+    double end;
+    cr_assert_eq(sim_eng_init(&e, 1, cap), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 1, 1e4, &r, 1, &a), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 1, 1e4, &r, 1, &b), BK_OK);
+    cr_assert_eq(sim_eng_dep(&e, a, b), BK_OK);
+    cr_assert_eq(sim_eng_dep(&e, b, a), BK_OK);
+    cr_expect_eq(sim_eng_run(&e, &end), BK_EINTERNAL);
+    sim_eng_free(&e);
+    double bad[] = {0};
+    cr_expect_neq(sim_eng_init(&e, 1, bad), BK_OK);
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_sim_plan.c - the simulator on planner output: DGX-1V plans from plan_all simulated as
+ * the runtime runs them, against the bandwidth each plan and the ring baseline report, and
+ * determinism.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "plan.h"
+#include "sim.h"
+#include "testutil.h"
+
+#define BIG (512.0 * 1024 * 1024)
+
+static void plan_alloc(const int *gpus, int n, struct topo *t, struct plan_set *ps)
+{
+    tu_load_alloc("dgx1v.topo", gpus, n, t);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = 1u << COLL_BROADCAST | 1u << COLL_ALLREDUCE | 1u << COLL_ALLGATHER;
+    o.root = 0;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_all(t, &o, ps, &d), BK_OK, "%s", diag_first_error(&d));
+    diag_free(&d);
+}
+
+static const struct plan *find(const struct plan_set *ps, enum collective c)
+{
+    for (int i = 0; i < ps->n; i++)
+        if (ps->v[i].coll == c)
+            return &ps->v[i];
+    cr_assert_fail("no %s plan", collective_name(c));
+    return NULL;
+}
+
+/* Best-chunk times of a plan's trees and of the rings. */
+static void times(const struct plan_set *ps, const struct plan *pl, double bytes, double *tree,
+                  double *ring)
+{
+    struct sim_params p;
+    sim_params_default(&p);
+    struct sim_job j;
+    struct diag d;
+    diag_init(&d);
+    size_t chunk;
+    sim_job_plan(&j, ps, pl);
+    cr_assert_eq(sim_best_chunk(&j, bytes, &p, &chunk, tree, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    sim_job_rings(&j, ps, pl->coll, pl->root, SIM_RING);
+    cr_assert_eq(sim_best_chunk(&j, bytes, &p, &chunk, ring, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    diag_free(&d);
+}
+
+Test(sim_plan, dgx1v_large_messages_run_near_the_planned_rates)
+{
+    /* Broadcast and allgather go down the trees only, every child pulling on its own stream,
+     * so at 512 MiB they run at the planned rate plus pipeline fill and launches (the best
+     * chunk balances the two: with depth d, launch o and T = M / rate, about
+     * 2 sqrt((d - 1) o / T) of T, under 25% for d <= 7). The rings run at the planner's ring
+     * rate the same way. */
+    struct topo t;
+    struct plan_set ps;
+    plan_alloc(NULL, 0, &t, &ps);
+    for (int c = 0; c < 2; c++) {
+        const struct plan *pl = find(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST);
+        double tree, ring;
+        times(&ps, pl, BIG, &tree, &ring);
+        double ideal = BIG / (pl->main.algbw * 1e3), ring_ideal = BIG / (pl->ring_algbw * 1e3);
+        cr_expect(tree >= ideal && tree <= ideal * 1.3, "%s trees %g us, ideal %g",
+                  collective_name(pl->coll), tree, ideal);
+        cr_expect(ring >= ring_ideal && ring <= ring_ideal * 1.3, "%s rings %g us, ideal %g",
+                  collective_name(pl->coll), ring, ring_ideal);
+    }
+    /* Allreduce can never beat its planned rate. */
+    const struct plan *pl = find(&ps, COLL_ALLREDUCE);
+    double tree, ring;
+    times(&ps, pl, BIG, &tree, &ring);
+    cr_expect(tree >= BIG / (pl->main.algbw * 1e3) && ring >= BIG / (pl->ring_algbw * 1e3));
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+Test(sim_plan, dgx1v_partial_trees_beat_rings)
+{
+    /* {0,2,3}: broadcast 3 links against rings' 2, allgather 4.5 against 3 (blink-and-peers
+     * 6.2): 1.5x at the rate, a little less with launches and fill. */
+    struct topo t;
+    struct plan_set ps;
+    plan_alloc((int[]){0, 2, 3}, 3, &t, &ps);
+    for (int c = 0; c < 2; c++) {
+        const struct plan *pl = find(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST);
+        double tree, ring;
+        times(&ps, pl, BIG, &tree, &ring);
+        cr_expect(ring / tree > 1.4 && ring / tree <= 1.5 * 1.001, "%s: trees %g us, rings %g us",
+                  collective_name(pl->coll), tree, ring);
+    }
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+Test(sim_plan, deterministic_and_nccl_pick)
+{
+    struct topo t;
+    struct plan_set ps;
+    plan_alloc(NULL, 0, &t, &ps);
+    const struct plan *pl = find(&ps, COLL_ALLREDUCE);
+    struct sim_params p;
+    sim_params_default(&p);
+    struct diag d;
+    diag_init(&d);
+    double a, b;
+    cr_assert_eq(sim_tree_plan(&ps, pl, 32e6, 1 << 20, &p, &a, &d), BK_OK);
+    cr_assert_eq(sim_tree_plan(&ps, pl, 32e6, 1 << 20, &p, &b, &d), BK_OK);
+    cr_expect_eq(a, b, "%.17g then %.17g", a, b);
+    struct sim_nccl x, y;
+    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, -1, 32e6, 1 << 20, &p, &x, &d), BK_OK);
+    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, -1, 32e6, 1 << 20, &p, &y, &d), BK_OK);
+    cr_expect(x.ring_us == y.ring_us && x.dbt_us == y.dbt_us);
+    cr_expect(x.dbt_us > 0 && x.best_us == fmin(x.ring_us, x.dbt_us));
+    /* A slower copy launch can only slow the schedule down. */
+    p.copy_launch_us *= 2;
+    cr_assert_eq(sim_tree_plan(&ps, pl, 32e6, 1 << 20, &p, &b, &d), BK_OK);
+    cr_expect_gt(b, a);
+    diag_free(&d);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
