@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_DIAG, G_COUNT };
+enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_BENCH, G_DIAG, G_COUNT };
 static const char *const group_names[G_COUNT] = {"Input", "Optimisation", "Output",
-                                                 "Diagnostics"};
+                                                 "Simulation", "Diagnostics"};
 
 enum opt_id {
     OPT_FORMAT = 256,
@@ -34,6 +34,8 @@ enum opt_id {
     OPT_TEMPLATES,
     OPT_ALL_ALLOCATIONS,
     OPT_DOT,
+    OPT_SIMULATE,
+    OPT_SIM_PARAM,
 };
 
 struct cli_option {
@@ -82,6 +84,15 @@ static const struct cli_option options[] = {
      "write the generated C/CUDA source for the blinkc runtime (- for stdout)"},
     {"templates", OPT_TEMPLATES, required_argument, G_OUTPUT, "DIR",
      "read the code templates from DIR instead of the built-in ones"},
+    {"simulate", OPT_SIMULATE, no_argument, G_BENCH, NULL,
+     "time the plans and NCCL's rings on the flow model, per size (a table)"},
+    {"minbytes", 'b', required_argument, G_BENCH, "SIZE",
+     "smallest size, K/M/G binary suffixes (default 1M)"},
+    {"maxbytes", 'e', required_argument, G_BENCH, "SIZE", "largest size (default 256M)"},
+    {"stepfactor", 'f', required_argument, G_BENCH, "N",
+     "multiply the size by N between rows (default 4)"},
+    {"sim-param", OPT_SIM_PARAM, required_argument, G_BENCH, "KEY=VALUE",
+     "override a model parameter (blinkc(1) lists them); repeatable"},
     {"quiet", 'q', no_argument, G_DIAG, NULL, "print errors only"},
     {"help", 'h', no_argument, G_DIAG, NULL, "print this help and exit"},
     {"version", 'V', no_argument, G_DIAG, NULL, "print the version and exit"},
@@ -174,6 +185,24 @@ static int parse_number(const char *s, double lo, double hi, double *out)
     return 1;
 }
 
+/* nccl-tests' sizes: bytes with an optional binary K, M or G. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = *end == 'K' || *end == 'k'   ? 1024.0
+                  : *end == 'M' || *end == 'm' ? 1048576.0
+                  : *end == 'G' || *end == 'g' ? 1073741824.0
+                                               : 1;
+    if (unit > 1)
+        end++;
+    if (errno || end == s || *end || !(v >= 1) || v * unit > 1e15)
+        return 0;
+    *out = (size_t)(v * unit);
+    return 1;
+}
+
 static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf, size_t cap,
                               const char **why)
 {
@@ -213,6 +242,28 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
         }
         c->plan.time_limit_ms = (int)v;
         return 1;
+    case 'b':
+    case 'e':
+        if (!parse_size(arg, ch == 'b' ? &c->sim.min_bytes : &c->sim.max_bytes)) {
+            snprintf(buf, cap, "-%c: '%.40s' is not a size such as 8, 64K or 128M", ch, arg);
+            break;
+        }
+        return 1;
+    case 'f':
+        if (!parse_number(arg, 1.0001, 1e6, &v)) {
+            snprintf(buf, cap, "-f: '%.40s' is not a factor above 1", arg);
+            break;
+        }
+        c->sim.factor = v;
+        return 1;
+    case OPT_SIM_PARAM: {
+        const char *bad = NULL;
+        if (!sim_params_set(&c->sim.params, arg, &bad)) {
+            snprintf(buf, cap, "--sim-param %.40s: %s", arg, bad);
+            break;
+        }
+        return 1;
+    }
     case OPT_TDPA:
         if (!parse_number(arg, 0, 1e6, &v)) {
             snprintf(buf, cap, "--tdpa: '%.40s' is not a number of microseconds (0 to 1e6)", arg);
@@ -248,6 +299,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     memset(c, 0, sizeof *c);
     topo_read_opts_default(&c->read);
     plan_opts_default(&c->plan);
+    sim_report_opts_default(&c->sim);
     struct option longopts[BK_ARRAY_LEN(options) + 1];
     char shortopts[2 * BK_ARRAY_LEN(options) + 2] = ":";
     size_t ns = 1;
@@ -301,6 +353,10 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_EPSILON:
         case OPT_TIME_LIMIT:
         case OPT_TDPA:
+        case 'b':
+        case 'e':
+        case 'f':
+        case OPT_SIM_PARAM:
             if (!parse_option_value(c, ch, optarg, buf, cap, why))
                 return BK_EUSAGE;
             break;
@@ -313,6 +369,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_TEMPLATES: c->templates = optarg; break;
         case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
         case OPT_DOT: c->dot = optarg; break;
+        case OPT_SIMULATE: c->simulate = 1; break;
         case 'q': c->quiet = 1; break;
         case 'h': c->help = 1; break;
         case 'V': c->version = 1; break;
@@ -337,6 +394,11 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                                c->dump_ilp || c->print_topology || c->dot)) {
         snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
                            "--plan-json, --explain, --dump-ilp, --dot or --print-topology)");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->sim.min_bytes > c->sim.max_bytes) {
+        snprintf(buf, cap, "-b %zu is above -e %zu", c->sim.min_bytes, c->sim.max_bytes);
         *why = buf;
         return BK_EUSAGE;
     }

@@ -10,6 +10,7 @@
 
 #include "bk.h"
 #include "plan.h"
+#include "sim_report.h"
 #include "topo_read.h"
 
 #define CLI_MAX_GPUS 4096
@@ -27,6 +28,8 @@ struct cli {
     const char *output;     /* -o/--output FILE: the generated source */
     const char *templates;  /* --templates DIR */
     const char *dot;        /* --dot FILE: the trees for Graphviz */
+    int simulate;           /* --simulate: the table of simulated times */
+    struct sim_report_opts sim; /* -b, -e, -f, --sim-param */
     int all_allocations;    /* --all-allocations: one plan per connected set of GPUs */
     int explain;
     int print_topology;

@@ -23,6 +23,7 @@
 #include "plan.h"
 #include "plan_dot.h"
 #include "plan_explain.h"
+#include "sim_report.h"
 #include "plan_json.h"
 #include "strbuf.h"
 #include "topo.h"
@@ -160,7 +161,12 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
         sb_free(&sb);
     }
-    if (c->explain || (!any_output && !c->print_topology)) {
+    if (c->simulate) {
+        BK_CHECK_GOTO(sim_report(&sb, &ps, &c->sim, d), st, out);
+        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
+        sb_free(&sb);
+    }
+    if (c->explain || (!any_output && !c->print_topology && !c->simulate)) {
         /* The default job: what was read and the table of plans. */
         if (!c->explain)
             topo_print_summary(&sb, t);

@@ -4,12 +4,16 @@ planner_libblinkc_a_SOURCES += \
 	planner/sim.c planner/sim.h \
 	planner/sim_engine.c planner/sim_engine.h \
 	planner/sim_ring.c \
-	planner/sim_tree.c
+	planner/sim_tree.c \
+	planner/sim_report.c planner/sim_report.h
 
-UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan
+UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate
 tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_sim_LDADD = $(TEST_LIBS)
 tests_unit_test_sim_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
 tests_unit_test_sim_plan_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_sim_plan_LDADD = $(TEST_LIBS)
 tests_unit_test_sim_plan_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
+tests_unit_test_simulate_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_simulate_LDADD = $(TEST_LIBS)
+tests_unit_test_simulate_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc
