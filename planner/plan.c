@@ -44,6 +44,7 @@ void plan_set_free(struct plan_set *s)
     for (int i = 0; i < s->ngraphs; i++)
         pgraph_free(&s->graph[i]);
     plan_cluster_free(s->cluster);
+    ring_result_free(&s->ring);
     memset(s, 0, sizeof *s);
 }
 

@@ -237,6 +237,68 @@ static double widest_path(const struct pgraph *g, const double *c, int src, int 
     return w;
 }
 
+/* A list of ring orders, n GPUs each. */
+struct orders {
+    int n, count, cap;
+    int *v; /* [cap * n] */
+};
+
+/* Append ord as it is. */
+static enum bk_status orders_push(struct orders *o, const int *ord)
+{
+    int n = o->n;
+    if ((o->count + 1) * n > o->cap) {
+        int nc = o->cap ? 2 * o->cap : 16 * n;
+        int *v = realloc(o->v, (size_t)nc * sizeof *v);
+        if (!v)
+            return BK_ENOMEM;
+        o->v = v;
+        o->cap = nc;
+    }
+    memcpy(o->v + (size_t)o->count * n, ord, (size_t)n * sizeof *ord);
+    o->count++;
+    return BK_OK;
+}
+
+/* Add ord, rotated so GPU 0 comes first, unless already present. */
+static enum bk_status orders_add(struct orders *o, const int *ord)
+{
+    int n = o->n, z = 0;
+    while (ord[z] != 0)
+        z++;
+    BK_CHECK(orders_push(o, ord));
+    int *last = o->v + (size_t)(o->count - 1) * n;
+    for (int k = 0; k < n; k++)
+        last[k] = ord[(z + k) % n];
+    for (int q = 0; q + 1 < o->count; q++)
+        if (memcmp(o->v + (size_t)q * n, last, (size_t)n * sizeof *last) == 0) {
+            o->count--; /* already there */
+            break;
+        }
+    return BK_OK;
+}
+
+/* Keep the orders the LP gave a rate (x[col[q]], col NULL: column q) in r. */
+static enum bk_status keep_rings(struct ring_result *r, const struct orders *o, const int *col,
+                                 const double *x)
+{
+    r->n = o->n;
+    r->nrings = 0;
+    r->order = malloc(((size_t)o->count * o->n + 1) * sizeof *r->order);
+    r->rate = malloc(((size_t)o->count + 1) * sizeof *r->rate);
+    if (!r->order || !r->rate)
+        return BK_ENOMEM;
+    for (int q = 0; q < o->count; q++) {
+        int j = col ? col[q] : q;
+        if (j < 0 || x[j] <= RING_EPS)
+            continue;
+        memcpy(r->order + (size_t)r->nrings * o->n, o->v + (size_t)q * o->n,
+               (size_t)o->n * sizeof *r->order);
+        r->rate[r->nrings++] = x[j];
+    }
+    return BK_OK;
+}
+
 /* ---- exhaustive: every Hamiltonian cycle, widest-path hops ---- */
 
 struct enum_ctx {
@@ -246,6 +308,7 @@ struct enum_ctx {
     int *order;
     unsigned char *used;
     int *tmp; /* arcs of one cycle */
+    struct orders cycles; /* column j's cycle */
     struct lpb *lp;
     enum bk_status st;
 };
@@ -271,6 +334,7 @@ static enum bk_status add_cycle(struct enum_ctx *e)
             e->tmp[m++] = e->hop_arc[p];
     }
     qsort(e->tmp, (size_t)m, sizeof *e->tmp, cmp_int);
+    BK_CHECK(orders_push(&e->cycles, e->order));
     BK_CHECK(lpb_col(e->lp, 1.0));
     for (int p = 0; p < m;) {
         int q = p;
@@ -314,6 +378,7 @@ static enum bk_status ring_exhaustive(const struct topo *t, const struct pgraph 
     enum bk_status st = BK_ENOMEM;
     e.g = g;
     e.n = n;
+    e.cycles.n = n;
     e.lp = &lp;
     size_t maxpath = (size_t)g->nnodes; /* a simple path has fewer arcs than nodes */
     e.hop_off = calloc((size_t)n * n + 1, sizeof *e.hop_off);
@@ -348,8 +413,7 @@ static enum bk_status ring_exhaustive(const struct topo *t, const struct pgraph 
         if (!x)
             goto out;
         BK_CHECK_GOTO(lpb_solve(&lp, x, &r->gbps, d), st, out);
-        for (int j = 0; j < lp.ncols; j++)
-            r->nrings += x[j] > RING_EPS;
+        BK_CHECK_GOTO(keep_rings(r, &e.cycles, NULL, x), st, out);
     }
     r->exhaustive = 1;
     st = BK_OK;
@@ -362,39 +426,11 @@ out:
     free(e.order);
     free(e.used);
     free(e.tmp);
+    free(e.cycles.v);
     return st;
 }
 
 /* ---- heuristic: chosen orders, hops split over relay paths (concurrent flow) ---- */
-
-struct orders {
-    int n, count, cap;
-    int *v; /* [cap * n] */
-};
-
-/* Add ord, rotated so GPU 0 comes first, unless already present. */
-static enum bk_status orders_add(struct orders *o, const int *ord)
-{
-    int n = o->n, z = 0;
-    while (ord[z] != 0)
-        z++;
-    if ((o->count + 1) * n > o->cap) {
-        int nc = o->cap ? 2 * o->cap : 16 * n;
-        int *v = realloc(o->v, (size_t)nc * sizeof *v);
-        if (!v)
-            return BK_ENOMEM;
-        o->v = v;
-        o->cap = nc;
-    }
-    int *dst = o->v + (size_t)o->count * n;
-    for (int k = 0; k < n; k++)
-        dst[k] = ord[(z + k) % n];
-    for (int q = 0; q < o->count; q++)
-        if (memcmp(o->v + (size_t)q * n, dst, (size_t)n * sizeof *dst) == 0)
-            return BK_OK;
-    o->count++;
-    return BK_OK;
-}
 
 /* ord and its reverse (rev is scratch). */
 static enum bk_status orders_add_pair(struct orders *o, const int *ord, int *rev)
@@ -465,8 +501,8 @@ static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j
  * with a hop that has no path is left out.
  */
 static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
-                              const struct orders *o, struct scratch *sc, double *value,
-                              int *nrings, struct diag *d)
+                              const struct orders *o, struct scratch *sc, struct ring_result *r,
+                              struct diag *d)
 {
     int n = o->n, V = g->nnodes;
     size_t na = g->narcs > 0 ? (size_t)g->narcs : 1;
@@ -540,8 +576,8 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
             }
         }
     }
-    *value = 0;
-    *nrings = 0;
+    r->gbps = 0;
+    r->nrings = 0;
     st = BK_OK;
     if (lp.ncols == 0)
         goto out;
@@ -549,10 +585,8 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     x = malloc((size_t)lp.ncols * sizeof *x);
     if (!x)
         goto out;
-    BK_CHECK_GOTO(lpb_solve(&lp, x, value, d), st, out);
-    for (int q = 0; q < o->count; q++)
-        *nrings += tcol[q] >= 0 && x[tcol[q]] > RING_EPS;
-    st = BK_OK;
+    BK_CHECK_GOTO(lpb_solve(&lp, x, &r->gbps, d), st, out);
+    BK_CHECK_GOTO(keep_rings(r, o, tcol, x), st, out);
 out:
     free(x);
     free(mult);
@@ -831,7 +865,7 @@ static enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *
     if (res > 0)
         BK_CHECK_GOTO(orders_add_pair(&o, ord, rev), st, out);
     BK_CHECK_GOTO(server_orders(t, n, w, &o, ord, rev), st, out);
-    BK_CHECK_GOTO(flow_lp(t, g, &o, &s, &r->gbps, &r->nrings, d), st, out);
+    BK_CHECK_GOTO(flow_lp(t, g, &o, &s, r, d), st, out);
     r->exhaustive = 0;
     st = BK_OK;
 out:
@@ -864,7 +898,7 @@ enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct dia
         struct pgraph g;
         enum bk_status st = BK_OK;
         BK_CHECK(pgraph_build(&g, t, passes[p]));
-        memset(r, 0, sizeof *r);
+        ring_result_free(r);
         r->kinds = passes[p];
         r->exhaustive = 1;
         /* With NVSwitches, rings through different switch ports matter: hops split. */
@@ -880,11 +914,18 @@ enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct dia
         if (r->gbps > RING_EPS)
             return BK_OK;
     }
-    r->gbps = 0;
-    r->nrings = 0;
+    ring_result_free(r);
+    r->kinds = PG_ALL_KINDS;
     diag_warning(d, t->source, DIAG_NOWHERE,
                  "no ring connects all %d GPUs; the ring baseline is 0 GB/s", t->ngpus);
     return BK_OK;
+}
+
+void ring_result_free(struct ring_result *r)
+{
+    free(r->order);
+    free(r->rate);
+    memset(r, 0, sizeof *r);
 }
 
 double ring_algbw(double B, int ngpus, enum collective c)

@@ -25,11 +25,15 @@ struct ring_result {
     unsigned kinds;   /* link-kind mask the rings use (PG_NVLINK or PG_ALL_KINDS) */
     int nrings;       /* rings with positive rate in the solution */
     int exhaustive;   /* 1: every Hamiltonian cycle was considered; 0: a heuristic set */
+    int n;            /* GPUs per ring */
+    int *order;       /* [nrings * n] each ring's GPUs in order, starting at GPU 0 */
+    double *rate;     /* [nrings] each ring's rate, GB/s, in the order the LP listed them */
 };
 
 /* Best ring set for the GPUs of t (already restricted to the allocation). With one GPU the rate
- * is 0 and nrings 0. */
+ * is 0 and nrings 0. Free with ring_result_free. */
 enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct diag *d);
+void ring_result_free(struct ring_result *r);
 
 /* Algorithm bandwidth of a ring collective from B. */
 double ring_algbw(double B, int ngpus, enum collective c);

@@ -28,12 +28,33 @@ static struct ring_result ring_of(const char *fixture, const int *gpus, int n)
     return r;
 }
 
+/* The rings kept: each a permutation of the GPUs starting at GPU 0, their rates summing to B. */
+static void expect_rings(const struct ring_result *r, int n)
+{
+    double sum = 0;
+    cr_expect_eq(r->n, n);
+    for (int k = 0; k < r->nrings; k++) {
+        const int *ord = r->order + (size_t)k * n;
+        int seen[64] = {0};
+        cr_expect_eq(ord[0], 0, "ring %d starts at GPU %d", k, ord[0]);
+        for (int i = 0; i < n; i++) {
+            cr_assert(ord[i] >= 0 && ord[i] < n && !seen[ord[i]], "ring %d: not a permutation", k);
+            seen[ord[i]] = 1;
+        }
+        cr_expect_gt(r->rate[k], 0);
+        sum += r->rate[k];
+    }
+    cr_expect(NEAR(sum, r->gbps), "ring rates sum to %g, B = %g", sum, r->gbps);
+}
+
 static void expect(const char *fixture, const int *gpus, int n, double gbps, unsigned kinds)
 {
     struct ring_result r = ring_of(fixture, gpus, n);
     cr_expect(NEAR(r.gbps, gbps), "%s (%d GPUs): B = %g, expected %g", fixture, n, r.gbps, gbps);
     cr_expect_eq(r.kinds, kinds, "%s (%d GPUs): kinds %#x", fixture, n, r.kinds);
     cr_expect_gt(r.nrings, 0);
+    expect_rings(&r, r.n);
+    ring_result_free(&r);
 }
 
 /* Table 6.2: every NVLink of the allocation carries ring traffic in both directions. */
@@ -45,6 +66,18 @@ Test(ring, dgx1v_anchors)
     expect("dgx1v.topo", (const int[]){0, 1, 2, 3}, 4, 4 * 25.0, PG_NVLINK);
     struct ring_result r = ring_of("dgx1v.topo", NULL, 0);
     cr_expect_eq(r.exhaustive, 1);
+    /* Full DGX-1V: every ring kept is a Hamiltonian cycle of NVLink pairs. */
+    static const int nv[][2] = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7},
+                                {0, 1}, {0, 2}, {1, 3}, {2, 6}, {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+    expect_rings(&r, 8);
+    for (int k = 0; k < r.nrings; k++)
+        for (int i = 0; i < 8; i++) {
+            int a = r.order[k * 8 + i], b = r.order[k * 8 + (i + 1) % 8], linked = 0;
+            for (size_t e = 0; e < sizeof nv / sizeof nv[0]; e++)
+                linked |= (nv[e][0] == a && nv[e][1] == b) || (nv[e][0] == b && nv[e][1] == a);
+            cr_expect(linked, "ring %d hop %d-%d has no NVLink", k, a, b);
+        }
+    ring_result_free(&r);
 }
 
 /*
@@ -77,7 +110,10 @@ Test(ring, nvswitch_boxes)
     expect("dgx-a100.topo", NULL, 0, 12 * 25.0, PG_NVLINK);
     expect("dgx2.topo", NULL, 0, 6 * 25.0, PG_NVLINK);
     expect("dgx2.topo", (const int[]){0, 1, 8, 9}, 4, 6 * 25.0, PG_NVLINK);
-    cr_expect_eq(ring_of("dgx2.topo", NULL, 0).exhaustive, 0);
+    struct ring_result r = ring_of("dgx2.topo", NULL, 0);
+    cr_expect_eq(r.exhaustive, 0);
+    expect_rings(&r, 16);
+    ring_result_free(&r);
 }
 
 /*
@@ -93,6 +129,8 @@ Test(ring, cluster)
     cr_expect_eq(r.exhaustive, 0);
     cr_expect(NEAR(r.gbps, 4 * 12.0), "B = %g", r.gbps);
     cr_expect_geq(r.nrings, 4);
+    expect_rings(&r, 32);
+    ring_result_free(&r);
 }
 
 Test(ring, algbw)
@@ -107,6 +145,7 @@ Test(ring, algbw)
     struct ring_result r = ring_of("dgx1v.topo", (const int[]){5}, 1);
     cr_expect_eq(r.gbps, 0);
     cr_expect_eq(r.nrings, 0);
+    ring_result_free(&r);
 }
 
 /* ---- brute force over subsets ---- */
@@ -228,6 +267,7 @@ static void table(const char *fixture, void (*links)(int[8][8]), const int class
                 memcpy(keys[nkeys++], key, 64);
                 key_noring += r.kinds != PG_NVLINK;
             }
+            ring_result_free(&r);
         }
         cr_expect_eq(nkeys, classes[n - 3], "%s n=%d classes", fixture, n);
         cr_expect_eq(key_noring, noring[n - 3], "%s n=%d classes without ring", fixture, n);
