@@ -7,10 +7,13 @@
  * order; each wait of exec.c becomes a dependency on the task that recorded the event:
  *   down, rank v, chunk c:  copy parent -> v after v's chunk c-1 copy and the parent's chunk c
  *                           (the root has it at once; for allreduce once it has reduced c);
- *   up, rank v, chunk c:    for each child k in rank order: copy k -> v (after k reduced c, and
- *                           for the first child after the parent reduced c-2, which frees v's
- *                           out-slot), then reduce it in on v's reduction units.
- * Leaves hand up their input, so their partial is ready at once.
+ *   up, rank v, chunk c:    for each child k in rank order, reduce k's pushed chunk c into v's
+ *                           accumulator on v's reduction units (after k's push of c); then,
+ *                           unless v is the root, push v's partial (a leaf's input) over v's
+ *                           edge into the parent's in-slot (for c >= 2 after the parent reduced
+ *                           its children's chunk c-2, which frees that in-slot).
+ * Children push in parallel, each on its own stream and edge; a rank's reductions and pushes
+ * share its up stream, so they alternate.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -110,25 +113,22 @@ static enum bk_status chunk_tasks(struct tb *b, const struct ptree *tr, size_t c
     int n = b->n, root = tr->root;
     for (int i = n - 1; b->up && i >= 0; i--) {
         int v = b->order[i];
-        if (b->kstart[v] == b->kstart[v + 1]) {
-            b->up_done[v] = -1;
-            continue;
-        }
         for (int k = b->kstart[v]; k < b->kstart[v + 1]; k++) {
-            int kid = b->kids[k], cp, rd;
-            int nres = b->down_off[kid + 1] - b->down_off[kid];
-            BK_CHECK(task(b, b->lat[kid], bytes, b->up_res + b->down_off[kid], nres, &cp));
-            BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], cp));
-            if (k == b->kstart[v] && v != root && c >= 2)
-                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * tr->parent[v] + (int)(c % 2)], cp));
-            BK_CHECK(sim_eng_dep(&b->e, b->up_done[kid], cp));
-            int unit = b->g->narcs + v;
+            int unit = b->g->narcs + v, rd;
             BK_CHECK(task(b, b->p->reduce_launch_us, bytes, &unit, b->p->reduce_gbps > 0, &rd));
-            BK_CHECK(sim_eng_dep(&b->e, cp, rd));
-            b->prev_up[v] = rd;
+            BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], rd));
+            BK_CHECK(sim_eng_dep(&b->e, b->up_done[b->kids[k]], rd));
+            b->prev_up[v] = b->cons[2 * v + (int)(c % 2)] = rd;
+        }
+        if (v != root) {
+            int cp, nres = b->down_off[v + 1] - b->down_off[v];
+            BK_CHECK(task(b, b->lat[v], bytes, b->up_res + b->down_off[v], nres, &cp));
+            BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], cp));
+            if (c >= 2)
+                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * tr->parent[v] + (int)(c % 2)], cp));
+            b->prev_up[v] = cp;
         }
         b->up_done[v] = b->prev_up[v];
-        b->cons[2 * v + (int)(c % 2)] = b->up_done[v];
     }
     for (int i = 0; b->down && i < n; i++) {
         int v = b->order[i], cp;

@@ -10,11 +10,17 @@
  * going down; every wait refers to an event recorded earlier, so the work graph is acyclic and
  * chunks pipeline along the tree's depth.
  *
- * Up: a rank pulls each child's partial result for a chunk into an in-slot of its scratch and
- * combines it with its own input into its accumulator: the output buffer at the root, otherwise
- * one of two out-slots (double buffering), which the parent pulls in turn. A leaf's partial is
- * its input itself. A parent records cons[c % 2] after taking its children's chunk c; a child
- * waits for it before overwriting that out-slot with chunk c + 2.
+ * Up (push): each rank moves its own partial result for a chunk to its parent on its own up
+ * stream, so the children of a node send in parallel over their different links; had the parent
+ * pulled them one after another on its single up stream, a node of fan-in k would take in data
+ * at about 1/k of the planned rate. A leaf's partial is its input. Any other rank waits for each
+ * child's chunk (the child's ev[UP], recorded right after that child pushed it), reduces the
+ * child's in-slot into its accumulator (the output buffer at the root, otherwise one of NSLOT
+ * out-slots), records cons[c % NSLOT] (the in-slots of chunk c are free again), then pushes the
+ * accumulator into its parent's in-slot for it. Scratch per (rank, tree slot): NSLOT out-slots,
+ * then NSLOT in-slots per child. Before pushing chunk c >= NSLOT a rank waits for its parent's
+ * cons[c % NSLOT], recorded after the parent consumed chunk c - NSLOT from the same in-slot; an
+ * out-slot is rewritten only after its earlier push on the same stream.
  * Down: each rank copies a chunk from its parent once the parent has it.
  * Joins: every stream of rank v first waits for v's user stream; at the end a hub stream waits
  * for every stream used and every user stream waits for the hub, so a call completes on all
@@ -35,8 +41,8 @@
 struct rank_tree {
     struct bk_stream *s[2];       /* [UP], [DOWN] */
     struct bk_event *ev[2];       /* recorded on s[UP], s[DOWN] after each step */
-    struct bk_event *cons[NSLOT]; /* recorded on s[UP] once this rank took its children's chunk */
-    void *scratch;                /* NSLOT out-slots, then one in-slot per child */
+    struct bk_event *cons[NSLOT]; /* recorded on s[UP] once this rank reduced its children's */
+    void *scratch;                /* NSLOT out-slots, then NSLOT in-slots per child */
     int fanin;                    /* the most children of this rank in this slot's trees */
 };
 
@@ -48,6 +54,7 @@ struct bk_exec {
     struct bk_event **user_ev;    /* [nranks] */
     size_t slot_bytes;            /* one chunk of any datatype */
     int *kids, *kstart;           /* the current tree's children lists */
+    int *kpos;                    /* [nranks] each rank's index among its parent's children */
 };
 
 /* What one launch needs at hand. */
@@ -85,7 +92,8 @@ blinkResult_t bk_exec_init(struct bk_commset *cs)
     ex->user_ev = calloc(n, sizeof *ex->user_ev);
     ex->kids = calloc(n, sizeof *ex->kids);
     ex->kstart = calloc(n + 1, sizeof *ex->kstart);
-    if (!ex->rt || !ex->user_ev || !ex->kids || !ex->kstart) {
+    ex->kpos = calloc(n, sizeof *ex->kpos);
+    if (!ex->rt || !ex->user_ev || !ex->kids || !ex->kstart || !ex->kpos) {
         bk_exec_free(cs);
         return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
     }
@@ -149,6 +157,7 @@ void bk_exec_free(struct bk_commset *cs)
     free(ex->user_ev);
     free(ex->kids);
     free(ex->kstart);
+    free(ex->kpos);
     free(ex);
     cs->ex = NULL;
 }
@@ -187,30 +196,40 @@ static char *slot_at(const struct launch *L, int v, int k)
 
 /* ------------------------------------------------------------------ steps */
 
-/* Chunk c (elements [x, x + m)) going up at rank v. */
+/* In-slot k of rank v's child number j (k < NSLOT). */
+static char *in_slot(const struct launch *L, int v, int j, int k)
+{
+    return slot_at(L, v, NSLOT + j * NSLOT + k);
+}
+
+/* Chunk c (elements [x, x + m)) going up at rank v: take in the children's pushes of chunk c,
+ * then push v's partial to its parent. */
 static blinkResult_t up_step(const struct launch *L, int v, size_t c, size_t x, size_t m)
 {
     const struct bk_backend *be = L->be;
     struct rank_tree *me = rt_of(L, v);
     struct bk_stream *s = me->s[UP];
     int root = L->t->root, nk = nkids(L, v), *kids = L->ex->kids + L->ex->kstart[v];
-    int dev = L->cs->devs[v];
+    int dev = L->cs->devs[v], k = (int)(c % NSLOT);
     size_t bytes = m * L->es;
+    const char *part = in_at(L, v, x);
     if (nk > 0) {
-        char *acc = v == root ? out_at(L, v, x) : slot_at(L, v, (int)(c % NSLOT));
-        if (v != root && c >= NSLOT)
-            CHECK(be->stream_wait(s, rt_of(L, L->t->parent[v])->cons[c % NSLOT]));
+        char *acc = v == root ? out_at(L, v, x) : slot_at(L, v, k);
         for (int j = 0; j < nk; j++) {
-            int k = kids[j];
-            const char *part = nkids(L, k) ? slot_at(L, k, (int)(c % NSLOT)) : in_at(L, k, x);
-            char *in = slot_at(L, v, NSLOT + j);
-            CHECK(be->stream_wait(s, rt_of(L, k)->ev[UP]));
-            CHECK(be->copy(s, dev, in, L->cs->devs[k], part, bytes));
-            CHECK(be->reduce(s, acc, j ? acc : in_at(L, v, x), in, m, L->a[v].dt, L->op));
+            CHECK(be->stream_wait(s, rt_of(L, kids[j])->ev[UP]));
+            CHECK(be->reduce(s, acc, j ? acc : part, in_slot(L, v, j, k), m, L->a[v].dt,
+                             L->op));
         }
-        CHECK(be->event_record(me->cons[c % NSLOT], s));
-    } else if (v == root && out_at(L, v, x) != in_at(L, v, x)) {
-        CHECK(be->copy(s, dev, out_at(L, v, x), dev, in_at(L, v, x), bytes));
+        CHECK(be->event_record(me->cons[k], s));
+        part = acc;
+    }
+    if (v != root) {
+        int p = L->t->parent[v];
+        if (c >= NSLOT)
+            CHECK(be->stream_wait(s, rt_of(L, p)->cons[k]));
+        CHECK(be->copy(s, L->cs->devs[p], in_slot(L, p, L->ex->kpos[v], k), dev, part, bytes));
+    } else if (nk == 0 && out_at(L, v, x) != part) {
+        CHECK(be->copy(s, dev, out_at(L, v, x), dev, part, bytes));
     }
     if (v == root && L->a[v].op == blinkAvg)
         CHECK(be->divide(s, out_at(L, v, x), m, L->a[v].dt, L->cs->nranks));
@@ -259,7 +278,8 @@ static blinkResult_t prepare(const struct launch *L, int v, int up, int down)
                 CHECK(be->event_create(dev, &me->cons[j]));
     }
     if (up && me->fanin > 0 && !me->scratch)
-        CHECK(be->mem_alloc(dev, (size_t)(NSLOT + me->fanin) * L->ex->slot_bytes, &me->scratch));
+        CHECK(be->mem_alloc(dev, (size_t)NSLOT * (size_t)(1 + me->fanin) * L->ex->slot_bytes,
+                            &me->scratch));
     return blinkSuccess;
 }
 
@@ -283,6 +303,9 @@ static void children(const struct launch *L)
     for (int v = n; v > 0; v--)
         kstart[v] = kstart[v - 1];
     kstart[0] = 0;
+    for (int p = 0; p < n; p++)
+        for (int j = kstart[p]; j < kstart[p + 1]; j++)
+            L->ex->kpos[L->ex->kids[j]] = j - kstart[p];
 }
 
 /* floor(n * s / w) without overflow (s <= w < 2^32). */

@@ -100,14 +100,16 @@ Test(sim, single_link_broadcast_and_reduce)
     double want = K * tau(a, C, 10);
     double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
     cr_expect(WITHIN(got, want, 0.01), "broadcast %g us, closed form %g", got, want);
-    /* Reduce: each chunk is pulled, then reduced in, on the root's one up stream. */
+    /* Reduce: the leaf pushes its chunks back to back (a reduction is shorter than a copy, so
+     * the root frees each in-slot in time); the root reduces the last one in after it. */
     cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
-    want = K * (tau(a, C, 10) + p.reduce_launch_us + C / (p.reduce_gbps * 1e3));
+    double red = p.reduce_launch_us + C / (p.reduce_gbps * 1e3);
+    want = K * tau(a, C, 10) + red;
     got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
-    /* Allreduce: up (pull, reduce) on the root's up stream, then the child pulls each chunk
-     * back on the other arc: K (tau + reduce) + tau. */
-    want = K * (tau(a, C, 10) + p.reduce_launch_us + C / (p.reduce_gbps * 1e3)) + tau(a, C, 10);
+    /* Allreduce: the same way up, and the child pulls each reduced chunk back on the other
+     * arc while the next one comes up: K tau + reduce + tau. */
+    want = K * tau(a, C, 10) + red + tau(a, C, 10);
     got = run_trees(&t, &g, &s, COLL_ALLREDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "allreduce %g us, closed form %g", got, want);
     /* Chunk search: with nothing to pipeline, one chunk is best. */
@@ -129,10 +131,11 @@ Test(sim, single_link_broadcast_and_reduce)
 static const char fan[] = "topology fan\ngpu g0\ngpu g1\ngpu g2\n"
                           "link g0 g1 bw=10\nlink g0 g2 bw=10\n";
 
-Test(sim, fan_in_pulls_one_child_after_the_other)
+Test(sim, fan_in_children_push_in_parallel)
 {
-    /* exec.c pulls and reduces each child's chunk in turn on the parent's one up stream, so
-     * two children take twice as long as one even on separate links. */
+    /* exec.c has each child push its chunk to the parent on its own stream and link, so two
+     * children take as long as one (a parent that pulled them in turn took twice as long);
+     * the parent then reduces both in. */
     struct topo t;
     struct pgraph g, rg;
     struct ptree_set s;
@@ -143,8 +146,8 @@ Test(sim, fan_in_pulls_one_child_after_the_other)
     ptree_set_init(&s);
     add_tree(&s, &g, 0, (int[]){-1, 0, 0}, -1, 10);
     double K = M / (double)C;
-    double want = K * 2 * (tau(p.alpha_us[TOPO_NVLINK], C, 10) + p.reduce_launch_us +
-                           C / (p.reduce_gbps * 1e3));
+    double want = K * tau(p.alpha_us[TOPO_NVLINK], C, 10) +
+                  2 * (p.reduce_launch_us + C / (p.reduce_gbps * 1e3));
     double got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
     /* Going down, each child pulls on its own stream: both at once. */
@@ -238,6 +241,7 @@ Test(sim, ring_topology_trees_and_nccl_rings)
     cr_expect_eq(sim_run(&j, M, C, &p, &us, &d), BK_EUSAGE);
     j.coll = COLL_BROADCAST;
     cr_expect_eq(sim_run(&j, M, C, &p, &us, &d), BK_EUSAGE);
+    ring_result_free(&r);
     diag_free(&d);
     ptree_set_free(&s);
     pgraph_free(&g);
@@ -274,6 +278,7 @@ Test(sim, star_shares_the_root_uplink)
     double us;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK, "%s", diag_first_error(&d));
     cr_expect(us >= 1.5 * M / 10e3 && us < 4 * M / 10e3, "dbt %g", us);
+    ring_result_free(&r);
     diag_free(&d);
     ptree_set_free(&s);
     pgraph_free(&g);
