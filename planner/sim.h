@@ -14,12 +14,14 @@
  * weights are the rates in whole units of 1e-4 GB/s, the elements are split among the trees
  * (per root for allgather and reduce-scatter) by the same integer rule, each tree's share is cut
  * into chunks; per (rank, tree) one "down" stream copies chunk c from the parent once the parent
- * has it and its own chunk c-1 is in, and one "up" stream reduces in what each child pushed
- * (children in rank order), then pushes the rank's partial over its own edge into the parent's
- * in-slot, waiting before chunk c for the parent to have reduced chunk c-2 (two in-slots per
- * child), so siblings send in parallel; allreduce's root starts chunk c down once it is
- * reduced. Calls are taken as in place, so the root makes no local copy. A plan's PCIe tier
- * (hybrid) is not simulated: the runtime does not run it either.
+ * has it and its own chunk c-1 is in, one "up" stream reduces in what each child pushed
+ * (children in rank order) into one of two accumulators, once the rank's own push of chunk c-2
+ * has left that accumulator, and one "push" stream copies the rank's partial (a leaf's input)
+ * over its own edge into the parent's in-slot once it is reduced and the parent has reduced
+ * chunk c-2 (two in-slots per child); so siblings send in parallel, and a rank reduces chunk
+ * c+1 while pushing chunk c. Allreduce's root starts chunk c down once it is reduced. Calls are
+ * taken as in place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not
+ * simulated: the runtime does not run it either.
  *
  * Rings (sim_rings) follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
  * result: ring.h records the summed ring rate B and the ring count but not the orders, so each

@@ -3,17 +3,20 @@
  * sim_tree.c - a plan's tree set turned into the runtime's work graph (runtime/src/exec.c),
  * then run on the flow engine.
  *
- * Every (rank, tree) has an up and a down stream, so the tasks of one stream are chained in
- * order; each wait of exec.c becomes a dependency on the task that recorded the event:
+ * Every (rank, tree) has an up, a push and a down stream, so the tasks of one stream are chained
+ * in order; each wait of exec.c becomes a dependency on the task that recorded the event (slot
+ * k = c % 2):
  *   down, rank v, chunk c:  copy parent -> v after v's chunk c-1 copy and the parent's chunk c
  *                           (the root has it at once; for allreduce once it has reduced c);
- *   up, rank v, chunk c:    for each child k in rank order, reduce k's pushed chunk c into v's
- *                           accumulator on v's reduction units (after k's push of c); then,
- *                           unless v is the root, push v's partial (a leaf's input) over v's
- *                           edge into the parent's in-slot (for c >= 2 after the parent reduced
- *                           its children's chunk c-2, which frees that in-slot).
- * Children push in parallel, each on its own stream and edge; a rank's reductions and pushes
- * share its up stream, so they alternate.
+ *   up, rank v, chunk c:    for each child in rank order, reduce its pushed chunk c into v's
+ *                           accumulator on v's reduction units (after that child's push of c;
+ *                           the first, unless v is the root, also after v's own push of c-2,
+ *                           which frees out-slot k); the last reduction frees v's in-slots k;
+ *   push, rank v != root:   push v's partial of chunk c (a leaf's input) over v's edge into the
+ *                           parent's in-slot, after v's last reduction of c (if v has children)
+ *                           and, for c >= 2, after the parent's last reduction of c-2.
+ * Children push in parallel, each on its own stream and edge, and a rank reduces chunk c+1 in
+ * while its push of chunk c is on the wire.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,7 +34,8 @@ struct tb {
     int *kids, *kstart, *order, *queue;
     int *down_res, *down_off, *up_res; /* per rank, its parent edge's arcs (down and up) */
     double *lat;                       /* per rank, launch + path latency of its edge */
-    int *prev_up, *prev_down, *up_done, *down_done, *cons; /* [n], cons [2n] */
+    int *prev_up, *prev_push, *prev_down, *down_done; /* [n]: each stream's last task */
+    int *cons, *pushed; /* [2n]: per rank and slot, its last reduction and its push */
 };
 
 static double arc_alpha(const struct tb *b, int a)
@@ -111,29 +115,33 @@ static enum bk_status task(struct tb *b, double delay, double bytes, const int *
 static enum bk_status chunk_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
 {
     int n = b->n, root = tr->root;
+    int k = (int)(c % 2);
     for (int i = n - 1; b->up && i >= 0; i--) {
         int v = b->order[i];
-        for (int k = b->kstart[v]; k < b->kstart[v + 1]; k++) {
+        for (int j = b->kstart[v]; j < b->kstart[v + 1]; j++) {
             int unit = b->g->narcs + v, rd;
             BK_CHECK(task(b, b->p->reduce_launch_us, bytes, &unit, b->p->reduce_gbps > 0, &rd));
             BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], rd));
-            BK_CHECK(sim_eng_dep(&b->e, b->up_done[b->kids[k]], rd));
-            b->prev_up[v] = b->cons[2 * v + (int)(c % 2)] = rd;
+            BK_CHECK(sim_eng_dep(&b->e, b->pushed[2 * b->kids[j] + k], rd));
+            if (j == b->kstart[v] && v != root && c >= 2)
+                BK_CHECK(sim_eng_dep(&b->e, b->pushed[2 * v + k], rd));
+            b->prev_up[v] = b->cons[2 * v + k] = rd;
         }
         if (v != root) {
             int cp, nres = b->down_off[v + 1] - b->down_off[v];
             BK_CHECK(task(b, b->lat[v], bytes, b->up_res + b->down_off[v], nres, &cp));
-            BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], cp));
+            BK_CHECK(sim_eng_dep(&b->e, b->prev_push[v], cp));
+            if (b->kstart[v + 1] > b->kstart[v])
+                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * v + k], cp));
             if (c >= 2)
-                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * tr->parent[v] + (int)(c % 2)], cp));
-            b->prev_up[v] = cp;
+                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * tr->parent[v] + k], cp));
+            b->prev_push[v] = b->pushed[2 * v + k] = cp;
         }
-        b->up_done[v] = b->prev_up[v];
     }
     for (int i = 0; b->down && i < n; i++) {
         int v = b->order[i], cp;
         if (v == root) {
-            b->down_done[v] = b->up ? b->up_done[v] : -1;
+            b->down_done[v] = b->up ? b->prev_up[v] : -1;
             continue;
         }
         int nres = b->down_off[v + 1] - b->down_off[v];
@@ -181,8 +189,8 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
             continue;
         BK_CHECK(tree_shape(b, tr, d));
         for (int v = 0; v < b->n; v++) {
-            b->prev_up[v] = b->prev_down[v] = b->up_done[v] = b->down_done[v] = -1;
-            b->cons[2 * v] = b->cons[2 * v + 1] = -1;
+            b->prev_up[v] = b->prev_push[v] = b->prev_down[v] = b->down_done[v] = -1;
+            b->cons[2 * v] = b->cons[2 * v + 1] = b->pushed[2 * v] = b->pushed[2 * v + 1] = -1;
         }
         size_t nchunks = (hi - lo + chunk - 1) / chunk;
         for (size_t c = 0; c < nchunks; c++) {
@@ -221,12 +229,14 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     b.lat = malloc(n * sizeof *b.lat);
     b.prev_up = malloc(n * sizeof *b.prev_up);
     b.prev_down = malloc(n * sizeof *b.prev_down);
-    b.up_done = malloc(n * sizeof *b.up_done);
+    b.prev_push = malloc(n * sizeof *b.prev_push);
     b.down_done = malloc(n * sizeof *b.down_done);
     b.cons = malloc(2 * n * sizeof *b.cons);
+    b.pushed = malloc(2 * n * sizeof *b.pushed);
     enum bk_status st = BK_ENOMEM;
     if (cap && b.kids && b.kstart && b.order && b.queue && b.down_off && b.down_res && b.up_res &&
-        b.lat && b.prev_up && b.prev_down && b.up_done && b.down_done && b.cons) {
+        b.lat && b.prev_up && b.prev_push && b.prev_down && b.down_done && b.cons &&
+        b.pushed) {
         /* Resources: the graph's arcs, then one reduction unit per GPU. */
         for (int a = 0; a < j->g->narcs; a++)
             cap[a] = j->g->cap[a];
@@ -252,8 +262,9 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     free(b.lat);
     free(b.prev_up);
     free(b.prev_down);
-    free(b.up_done);
+    free(b.prev_push);
     free(b.down_done);
     free(b.cons);
+    free(b.pushed);
     return st;
 }

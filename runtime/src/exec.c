@@ -3,24 +3,36 @@
  * exec.c - turns one collective call of every rank into ordered work on internal streams,
  * following blink_plan.h's execution rules, through the backend interface (backend.h).
  *
- * Streams: one "up" (reduce toward the root) and one "down" (copy away from the root) stream per
- * (rank, tree slot i), created on first use and shared by the i-th tree of every schedule (calls
- * of one communicator set run one after another anyway). Within a tree, chunk c is enqueued for
- * every rank before chunk c+1, children before parents going up and parents before children
- * going down; every wait refers to an event recorded earlier, so the work graph is acyclic and
+ * Streams: per (rank, tree slot i) an "up" stream (reductions toward the root), a "push" stream
+ * (copies of the rank's partial to its parent) and a "down" stream (copies away from the root),
+ * created on first use and shared by the i-th tree of every schedule (calls of one communicator
+ * set run one after another anyway). Within a tree, chunk c is enqueued for every rank before
+ * chunk c+1, children before parents going up and parents before children going down; every
+ * wait refers to an event recorded earlier in that order, so the work graph is acyclic and
  * chunks pipeline along the tree's depth.
  *
- * Up (push): each rank moves its own partial result for a chunk to its parent on its own up
+ * Up (push): each rank moves its own partial result for a chunk to its parent on its own push
  * stream, so the children of a node send in parallel over their different links; had the parent
  * pulled them one after another on its single up stream, a node of fan-in k would take in data
- * at about 1/k of the planned rate. A leaf's partial is its input. Any other rank waits for each
- * child's chunk (the child's ev[UP], recorded right after that child pushed it), reduces the
- * child's in-slot into its accumulator (the output buffer at the root, otherwise one of NSLOT
- * out-slots), records cons[c % NSLOT] (the in-slots of chunk c are free again), then pushes the
- * accumulator into its parent's in-slot for it. Scratch per (rank, tree slot): NSLOT out-slots,
- * then NSLOT in-slots per child. Before pushing chunk c >= NSLOT a rank waits for its parent's
- * cons[c % NSLOT], recorded after the parent consumed chunk c - NSLOT from the same in-slot; an
- * out-slot is rewritten only after its earlier push on the same stream.
+ * at about 1/k of the planned rate. Reducing and pushing are on separate streams so that a rank
+ * reduces chunk c+1 in while its push of chunk c is still on the wire (on one stream they
+ * alternated, and the up phase ran at about 1.5x the planned time). Scratch per (rank, tree
+ * slot): NSLOT out-slots (accumulators), then NSLOT in-slots per child; chunk c uses slot
+ * k = c % NSLOT. Events per (rank, tree slot):
+ *   cons[k]    on up, once chunk c is reduced ("reduced"): v's in-slots k are free again, and
+ *              out-slot k holds v's partial of chunk c, ready to push;
+ *   pushed[k]  on push, once chunk c is in the parent's in-slot k: the parent may reduce it,
+ *              and v's out-slot k may be rewritten;
+ *   ev[UP]     on up at the root, once chunk c is complete (allreduce's down waits for it);
+ *   ev[DOWN]   on down, once v has chunk c;
+ *   ev[PUSH], and ev[UP] elsewhere: only for the final join.
+ * Up stream of a rank with children, chunk c: (c >= NSLOT, not the root) wait for its own
+ * pushed[k] (the push of chunk c - NSLOT out of out-slot k), then for each child wait for the
+ * child's pushed[k] and reduce the child's in-slot k into the accumulator (out-slot k, or the
+ * output buffer at the root), then record cons[k]. Push stream of any rank but the root: wait for
+ * its own cons[k] (not for a leaf, whose partial is its input), and (c >= NSLOT) for the parent's
+ * cons[k] (the parent consumed chunk c - NSLOT from that in-slot), copy the partial into the
+ * parent's in-slot, record pushed[k].
  * Down: each rank copies a chunk from its parent once the parent has it.
  * Joins: every stream of rank v first waits for v's user stream; at the end a hub stream waits
  * for every stream used and every user stream waits for the hub, so a call completes on all
@@ -36,13 +48,16 @@
 
 #define UP 0
 #define DOWN 1
+#define PUSH 2
+#define NSTREAM 3
 #define NSLOT 2
 
 struct rank_tree {
-    struct bk_stream *s[2];       /* [UP], [DOWN] */
-    struct bk_event *ev[2];       /* recorded on s[UP], s[DOWN] after each step */
-    struct bk_event *cons[NSLOT]; /* recorded on s[UP] once this rank reduced its children's */
-    void *scratch;                /* NSLOT out-slots, then NSLOT in-slots per child */
+    struct bk_stream *s[NSTREAM];   /* [UP], [DOWN], [PUSH] */
+    struct bk_event *ev[NSTREAM];   /* recorded on s[k] (see the header for when) */
+    struct bk_event *cons[NSLOT];   /* on s[UP]: chunk c % NSLOT reduced */
+    struct bk_event *pushed[NSLOT]; /* on s[PUSH]: chunk c % NSLOT in the parent's in-slot */
+    void *scratch;                  /* NSLOT out-slots, then NSLOT in-slots per child */
     int fanin;                    /* the most children of this rank in this slot's trees */
 };
 
@@ -130,7 +145,7 @@ void bk_exec_free(struct bk_commset *cs)
     /* Streams first: destroying one waits for its work, which may use the events and memory. */
     if (ex->rt)
         for (size_t i = 0; i < (size_t)ex->slots * n; i++)
-            for (int k = 0; k < 2; k++)
+            for (int k = 0; k < NSTREAM; k++)
                 if (ex->rt[i].s[k])
                     be->stream_destroy(ex->rt[i].s[k]);
     if (ex->hub)
@@ -138,12 +153,15 @@ void bk_exec_free(struct bk_commset *cs)
     if (ex->rt)
         for (size_t i = 0; i < (size_t)ex->slots * n; i++) {
             struct rank_tree *rt = &ex->rt[i];
-            for (int k = 0; k < 2; k++)
+            for (int k = 0; k < NSTREAM; k++)
                 if (rt->ev[k])
                     be->event_destroy(rt->ev[k]);
-            for (int k = 0; k < NSLOT; k++)
+            for (int k = 0; k < NSLOT; k++) {
                 if (rt->cons[k])
                     be->event_destroy(rt->cons[k]);
+                if (rt->pushed[k])
+                    be->event_destroy(rt->pushed[k]);
+            }
             if (rt->scratch)
                 be->mem_free(cs->devs[i % n], rt->scratch);
         }
@@ -202,8 +220,8 @@ static char *in_slot(const struct launch *L, int v, int j, int k)
     return slot_at(L, v, NSLOT + j * NSLOT + k);
 }
 
-/* Chunk c (elements [x, x + m)) going up at rank v: take in the children's pushes of chunk c,
- * then push v's partial to its parent. */
+/* Chunk c (elements [x, x + m)) going up at rank v: reduce in the children's pushes of chunk c
+ * on v's up stream, then push v's partial to its parent on v's push stream. */
 static blinkResult_t up_step(const struct launch *L, int v, size_t c, size_t x, size_t m)
 {
     const struct bk_backend *be = L->be;
@@ -215,8 +233,11 @@ static blinkResult_t up_step(const struct launch *L, int v, size_t c, size_t x, 
     const char *part = in_at(L, v, x);
     if (nk > 0) {
         char *acc = v == root ? out_at(L, v, x) : slot_at(L, v, k);
+        /* Out-slot k still holds chunk c - NSLOT until v's push of it is done. */
+        if (v != root && c >= NSLOT)
+            CHECK(be->stream_wait(s, me->pushed[k]));
         for (int j = 0; j < nk; j++) {
-            CHECK(be->stream_wait(s, rt_of(L, kids[j])->ev[UP]));
+            CHECK(be->stream_wait(s, rt_of(L, kids[j])->pushed[k]));
             CHECK(be->reduce(s, acc, j ? acc : part, in_slot(L, v, j, k), m, L->a[v].dt,
                              L->op));
         }
@@ -225,13 +246,17 @@ static blinkResult_t up_step(const struct launch *L, int v, size_t c, size_t x, 
     }
     if (v != root) {
         int p = L->t->parent[v];
+        struct bk_stream *ps = me->s[PUSH];
+        if (nk > 0)
+            CHECK(be->stream_wait(ps, me->cons[k]));
         if (c >= NSLOT)
-            CHECK(be->stream_wait(s, rt_of(L, p)->cons[k]));
-        CHECK(be->copy(s, L->cs->devs[p], in_slot(L, p, L->ex->kpos[v], k), dev, part, bytes));
-    } else if (nk == 0 && out_at(L, v, x) != part) {
-        CHECK(be->copy(s, dev, out_at(L, v, x), dev, part, bytes));
+            CHECK(be->stream_wait(ps, rt_of(L, p)->cons[k]));
+        CHECK(be->copy(ps, L->cs->devs[p], in_slot(L, p, L->ex->kpos[v], k), dev, part, bytes));
+        return be->event_record(me->pushed[k], ps);
     }
-    if (v == root && L->a[v].op == blinkAvg)
+    if (nk == 0 && out_at(L, v, x) != part)
+        CHECK(be->copy(s, dev, out_at(L, v, x), dev, part, bytes));
+    if (L->a[v].op == blinkAvg)
         CHECK(be->divide(s, out_at(L, v, x), m, L->a[v].dt, L->cs->nranks));
     return be->event_record(me->ev[UP], s);
 }
@@ -266,16 +291,16 @@ static blinkResult_t prepare(const struct launch *L, int v, int up, int down)
     const struct bk_backend *be = L->be;
     struct rank_tree *me = rt_of(L, v);
     int dev = L->cs->devs[v];
-    for (int k = 0; k < 2; k++) {
-        if (!(k == UP ? up : down) || me->s[k])
+    static const char *const name[NSTREAM] = {"up", "down", "push"};
+    for (int k = 0; k < NSTREAM; k++) {
+        if (!(k == DOWN ? down : up) || me->s[k])
             continue;
         char label[64];
-        snprintf(label, sizeof label, "rank %d tree %d %s", v, L->ti, k == UP ? "up" : "down");
+        snprintf(label, sizeof label, "rank %d tree %d %s", v, L->ti, name[k]);
         CHECK(be->stream_create(dev, label, &me->s[k]));
         CHECK(be->event_create(dev, &me->ev[k]));
-        if (k == UP)
-            for (int j = 0; j < NSLOT; j++)
-                CHECK(be->event_create(dev, &me->cons[j]));
+        for (int j = 0; j < NSLOT && k != DOWN; j++)
+            CHECK(be->event_create(dev, k == UP ? &me->cons[j] : &me->pushed[j]));
     }
     if (up && me->fanin > 0 && !me->scratch)
         CHECK(be->mem_alloc(dev, (size_t)NSLOT * (size_t)(1 + me->fanin) * L->ex->slot_bytes,
@@ -353,8 +378,8 @@ static blinkResult_t run_tree(struct launch *L, const struct blink_plan_schedule
 #define FOR_STREAMS(L, sch, up, down, body)                                                   \
     for ((L)->ti = 0; (L)->ti < (sch)->ntrees; (L)->ti++)                                     \
         for (int v = 0; v < (L)->cs->nranks; v++)                                             \
-            for (int k = 0; k < 2; k++)                                                       \
-                if (k == UP ? (up) : (down)) {                                                \
+            for (int k = 0; k < NSTREAM; k++)                                                 \
+                if (k == DOWN ? (down) : (up)) {                                              \
                     struct rank_tree *me = rt_of((L), v);                                     \
                     body;                                                                     \
                 }

@@ -187,6 +187,17 @@ Test(sim, chain_pipelines_by_depth)
     cr_expect(best >= opt / 2 && best <= opt * 2, "best %zu, optimum %g", best, opt);
     cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best / 2));
     cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best * 2));
+    /* Reduce up the chain: each middle rank reduces chunk c + 1 in while its push of chunk c
+     * is on the wire (separate up and push streams), so the pushes pipeline back to back
+     * like the broadcast's copies, plus one reduction per level: (K + d - 1) tau + d red.
+     * (Reductions and pushes alternating on one stream took about K (tau + red).) */
+    struct pgraph rg;
+    cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
+    double red = p.reduce_launch_us + C / (p.reduce_gbps * 1e3);
+    double want = (K + d - 1) * tu + d * red;
+    got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
+    cr_expect(WITHIN(got, want, 0.01), "reduce %g against %g", got, want);
+    pgraph_free(&rg);
     diag_free(&dg);
     ptree_set_free(&s);
     pgraph_free(&g);

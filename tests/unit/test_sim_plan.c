@@ -77,12 +77,14 @@ Test(sim_plan, dgx1v_large_messages_run_near_the_planned_rates)
     /* Going up, every child pushes its partial over its own link in parallel, so a parent of
      * fan-in k no longer takes its children in at 1/k of the rate (a parent pulling them in
      * turn put allreduce at 2.3x, reduce at 2.8x and reduce-scatter at 1.7x of the planned
-     * time). What is left: pipeline fill (twice the depth for allreduce), and a rank's
-     * reductions alternating with its push on its one up stream. Never faster than planned. */
+     * time), and a rank reduces the next chunk while its push of this one is on the wire (its
+     * reductions and pushes alternating on one stream put reduce at 1.58x, allreduce at 1.45x
+     * and reduce-scatter at 1.37x). What is left is mostly pipeline fill (twice the depth for
+     * allreduce): about 1.2x, 1.35x and 1.26x. Never faster than planned. */
     static const struct {
         enum collective c;
         double most;
-    } up[] = {{COLL_REDUCE, 1.7}, {COLL_ALLREDUCE, 1.55}, {COLL_REDUCESCATTER, 1.5}};
+    } up[] = {{COLL_REDUCE, 1.3}, {COLL_ALLREDUCE, 1.42}, {COLL_REDUCESCATTER, 1.32}};
     for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
         const struct plan *pl = find(&ps, up[i].c);
         double tree, ring;
@@ -110,11 +112,13 @@ Test(sim_plan, dgx1v_partial_trees_beat_rings)
         cr_expect(ring / tree > 1.4 && ring / tree <= 1.5 * 1.001, "%s: trees %g us, rings %g us",
                   collective_name(pl->coll), tree, ring);
     }
-    /* Going up, children push in parallel: allreduce and reduce-scatter run within 10% of
-     * their planned rate and beat the rings by 1.4x too (pulling children in turn, they ran at
-     * 0.84x and 0.77x of the rings). */
-    for (int c = 0; c < 2; c++) {
-        const struct plan *pl = find(&ps, c ? COLL_REDUCESCATTER : COLL_ALLREDUCE);
+    /* Going up, children push in parallel: allreduce, reduce-scatter and reduce run within 10%
+     * of their planned rate and beat the rings by 1.4x too (pulling children in turn,
+     * allreduce and reduce-scatter ran at 0.84x and 0.77x of the rings; with a rank's
+     * reductions and push on one stream, reduce ran at 1.25x of its planned time). */
+    for (int c = 0; c < 3; c++) {
+        static const enum collective up[] = {COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_REDUCE};
+        const struct plan *pl = find(&ps, up[c]);
         double tree, ring;
         times(&ps, pl, BIG, &tree, &ring);
         double ideal = BIG / (pl->main.algbw * 1e3);
