@@ -17,25 +17,10 @@
 #define SERVERS 4
 #define GPUS 32
 
+/* Every collective, broadcast and reduce from rank 0. */
 static void plan_cluster_fixture(const int *gpus, int n, struct topo *t, struct plan_set *ps)
 {
-    tu_load_alloc("cluster-4x-dgx1v.topo", gpus, n, t);
-    struct plan_opts o;
-    plan_opts_default(&o);
-    o.root = 0;
-    struct diag d;
-    diag_init(&d);
-    cr_assert_eq(plan_all(t, &o, ps, &d), BK_OK);
-    diag_free(&d);
-}
-
-static const struct plan *find(const struct plan_set *ps, enum collective c)
-{
-    for (int i = 0; i < ps->n; i++)
-        if (ps->v[i].coll == c)
-            return &ps->v[i];
-    cr_assert_fail("no %s plan", collective_name(c));
-    return NULL;
+    tu_plan_alloc("cluster-4x-dgx1v.topo", gpus, n, (1u << COLL_COUNT) - 1, 0, t, ps);
 }
 
 Test(cluster, three_phases_reach_the_server_cuts)
@@ -55,7 +40,7 @@ Test(cluster, three_phases_reach_the_server_cuts)
     want[COLL_ALLGATHER] = want[COLL_REDUCESCATTER] =
         GPUS * SERVER_GBPS / (GPUS - GPUS / SERVERS);
     for (int c = 0; c < COLL_COUNT; c++) {
-        const struct plan *p = find(&ps, (enum collective)c);
+        const struct plan *p = tu_find_plan(&ps, c, -1);
         tu_check_trees(&t, &p->main, c);
         cr_assert_float_eq(p->main.bound, want[c], 1e-6, "%s bound %g", collective_name(c),
                            p->main.bound);
@@ -75,7 +60,7 @@ Test(cluster, allreduce_trees_cross_each_server_boundary_once)
     struct topo t;
     struct plan_set ps;
     plan_cluster_fixture(NULL, 0, &t, &ps);
-    const struct plan *p = find(&ps, COLL_ALLREDUCE);
+    const struct plan *p = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
     for (int i = 0; i < p->main.trees.n; i++) {
         const struct ptree *tr = &p->main.trees.t[i];
         int crossing = 0;

@@ -25,15 +25,8 @@ Test(dot, trees_in_colours)
 {
     static const int gpus[] = {0, 2, 3};
     struct topo t;
-    tu_load_alloc("dgx1v.topo", gpus, 3, &t);
-    struct plan_opts o;
-    plan_opts_default(&o);
-    o.collectives = 1u << COLL_BROADCAST;
-    o.root = 0;
     struct plan_set ps;
-    struct diag d;
-    diag_init(&d);
-    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    tu_plan_alloc("dgx1v.topo", gpus, 3, 1u << COLL_BROADCAST, 0, &t, &ps);
     struct strbuf sb;
     sb_init(&sb);
     plan_dot(&sb, &ps);
@@ -64,5 +57,4 @@ Test(dot, trees_in_colours)
     sb_free(&sb);
     plan_set_free(&ps);
     topo_free(&t);
-    diag_free(&d);
 }

@@ -17,20 +17,6 @@
 
 #define NV 25.0 /* one V100/A100 NVLink, GB/s per direction */
 
-static void plan_alloc(const char *fixture, const int *gpus, int n, struct topo *t,
-                       struct plan_set *ps, unsigned collectives)
-{
-    tu_load_alloc(fixture, gpus, n, t);
-    struct plan_opts o;
-    plan_opts_default(&o);
-    o.collectives = collectives;
-    struct diag d;
-    diag_init(&d);
-    enum bk_status st = plan_all(t, &o, ps, &d);
-    cr_assert_eq(st, BK_OK, "%s: %s", fixture, diag_first_error(&d) ? diag_first_error(&d) : "?");
-    diag_free(&d);
-}
-
 static void check_all(const struct plan_set *ps)
 {
     for (int i = 0; i < ps->n; i++) {
@@ -44,29 +30,20 @@ static void check_all(const struct plan_set *ps)
     }
 }
 
-static const struct plan *find_plan(const struct plan_set *ps, enum collective c, int root)
-{
-    for (int i = 0; i < ps->n; i++)
-        if (ps->v[i].coll == c && ps->v[i].root == root)
-            return &ps->v[i];
-    cr_assert_fail("no %s plan for root %d", collective_name(c), root);
-    return NULL;
-}
-
 #define NEAR(x, y) (fabs((double)(x) - (double)(y)) <= 1e-3 * fmax(1, fabs((double)(y))))
 
 Test(plan, dgx1v_full_broadcast_is_150_with_at_most_6_trees)
 {
     struct topo t;
     struct plan_set ps;
-    plan_alloc("dgx1v.topo", NULL, 0, &t, &ps, 1u << COLL_BROADCAST | 1u << COLL_REDUCE);
+    tu_plan_alloc("dgx1v.topo", NULL, 0, 1u << COLL_BROADCAST | 1u << COLL_REDUCE, -1, &t, &ps);
     check_all(&ps);
     for (int r = 0; r < 8; r++) {
-        const struct plan *p = find_plan(&ps, COLL_BROADCAST, r);
+        const struct plan *p = tu_find_plan(&ps, COLL_BROADCAST, r);
         cr_expect(NEAR(p->main.bound, 6 * NV), "bound %g", p->main.bound);
         cr_expect(p->main.algbw >= 0.999 * 6 * NV, "root %d: %g", r, p->main.algbw);
         cr_expect_leq(p->main.trees.n, 6, "root %d: %d trees", r, p->main.trees.n);
-        cr_expect(NEAR(find_plan(&ps, COLL_REDUCE, r)->main.algbw, p->main.algbw));
+        cr_expect(NEAR(tu_find_plan(&ps, COLL_REDUCE, r)->main.algbw, p->main.algbw));
     }
     plan_set_free(&ps);
     topo_free(&t);
@@ -77,22 +54,22 @@ Test(plan, dgx1v_partial_allocations)
     struct topo t;
     struct plan_set ps;
     /* {0,2,3}: links 0-2 x1, 0-3 x2, 2-3 x2: broadcast 3 links, rings 2 (blink-and-peers 6.2). */
-    plan_alloc("dgx1v.topo", (int[]){0, 2, 3}, 3, &t, &ps, (1u << COLL_COUNT) - 1);
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 2, 3}, 3, (1u << COLL_COUNT) - 1, -1, &t, &ps);
     check_all(&ps);
-    const struct plan *b = find_plan(&ps, COLL_BROADCAST, 0);
+    const struct plan *b = tu_find_plan(&ps, COLL_BROADCAST, 0);
     cr_expect(NEAR(b->main.algbw, 3 * NV), "%g", b->main.algbw);
     cr_expect(NEAR(b->ring_algbw, 2 * NV), "%g", b->ring_algbw);
     /* Allreduce: undirected trees reach the strength 5/2 links; RS+AG only 2.25 (0.44 M/b). */
-    const struct plan *ar = find_plan(&ps, COLL_ALLREDUCE, -1);
+    const struct plan *ar = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
     cr_expect(NEAR(ar->main.algbw, 2.5 * NV), "%g", ar->main.algbw);
     cr_expect(strncmp(ar->method, "undirected", 10) == 0, "%s", ar->method);
     cr_expect(NEAR(ar->alt_algbw, 2.25 * NV), "%g", ar->alt_algbw);
     plan_set_free(&ps);
     topo_free(&t);
 
-    plan_alloc("dgx1v.topo", (int[]){0, 1, 3}, 3, &t, &ps, 1u << COLL_BROADCAST);
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 3}, 3, 1u << COLL_BROADCAST, -1, &t, &ps);
     check_all(&ps);
-    cr_expect(NEAR(find_plan(&ps, COLL_BROADCAST, 0)->main.algbw, 2 * NV));
+    cr_expect(NEAR(tu_find_plan(&ps, COLL_BROADCAST, 0)->main.algbw, 2 * NV));
     plan_set_free(&ps);
     topo_free(&t);
 }
@@ -101,16 +78,16 @@ Test(plan, dgx1p_full_and_path)
 {
     struct topo t;
     struct plan_set ps;
-    plan_alloc("dgx1p.topo", NULL, 0, &t, &ps, 1u << COLL_BROADCAST);
+    tu_plan_alloc("dgx1p.topo", NULL, 0, 1u << COLL_BROADCAST, -1, &t, &ps);
     check_all(&ps);
-    cr_expect(NEAR(find_plan(&ps, COLL_BROADCAST, 0)->main.algbw, 80));
+    cr_expect(NEAR(tu_find_plan(&ps, COLL_BROADCAST, 0)->main.algbw, 80));
     plan_set_free(&ps);
     topo_free(&t);
     /* {0,1,4} is the path 1-0-4: one NVLink (20 GB/s) per hop and no NVLink ring. */
-    plan_alloc("dgx1p.topo", (int[]){0, 1, 4}, 3, &t, &ps, 1u << COLL_BROADCAST);
+    tu_plan_alloc("dgx1p.topo", (int[]){0, 1, 4}, 3, 1u << COLL_BROADCAST, -1, &t, &ps);
     check_all(&ps);
     for (int r = 0; r < 3; r++)
-        cr_expect(NEAR(find_plan(&ps, COLL_BROADCAST, r)->main.algbw, 20));
+        cr_expect(NEAR(tu_find_plan(&ps, COLL_BROADCAST, r)->main.algbw, 20));
     cr_expect_neq(ps.ring.kinds, PG_NVLINK);
     plan_set_free(&ps);
     topo_free(&t);
@@ -120,15 +97,15 @@ Test(plan, dgx_a100_switch_broadcast_is_300)
 {
     struct topo t;
     struct plan_set ps;
-    plan_alloc("dgx-a100.topo", NULL, 0, &t, &ps,
-               1u << COLL_BROADCAST | 1u << COLL_ALLGATHER | 1u << COLL_ALLREDUCE);
+    tu_plan_alloc("dgx-a100.topo", NULL, 0,
+                  1u << COLL_BROADCAST | 1u << COLL_ALLGATHER | 1u << COLL_ALLREDUCE, -1, &t, &ps);
     check_all(&ps);
     /* Broadcast: one chain per switch plane (6 x 50) reaches the bound with 6 trees. */
-    const struct plan *b = find_plan(&ps, COLL_BROADCAST, 0);
+    const struct plan *b = tu_find_plan(&ps, COLL_BROADCAST, 0);
     cr_expect(NEAR(b->main.algbw, 12 * NV));
     cr_expect_leq(b->main.trees.n, 6);
     /* Allgather: n/(n-1) x 300; one-hop trees, each GPU the root of 1/n, reach it. */
-    const struct plan *ag = find_plan(&ps, COLL_ALLGATHER, -1);
+    const struct plan *ag = tu_find_plan(&ps, COLL_ALLGATHER, -1);
     cr_expect(NEAR(ag->main.algbw, 8.0 / 7 * 12 * NV), "%g", ag->main.algbw);
     for (int i = 0; i < ag->main.trees.n; i++)
         cr_expect_eq(ptree_depth(&ag->main.trees.t[i]), 1);
@@ -181,9 +158,9 @@ Test(plan, allreduce_reaches_the_nash_williams_strength)
     for (size_t k = 0; k < BK_ARRAY_LEN(sizes); k++) {
         struct topo t;
         struct plan_set ps;
-        plan_alloc("dgx1v.topo", allocs[k], sizes[k], &t, &ps, 1u << COLL_ALLREDUCE);
+        tu_plan_alloc("dgx1v.topo", allocs[k], sizes[k], 1u << COLL_ALLREDUCE, -1, &t, &ps);
         check_all(&ps);
-        const struct plan *ar = find_plan(&ps, COLL_ALLREDUCE, -1);
+        const struct plan *ar = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
         double s = strength(&t);
         /* Trees reach the strength; RS+AG can only tie it (it is itself a tree packing). */
         cr_expect(NEAR(fmax(ar->main.algbw, ar->alt_algbw), s), "alloc %zu: %g vs strength %g", k,
@@ -197,7 +174,7 @@ static char *render(const char *fixture, const int *gpus, int n)
 {
     struct topo t;
     struct plan_set ps;
-    plan_alloc(fixture, gpus, n, &t, &ps, (1u << COLL_COUNT) - 1);
+    tu_plan_alloc(fixture, gpus, n, (1u << COLL_COUNT) - 1, -1, &t, &ps);
     struct strbuf sb;
     sb_init(&sb);
     plan_json_render(&sb, &t, &ps);
@@ -220,9 +197,9 @@ Test(plan, hybrid_pcie_set_and_split)
 {
     struct topo t;
     struct plan_set ps;
-    plan_alloc("dgx1v.topo", (int[]){0, 2, 3}, 3, &t, &ps, 1u << COLL_BROADCAST);
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 2, 3}, 3, 1u << COLL_BROADCAST, -1, &t, &ps);
     check_all(&ps);
-    const struct plan *b = find_plan(&ps, COLL_BROADCAST, 0);
+    const struct plan *b = tu_find_plan(&ps, COLL_BROADCAST, 0);
     cr_assert(b->has_hybrid);
     /* gpu0 has one 12 GB/s PCIe link: the PCIe set can reach at most that. */
     cr_expect(b->pcie.algbw > 0 && b->pcie.algbw <= 12 + 1e-9, "%g", b->pcie.algbw);

@@ -13,26 +13,10 @@
 
 #define BIG (512.0 * 1024 * 1024)
 
+/* DGX-1V (or an allocation of it): every collective, broadcast and reduce from rank 0. */
 static void plan_alloc(const int *gpus, int n, struct topo *t, struct plan_set *ps)
 {
-    tu_load_alloc("dgx1v.topo", gpus, n, t);
-    struct plan_opts o;
-    plan_opts_default(&o);
-    o.collectives = (1u << COLL_COUNT) - 1;
-    o.root = 0;
-    struct diag d;
-    diag_init(&d);
-    cr_assert_eq(plan_all(t, &o, ps, &d), BK_OK, "%s", diag_first_error(&d));
-    diag_free(&d);
-}
-
-static const struct plan *find(const struct plan_set *ps, enum collective c)
-{
-    for (int i = 0; i < ps->n; i++)
-        if (ps->v[i].coll == c)
-            return &ps->v[i];
-    cr_assert_fail("no %s plan", collective_name(c));
-    return NULL;
+    tu_plan_alloc("dgx1v.topo", gpus, n, (1u << COLL_COUNT) - 1, 0, t, ps);
 }
 
 /* Best-chunk times of a plan's trees and of the rings. */
@@ -65,7 +49,7 @@ Test(sim_plan, dgx1v_large_messages_run_near_the_planned_rates)
     struct plan_set ps;
     plan_alloc(NULL, 0, &t, &ps);
     for (int c = 0; c < 2; c++) {
-        const struct plan *pl = find(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST);
+        const struct plan *pl = tu_find_plan(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST, -1);
         double tree, ring;
         times(&ps, pl, BIG, &tree, &ring);
         double ideal = BIG / (pl->main.algbw * 1e3), ring_ideal = BIG / (pl->ring_algbw * 1e3);
@@ -86,7 +70,7 @@ Test(sim_plan, dgx1v_large_messages_run_near_the_planned_rates)
         double most;
     } up[] = {{COLL_REDUCE, 1.3}, {COLL_ALLREDUCE, 1.42}, {COLL_REDUCESCATTER, 1.32}};
     for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
-        const struct plan *pl = find(&ps, up[i].c);
+        const struct plan *pl = tu_find_plan(&ps, up[i].c, -1);
         double tree, ring;
         times(&ps, pl, BIG, &tree, &ring);
         double ideal = BIG / (pl->main.algbw * 1e3);
@@ -106,7 +90,7 @@ Test(sim_plan, dgx1v_partial_trees_beat_rings)
     struct plan_set ps;
     plan_alloc((int[]){0, 2, 3}, 3, &t, &ps);
     for (int c = 0; c < 2; c++) {
-        const struct plan *pl = find(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST);
+        const struct plan *pl = tu_find_plan(&ps, c ? COLL_ALLGATHER : COLL_BROADCAST, -1);
         double tree, ring;
         times(&ps, pl, BIG, &tree, &ring);
         cr_expect(ring / tree > 1.4 && ring / tree <= 1.5 * 1.001, "%s: trees %g us, rings %g us",
@@ -118,7 +102,7 @@ Test(sim_plan, dgx1v_partial_trees_beat_rings)
      * reductions and push on one stream, reduce ran at 1.25x of its planned time). */
     for (int c = 0; c < 3; c++) {
         static const enum collective up[] = {COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_REDUCE};
-        const struct plan *pl = find(&ps, up[c]);
+        const struct plan *pl = tu_find_plan(&ps, up[c], -1);
         double tree, ring;
         times(&ps, pl, BIG, &tree, &ring);
         double ideal = BIG / (pl->main.algbw * 1e3);
@@ -136,7 +120,7 @@ Test(sim_plan, deterministic_and_nccl_pick)
     struct topo t;
     struct plan_set ps;
     plan_alloc(NULL, 0, &t, &ps);
-    const struct plan *pl = find(&ps, COLL_ALLREDUCE);
+    const struct plan *pl = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
     struct sim_params p;
     sim_params_default(&p);
     struct diag d;

@@ -319,3 +319,27 @@ void tu_check_trees(const struct topo *t, const struct plan_trees *pt, int c)
                   t->links[i].gbps);
     free(load);
 }
+
+void tu_plan_alloc(const char *fixture, const int *gpus, int ngpus, unsigned collectives,
+                   int root, struct topo *t, struct plan_set *ps)
+{
+    tu_load_alloc(fixture, gpus, ngpus, t);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = collectives;
+    o.root = root;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = plan_all(t, &o, ps, &d);
+    cr_assert_eq(st, BK_OK, "%s: %s", fixture, diag_first_error(&d) ? diag_first_error(&d) : "?");
+    diag_free(&d);
+}
+
+const struct plan *tu_find_plan(const struct plan_set *ps, int c, int root)
+{
+    for (int i = 0; i < ps->n; i++)
+        if ((int)ps->v[i].coll == c && (root < 0 || ps->v[i].root == root))
+            return &ps->v[i];
+    cr_assert_fail("no %s plan for root %d", collective_name((enum collective)c), root);
+    return NULL;
+}

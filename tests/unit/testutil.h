@@ -79,4 +79,14 @@ struct plan_trees;
  */
 void tu_check_trees(const struct topo *t, const struct plan_trees *pt, int c);
 
+struct plan;
+struct plan_set;
+/* Plan the collectives in the mask `collectives` (bit per enum collective), broadcast and reduce
+ * from `root` (-1: every root), on topologies/<fixture> restricted as tu_load_alloc does.
+ * Criterion asserts on failure; free with plan_set_free and topo_free. */
+void tu_plan_alloc(const char *fixture, const int *gpus, int ngpus, unsigned collectives,
+                   int root, struct topo *t, struct plan_set *ps);
+/* The plan of collective c from root (-1: the first plan of c); fails the test if none. */
+const struct plan *tu_find_plan(const struct plan_set *ps, int c, int root);
+
 #endif
