@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "alloc_util.h"
 #include "builtin.h"
 #include "gen_cluster.h"
 #include "input.h"
@@ -35,43 +36,6 @@ static long peak_rss_mb(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024;
-}
-
-static int read_text(const char *label, const char *text, size_t len, struct topo *t)
-{
-    struct input in;
-    struct diag d;
-    diag_init(&d);
-    struct topo_read_opts o;
-    topo_read_opts_default(&o);
-    int ok = input_from_memory(label, text, len, &in) == BK_OK;
-    ok = ok && topo_read(&in, &o, t, &d) == BK_OK;
-    if (ok)
-        input_free(&in);
-    if (!ok)
-        diag_print(&d, stderr);
-    diag_free(&d);
-    return ok;
-}
-
-static int read_builtin(const char *name, struct topo *t)
-{
-    const struct builtin_file *f = builtin_topo_find(name);
-    return f && read_text(name, f->data, f->size, t);
-}
-
-/* The allocation of the GPUs whose bits are set in mask (an 8-GPU box), in rank order. */
-static int restrict_mask(const struct topo *full, unsigned mask, struct topo *t)
-{
-    int gpus[8], n = 0;
-    for (int g = 0; g < 8; g++)
-        if (mask & (1u << g))
-            gpus[n++] = g;
-    struct diag d;
-    diag_init(&d);
-    int ok = topo_restrict(full, gpus, n, t, &d) == BK_OK;
-    diag_free(&d);
-    return ok;
 }
 
 /* What one allocation's plans give. */
@@ -123,48 +87,6 @@ static int plan_one(const struct topo *t, struct alloc_result *r, int hybrid)
     return 1;
 }
 
-/* NVLink count matrix of an allocation, and its canonical form (the smallest matrix over all
- * relabellings) so isomorphic allocations share one key. */
-static void nvlink_matrix(const struct topo *t, int m[8][8])
-{
-    memset(m, 0, 8 * 8 * sizeof m[0][0]);
-    for (int i = 0; i < t->nlinks; i++) {
-        const struct topo_link *l = &t->links[i];
-        if (l->kind == TOPO_NVLINK && l->src < t->ngpus && l->dst < t->ngpus)
-            m[l->src][l->dst] = l->count;
-    }
-}
-
-static void canonical_key(int n, int m[8][8], char key[65])
-{
-    int perm[8], c[8] = {0};
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    char best[65], cur[65];
-    memset(best, 127, sizeof best);
-    /* Heap's algorithm over every permutation. */
-    for (int i = 0;;) {
-        for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++)
-                cur[a * n + b] = (char)('0' + m[perm[a]][perm[b]]);
-        cur[n * n] = '\0';
-        if (memcmp(cur, best, (size_t)n * n) < 0)
-            memcpy(best, cur, (size_t)n * n + 1);
-        while (i < n && c[i] >= i) {
-            c[i] = 0;
-            i++;
-        }
-        if (i >= n)
-            break;
-        int j = i % 2 ? c[i] : 0, tmp = perm[j];
-        perm[j] = perm[i];
-        perm[i] = tmp;
-        c[i]++;
-        i = 0;
-    }
-    memcpy(key, best, (size_t)n * n + 1);
-}
-
 struct class_row {
     char key[65];
     struct alloc_result r;
@@ -173,7 +95,7 @@ struct class_row {
 static void figure5(const char *box)
 {
     struct topo full;
-    if (!read_builtin(box, &full))
+    if (!alloc_read_builtin(box, &full))
         return;
     printf("\n## %s: every allocation of 3 to 8 GPUs (all collectives, every root)\n\n", box);
     printf("| GPUs | allocations | classes | no NVLink ring | min ratio | max trees/root | "
@@ -188,14 +110,12 @@ static void figure5(const char *box)
             if (__builtin_popcount(mask) != n)
                 continue;
             struct topo t;
-            if (!restrict_mask(&full, mask, &t))
+            if (!alloc_restrict_mask(&full, mask, &t))
                 continue;
             struct alloc_result r;
             int ok = plan_one(&t, &r, 1);
-            int m[8][8];
             char key[65];
-            nvlink_matrix(&t, m);
-            canonical_key(n, m, key);
+            alloc_nvlink_key(&t, key);
             topo_free(&t);
             if (!ok)
                 continue;
@@ -243,7 +163,7 @@ static void fixtures(void)
            "allreduce | ring allreduce | CPU s |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         struct topo t;
-        if (!read_builtin(names[i], &t))
+        if (!alloc_read_builtin(names[i], &t))
             continue;
         double t0 = cpu_seconds();
         struct alloc_result r;
@@ -264,7 +184,7 @@ static void fixtures(void)
 static void timing(int hybrid)
 {
     struct topo full;
-    if (!read_builtin("dgx1v", &full))
+    if (!alloc_read_builtin("dgx1v", &full))
         return;
     double t0 = cpu_seconds();
     int plans = 0, allocs = 0;
@@ -273,7 +193,7 @@ static void timing(int hybrid)
         if (n < 3)
             continue;
         struct topo t;
-        if (restrict_mask(&full, mask, &t)) {
+        if (alloc_restrict_mask(&full, mask, &t)) {
             struct alloc_result r;
             if (plan_one(&t, &r, hybrid))
                 plans += r.plans;
@@ -298,7 +218,7 @@ static void cluster_timing(int servers, int all_roots)
     gen_dgx1v_cluster(&sb, servers);
     struct topo t;
     double t0 = cpu_seconds();
-    int ok = read_text("cluster", sb.data, sb.len, &t);
+    int ok = alloc_read_text("cluster", sb.data, sb.len, NULL, &t);
     sb_free(&sb);
     if (!ok)
         return;

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * figures_cluster.c - Figure 9b: allreduce across DGX-1V servers as the cross-server bandwidth
+ * varies, blinkc's three phases against NCCL's rings and double binary trees.
+ *
+ * The cluster is gen_cluster.h's (four NICs per server, each behind a PCIe switch with two
+ * GPUs); only the NICs' line rate changes, and the NIC's own PCIe slot is given the same rate so
+ * the port and not its slot is what varies. The GPUs' PCIe Gen3 x16 links (12 GB/s, two GPUs
+ * per switch) stay, so above about 24 GB/s per NIC the servers' PCIe, not the network, limits.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc_util.h"
+#include "figures.h"
+#include "gen_cluster.h"
+#include "plan.h"
+
+/* gen_dgx1v_cluster's text with every NIC at nic_gbps, and each NIC-to-switch link too. */
+static void cluster_text(struct strbuf *out, int servers, double nic_gbps)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    gen_dgx1v_cluster(&sb, servers);
+    const char *s = sb.data, *end = sb.data + sb.len;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)len, s);
+        char *speed = strstr(line, " speed=");
+        if (strncmp(line, "nic ", 4) == 0 && speed) {
+            *speed = '\0';
+            sb_printf(out, "%s speed=%gGB/s\n", line, nic_gbps);
+        } else if (strncmp(line, "link ", 5) == 0 && strstr(line, ".mlx5_") &&
+                   strstr(line, ".plx")) {
+            /* "link sK.mlx5_N sK.plxN": the NIC's PCIe slot (network links name ib0). */
+            sb_printf(out, "%s bw=%gGB/s\n", line, nic_gbps);
+        } else {
+            sb_printf(out, "%s\n", line);
+        }
+        s += len + 1;
+    }
+    sb_free(&sb);
+}
+
+/*
+ * Best-chunk time in us over sim_best_chunk's sizes, searched from the largest down and stopped
+ * once a size is over 2% slower than the best so far: time against chunk size falls while
+ * pipelining gains and rises once launches dominate (with small bumps, hence the margin), and
+ * the small chunks are the costly ones to simulate (16 ranks at 100 Gb/s: about 7 s of CPU for
+ * the full scan, 2 s this way). For double binary trees NCCL could not
+ * build, *us = 0.
+ */
+static int best_time(const struct sim_job *j, double bytes, const struct sim_params *p,
+                     double *us, struct strbuf *err)
+{
+    size_t lo = SIM_CHUNK_MIN, hi = SIM_CHUNK_MIN;
+    while (hi < SIM_CHUNK_MAX && (double)hi < bytes)
+        hi *= 2;
+    while (lo < hi && (double)lo * SIM_MAX_CHUNKS < bytes)
+        lo *= 2;
+    struct diag d;
+    diag_init(&d);
+    enum bk_status st = BK_OK;
+    *us = INFINITY;
+    for (size_t c = hi; c >= lo; c /= 2) {
+        double t;
+        st = sim_run(j, bytes, c, p, &t, &d);
+        if (st != BK_OK || t > *us * 1.02)
+            break;
+        *us = fmin(*us, t);
+    }
+    if (st == BK_EUSAGE && j->algo == SIM_DBT) {
+        *us = 0;
+        st = BK_OK;
+    } else if (st != BK_OK) {
+        sb_printf(err, "simulating: %s\n", diag_first_error(&d));
+    }
+    diag_free(&d);
+    return st == BK_OK;
+}
+
+int fig9_point(int servers, double nic_gbps, double bytes, int simulate,
+               const struct sim_params *p, struct fig9_row *row, struct strbuf *err)
+{
+    struct strbuf text;
+    sb_init(&text);
+    cluster_text(&text, servers, nic_gbps);
+    struct topo t;
+    char label[32];
+    snprintf(label, sizeof label, "%dx-dgx1v", servers);
+    int ok = alloc_read_text(label, text.data, text.len, NULL, &t);
+    sb_free(&text);
+    if (!ok) {
+        sb_printf(err, "cannot read the generated %d-server cluster\n", servers);
+        return 0;
+    }
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = 1u << COLL_ALLREDUCE;
+    struct plan_set ps;
+    struct diag d;
+    diag_init(&d);
+    ok = plan_all(&t, &o, &ps, &d) == BK_OK && ps.n == 1;
+    if (!ok)
+        sb_printf(err, "planning allreduce on %d servers: %s\n", servers, diag_first_error(&d));
+    diag_free(&d);
+    if (!ok) {
+        topo_free(&t);
+        return 0;
+    }
+    const struct plan *pl = &ps.v[0];
+    memset(row, 0, sizeof *row);
+    row->servers = servers;
+    row->gpus = t.ngpus;
+    row->nic_gbps = nic_gbps;
+    row->simulated = simulate;
+    row->plan_gbps = pl->main.algbw;
+    row->plan_ring_gbps = pl->ring_algbw;
+    if (simulate) {
+        struct sim_job j;
+        double tree_us, ring_us, dbt_us;
+        sim_job_plan(&j, &ps, pl);
+        ok = best_time(&j, bytes, p, &tree_us, err);
+        sim_job_rings(&j, &ps, COLL_ALLREDUCE, -1, SIM_RING);
+        ok = ok && best_time(&j, bytes, p, &ring_us, err);
+        sim_job_rings(&j, &ps, COLL_ALLREDUCE, -1, SIM_DBT);
+        ok = ok && best_time(&j, bytes, p, &dbt_us, err);
+        if (ok) {
+            double nccl = dbt_us > 0 && dbt_us < ring_us ? dbt_us : ring_us;
+            row->trees_gbps = bytes / tree_us / 1e3;
+            row->ring_gbps = bytes / ring_us / 1e3;
+            row->dbt_gbps = dbt_us > 0 ? bytes / dbt_us / 1e3 : 0;
+            row->speedup = nccl / tree_us;
+        }
+    } else {
+        /* The fluid model: the plans' own rates, NCCL's as its rings. */
+        row->trees_gbps = row->plan_gbps;
+        row->ring_gbps = row->plan_ring_gbps;
+        row->speedup = row->ring_gbps > 0 ? row->trees_gbps / row->ring_gbps : 0;
+    }
+    plan_set_free(&ps);
+    topo_free(&t);
+    return ok;
+}
