@@ -91,26 +91,13 @@ static char *long_options(const char *text, int man)
     return sb_take(&out);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    struct strbuf sb;
-    sb_init(&sb);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_putn(&sb, buf, n);
-    fclose(f);
-    return sb_take(&sb);
-}
-
 Test(cli, help_and_man_page_list_the_same_options)
 {
     struct tu_run r;
     RUN(&r, "--help");
     char *path = tu_src_path("man/blinkc.1.in");
-    char *man = slurp(path);
+    char *man = tu_slurp(path, NULL);
+    cr_assert_not_null(man, "cannot open %s", path);
     /* Only the OPTIONS section lists options. */
     char *start = strstr(man, ".SH OPTIONS"), *end = start ? strstr(start + 1, ".SH ") : NULL;
     cr_assert(start && end);

@@ -17,22 +17,6 @@
 
 static const char *const goldens[] = {"dgx1p", "dgx1v", "dgx2"};
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct strbuf sb;
-    sb_init(&sb);
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_putn(&sb, buf, n);
-    fclose(f);
-    *len = sb.len;
-    return sb.data ? sb_take(&sb) : bk_strndup("", 0);
-}
-
 /* The first differing line, for the failure message. */
 static int first_diff_line(const char *a, const char *b)
 {
@@ -56,7 +40,8 @@ Test(golden, generated_sources_are_up_to_date)
         cr_expect_str_empty(r.out, "-o alone prints nothing");
         tu_run_free(&r);
         size_t ng = 0, no = 0;
-        char *g = slurp(golden, &ng), *o = update ? slurp(golden, &no) : slurp(out, &no);
+        char *g = tu_slurp(golden, &ng);
+        char *o = update ? tu_slurp(golden, &no) : tu_slurp(out, &no);
         cr_assert_not_null(g, "%s is missing (BLINKC_UPDATE_GOLDEN=1 writes it)", golden);
         cr_assert_not_null(o);
         cr_expect(ng == no && memcmp(g, o, ng) == 0,

@@ -343,3 +343,20 @@ const struct plan *tu_find_plan(const struct plan_set *ps, int c, int root)
     cr_assert_fail("no %s plan for root %d", collective_name((enum collective)c), root);
     return NULL;
 }
+
+char *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
+    fclose(f);
+    if (len)
+        *len = sb.len;
+    return sb.data ? sb_take(&sb) : bk_strndup("", 0);
+}

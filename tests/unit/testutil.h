@@ -89,4 +89,8 @@ void tu_plan_alloc(const char *fixture, const int *gpus, int ngpus, unsigned col
 /* The plan of collective c from root (-1: the first plan of c); fails the test if none. */
 const struct plan *tu_find_plan(const struct plan_set *ps, int c, int root);
 
+/* A whole file (NUL-terminated; *len, if not NULL, gets its size), or NULL if it cannot be
+ * opened. Caller frees. */
+char *tu_slurp(const char *path, size_t *len);
+
 #endif
