@@ -105,6 +105,7 @@ struct render {
     struct frame frames[TMPL_MAX_DEPTH + 1];
     int nframes, depth;
     struct strbuf *out;
+    size_t start;   /* out->len when the render began */
     struct diag *d;
 };
 
@@ -208,8 +209,11 @@ static enum bk_status render_node(struct render *r, const struct tmpl *t, const 
 static enum bk_status render_list(struct render *r, const struct tmpl *t,
                                   const struct tnode_list *l)
 {
-    for (int i = 0; i < l->n; i++)
+    for (int i = 0; i < l->n; i++) {
         BK_CHECK(render_node(r, t, &l->v[i]));
+        if (r->out->len - r->start > TMPL_MAX_OUTPUT)
+            return rfail(r, t, &l->v[i], "output", "the rendered text passes 256 MiB");
+    }
     return BK_OK;
 }
 
@@ -225,7 +229,7 @@ enum bk_status tmpl_render(const struct tmpl_set *s, const char *name,
         diag_add(d, DIAG_ERROR, t->label, DIAG_NOWHERE, "the data model's root is not a map");
         return BK_EINTERNAL;
     }
-    struct render r = {.set = s, .root = root, .out = out, .d = d};
+    struct render r = {.set = s, .root = root, .out = out, .start = out->len, .d = d};
     BK_CHECK(render_list(&r, t, &t->nodes));
     return out->failed ? BK_ENOMEM : BK_OK;
 }

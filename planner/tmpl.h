@@ -36,6 +36,9 @@
 
 #define TMPL_CSTR_MAX 1024
 #define TMPL_MAX_DEPTH 32 /* nested blocks, and partials within partials */
+/* The most a render may write: nested {{#each}} multiply, so a few hundred bytes of template
+ * could otherwise ask for exabytes. */
+#define TMPL_MAX_OUTPUT ((size_t)256 << 20)
 
 /* ---- the data model: a tagged tree ---- */
 

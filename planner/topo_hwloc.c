@@ -139,6 +139,38 @@ static struct diag_loc loc_of(const struct ctx *c, hwloc_obj_t o)
 
 /* ---------------------------------------------------------------- the libxml2 pass */
 
+/* 1 when e has attribute `has` but not `needs`. */
+static int lacks(xmlNodePtr e, const char *has, const char *needs)
+{
+    return xmlHasProp(e, BAD_CAST has) && !xmlHasProp(e, BAD_CAST needs);
+}
+
+/*
+ * Attributes libhwloc 2.9 reads without checking that they are there (fixed upstream after the
+ * version Debian 12 ships): a cpuset without its complete_cpuset crashes it, and a page_type
+ * without a size makes it leak. Refused here first, with the element named.
+ */
+static enum bk_status refuse_unsafe(struct ctx *c, xmlNodePtr e)
+{
+    const char *has = NULL, *needs = NULL;
+    if (xmlStrEqual(e->name, BAD_CAST "object")) {
+        if (lacks(e, "cpuset", "complete_cpuset"))
+            has = "cpuset", needs = "complete_cpuset";
+        else if (lacks(e, "nodeset", "complete_nodeset"))
+            has = "nodeset", needs = "complete_nodeset";
+    } else if (xmlStrEqual(e->name, BAD_CAST "page_type") && !xmlHasProp(e, BAD_CAST "size")) {
+        needs = "size";
+    }
+    if (!needs)
+        return BK_OK;
+    char *path = xml_node_path(e);
+    diag_error(c->d, c->in->name, xml_node_loc(e), "%s: <%s> has no %s attribute%s%s%s",
+               path ? path : (const char *)e->name, (const char *)e->name, needs,
+               has ? " (beside " : "", has ? has : "", has ? ")" : "");
+    free(path);
+    return BK_EINPUT;
+}
+
 /* Record object lines, the NVLinkBandwidth elements and the writer's hwlocVersion. */
 static enum bk_status scan_doc(struct ctx *c, xmlNodePtr parent, int depth)
 {
@@ -147,6 +179,7 @@ static enum bk_status scan_doc(struct ctx *c, xmlNodePtr parent, int depth)
     for (xmlNodePtr e = parent->children; e; e = e->next) {
         if (e->type != XML_ELEMENT_NODE)
             continue;
+        BK_CHECK(refuse_unsafe(c, e));
         if (xmlStrEqual(e->name, BAD_CAST "object")) {
             char *gp = xml_attr(e, "gp_index");
             unsigned long long v;
@@ -238,7 +271,8 @@ static enum bk_status check_doc(struct ctx *c, xmlDocPtr doc)
     if (st != BK_OK)
         return st;
     BK_CHECK(scan_doc(c, root, 0));
-    qsort(c->lines, (size_t)c->nlines, sizeof *c->lines, cmp_gp);
+    if (c->nlines > 1) /* no objects: no array, and qsort must not see NULL */
+        qsort(c->lines, (size_t)c->nlines, sizeof *c->lines, cmp_gp);
     return BK_OK;
 }
 
