@@ -15,14 +15,22 @@ struct tmpl_set {
     const char *const *raw_ok;
     struct tmpl *v;
     int n, cap;
+    size_t max_output; /* bytes a render may write */
 };
 
 struct tmpl_set *tmpl_set_new(const char *const *raw_ok)
 {
     struct tmpl_set *s = calloc(1, sizeof *s);
-    if (s)
+    if (s) {
         s->raw_ok = raw_ok;
+        s->max_output = TMPL_MAX_OUTPUT;
+    }
     return s;
+}
+
+void tmpl_set_max_output(struct tmpl_set *s, size_t bytes)
+{
+    s->max_output = bytes;
 }
 
 static void tmpl_free(struct tmpl *t)
@@ -211,8 +219,8 @@ static enum bk_status render_list(struct render *r, const struct tmpl *t,
 {
     for (int i = 0; i < l->n; i++) {
         BK_CHECK(render_node(r, t, &l->v[i]));
-        if (r->out->len - r->start > TMPL_MAX_OUTPUT)
-            return rfail(r, t, &l->v[i], "output", "the rendered text passes 256 MiB");
+        if (r->out->len - r->start > r->set->max_output)
+            return rfail(r, t, &l->v[i], "output", "the rendered text passes the output limit");
     }
     return BK_OK;
 }

@@ -36,8 +36,8 @@
 
 #define TMPL_CSTR_MAX 1024
 #define TMPL_MAX_DEPTH 32 /* nested blocks, and partials within partials */
-/* The most a render may write: nested {{#each}} multiply, so a few hundred bytes of template
- * could otherwise ask for exabytes. */
+/* The most a render may write by default: nested {{#each}} multiply, so a few hundred bytes of
+ * template could otherwise ask for exabytes. */
 #define TMPL_MAX_OUTPUT ((size_t)256 << 20)
 
 /* ---- the data model: a tagged tree ---- */
@@ -84,6 +84,9 @@ struct tmpl_set;
  * the strings must outlive the set. Returns NULL when out of memory. */
 struct tmpl_set *tmpl_set_new(const char *const *raw_ok);
 void tmpl_set_free(struct tmpl_set *s);
+
+/* The most a render from s may write (TMPL_MAX_OUTPUT unless set): beyond it, BK_EINPUT. */
+void tmpl_set_max_output(struct tmpl_set *s, size_t bytes);
 
 /*
  * Parse one template and add it under `name` (what {{> name}} refers to). `label` names it in

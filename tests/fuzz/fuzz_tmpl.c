@@ -86,6 +86,8 @@ int fuzz_tmpl_one(const uint8_t *data, size_t size)
         tv_free(m);
         return 0;
     }
+    /* A small limit: the blow-up it guards against is found, not waited for. */
+    tmpl_set_max_output(s, (size_t)1 << 20);
     struct diag d;
     diag_init(&d);
     struct strbuf out;

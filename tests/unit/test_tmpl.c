@@ -157,3 +157,38 @@ Test(tmpl, nul_bytes_and_deep_nesting_are_refused)
     tmpl_set_free(s);
     diag_free(&d);
 }
+
+/* Nested loops multiply: a render stops at the set's output limit with an error, and within the
+ * limit the same template renders in full. */
+Test(tmpl, output_limit_stops_a_blow_up)
+{
+    /* 8 nested loops over 3 items: 3^8 = 6561 copies of "x", about 6.5 KB. */
+    static const char nest[] = "{{#each list}}{{#each list}}{{#each list}}{{#each list}}"
+                               "{{#each list}}{{#each list}}{{#each list}}{{#each list}}x"
+                               "{{/each}}{{/each}}{{/each}}{{/each}}"
+                               "{{/each}}{{/each}}{{/each}}{{/each}}";
+    for (int limited = 0; limited < 2; limited++) {
+        struct tmpl_set *s = tmpl_set_new(raw_ok);
+        struct tmpl_value *m = model();
+        struct diag d;
+        diag_init(&d);
+        struct strbuf out;
+        sb_init(&out);
+        if (limited)
+            tmpl_set_max_output(s, 1000);
+        cr_assert_eq(tmpl_set_add(s, "t", "t.tmpl", nest, strlen(nest), &d), BK_OK);
+        enum bk_status st = tmpl_render(s, "t", m, &out, &d);
+        if (limited) {
+            cr_expect_eq(st, BK_EINPUT);
+            cr_expect(diag_contains(&d, DIAG_ERROR, "output limit"));
+            cr_expect_lt(out.len, 2000);
+        } else {
+            cr_expect_eq(st, BK_OK);
+            cr_expect_eq(out.len, 6561);
+        }
+        sb_free(&out);
+        tmpl_set_free(s);
+        tv_free(m);
+        diag_free(&d);
+    }
+}
