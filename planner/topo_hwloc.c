@@ -148,7 +148,8 @@ static int lacks(xmlNodePtr e, const char *has, const char *needs)
 /*
  * Attributes libhwloc 2.9 reads without checking that they are there (fixed upstream after the
  * version Debian 12 ships): a cpuset without its complete_cpuset crashes it, and a page_type
- * without a size makes it leak. Refused here first, with the element named.
+ * without a size or an info without a name or value makes it leak the object it was building.
+ * Refused here first, with the element named.
  */
 static enum bk_status refuse_unsafe(struct ctx *c, xmlNodePtr e)
 {
@@ -160,6 +161,9 @@ static enum bk_status refuse_unsafe(struct ctx *c, xmlNodePtr e)
             has = "nodeset", needs = "complete_nodeset";
     } else if (xmlStrEqual(e->name, BAD_CAST "page_type") && !xmlHasProp(e, BAD_CAST "size")) {
         needs = "size";
+    } else if (xmlStrEqual(e->name, BAD_CAST "info") &&
+               !(xmlHasProp(e, BAD_CAST "name") && xmlHasProp(e, BAD_CAST "value"))) {
+        needs = xmlHasProp(e, BAD_CAST "name") ? "value" : "name";
     }
     if (!needs)
         return BK_OK;
