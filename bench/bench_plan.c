@@ -215,7 +215,7 @@ static void cluster_timing(int servers, int all_roots)
 {
     struct strbuf sb;
     sb_init(&sb);
-    gen_dgx1v_cluster(&sb, servers);
+    gen_dgx1v_cluster(&sb, servers, 0);
     struct topo t;
     double t0 = cpu_seconds();
     int ok = alloc_read_text("cluster", sb.data, sb.len, NULL, &t);

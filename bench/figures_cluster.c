@@ -17,34 +17,6 @@
 #include "gen_cluster.h"
 #include "plan.h"
 
-/* gen_dgx1v_cluster's text with every NIC at nic_gbps, and each NIC-to-switch link too. */
-static void cluster_text(struct strbuf *out, int servers, double nic_gbps)
-{
-    struct strbuf sb;
-    sb_init(&sb);
-    gen_dgx1v_cluster(&sb, servers);
-    const char *s = sb.data, *end = sb.data + sb.len;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        char line[256];
-        snprintf(line, sizeof line, "%.*s", (int)len, s);
-        char *speed = strstr(line, " speed=");
-        if (strncmp(line, "nic ", 4) == 0 && speed) {
-            *speed = '\0';
-            sb_printf(out, "%s speed=%gGB/s\n", line, nic_gbps);
-        } else if (strncmp(line, "link ", 5) == 0 && strstr(line, ".mlx5_") &&
-                   strstr(line, ".plx")) {
-            /* "link sK.mlx5_N sK.plxN": the NIC's PCIe slot (network links name ib0). */
-            sb_printf(out, "%s bw=%gGB/s\n", line, nic_gbps);
-        } else {
-            sb_printf(out, "%s\n", line);
-        }
-        s += len + 1;
-    }
-    sb_free(&sb);
-}
-
 /*
  * Best-chunk time in us over sim_best_chunk's sizes, searched from the largest down and stopped
  * once a size is over 2% slower than the best so far: time against chunk size falls while
@@ -87,7 +59,7 @@ int fig9_point(int servers, double nic_gbps, double bytes, int simulate,
 {
     struct strbuf text;
     sb_init(&text);
-    cluster_text(&text, servers, nic_gbps);
+    gen_dgx1v_cluster(&text, servers, nic_gbps);
     struct topo t;
     char label[32];
     snprintf(label, sizeof label, "%dx-dgx1v", servers);

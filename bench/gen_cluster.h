@@ -7,8 +7,10 @@
 
 #include "strbuf.h"
 
-/* Append a .topo text of `servers` DGX-1V servers (topologies/dgx1v.topo's machine, four
- * 100 Gb/s NICs each) joined by one non-blocking InfiniBand switch. */
-void gen_dgx1v_cluster(struct strbuf *sb, int servers);
+/* Append a .topo text of `servers` DGX-1V servers (topologies/dgx1v.topo's machine, four NICs
+ * each) joined by one non-blocking InfiniBand switch. nic_gbps 0: 100 Gb/s EDR NICs behind
+ * their PCIe Gen3 x16 slots, as built; otherwise every NIC, and its PCIe slot, at nic_gbps
+ * GB/s per direction. */
+void gen_dgx1v_cluster(struct strbuf *sb, int servers, double nic_gbps);
 
 #endif
