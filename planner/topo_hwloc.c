@@ -2,14 +2,15 @@
 /*
  * topo_hwloc.c - the hwloc 2.x XML reader: `lstopo --of xml` output -> topology model.
  *
- * The file is first checked with libxml2 (xml_safe: no entities, well-formed, a <topology
- * version="2.x"> root), then loaded by libhwloc with every I/O object kept, because NVLink exists
- * only in hwloc's NVLinkBandwidth distance matrix and that matrix refers to I/O objects. GPUs are
- * PCI devices carrying an NVML/CUDA/OpenCL/RSMI OS device; NVSwitches, NICs, the PCIe tree
- * (collapsed to switch chips) and CPU packages come from the object tree. Two hwloc quirks are
- * undone here: the 2.5.0-2.9.0 doubling of NVLink3/4 values, and the DGX-2 switch trunks hwloc
- * never reports. Nothing is printed: hwloc and libxml2 stay silent and every problem becomes a
- * diagnostic naming the XML element and line.
+ * The file is first checked with libxml2 (xml_safe: no entities, well-formed; hwloc_precheck: a
+ * <topology version="2.x"> root and nothing libhwloc 2.9 crashes or leaks on), then loaded by
+ * libhwloc with every I/O object kept, because NVLink exists only in hwloc's NVLinkBandwidth
+ * distance matrix and that matrix refers to I/O objects. GPUs are PCI devices carrying an
+ * NVML/CUDA/OpenCL/RSMI OS device; NVSwitches, NICs, the PCIe tree (collapsed to switch chips)
+ * and CPU packages come from the object tree. Two hwloc quirks are undone here: the
+ * 2.5.0-2.9.0 doubling of NVLink3/4 values, and the DGX-2 switch trunks hwloc never reports.
+ * Nothing is printed: hwloc and libxml2 stay silent and every problem becomes a diagnostic
+ * naming the XML element and line.
  */
 #include <hwloc.h>
 #include <libxml/tree.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hwloc_precheck.h"
 #include "strbuf.h"
 #include "topo_read.h"
 #include "xml_safe.h"
@@ -52,22 +54,13 @@ struct pcisw {
     int node;       /* -1 until needed */
 };
 
-struct gp_line {
-    unsigned long long gp;
-    int line;
-};
-
 struct ctx {
     const struct input *in;
     const struct topo_read_opts *o;
     struct topo *t;
     struct diag *d;
     hwloc_topology_t hw;
-    struct gp_line *lines; /* gp_index -> line of its <object>, sorted */
-    int nlines, lines_cap;
-    xmlNodePtr mats[16];   /* the file's NVLinkBandwidth elements, for messages */
-    int nmats;
-    char *version;         /* hwlocVersion of the writer, or NULL */
+    struct hwloc_precheck pc; /* object lines, NVLinkBandwidth elements, writer's version */
     struct hwloc_distances_s **dist;
     unsigned ndist;
     struct dev *devs;
@@ -94,26 +87,12 @@ static enum bk_status grow(void **p, int *cap, int n, size_t elt)
     return BK_OK;
 }
 
-static int parse_ull(const char *s, unsigned long long *out)
-{
-    if (!s || *s < '0' || *s > '9')
-        return 0;
-    unsigned long long v = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        if (v > (ULLONG_MAX - 9) / 10)
-            return 0;
-        v = v * 10 + (unsigned long long)(*s - '0');
-    }
-    *out = v;
-    return *s == '\0';
-}
-
 /* A small non-negative decimal from an hwloc info value; -1 when absent or not a number. */
 static int info_int(hwloc_obj_t o, const char *name)
 {
     unsigned long long v;
     const char *s = o ? hwloc_obj_get_info_by_name(o, name) : NULL;
-    return s && parse_ull(s, &v) && v < 1000000 ? (int)v : -1;
+    return s && hwloc_precheck_ull(s, &v) && v < 1000000 ? (int)v : -1;
 }
 
 static const char *info_str(hwloc_obj_t o, const char *name)
@@ -122,162 +101,11 @@ static const char *info_str(hwloc_obj_t o, const char *name)
     return s && *s ? s : NULL;
 }
 
-static int cmp_gp(const void *pa, const void *pb)
-{
-    const struct gp_line *a = pa, *b = pb;
-    return a->gp < b->gp ? -1 : a->gp > b->gp;
-}
-
 /* Where the file declares the object hwloc calls `o` (hwloc keeps the file's gp_index). */
 static struct diag_loc loc_of(const struct ctx *c, hwloc_obj_t o)
 {
-    struct gp_line key = {o ? o->gp_index : 0, 0}, *hit = NULL;
-    if (o && c->nlines)
-        hit = bsearch(&key, c->lines, (size_t)c->nlines, sizeof key, cmp_gp);
-    return hit ? DIAG_AT(hit->line, 0) : DIAG_NOWHERE;
-}
-
-/* ---------------------------------------------------------------- the libxml2 pass */
-
-/* 1 when e has attribute `has` but not `needs`. */
-static int lacks(xmlNodePtr e, const char *has, const char *needs)
-{
-    return xmlHasProp(e, BAD_CAST has) && !xmlHasProp(e, BAD_CAST needs);
-}
-
-/*
- * Attributes libhwloc 2.9 reads without checking that they are there (fixed upstream after the
- * version Debian 12 ships): a cpuset without its complete_cpuset crashes it, and a page_type
- * without a size or an info without a name or value makes it leak the object it was building.
- * Refused here first, with the element named.
- */
-static enum bk_status refuse_unsafe(struct ctx *c, xmlNodePtr e)
-{
-    const char *has = NULL, *needs = NULL;
-    if (xmlStrEqual(e->name, BAD_CAST "object")) {
-        if (lacks(e, "cpuset", "complete_cpuset"))
-            has = "cpuset", needs = "complete_cpuset";
-        else if (lacks(e, "nodeset", "complete_nodeset"))
-            has = "nodeset", needs = "complete_nodeset";
-    } else if (xmlStrEqual(e->name, BAD_CAST "page_type") && !xmlHasProp(e, BAD_CAST "size")) {
-        needs = "size";
-    } else if (xmlStrEqual(e->name, BAD_CAST "info") &&
-               !(xmlHasProp(e, BAD_CAST "name") && xmlHasProp(e, BAD_CAST "value"))) {
-        needs = xmlHasProp(e, BAD_CAST "name") ? "value" : "name";
-    }
-    if (!needs)
-        return BK_OK;
-    char *path = xml_node_path(e);
-    diag_error(c->d, c->in->name, xml_node_loc(e), "%s: <%s> has no %s attribute%s%s%s",
-               path ? path : (const char *)e->name, (const char *)e->name, needs,
-               has ? " (beside " : "", has ? has : "", has ? ")" : "");
-    free(path);
-    return BK_EINPUT;
-}
-
-/* Record object lines, the NVLinkBandwidth elements and the writer's hwlocVersion. */
-static enum bk_status scan_doc(struct ctx *c, xmlNodePtr parent, int depth)
-{
-    if (depth > MAX_DEPTH)
-        return diag_error(c->d, c->in->name, xml_node_loc(parent), "XML nested too deeply");
-    for (xmlNodePtr e = parent->children; e; e = e->next) {
-        if (e->type != XML_ELEMENT_NODE)
-            continue;
-        BK_CHECK(refuse_unsafe(c, e));
-        if (xmlStrEqual(e->name, BAD_CAST "object")) {
-            char *gp = xml_attr(e, "gp_index");
-            unsigned long long v;
-            int ok = gp && parse_ull(gp, &v);
-            xmlFree(gp);
-            if (ok && (c->nlines >= INT_MAX / 2 ||
-                       grow((void **)&c->lines, &c->lines_cap, c->nlines, sizeof *c->lines)))
-                return BK_ENOMEM;
-            if (ok)
-                c->lines[c->nlines++] = (struct gp_line){v, xml_node_loc(e).line};
-            /* hwloc sizes CPU and NUMA bitmaps by these indexes: 4294967295 costs 512 MiB. */
-            char *type = xml_attr(e, "type"), *os = xml_attr(e, "os_index");
-            int bad = os && type && (!strcmp(type, "PU") || !strcmp(type, "NUMANode")) &&
-                      (!parse_ull(os, &v) || v >= 1u << 24);
-            if (bad) {
-                char *path = xml_node_path(e);
-                diag_error(c->d, c->in->name, xml_node_loc(e),
-                           "%s: <object type=\"%s\" os_index=\"%.24s\">: no machine has that "
-                           "many %s",
-                           path ? path : "object", type, os,
-                           strcmp(type, "PU") ? "NUMA nodes" : "hardware threads");
-                free(path);
-            }
-            xmlFree(type);
-            xmlFree(os);
-            if (bad)
-                return BK_EINPUT;
-            BK_CHECK(scan_doc(c, e, depth + 1));
-        } else if (xmlStrEqual(e->name, BAD_CAST "info") && depth == 1 && !c->version) {
-            /* <topology><object type="Machine"><info name="hwlocVersion" value=...> */
-            char *name = xml_attr(e, "name");
-            if (name && strcmp(name, "hwlocVersion") == 0)
-                c->version = xml_attr(e, "value");
-            xmlFree(name);
-        } else if (depth == 0 && (xmlStrEqual(e->name, BAD_CAST "distances2") ||
-                                  xmlStrEqual(e->name, BAD_CAST "distances2hetero"))) {
-            /* hwloc allocates nbobjs^2 values before reading any: a file must hold them all,
-             * at least "0 " each, so a larger claim is refused before hwloc sees it. */
-            char *nb = xml_attr(e, "nbobjs"), *name = xml_attr(e, "name");
-            unsigned long long n;
-            int huge = nb && (!parse_ull(nb, &n) || n > 1u << 16 || n * n * 2 > c->in->len);
-            if (!huge && name && strcmp(name, "NVLinkBandwidth") == 0 &&
-                c->nmats < (int)BK_ARRAY_LEN(c->mats))
-                c->mats[c->nmats++] = e;
-            xmlFree(name);
-            if (huge) {
-                char *path = xml_node_path(e);
-                diag_error(c->d, c->in->name, xml_node_loc(e),
-                           "%s: nbobjs=\"%.24s\" is not a count the file can hold values for",
-                           path ? path : "distances", nb);
-                free(path);
-            }
-            xmlFree(nb);
-            if (huge)
-                return BK_EINPUT;
-        }
-    }
-    return BK_OK;
-}
-
-/* "2" or "2.N": the only XML versions hwloc 2.9 imports. */
-static int is_v2(const char *v)
-{
-    unsigned long long minor;
-    return v[0] == '2' && (!v[1] || (v[1] == '.' && parse_ull(v + 2, &minor)));
-}
-
-static enum bk_status check_doc(struct ctx *c, xmlDocPtr doc)
-{
-    xmlNodePtr root = xmlDocGetRootElement(doc);
-    if (!root || !xmlStrEqual(root->name, BAD_CAST "topology"))
-        return diag_error(c->d, c->in->name, root ? xml_node_loc(root) : DIAG_NOWHERE,
-                          "root element <%.64s> is not hwloc's <topology> (export the machine "
-                          "with hwloc 2.x: lstopo --of xml)",
-                          root ? (const char *)root->name : "");
-    char *v = xml_attr(root, "version");
-    enum bk_status st = BK_OK;
-    if (!v)
-        st = diag_error(c->d, c->in->name, xml_node_loc(root),
-                        "<topology> has no version attribute: this is an hwloc 1.x file, which "
-                        "carries no NVLink information; hwloc 2.9 reads only 2.x files (export "
-                        "with hwloc 2.x: lstopo --of xml)");
-    else if (!is_v2(v))
-        st = diag_error(c->d, c->in->name, xml_node_loc(root),
-                        "<topology version=\"%.32s\">: hwloc XML version %.32s is not supported; "
-                        "hwloc 2.9 reads only 2.x files (export with hwloc 2.x: lstopo --of xml)",
-                        v, v);
-    xmlFree(v);
-    if (st != BK_OK)
-        return st;
-    BK_CHECK(scan_doc(c, root, 0));
-    if (c->nlines > 1) /* no objects: no array, and qsort must not see NULL */
-        qsort(c->lines, (size_t)c->nlines, sizeof *c->lines, cmp_gp);
-    return BK_OK;
+    int line = o ? hwloc_precheck_line(&c->pc, o->gp_index) : 0;
+    return line ? DIAG_AT(line, 0) : DIAG_NOWHERE;
 }
 
 /*
@@ -365,15 +193,15 @@ static enum bk_status get_matrices(struct ctx *c)
                           "hwloc could not return the NVLinkBandwidth matrix");
     c->ndist = got < nr ? got : nr;
     /* hwloc drops an index naming no object and shrinks the matrix without a word. */
-    for (unsigned k = 0; k < c->ndist && (int)c->ndist == c->nmats; k++) {
-        char *nb = xml_attr(c->mats[k], "nbobjs");
+    for (unsigned k = 0; k < c->ndist && (int)c->ndist == c->pc.nmats; k++) {
+        char *nb = xml_attr(c->pc.mats[k], "nbobjs");
         unsigned long long want;
-        int bad = nb && parse_ull(nb, &want) && want != c->dist[k]->nbobjs;
+        int bad = nb && hwloc_precheck_ull(nb, &want) && want != c->dist[k]->nbobjs;
         xmlFree(nb);
         if (bad) {
-            char *path = xml_node_path(c->mats[k]);
+            char *path = xml_node_path(c->pc.mats[k]);
             enum bk_status st = diag_error(
-                c->d, c->in->name, xml_node_loc(c->mats[k]),
+                c->d, c->in->name, xml_node_loc(c->pc.mats[k]),
                 "%s: the NVLinkBandwidth matrix lists %llu objects but only %u of them exist in "
                 "the file (an index names no object); re-export it with lstopo --of xml",
                 path ? path : "NVLinkBandwidth", want, c->dist[k]->nbobjs);
@@ -403,7 +231,7 @@ static int gpu_osdev(const char *name, int *index)
                 return -1;
         }
         unsigned long long v;
-        if (!parse_ull(p, &v) || v > 1000000)
+        if (!hwloc_precheck_ull(p, &v) || v > 1000000)
             return -1;
         *index = (int)v;
         return r;
@@ -645,7 +473,7 @@ static unsigned per_link(const struct ctx *c, int gen)
  */
 static void decide_doubling(struct ctx *c)
 {
-    const char *v = c->version, *p = v;
+    const char *v = c->pc.version, *p = v;
     long part[3] = {0, 0, 0}, n = 0;
     while (p && n < 3 && *p >= '0' && *p <= '9') { /* "2.9.0", "2.5.0a1-git", "2.10" */
         for (; *p >= '0' && *p <= '9'; p++)
@@ -711,7 +539,7 @@ static enum bk_status add_nvlink(struct ctx *c, int a, int b, int count, int gen
 static enum bk_status read_matrix(struct ctx *c, unsigned k)
 {
     const struct hwloc_distances_s *m = c->dist[k];
-    xmlNodePtr el = (int)c->ndist == c->nmats ? c->mats[k] : c->nmats ? c->mats[0] : NULL;
+    xmlNodePtr el = (int)c->ndist == c->pc.nmats ? c->pc.mats[k] : c->pc.nmats ? c->pc.mats[0] : NULL;
     struct diag_loc loc = el ? xml_node_loc(el) : DIAG_NOWHERE;
     char *path = el ? xml_node_path(el) : NULL;
     const char *where = path ? path : "NVLinkBandwidth";
@@ -1065,7 +893,7 @@ enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_op
     enum bk_status st = xml_safe_parse(in, &doc, d);
     if (st != BK_OK)
         return st;
-    BK_CHECK_GOTO(check_doc(&c, doc), st, out);
+    BK_CHECK_GOTO(hwloc_precheck_doc(in, doc, &c.pc, d), st, out);
     BK_CHECK_GOTO(load_hwloc(&c), st, out);
     BK_CHECK_GOTO(get_matrices(&c), st, out);
     BK_CHECK_GOTO(find_devices(&c), st, out);
@@ -1087,9 +915,8 @@ out:
     free(c.dist);
     if (c.hw)
         hwloc_topology_destroy(c.hw);
-    xmlFree(c.version);
+    hwloc_precheck_free(&c.pc);
     xmlFreeDoc(doc);
-    free(c.lines);
     free(c.devs);
     free(c.sws);
     free(c.pkgs);

@@ -406,6 +406,42 @@ Test(hwloc, bad_matrix_and_sizes_refused)
     free(s);
 }
 
+/* Inputs libhwloc 2.9 crashes or leaks on, refused first by hwloc_precheck.c with the element's
+ * line (tests/fuzz/regress/hwloc/ holds whole files; docs/hardening.md F1-F7). */
+Test(hwloc, libhwloc_traps_refused)
+{
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"<info name=\"Inclusive\" value=\"1\"/>", "<inf name=\"Inclusive\" value=\"1\"/>",
+         "<inf> inside <object>: hwloc reads only"},
+        {"<info name=\"Inclusive\" value=\"1\"/>", "<info name=\"Inclusive\" value=\"1\" x=\"\"/>",
+         "<info> has an attribute 'x' hwloc does not read"},
+        {"<info name=\"Inclusive\" value=\"1\"/>", "<page_type size=\"4096\" count=\"0\"/>",
+         "<page_type> inside <object type=\"L3Cache\">: hwloc accepts page types only"},
+        {"<info name=\"Inclusive\" value=\"1\"/>", "<userdata length=\"4\">abc</userdata>",
+         "<userdata> holds other text, not the 4 characters"},
+        {"<info name=\"Inclusive\" value=\"1\"/>", "<info name=\"Inclusive\" value=\"1\">1</info>",
+         "<info> has content"},
+        {"cache_type=\"0\">\n        <info name=\"Inclusive\" value=\"1\"/>",
+         "cache_type=\"0\">\n        text", "<object> holds text"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *s = patched(0, "topologies/dgx1v.hwloc.xml", cases[i].from, cases[i].to);
+        assert_refused(s, cases[i].needle, 0);
+        free(s);
+    }
+    /* Both crash blinkc without the checks: an assertion (abort) and a NULL dereference. */
+    char *s = patched(0, "topologies/dgx1v.hwloc.xml", "complete_cpuset=\"0x30000300,0x00300003\"",
+                      "complete_cpuset=\",0x30000300,0x00300003\"");
+    assert_refused(s, "complete_cpuset=\",0x30000300,0x00300003\" is not a bitmap", 4);
+    free(s);
+    s = patched(0, "topologies/dgx1v.hwloc.xml", "allowed_cpuset=\"0x30000300,0x00300003\"",
+                "allowed_cpuset=\"0x0\"");
+    assert_refused(s, "no <object type=\"PU\"> is in the top-level object's allowed_cpuset", 0);
+    free(s);
+}
+
 /* blinkc's stderr for `text` holds only its own diagnostics: hwloc must never print. */
 static void assert_only_diagnostics(const char *text, int status, const char *needle)
 {
