@@ -7,8 +7,8 @@
  *    cheapest tree under them, and a tree that costs less than its value enters, until none does.
  *    With exact pricing this is the true optimum over path trees; the final duals certify it.
  * 2. ilp_fewest_trees: Blink's step. Binary y_T per candidate, x_T <= cap_T * y_T, the rate kept
- *    at >= (1 - slack) * target, minimise sum y_T. Time-limited; on a limit, an error or an
- *    infeasible model it falls back to the LP solution and says so in the report.
+ *    at >= (1 - slack) * target, minimise sum y_T. Under a deterministic work budget; when it
+ *    ends with no solution, on an error or an infeasible model it falls back to the LP solution and says so in the report.
  *
  * Only ilp_*.c include glpk.h. GLPK's error hook longjmps back here, so a GLPK fault is a status,
  * never an abort. Rows and columns are added in a fixed order, so models are deterministic.
@@ -27,7 +27,8 @@
 #define ILP_DEFAULT_SLACK 1e-4
 
 struct ilp_opts {
-    int time_limit_ms; /* GLPK tm_lim for the MIP; > 0 */
+    int time_limit_ms; /* the MIP's budget: counted work worth about this many ms (ilp_mip.c);
+                          > 0 */
     double slack;      /* allowed relative rate loss, in [0, 0.5) */
     struct strbuf *dump; /* if not NULL, the MIP in CPLEX LP format (glpsol --lp) is put here */
 };
@@ -38,7 +39,7 @@ struct ilp_report {
     int lp_rounds;        /* column-generation rounds (LP solves; the last one prices out) */
     double lp_value;      /* optimal LP value */
     int mip_candidates;   /* candidates that entered the MIP (0 if it was never built) */
-    int mip_status;       /* 0 solved to optimality; 1 time limit (best incumbent kept);
+    int mip_status;       /* 0 solved to optimality; 1 budget spent (best incumbent kept);
                              2 fell back to the LP solution */
     double mip_gap;       /* relative gap of the incumbent when mip_status == 1, in (0, 1];
                              1 when GLPK had no bound yet; 0 otherwise */
@@ -68,8 +69,8 @@ enum bk_status ilp_lp_optimum(const struct pack_problem *p, struct oracle *o,
  * >= target (the LP's), which is the fallback. Fallbacks add a warning to d.
  * With more than 250 candidates the MIP takes only the LP solution's trees and the zero-rate
  * trees of zero reduced cost (at most 1000; see ilp_mip.c), which keeps GLPK's root relaxation
- * fast. The MIP's LP point is GLPK's first incumbent, so a time limit (opt->time_limit_ms;
- * <= 0 means ILP_DEFAULT_TIME_LIMIT_MS) always ends with a solution. The chosen trees then get
+ * fast. The MIP's LP point is GLPK's first incumbent, so the budget (opt->time_limit_ms, as
+ * counted work; <= 0 means ILP_DEFAULT_TIME_LIMIT_MS) always ends with a solution. The chosen trees then get
  * the best rates they allow from a small LP over them alone. When opt->dump is set, the MIP
  * is appended to it in CPLEX LP format (deterministic: no paths, no times).
  * Errors: BK_EINTERNAL for a bad target/slack or a candidate that does not fit p, BK_ESOLVE for

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * ilp_mip.c - Blink's fewest-trees step: a MIP over the LP's candidate trees, solved by GLPK's
- * branch and bound under a time limit, then a small LP that gives the chosen trees their best
- * rates. Also writes the MIP as CPLEX LP text (--dump-ilp) so anyone can rerun it with glpsol.
+ * branch and bound under a deterministic work budget, then a small LP that gives the chosen
+ * trees their best rates. Also writes the MIP as CPLEX LP text (--dump-ilp) so anyone can rerun it with glpsol.
  *
  * Model (blink-and-peers.md 2.4), rows and columns in this fixed order:
  *   columns x_t<i> >= 0 (rate of candidate i), then y_t<i> binary (candidate i used);
@@ -14,10 +14,14 @@
  *   objective trees: minimise sum_i y_i.
  * Candidates: all of them when there are few; otherwise those of positive LP rate and the
  * zero-rate ones of zero reduced cost, at most MIP_MAX_CAND (see select_candidates).
- * Fallbacks (time limit without incumbent, GLPK fault, infeasible model) return the LP solution
- * already in the candidates' rates and say so with a warning; the caller always gets a feasible
- * tree set.
+ * Fallbacks (budget spent without incumbent, GLPK fault, infeasible model) return the LP
+ * solution already in the candidates' rates and say so with a warning; the caller always gets a
+ * feasible tree set.
+ * Budget: the search stops on counted work (simplex iterations and branch-and-bound nodes), never
+ * on the clock, so a plan is the same on any machine under any load (see WORK_PER_MS). The wall
+ * clock is only a far-off safety cap, and reaching it is a warning.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +38,22 @@
 /* At most this many candidates enter the MIP (those of positive LP rate are always among them:
  * a basic solution has at most one per row, far fewer than this). */
 #define MIP_MAX_CAND 1000
+/* Work units: a simplex iteration costs the model's row count, a branch-and-bound node (basis
+ * restore and refactorisation) NODE_WORK iterations' worth. On the fixtures' models GLPK does
+ * about WORK_PER_MS units per millisecond of CPU (x86-64; measured 4000-6500 from 47 to 426
+ * rows), so --time-limit MS becomes MS * WORK_PER_MS units: about MS ms on such a core, and the
+ * same search, hence the same plan, everywhere. */
+#define WORK_PER_MS 5000.0
+#define NODE_WORK 3
+/* Stop once the incumbent has not improved for this fraction of the budget: the y relaxation is
+ * weak, so branch and bound rarely proves optimality, and a long stall rarely ends in a tree
+ * fewer. */
+#define STALL_FRACTION 0.2
+/* The wall-clock safety cap (GLPK tm_lim) for a search that the work count fails to bound (one
+ * node's LP is not interrupted): SAFETY_FACTOR times the budget's nominal time plus
+ * SAFETY_FLOOR_MS, far beyond what any overloaded machine needs for the budget. */
+#define SAFETY_FACTOR 10
+#define SAFETY_FLOOR_MS 10000
 
 struct rc_item {
     double rc; /* relative reduced cost; -inf for trees of positive LP rate */
@@ -62,8 +82,13 @@ struct mip_ctx {
     int heur_ok;           /* the LP point satisfies every row of the MIP */
     int heur_given;        /* set once offered, or from the start when the point is unusable */
     double last_gap;       /* from the callback: the incumbent's relative gap, 1 if unknown */
-    double last_better;    /* glp_time() when the incumbent last improved */
-    double stall_ms;       /* stop when it has not improved for this long */
+    double budget;         /* work units for the branch and bound (and again for the root LP) */
+    int rows;              /* the model's rows: the weight of an iteration */
+    int it0;               /* GLPK's iteration count when the branch and bound started */
+    double work_better;    /* work done when the incumbent last improved */
+    int budget_hit;        /* the callback stopped the search */
+    int safety_ms;         /* the wall-clock cap */
+    int safety_hit;        /* it was reached: the result may depend on the machine */
     char *tmp_path;        /* the dump's temporary file while it exists */
     /* results */
     const char *fallback;  /* why the LP solution is returned instead, or NULL */
@@ -74,9 +99,19 @@ struct mip_ctx {
     struct ilp_pack_lp m;  /* the pricing and re-maximisation LPs */
 };
 
+/* Work done by the branch and bound so far, in the units of WORK_PER_MS. Both counts are
+ * GLPK's own and depend only on the model, so this is the same on every run. */
+static double work_done(const struct mip_ctx *c, glp_tree *tree)
+{
+    int active, current, total;
+    glp_ios_tree_size(tree, &active, &current, &total);
+    double its = (double)glp_get_it_cnt(glp_ios_get_prob(tree)) - c->it0;
+    return (its + NODE_WORK * (double)total) * c->rows;
+}
+
 /* Callback: hand GLPK the LP solution as its incumbent at the very first call (a node
- * selection, before the root LP: GLPK checks tm_lim before it would ever ask for a heuristic,
- * so this is what makes a time limit always end with a solution), and keep the latest gap.
+ * selection, before any budget check, so a spent budget always ends with a solution), keep
+ * the latest gap, and stop the search on the work budget or a stall.
  * glp_ios_heur_sol checks integrality and bounds only, not rows, so the point must be truly
  * feasible: it is the LP optimum, with x_i clamped to M_i. */
 static void mip_callback(glp_tree *tree, void *info)
@@ -88,11 +123,14 @@ static void mip_callback(glp_tree *tree, void *info)
         glp_ios_heur_sol(tree, c->heur); /* rejected only if not better: nothing to do then */
     }
     if (reason == GLP_IBINGO)
-        c->last_better = glp_time();
-    /* The y relaxation is weak, so branch and bound rarely proves optimality; once the
-     * incumbent has stopped improving for a while, more search is unlikely to remove a tree. */
-    if (reason == GLP_ISELECT && glp_time() - c->last_better > c->stall_ms)
-        glp_ios_terminate(tree);
+        c->work_better = work_done(c, tree);
+    if (reason == GLP_ISELECT) {
+        double w = work_done(c, tree);
+        if (w >= c->budget || w - c->work_better > STALL_FRACTION * c->budget) {
+            c->budget_hit = 1;
+            glp_ios_terminate(tree);
+        }
+    }
     if (reason == GLP_IHEUR || reason == GLP_IBINGO || reason == GLP_ISELECT) {
         /* sum y >= 0, so 0 is always a bound and a gap above 1 means "bound not known yet" */
         double gap = glp_ios_mip_gap(tree);
@@ -187,8 +225,8 @@ static int rc_cmp(const void *pa, const void *pb)
  * any optimal packing, and at most slack * V / rc in one within the slack. So the MIP takes
  * the trees with positive LP rate and the zero-rate trees of (near-)zero reduced cost, the
  * alternative optima that can replace several trees at once; the cheapest MIP_MAX_CAND of them
- * (ties by index). With thousands of MWU trees this keeps the MIP, and the time its root
- * relaxation takes (which tm_lim does not bound), small. If the LP fails, all candidates stay. */
+ * (ties by index). With thousands of MWU trees this keeps the MIP, and the work its root
+ * relaxation takes, small. If the LP fails, all candidates stay. */
 static enum bk_status select_candidates(struct mip_ctx *c)
 {
     const struct pgraph *g = c->p->g;
@@ -318,10 +356,19 @@ static enum bk_status mip_run(void *ctx)
     glp_smcp sp;
     ilp_glpk_smcp(&sp);
     int limit = c->opt->time_limit_ms > 0 ? c->opt->time_limit_ms : ILP_DEFAULT_TIME_LIMIT_MS;
-    sp.tm_lim = limit; /* the relaxation gets its own budget: tm_lim of intopt starts later */
+    c->rows = glp_get_num_rows(lp) > 0 ? glp_get_num_rows(lp) : 1;
+    c->budget = limit * WORK_PER_MS;
+    c->safety_ms = limit > (INT_MAX - SAFETY_FLOOR_MS) / SAFETY_FACTOR
+                       ? INT_MAX
+                       : SAFETY_FACTOR * limit + SAFETY_FLOOR_MS;
+    /* The relaxation gets its own budget, as iterations (the budget over the row weight). */
+    double its = c->budget / c->rows;
+    sp.it_lim = its < 1 ? 1 : its > INT_MAX ? INT_MAX : (int)its;
+    sp.tm_lim = c->safety_ms;
     int ret = glp_simplex(lp, &sp);
-    if (ret == GLP_ETMLIM && c->heur_ok) {
-        /* Out of time before branching: the LP point is the incumbent, with no bound yet. */
+    c->safety_hit = ret == GLP_ETMLIM;
+    if ((ret == GLP_EITLIM || ret == GLP_ETMLIM) && c->heur_ok) {
+        /* Budget spent before branching: the LP point is the incumbent, with no bound yet. */
         c->mip_status = 1;
         c->mip_gap = 1;
         for (int i = 0; i < c->n; i++)
@@ -332,7 +379,8 @@ static enum bk_status mip_run(void *ctx)
     if (ret != 0 || glp_get_status(lp) != GLP_OPT) {
         c->fallback = ret == 0 && glp_get_status(lp) == GLP_NOFEAS
                           ? "the tree-count ILP is infeasible (so is its relaxation)"
-                      : ret == GLP_ETMLIM ? "the tree-count ILP's relaxation hit the time limit"
+                      : ret == GLP_EITLIM || ret == GLP_ETMLIM
+                          ? "the tree-count ILP's relaxation used up its budget"
                                           : "the relaxation of the tree-count ILP has no optimum";
         glp_delete_prob(lp);
         return BK_OK;
@@ -341,12 +389,14 @@ static enum bk_status mip_run(void *ctx)
     glp_init_iocp(&ip);
     ip.msg_lev = GLP_MSG_OFF;
     ip.presolve = GLP_OFF;
-    ip.tm_lim = limit;
+    ip.tm_lim = c->safety_ms;
     ip.cb_func = mip_callback;
     ip.cb_info = c;
-    c->stall_ms = limit / 5.0;
-    c->last_better = glp_time();
+    c->it0 = glp_get_it_cnt(lp);
+    c->work_better = 0;
     ret = glp_intopt(lp, &ip);
+    if (ret == GLP_ETMLIM)
+        c->safety_hit = 1;
     int ms = glp_mip_status(lp);
     if ((ret == 0 || ret == GLP_ETMLIM) && ms == GLP_OPT) {
         c->mip_status = 0;
@@ -354,7 +404,8 @@ static enum bk_status mip_run(void *ctx)
         c->mip_status = 1;
         c->mip_gap = c->last_gap;
     } else {
-        c->fallback = ret == GLP_ETMLIM ? "the tree-count ILP hit its time limit with no solution"
+        c->fallback = ret == GLP_ETMLIM || ret == GLP_ESTOP
+                          ? "the tree-count ILP used up its budget with no solution"
                       : ms == GLP_NOFEAS ? "the tree-count ILP is infeasible"
                                          : "GLPK's branch and bound failed";
         glp_delete_prob(lp);
@@ -511,6 +562,11 @@ enum bk_status ilp_fewest_trees(const struct pack_problem *p, const struct ptree
         c.fallback = "GLPK failed";
         st = BK_OK;
     }
+    if (st == BK_OK && c.safety_hit)
+        diag_warning(d, NULL, DIAG_NOWHERE,
+                     "the fewest-trees ILP reached its wall-clock safety cap of %d ms before its "
+                     "work budget (an overloaded machine?); this plan may differ between runs",
+                     c.safety_ms);
     if (st == BK_OK && c.fallback) {
         diag_warning(d, NULL, DIAG_NOWHERE,
                      "%s%s%s; keeping the LP solution's %d trees instead of the fewest", c.fallback,

@@ -28,7 +28,14 @@ struct maxflow {
     int *level;     /* [nnodes] BFS level, -1 when unreached */
     int *it;        /* [nnodes] Dinic's current-edge pointer (an index into adj) */
     int *queue;     /* [nnodes] */
+    struct frame *stack; /* [nnodes] push's explicit stack: one frame per level of the path */
     int adj_dirty;  /* an arc was added since adj was built */
+};
+
+/* One level of push's depth-first search: node u was asked for f and has sent `sent`. */
+struct frame {
+    int u;
+    double f, sent;
 };
 
 enum bk_status maxflow_new(struct maxflow **out, const struct pgraph *g, int extra_nodes,
@@ -54,8 +61,9 @@ enum bk_status maxflow_new(struct maxflow **out, const struct pgraph *g, int ext
     m->level = malloc((nn + 1) * sizeof *m->level);
     m->it = malloc((nn + 1) * sizeof *m->it);
     m->queue = malloc((nn + 1) * sizeof *m->queue);
+    m->stack = malloc((nn + 1) * sizeof *m->stack);
     if (!m->to || !m->cap || !m->res || !m->adj_off || !m->adj || !m->level || !m->it ||
-        !m->queue) {
+        !m->queue || !m->stack) {
         maxflow_free(m);
         return BK_ENOMEM;
     }
@@ -81,6 +89,7 @@ void maxflow_free(struct maxflow *m)
     free(m->level);
     free(m->it);
     free(m->queue);
+    free(m->stack);
     free(m);
 }
 
@@ -166,32 +175,63 @@ static int bfs(struct maxflow *m, int s, int t)
 }
 
 /*
- * Push up to f from u towards t along the level graph; returns what was pushed. The current-edge
+ * Push up to f from s towards t along the level graph; returns what was pushed. The current-edge
  * pointer only moves past an edge once it is saturated or leads nowhere, so each phase is
- * O(V*E). Recursion depth is at most the level of t (< nnodes).
+ * O(V*E). This is the textbook recursive DFS run on an explicit stack (m->stack), so a long
+ * path (a chain of 100,000 PCIe switches) cannot overflow the C stack: levels strictly increase
+ * along the path, so it holds at most nnodes frames, and a node is never on it twice, which
+ * keeps it[u] (the edge a frame descended along) fixed while the frames above it run. The
+ * arithmetic and its order are those of the recursion, so flows are bit for bit the same.
  */
-static double push(struct maxflow *m, int u, int t, double f)
+static double push(struct maxflow *m, int s, int t, double f)
 {
-    if (u == t)
-        return f;
-    double sent = 0;
-    for (; m->it[u] < m->adj_off[u + 1]; m->it[u]++) {
-        int e = m->adj[m->it[u]], v = m->to[e];
-        if (m->res[e] <= MAXFLOW_EPS || m->level[v] != m->level[u] + 1)
-            continue;
-        double want = f - sent;
-        if (m->res[e] < want)
-            want = m->res[e];
-        double d = push(m, v, t, want);
-        if (d > 0) {
-            m->res[e] -= d;
-            m->res[e ^ 1] += d;
-            sent += d;
-            if (f - sent <= MAXFLOW_EPS)
-                return sent; /* keep the pointer: e may still have room */
+    struct frame *st = m->stack;
+    int top = 0;
+    st[0] = (struct frame){s, f, 0};
+    double ret = 0; /* what the frame just popped sent */
+    int returning = 0;
+    for (;;) {
+        struct frame *fr = &st[top];
+        int u = fr->u;
+        if (returning) {
+            /* The child pushed ret along the current edge of u. */
+            returning = 0;
+            if (ret > 0) {
+                int e = m->adj[m->it[u]];
+                m->res[e] -= ret;
+                m->res[e ^ 1] += ret;
+                fr->sent += ret;
+                if (fr->f - fr->sent <= MAXFLOW_EPS) {
+                    ret = fr->sent; /* keep the pointer: e may still have room */
+                    goto pop;
+                }
+            }
+            m->it[u]++;
+        } else if (u == t) {
+            ret = fr->f;
+            goto pop;
         }
+        int descended = 0;
+        for (; m->it[u] < m->adj_off[u + 1]; m->it[u]++) {
+            int e = m->adj[m->it[u]], v = m->to[e];
+            if (m->res[e] <= MAXFLOW_EPS || m->level[v] != m->level[u] + 1)
+                continue;
+            double want = fr->f - fr->sent;
+            if (m->res[e] < want)
+                want = m->res[e];
+            st[++top] = (struct frame){v, want, 0};
+            descended = 1;
+            break;
+        }
+        if (descended)
+            continue;
+        ret = fr->sent;
+    pop:
+        if (top == 0)
+            return ret;
+        top--;
+        returning = 1;
     }
-    return sent;
 }
 
 double maxflow_run(struct maxflow *m, int s, int t, double limit, unsigned char *side)

@@ -6,6 +6,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,19 @@
 
 /* Two candidates closer than this (relative) count as equally fast; depth then decides. */
 #define SAME_SPEED 1e-3
+
+/* Size limits: plan_all refuses larger inputs with an error (check_size). Planning grows about
+ * as the fourth power of a server's GPUs (every root, and the packings' rounds, on a graph that
+ * grows too): one plan of every collective took, in CPU time on x86-64, 7 s for a 128-GPU NVLink
+ * ring and 26 s for 128 GPUs under one PCIe switch, but 85 s for a 256-GPU ring. Dense NVSwitch
+ * fabrics cost more per GPU (36 GPUs x 18 switches: 30 s; 72 x 18: over 2 minutes). Several
+ * servers are planned server by server (plan_cluster.h), so the caps are per server; but the
+ * cluster phase and the rings span the whole graph and grow about as the square of the total:
+ * 64 DGX-1V servers (512 GPUs, 1153 nodes) took 11 s, 256 (2048 GPUs) over 170 s. */
+#define PLAN_MAX_SERVER_GPUS 128
+#define PLAN_MAX_SERVER_NODES 1024
+#define PLAN_MAX_GPUS 1024
+#define PLAN_MAX_NODES 4096
 
 void plan_opts_default(struct plan_opts *o)
 {
@@ -39,6 +53,7 @@ void plan_set_free(struct plan_set *s)
     for (int i = 0; i < s->n; i++) {
         plan_trees_free(&s->v[i].main);
         plan_trees_free(&s->v[i].pcie);
+        free(s->v[i].tune.r);
     }
     free(s->v);
     for (int i = 0; i < s->ngraphs; i++)
@@ -330,6 +345,45 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     return BK_OK;
 }
 
+/* Refuse a topology past the planner's size limits (plan.h) with a clear error, before any
+ * work that grows faster than linearly with it. */
+static enum bk_status check_size(const struct topo *t, struct diag *d)
+{
+    int ns = t->nservers > 0 ? t->nservers : 1;
+    int *gpus = calloc((size_t)ns, sizeof *gpus), *nodes = calloc((size_t)ns, sizeof *nodes);
+    if (!gpus || !nodes) {
+        free(gpus), free(nodes);
+        return BK_ENOMEM;
+    }
+    for (int i = 0; i < t->nnodes; i++) {
+        int sv = t->nodes[i].server >= 0 && t->nodes[i].server < ns ? t->nodes[i].server : 0;
+        nodes[sv]++;
+        gpus[sv] += t->nodes[i].kind == TOPO_GPU;
+    }
+    enum bk_status st = BK_OK;
+    for (int sv = 0; st == BK_OK && sv < ns; sv++) {
+        char where[48] = "the topology";
+        if (ns > 1)
+            snprintf(where, sizeof where, "server %d of the topology", sv);
+        if (gpus[sv] > PLAN_MAX_SERVER_GPUS)
+            st = diag_error(d, t->source, DIAG_NOWHERE,
+                            "%s has %d GPUs in one server; blinkc plans at most %d", where,
+                            gpus[sv], PLAN_MAX_SERVER_GPUS);
+        else if (nodes[sv] > PLAN_MAX_SERVER_NODES)
+            st = diag_error(d, t->source, DIAG_NOWHERE,
+                            "%s has %d nodes (GPUs, switches, CPUs, NICs) in one server; blinkc "
+                            "plans at most %d",
+                            where, nodes[sv], PLAN_MAX_SERVER_NODES);
+    }
+    free(gpus), free(nodes);
+    if (st == BK_OK && (t->nnodes > PLAN_MAX_NODES || t->ngpus > PLAN_MAX_GPUS))
+        st = diag_error(d, t->source, DIAG_NOWHERE,
+                        "the topology has %d GPUs and %d nodes in all; blinkc plans at most %d "
+                        "GPUs and %d nodes",
+                        t->ngpus, t->nnodes, PLAN_MAX_GPUS, PLAN_MAX_NODES);
+    return st;
+}
+
 enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct plan_set *s,
                         struct diag *d)
 {
@@ -337,6 +391,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     s->topo = t;
     s->tdpa_us = o->tdpa_us;
     enum bk_status st;
+    BK_CHECK(check_size(t, d));
     if (t->ngpus < 2) {
         diag_warning(d, t->source, DIAG_NOWHERE,
                      "the allocation has %d GPU; there is nothing to plan", t->ngpus);

@@ -7,6 +7,7 @@
  * the value. Input text may only travel through cstr; identifiers are built from indices.
  */
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,20 +111,43 @@ static int raw_ok(const struct tmpl_value *v)
     return 1;
 }
 
+/* snprintf and strtod use the C library's LC_NUMERIC: a host program that called setlocale (a
+ * test, or a tool linking the planner) would get "18,75", which C reads as two numbers. blinkc
+ * itself never calls setlocale, but the output must not depend on who does: write '.' whatever
+ * the locale's decimal point (which may be several bytes). */
+static void put_c_number(struct strbuf *out, const char *buf)
+{
+    const char *dp = localeconv()->decimal_point;
+    size_t dl = dp ? strlen(dp) : 0;
+    const char *at = dl && strcmp(dp, ".") != 0 ? strstr(buf, dp) : NULL;
+    if (!at) {
+        sb_puts(out, buf);
+        return;
+    }
+    sb_putn(out, buf, (size_t)(at - buf));
+    sb_putc(out, '.');
+    sb_puts(out, at + dl);
+}
+
 static const char *put_float(double f, struct strbuf *out)
 {
     if (!isfinite(f))
         return "NaN and infinities cannot be rendered";
-    /* The shortest of %.15g..%.17g that reads back exactly: deterministic and readable. */
-    char buf[40];
+    /* The shortest of %.15g..%.17g that reads back exactly: deterministic and readable. Both
+     * sides of the check use the same locale, so it holds under any. */
+    char buf[48];
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, f);
         if (strtod(buf, NULL) == f)
             break;
     }
-    sb_puts(out, buf);
+    size_t start = out->len;
+    put_c_number(out, buf);
     /* Keep it a floating literal: "3" would be an int. */
-    if (!strpbrk(buf, ".e"))
+    int has_point = 0;
+    for (size_t i = start; out->data && i < out->len; i++)
+        has_point |= out->data[i] == '.' || out->data[i] == 'e';
+    if (!has_point)
         sb_puts(out, ".0");
     return NULL;
 }

@@ -311,8 +311,9 @@ Test(ilp_mip, infeasible_falls_back_to_lp)
     fx_free(&f);
 }
 
-/* A time limit is a result: the LP solution is GLPK's first incumbent, so even 1 ms ends with a
- * feasible answer and mip_status 1. Allgather on full DGX-1V from MWU's thousands of trees is
+/* A spent budget is a result: the LP solution is GLPK's first incumbent, so even a 1 ms budget
+ * (counted work, which here ends the root relaxation early) ends with a feasible answer and
+ * mip_status 1. Allgather on full DGX-1V from MWU's thousands of trees is
  * far from provable in 1 ms, and also makes the MIP take only a subset of the candidates. */
 Test(ilp_mip, time_limit_keeps_incumbent)
 {

@@ -3,10 +3,14 @@
  * test_tmpl_escape.c - the typed escapers (conventions.md 10): cstr against hostile strings
  * (quotes, comment closers, trigraphs, trailing backslash, newlines, NUL, bidi controls, invalid
  * UTF-8, 10 KB), ident's keyword and reserved-name rules, and the range checks of the numbers.
- * Each rendered literal is also compiled by the C compiler and read back byte for byte.
+ * Each rendered literal is also compiled by the C compiler and read back byte for byte. The
+ * float filter writes '.' even when the host program has set a decimal-comma locale.
  */
+#define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,4 +159,52 @@ Test(escape, numbers_are_range_checked)
     cr_expect_str_eq(apply(TF_RAW, tv_string("a*/b"), b, sizeof b), "ERR");
     cr_expect_str_eq(apply(TF_IDENT, tv_string("x;y"), b, sizeof b), "ERR");
     cr_expect_str_eq(apply(TF_CSTR, tv_string("a?"), b, sizeof b), "\"a\\?\"");
+}
+
+/* A decimal-comma LC_NUMERIC, set in this (forked) test process: de_DE.UTF-8 or fr_FR.UTF-8 if
+ * installed, else de_DE compiled by localedef into a temporary LOCPATH. NULL when neither works. */
+static const char *set_comma_locale(char *dir)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(names); i++)
+        if (setlocale(LC_NUMERIC, names[i]))
+            return names[i];
+    if (!mkdtemp(dir))
+        return NULL;
+    char *out = bk_asprintf("%s/de_DE.UTF-8", dir);
+    struct tu_run r;
+    tu_run_argv(&r, (const char *const[]){"localedef", "-i", "de_DE", "-f", "UTF-8", out, NULL});
+    int ok = r.status == 0;
+    tu_run_free(&r);
+    free(out);
+    if (!ok || setenv("LOCPATH", dir, 1) != 0)
+        return NULL;
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") ? "de_DE.UTF-8" : NULL;
+}
+
+Test(escape, float_ignores_a_decimal_comma_locale)
+{
+    char dir[] = "/tmp/blinkc-locale-XXXXXX", b[64];
+    const char *loc = set_comma_locale(dir);
+    if (!loc) {
+        cr_log_warn("skipped: no decimal-comma locale is installed and localedef could not "
+                    "build one (Debian package 'locales')");
+        return;
+    }
+    snprintf(b, sizeof b, "%.2f", 18.75); /* the locale really writes a comma */
+    cr_assert_str_eq(b, "18,75", "%s does not write a decimal comma", loc);
+    cr_expect_str_eq(apply(TF_FLOAT, tv_float(18.75), b, sizeof b), "18.75");
+    cr_expect_str_eq(apply(TF_FLOAT, tv_float(-0.1), b, sizeof b), "-0.1");
+    cr_expect_str_eq(apply(TF_FLOAT, tv_float(1234567.25), b, sizeof b), "1234567.25");
+    cr_expect_str_eq(apply(TF_FLOAT, tv_int(7), b, sizeof b), "7.0");
+    /* Exact: C reads the literal back to the same double. */
+    apply(TF_FLOAT, tv_float(1.0 / 3), b, sizeof b);
+    cr_expect_null(strchr(b, ','), "%s", b);
+    setlocale(LC_NUMERIC, "C");
+    cr_expect(strtod(b, NULL) == 1.0 / 3, "%s", b);
+    if (strcmp(dir, "/tmp/blinkc-locale-XXXXXX") != 0) { /* localedef's copy */
+        struct tu_run r;
+        tu_run_argv(&r, (const char *const[]){"rm", "-rf", dir, NULL});
+        tu_run_free(&r);
+    }
 }
