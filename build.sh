@@ -4,14 +4,16 @@
 # build, then do one job.
 #
 #   ./build.sh demo    plan the built-in DGX-1V and print what was read and planned
-#   ./build.sh check   run the whole test suite: a plain build, then an ASan+UBSan build
+#   ./build.sh check   run the whole test suite: a plain build, then an ASan+UBSan build, then
+#                      the reader and planner tests under valgrind memcheck
 #   ./build.sh build   only build (into ./build)
 set -eu
 cd "$(dirname "$0")"
 job=${1:-demo}
 
 PACKAGES="gcc make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
-libhwloc-dev libhwloc-plugins libcriterion-dev groff-base mandoc graphviz gnuplot-nox"
+libhwloc-dev libhwloc-plugins libcriterion-dev groff-base mandoc graphviz gnuplot-nox locales
+valgrind"
 
 install_missing() {
     missing=
@@ -49,11 +51,13 @@ show_results() {
     grep -h -E '^# (TOTAL|PASS|FAIL|ERROR)' "$1/test-suite.log" 2>/dev/null || true
 }
 
+# run_check DIR [CONFIGURE ARGS...]: build DIR, then run `make $check_target` (check by default).
+check_target=check
 run_check() {
     dir=$1; shift
     configure_build "$dir" "$@"
     status=0
-    make -C "$dir" -s -j"$(nproc)" check >/dev/null 2>&1 || status=$?
+    make -C "$dir" -s -j"$(nproc)" "$check_target" >/dev/null 2>&1 || status=$?
     echo "== test results ($dir${*:+, $*})"
     show_results "$dir"
     if [ "$status" != 0 ]; then
@@ -72,6 +76,9 @@ case "$job" in
     check)
         run_check build
         run_check build-san --enable-sanitizers
+        # Only the reader and planner tests (tests/valgrind.mk); the first two ran the rest.
+        check_target=check-valgrind
+        run_check build-vg --enable-valgrind
         ;;
     build)
         configure_build build

@@ -188,7 +188,11 @@ Test(plan, planning_twice_gives_the_same_bytes)
     char *a = render("dgx1v.topo", (int[]){0, 2, 3, 5, 6}, 5);
     char *b = render("dgx1v.topo", (int[]){0, 2, 3, 5, 6}, 5);
     cr_assert(a && b);
-    cr_expect(strcmp(a, b) == 0);
+    /* Under memcheck (tests/valgrind-run.sh) GLPK runs dozens of times slower and may reach the
+     * ILP's wall-clock safety cap (ilp_mip.c), which is not deterministic: only the memory checks
+     * apply there. */
+    if (!getenv("BLINKC_TEST_UNDER_VALGRIND"))
+        cr_expect(strcmp(a, b) == 0);
     free(a);
     free(b);
 }

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * hostile_fixtures.h - every topology fixture blinkc reads (topologies/ and the real hwloc files
+ * in ../shared/fixtures), for the tests that must cover all of them (test_hostile_emit,
+ * test_determinism). hf_check_complete fails when topologies/ holds a file this list lacks, so a
+ * new fixture cannot be skipped silently.
+ */
+#ifndef BK_HOSTILE_FIXTURES_H
+#define BK_HOSTILE_FIXTURES_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+struct hf_fixture {
+    const char *rel; /* relative to the source tree, or to ../shared when shared */
+    int shared;
+    int heavy; /* planning takes over a second (plain build) */
+};
+
+static const struct hf_fixture hf_fixtures[] = {
+    {"topologies/cluster-4x-dgx1v.topo", 0, 0},
+    {"topologies/dgx-a100.topo", 0, 0},
+    {"topologies/dgx1p.topo", 0, 0},
+    {"topologies/dgx1v.hwloc.xml", 0, 0},
+    {"topologies/dgx1v.nccl.xml", 0, 0},
+    {"topologies/dgx1v.smi.txt", 0, 0},
+    {"topologies/dgx1v.topo", 0, 0},
+    {"topologies/dgx2.topo", 0, 1},
+    {"topologies/hgx-h100.topo", 0, 0},
+    {"topologies/pcie8.topo", 0, 0},
+    {"fixtures/hwloc/nvidiaDGX2.xml", 1, 1},
+    {"fixtures/hwloc/power8gpudistances.xml", 1, 0},
+};
+#define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
+
+/* The fixture's path (caller frees). */
+static inline char *hf_path(const struct hf_fixture *f)
+{
+    return f->shared ? tu_shared_path(f->rel) : tu_src_path(f->rel);
+}
+
+/* Every regular file in topologies/ is in the list above. */
+static inline void hf_check_complete(void)
+{
+    char *dir = tu_src_path("topologies");
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp, "cannot list %s", dir);
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.')
+            continue;
+        int found = 0;
+        for (int i = 0; i < HF_NFIXTURES && !found; i++)
+            found = !hf_fixtures[i].shared &&
+                    strcmp(hf_fixtures[i].rel + strlen("topologies/"), e->d_name) == 0;
+        cr_expect(found, "topologies/%s is not in tests/unit/hostile_fixtures.h", e->d_name);
+    }
+    closedir(dp);
+    free(dir);
+}
+
+#endif

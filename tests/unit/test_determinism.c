@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_determinism.c - blinkc's outputs are a function of its input alone: every fixture, read,
+ * planned and rendered (plan JSON, -o source, --explain) 50 times in one process, gives the same
+ * bytes each time; and the blinkc binary under a decimal-comma locale (de_DE.UTF-8, built with
+ * localedef when the system lacks it) writes exactly what it writes under LC_ALL=C.
+ *
+ * In-process repetitions cost a plan each but no process start. The two DGX-2 fixtures take over
+ * a second per plan, so they repeat HEAVY_RUNS times unless BLINKC_DETERMINISM_RUNS says
+ * otherwise (it sets the count for every fixture); the sanitizer build repeats 10 and 2 times.
+ *
+ * The fewest-trees ILP stops on a budget of GLPK's own work counts, not on the clock
+ * (ilp_mip.c), so no difference is excused: under load the plan must not change either.
+ */
+#define _DEFAULT_SOURCE /* mkdtemp, setenv */
+#include <criterion/criterion.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "hostile_fixtures.h"
+#include "input.h"
+#include "plan_explain.h"
+#include "plan_json.h"
+#include "testutil.h"
+
+#ifndef BK_SAN_CFLAGS
+#define BK_SAN_CFLAGS ""
+#endif
+/* The sanitizer build checks memory, not determinism: it repeats fewer times. */
+#define SANITIZED (sizeof BK_SAN_CFLAGS > 1)
+#define RUNS (SANITIZED ? 10 : 50)
+#define HEAVY_RUNS (SANITIZED ? 2 : 5)
+
+struct outputs {
+    char *json, *code, *explain;
+};
+
+/* What `blinkc --plan-json J -o C --explain FILE` computes, in process (main.c's order). */
+static void run_once(const char *path, struct outputs *o)
+{
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_file(path, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK, "%s: %s", path,
+                 diag_first_error(&d) ? diag_first_error(&d) : "?");
+    struct plan_opts po;
+    plan_opts_default(&po);
+    struct plan_set ps;
+    cr_assert_eq(plan_all(&t, &po, &ps, &d), BK_OK, "%s: plan failed", path);
+    struct strbuf js, code, ex;
+    sb_init(&js), sb_init(&code), sb_init(&ex);
+    cr_assert_eq(emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, NULL, &d), BK_OK);
+    plan_json_render(&js, &t, &ps);
+    plan_explain(&ex, &ps, 1);
+    cr_assert(!js.failed && !code.failed && !ex.failed);
+    o->json = sb_take(&js), o->code = sb_take(&code), o->explain = sb_take(&ex);
+    plan_set_free(&ps);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+static void outputs_free(struct outputs *o)
+{
+    free(o->json), free(o->code), free(o->explain);
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *end || v < 1 || v > 100000 ? dflt : (int)v;
+}
+
+/* Byte-identical, or the first difference. */
+static void compare(const char *what, const char *rel, int run, const char *ref, const char *got)
+{
+    if (strcmp(ref, got) == 0)
+        return;
+    size_t k = 0;
+    while (ref[k] && ref[k] == got[k])
+        k++;
+    cr_assert_fail("%s: %s differs in run %d at byte %zu: ...%.60s... vs ...%.60s...", rel, what,
+                   run, k, ref + k, got + k);
+}
+
+static void check_repeats(int i)
+{
+    const struct hf_fixture *f = &hf_fixtures[i];
+    int runs = env_int("BLINKC_DETERMINISM_RUNS", f->heavy ? HEAVY_RUNS : RUNS);
+    char *path = hf_path(f);
+    struct outputs ref, o;
+    run_once(path, &ref);
+    for (int r = 1; r < runs; r++) {
+        run_once(path, &o);
+        compare("the -o source", f->rel, r, ref.code, o.code);
+        compare("the plan JSON", f->rel, r, ref.json, o.json);
+        compare("--explain", f->rel, r, ref.explain, o.explain);
+        outputs_free(&o);
+    }
+    outputs_free(&ref);
+    free(path);
+}
+
+#define FIXTURE_TEST(name, k)                                                                      \
+    Test(determinism, name, .timeout = 300) { check_repeats(k); }
+FIXTURE_TEST(cluster_4x_dgx1v, 0)
+FIXTURE_TEST(dgx_a100, 1)
+FIXTURE_TEST(dgx1p, 2)
+FIXTURE_TEST(dgx1v_hwloc, 3)
+FIXTURE_TEST(dgx1v_nccl, 4)
+FIXTURE_TEST(dgx1v_smi, 5)
+FIXTURE_TEST(dgx1v, 6)
+FIXTURE_TEST(dgx2, 7)
+FIXTURE_TEST(hgx_h100, 8)
+FIXTURE_TEST(pcie8, 9)
+FIXTURE_TEST(shared_nvidia_dgx2, 10)
+FIXTURE_TEST(shared_power8, 11)
+
+Test(determinism, every_fixture_is_covered)
+{
+    cr_assert_eq(HF_NFIXTURES, 12, "add a FIXTURE_TEST for the new fixture");
+    hf_check_complete();
+}
+
+/* ---------------------------------------------------------------- locale */
+
+/* Make a decimal-comma locale usable: the system's de_DE.UTF-8 if installed, else one compiled
+ * by localedef (package locales) into dir, found through LOCPATH. Returns its name. */
+static const char *comma_locale(char *dir)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(names); i++)
+        if (setlocale(LC_ALL, names[i])) {
+            setlocale(LC_ALL, "C");
+            return names[i];
+        }
+    cr_assert_not_null(mkdtemp(dir));
+    char *out = bk_asprintf("%s/de_DE.UTF-8", dir);
+    struct tu_run r;
+    tu_run_argv(&r, (const char *const[]){"localedef", "-i", "de_DE", "-f", "UTF-8", out, NULL});
+    cr_assert_eq(r.status, 0,
+                 "no decimal-comma locale is installed and localedef could not build one (install "
+                 "the Debian package 'locales'; build.sh does): %s",
+                 r.err);
+    tu_run_free(&r);
+    free(out);
+    cr_assert_eq(setenv("LOCPATH", dir, 1), 0);
+    cr_assert_not_null(setlocale(LC_ALL, "de_DE.UTF-8"), "localedef's locale does not load");
+    setlocale(LC_ALL, "C");
+    return "de_DE.UTF-8";
+}
+
+/* blinkc's three outputs for one fixture under LC_ALL=loc: code, then JSON, then --explain.
+ * Broadcast and reduce from rank 0 only: the code and --explain carry the per-size choice, which
+ * simulates every plan, and the formatting it exercises is the same for every root. */
+static char *cli_outputs(const char *path, const char *loc, const char *tmp)
+{
+    cr_assert_eq(setenv("LC_ALL", loc, 1), 0);
+    char *json = bk_asprintf("%s/plan.json", tmp), *code = bk_asprintf("%s/code.cu", tmp);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--root", "0", "--explain", "--plan-json",
+                                            json, "-o", code, path, NULL});
+    cr_assert_eq(r.status, 0, "%s under %s: %s", path, loc, r.err);
+    char *cj = tu_slurp(json, NULL), *cc = tu_slurp(code, NULL);
+    cr_assert(cj && cc);
+    char *all = bk_asprintf("%s\n--- json\n%s\n--- explain\n%s", cc, cj, r.out);
+    tu_run_free(&r);
+    unlink(json), unlink(code);
+    free(json), free(code), free(cj), free(cc);
+    return all;
+}
+
+Test(determinism, decimal_comma_locale_never_leaks, .timeout = 300)
+{
+    char locdir[] = "/tmp/blinkc-locale-XXXXXX";
+    const char *loc = comma_locale(locdir);
+    /* The locale really writes a comma (so the comparison below means something). */
+    cr_assert_not_null(setlocale(LC_NUMERIC, loc));
+    char buf[16];
+    snprintf(buf, sizeof buf, "%.1f", 2.5);
+    setlocale(LC_ALL, "C");
+    cr_assert_str_eq(buf, "2,5", "%s does not use a decimal comma", loc);
+
+    char tmp[] = "/tmp/blinkc-det-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmp));
+    for (int i = 0; i < HF_NFIXTURES; i++) {
+        char *path = hf_path(&hf_fixtures[i]);
+        char *c = cli_outputs(path, "C", tmp), *l = cli_outputs(path, loc, tmp);
+        compare("the output under a decimal-comma locale", hf_fixtures[i].rel, 1, c, l);
+        free(c), free(l), free(path);
+    }
+    unsetenv("LC_ALL");
+    rmdir(tmp);
+    if (strncmp(locdir, "/tmp/blinkc-locale-XXXXXX", sizeof locdir) != 0) {
+        struct tu_run r;
+        tu_run_argv(&r, (const char *const[]){"rm", "-rf", "--", locdir, NULL});
+        tu_run_free(&r);
+    }
+}
