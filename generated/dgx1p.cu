@@ -15,7 +15,7 @@
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
-/* broadcast from rank 0: 4 trees */
+/* broadcast from rank 0: 4 trees, 2 ring chains */
 static const int blinkgen_p0s0t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
 static const int blinkgen_p0s0t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s0t1_parent[8] = { -1, 2, 0, 2, 6, 6, 2, 5 };
@@ -30,8 +30,29 @@ static const struct blink_plan_tree blinkgen_p0s0_trees[4] = {
     { 0, 200000u, blinkgen_p0s0t2_parent, blinkgen_p0s0t2_order }, /* 20.0 GB/s */
     { 0, 200000u, blinkgen_p0s0t3_parent, blinkgen_p0s0t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s0rt0_parent[8] = { -1, 0, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s0rt0_order[8] = { 0, 1, 2, 3, 7, 5, 6, 4 };
+static const int blinkgen_p0s0rt1_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s0rt1_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
+    { 0, 100000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 32.1 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 36.2 us, NCCL 43.7 us */
+    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.3 us, NCCL 61.0 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.0 us, NCCL 76.1 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 97.2 us, NCCL 106.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 145.8 us, NCCL 149.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 224.5 us, NCCL 232.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 636.3 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2089.0 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7511.1 us, NCCL 7514.7 us */
+};
 
-/* broadcast from rank 1: 4 trees */
+/* broadcast from rank 1: 4 trees, 2 ring chains */
 static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
 static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
 static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 5 };
@@ -46,8 +67,29 @@ static const struct blink_plan_tree blinkgen_p0s1_trees[4] = {
     { 1, 200000u, blinkgen_p0s1t2_parent, blinkgen_p0s1t2_order }, /* 20.0 GB/s */
     { 1, 200000u, blinkgen_p0s1t3_parent, blinkgen_p0s1t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s1rt0_parent[8] = { 4, -1, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s1rt0_order[8] = { 1, 2, 3, 7, 5, 6, 4, 0 };
+static const int blinkgen_p0s1rt1_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s1rt1_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
+    { 1, 100000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.7 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.0 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.5 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 60.8 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 131.0 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 350.0 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1102.5 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3866.0 us, NCCL 3911.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7400.7 us, NCCL 7514.7 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14426.1 us, NCCL 14500.9 us */
+};
 
-/* broadcast from rank 2: 4 trees */
+/* broadcast from rank 2: 4 trees, 2 ring chains */
 static const int blinkgen_p0s2t0_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
 static const int blinkgen_p0s2t0_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
@@ -62,8 +104,28 @@ static const struct blink_plan_tree blinkgen_p0s2_trees[4] = {
     { 2, 200000u, blinkgen_p0s2t2_parent, blinkgen_p0s2t2_order }, /* 20.0 GB/s */
     { 2, 200000u, blinkgen_p0s2t3_parent, blinkgen_p0s2t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s2rt0_parent[8] = { 4, 0, -1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s2rt0_order[8] = { 2, 3, 7, 5, 6, 4, 0, 1 };
+static const int blinkgen_p0s2rt1_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s2rt1_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
+    { 2, 100000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 19.3 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 21.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 26.6 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.6 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 112.2 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 318.1 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1044.5 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3755.6 us, NCCL 3911.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14210.8 us, NCCL 14500.9 us */
+};
 
-/* broadcast from rank 3: 4 trees */
+/* broadcast from rank 3: 4 trees, 2 ring chains */
 static const int blinkgen_p0s3t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
 static const int blinkgen_p0s3t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
 static const int blinkgen_p0s3t1_parent[8] = { 2, 2, 3, -1, 6, 6, 2, 6 };
@@ -78,8 +140,28 @@ static const struct blink_plan_tree blinkgen_p0s3_trees[4] = {
     { 3, 200000u, blinkgen_p0s3t2_parent, blinkgen_p0s3t2_order }, /* 20.0 GB/s */
     { 3, 200000u, blinkgen_p0s3t3_parent, blinkgen_p0s3t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s3rt0_parent[8] = { 4, 0, 1, -1, 6, 7, 5, 3 };
+static const int blinkgen_p0s3rt0_order[8] = { 3, 7, 5, 6, 4, 0, 1, 2 };
+static const int blinkgen_p0s3rt1_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_p0s3rt1_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
+    { 3, 100000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 19.3 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 21.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 26.6 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.6 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 112.2 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 318.1 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1044.5 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3755.6 us, NCCL 3911.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14210.8 us, NCCL 14500.9 us */
+};
 
-/* broadcast from rank 4: 4 trees */
+/* broadcast from rank 4: 4 trees, 2 ring chains */
 static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 1, 1, -1, 4, 5, 5 };
 static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
 static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
@@ -94,8 +176,28 @@ static const struct blink_plan_tree blinkgen_p0s4_trees[4] = {
     { 4, 200000u, blinkgen_p0s4t2_parent, blinkgen_p0s4t2_order }, /* 20.0 GB/s */
     { 4, 200000u, blinkgen_p0s4t3_parent, blinkgen_p0s4t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s4rt0_parent[8] = { 4, 0, 1, 2, -1, 7, 5, 3 };
+static const int blinkgen_p0s4rt0_order[8] = { 4, 0, 1, 2, 3, 7, 5, 6 };
+static const int blinkgen_p0s4rt1_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_p0s4rt1_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
+    { 4, 100000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 19.3 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 21.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 26.6 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.6 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 112.2 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 318.1 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1044.5 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3755.6 us, NCCL 3911.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14210.8 us, NCCL 14500.9 us */
+};
 
-/* broadcast from rank 5: 4 trees */
+/* broadcast from rank 5: 4 trees, 2 ring chains */
 static const int blinkgen_p0s5t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
 static const int blinkgen_p0s5t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
 static const int blinkgen_p0s5t1_parent[8] = { 2, 2, 6, 2, 6, -1, 5, 6 };
@@ -110,8 +212,29 @@ static const struct blink_plan_tree blinkgen_p0s5_trees[4] = {
     { 5, 200000u, blinkgen_p0s5t2_parent, blinkgen_p0s5t2_order }, /* 20.0 GB/s */
     { 5, 200000u, blinkgen_p0s5t3_parent, blinkgen_p0s5t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s5rt0_parent[8] = { 4, 0, 1, 2, 6, -1, 5, 3 };
+static const int blinkgen_p0s5rt0_order[8] = { 5, 6, 4, 0, 1, 2, 3, 7 };
+static const int blinkgen_p0s5rt1_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_p0s5rt1_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
+    { 5, 100000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.7 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.0 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.5 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 60.8 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 131.0 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 350.0 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1102.5 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3866.0 us, NCCL 3911.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7400.7 us, NCCL 7514.7 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14426.1 us, NCCL 14500.9 us */
+};
 
-/* broadcast from rank 6: 4 trees */
+/* broadcast from rank 6: 4 trees, 2 ring chains */
 static const int blinkgen_p0s6t0_parent[8] = { 1, 5, 1, 2, 5, 6, -1, 5 };
 static const int blinkgen_p0s6t0_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
 static const int blinkgen_p0s6t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
@@ -126,8 +249,29 @@ static const struct blink_plan_tree blinkgen_p0s6_trees[4] = {
     { 6, 200000u, blinkgen_p0s6t2_parent, blinkgen_p0s6t2_order }, /* 20.0 GB/s */
     { 6, 200000u, blinkgen_p0s6t3_parent, blinkgen_p0s6t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s6rt0_parent[8] = { 4, 0, 1, 2, 6, 7, -1, 3 };
+static const int blinkgen_p0s6rt0_order[8] = { 6, 4, 0, 1, 2, 3, 7, 5 };
+static const int blinkgen_p0s6rt1_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_p0s6rt1_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
+    { 6, 100000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 32.1 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 36.2 us, NCCL 43.7 us */
+    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.3 us, NCCL 61.0 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.0 us, NCCL 76.1 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 97.2 us, NCCL 106.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 145.8 us, NCCL 149.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 224.5 us, NCCL 232.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 636.3 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2089.0 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7511.1 us, NCCL 7514.7 us */
+};
 
-/* broadcast from rank 7: 4 trees */
+/* broadcast from rank 7: 4 trees, 2 ring chains */
 static const int blinkgen_p0s7t0_parent[8] = { 1, 5, 3, 1, 5, 7, 5, -1 };
 static const int blinkgen_p0s7t0_order[8] = { 7, 5, 1, 4, 6, 0, 3, 2 };
 static const int blinkgen_p0s7t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
@@ -142,8 +286,29 @@ static const struct blink_plan_tree blinkgen_p0s7_trees[4] = {
     { 7, 200000u, blinkgen_p0s7t2_parent, blinkgen_p0s7t2_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s7t3_parent, blinkgen_p0s7t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s7rt0_parent[8] = { 4, 0, 1, 2, 6, 7, 5, -1 };
+static const int blinkgen_p0s7rt0_order[8] = { 7, 5, 6, 4, 0, 1, 2, 3 };
+static const int blinkgen_p0s7rt1_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_p0s7rt1_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
+    { 7, 100000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s7_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 32.1 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 36.2 us, NCCL 43.7 us */
+    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.3 us, NCCL 61.0 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.0 us, NCCL 76.1 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 97.2 us, NCCL 106.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 145.8 us, NCCL 149.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 224.5 us, NCCL 232.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 636.3 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2089.0 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7511.1 us, NCCL 7514.7 us */
+};
 
-/* reduce from rank 0: 4 trees */
+/* reduce from rank 0: 4 trees, 2 ring chains */
 static const int blinkgen_p0s8t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
 static const int blinkgen_p0s8t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s8t1_parent[8] = { -1, 2, 0, 2, 6, 6, 2, 5 };
@@ -158,8 +323,27 @@ static const struct blink_plan_tree blinkgen_p0s8_trees[4] = {
     { 0, 200000u, blinkgen_p0s8t2_parent, blinkgen_p0s8t2_order }, /* 20.0 GB/s */
     { 0, 200000u, blinkgen_p0s8t3_parent, blinkgen_p0s8t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s8rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s8rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
+static const int blinkgen_p0s8rt1_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s8rt1_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
+    { 0, 100000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 57.5 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.0 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 70.9 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.0 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 180.8 us, NCCL 149.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 673.5 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2138.5 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7585.1 us, NCCL 7514.7 us */
+};
 
-/* reduce from rank 1: 4 trees */
+/* reduce from rank 1: 4 trees, 2 ring chains */
 static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
 static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
 static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 5 };
@@ -174,8 +358,28 @@ static const struct blink_plan_tree blinkgen_p0s9_trees[4] = {
     { 1, 200000u, blinkgen_p0s9t2_parent, blinkgen_p0s9t2_order }, /* 20.0 GB/s */
     { 1, 200000u, blinkgen_p0s9t3_parent, blinkgen_p0s9t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s9rt0_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s9rt0_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
+static const int blinkgen_p0s9rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s9rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
+    { 1, 100000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 45.9 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 49.5 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 56.6 us, NCCL 50.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 70.8 us, NCCL 61.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 117.9 us, NCCL 106.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 378.7 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1140.0 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 3923.0 us, NCCL 3911.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 14525.0 us, NCCL 14500.9 us */
+};
 
-/* reduce from rank 2: 4 trees */
+/* reduce from rank 2: 4 trees, 2 ring chains */
 static const int blinkgen_p0s10t0_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
 static const int blinkgen_p0s10t0_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
@@ -190,8 +394,30 @@ static const struct blink_plan_tree blinkgen_p0s10_trees[4] = {
     { 2, 200000u, blinkgen_p0s10t2_parent, blinkgen_p0s10t2_order }, /* 20.0 GB/s */
     { 2, 200000u, blinkgen_p0s10t3_parent, blinkgen_p0s10t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s10rt0_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s10rt0_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
+static const int blinkgen_p0s10rt1_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s10rt1_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
+    { 2, 100000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s10_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 44.7 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 53.6 us, NCCL 50.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 65.4 us, NCCL 61.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 107.7 us, NCCL 106.2 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 145.1 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 358.9 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1101.0 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3843.5 us, NCCL 3911.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7378.1 us, NCCL 7514.7 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14361.6 us, NCCL 14500.9 us */
+};
 
-/* reduce from rank 3: 4 trees */
+/* reduce from rank 3: 4 trees, 2 ring chains */
 static const int blinkgen_p0s11t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
 static const int blinkgen_p0s11t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
 static const int blinkgen_p0s11t1_parent[8] = { 2, 2, 3, -1, 6, 6, 2, 6 };
@@ -206,8 +432,30 @@ static const struct blink_plan_tree blinkgen_p0s11_trees[4] = {
     { 3, 200000u, blinkgen_p0s11t2_parent, blinkgen_p0s11t2_order }, /* 20.0 GB/s */
     { 3, 200000u, blinkgen_p0s11t3_parent, blinkgen_p0s11t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s11rt0_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
+static const int blinkgen_p0s11rt0_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
+static const int blinkgen_p0s11rt1_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s11rt1_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
+    { 3, 100000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s11_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 44.7 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 53.6 us, NCCL 50.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 65.4 us, NCCL 61.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 107.7 us, NCCL 106.2 us */
+    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 145.1 us, NCCL 149.6 us */
+    { 16777216u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 358.9 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1101.0 us, NCCL 1131.1 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3843.5 us, NCCL 3911.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7378.1 us, NCCL 7514.7 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14361.6 us, NCCL 14500.9 us */
+};
 
-/* reduce from rank 4: 4 trees */
+/* reduce from rank 4: 4 trees, 2 ring chains */
 static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 1, 1, -1, 4, 5, 5 };
 static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
 static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
@@ -222,8 +470,30 @@ static const struct blink_plan_tree blinkgen_p0s12_trees[4] = {
     { 4, 200000u, blinkgen_p0s12t2_parent, blinkgen_p0s12t2_order }, /* 20.0 GB/s */
     { 4, 200000u, blinkgen_p0s12t3_parent, blinkgen_p0s12t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s12rt0_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_p0s12rt0_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
+static const int blinkgen_p0s12rt1_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s12rt1_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
+    { 4, 100000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s12_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 54.8 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 63.8 us, NCCL 50.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 75.8 us, NCCL 61.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 118.6 us, NCCL 106.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 370.6 us, NCCL 371.9 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1114.5 us, NCCL 1131.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2042.9 us, NCCL 2095.7 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3860.5 us, NCCL 3911.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7395.1 us, NCCL 7514.7 us */
+    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14385.6 us, NCCL 14500.9 us */
+};
 
-/* reduce from rank 5: 4 trees */
+/* reduce from rank 5: 4 trees, 2 ring chains */
 static const int blinkgen_p0s13t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
 static const int blinkgen_p0s13t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
 static const int blinkgen_p0s13t1_parent[8] = { 2, 2, 6, 2, 6, -1, 5, 6 };
@@ -238,8 +508,27 @@ static const struct blink_plan_tree blinkgen_p0s13_trees[4] = {
     { 5, 200000u, blinkgen_p0s13t2_parent, blinkgen_p0s13t2_order }, /* 20.0 GB/s */
     { 5, 200000u, blinkgen_p0s13t3_parent, blinkgen_p0s13t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s13rt0_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
+static const int blinkgen_p0s13rt0_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
+static const int blinkgen_p0s13rt1_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s13rt1_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
+    { 5, 100000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s13_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 61.1 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 64.7 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 50.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.7 us, NCCL 61.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 134.7 us, NCCL 106.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 371.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2090.5 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7488.6 us, NCCL 7514.7 us */
+};
 
-/* reduce from rank 6: 4 trees */
+/* reduce from rank 6: 4 trees, 2 ring chains */
 static const int blinkgen_p0s14t0_parent[8] = { 1, 5, 1, 2, 5, 6, -1, 5 };
 static const int blinkgen_p0s14t0_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
 static const int blinkgen_p0s14t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
@@ -254,8 +543,27 @@ static const struct blink_plan_tree blinkgen_p0s14_trees[4] = {
     { 6, 200000u, blinkgen_p0s14t2_parent, blinkgen_p0s14t2_order }, /* 20.0 GB/s */
     { 6, 200000u, blinkgen_p0s14t3_parent, blinkgen_p0s14t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s14rt0_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
+static const int blinkgen_p0s14rt0_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
+static const int blinkgen_p0s14rt1_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s14rt1_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
+    { 6, 100000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s14_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 67.6 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.2 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 81.4 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 116.0 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 193.4 us, NCCL 149.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 688.8 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2159.0 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7616.0 us, NCCL 7514.7 us */
+};
 
-/* reduce from rank 7: 4 trees */
+/* reduce from rank 7: 4 trees, 2 ring chains */
 static const int blinkgen_p0s15t0_parent[8] = { 1, 5, 3, 1, 5, 7, 5, -1 };
 static const int blinkgen_p0s15t0_order[8] = { 7, 5, 1, 4, 6, 0, 3, 2 };
 static const int blinkgen_p0s15t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
@@ -270,8 +578,27 @@ static const struct blink_plan_tree blinkgen_p0s15_trees[4] = {
     { 7, 200000u, blinkgen_p0s15t2_parent, blinkgen_p0s15t2_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s15t3_parent, blinkgen_p0s15t3_order }, /* 20.0 GB/s */
 };
+static const int blinkgen_p0s15rt0_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
+static const int blinkgen_p0s15rt0_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
+static const int blinkgen_p0s15rt1_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s15rt1_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
+    { 7, 100000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s15_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 67.6 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.2 us, NCCL 43.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 81.4 us, NCCL 50.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 116.0 us, NCCL 76.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 193.4 us, NCCL 149.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 688.8 us, NCCL 642.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2159.0 us, NCCL 2095.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7616.0 us, NCCL 7514.7 us */
+};
 
-/* allgather: 32 trees */
+/* allgather: 32 trees, 16 ring chains */
 static const int blinkgen_p0s16t0_parent[8] = { -1, 0, 1, 7, 5, 1, 7, 4 };
 static const int blinkgen_p0s16t0_order[8] = { 0, 1, 2, 5, 4, 7, 3, 6 };
 static const int blinkgen_p0s16t1_parent[8] = { -1, 5, 6, 1, 0, 6, 4, 5 };
@@ -370,8 +697,71 @@ static const struct blink_plan_tree blinkgen_p0s16_trees[32] = {
     { 7, 17234u, blinkgen_p0s16t30_parent, blinkgen_p0s16t30_order }, /* 1.7234 GB/s */
     { 7, 3347u, blinkgen_p0s16t31_parent, blinkgen_p0s16t31_order }, /* 0.3347 GB/s */
 };
+static const int blinkgen_p0s16rt0_parent[8] = { -1, 0, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s16rt0_order[8] = { 0, 1, 2, 3, 7, 5, 6, 4 };
+static const int blinkgen_p0s16rt1_parent[8] = { 4, -1, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s16rt1_order[8] = { 1, 2, 3, 7, 5, 6, 4, 0 };
+static const int blinkgen_p0s16rt2_parent[8] = { 4, 0, -1, 2, 6, 7, 5, 3 };
+static const int blinkgen_p0s16rt2_order[8] = { 2, 3, 7, 5, 6, 4, 0, 1 };
+static const int blinkgen_p0s16rt3_parent[8] = { 4, 0, 1, -1, 6, 7, 5, 3 };
+static const int blinkgen_p0s16rt3_order[8] = { 3, 7, 5, 6, 4, 0, 1, 2 };
+static const int blinkgen_p0s16rt4_parent[8] = { 4, 0, 1, 2, -1, 7, 5, 3 };
+static const int blinkgen_p0s16rt4_order[8] = { 4, 0, 1, 2, 3, 7, 5, 6 };
+static const int blinkgen_p0s16rt5_parent[8] = { 4, 0, 1, 2, 6, -1, 5, 3 };
+static const int blinkgen_p0s16rt5_order[8] = { 5, 6, 4, 0, 1, 2, 3, 7 };
+static const int blinkgen_p0s16rt6_parent[8] = { 4, 0, 1, 2, 6, 7, -1, 3 };
+static const int blinkgen_p0s16rt6_order[8] = { 6, 4, 0, 1, 2, 3, 7, 5 };
+static const int blinkgen_p0s16rt7_parent[8] = { 4, 0, 1, 2, 6, 7, 5, -1 };
+static const int blinkgen_p0s16rt7_order[8] = { 7, 5, 6, 4, 0, 1, 2, 3 };
+static const int blinkgen_p0s16rt8_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt8_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const int blinkgen_p0s16rt9_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt9_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_p0s16rt10_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt10_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_p0s16rt11_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt11_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_p0s16rt12_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_p0s16rt12_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_p0s16rt13_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_p0s16rt13_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_p0s16rt14_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_p0s16rt14_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_p0s16rt15_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_p0s16rt15_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
+    { 0, 100000u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_p0s16rt1_parent, blinkgen_p0s16rt1_order }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_p0s16rt2_parent, blinkgen_p0s16rt2_order }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_p0s16rt3_parent, blinkgen_p0s16rt3_order }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_p0s16rt4_parent, blinkgen_p0s16rt4_order }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_p0s16rt5_parent, blinkgen_p0s16rt5_order }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_p0s16rt6_parent, blinkgen_p0s16rt6_order }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_p0s16rt7_parent, blinkgen_p0s16rt7_order }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_p0s16rt8_parent, blinkgen_p0s16rt8_order }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_p0s16rt9_parent, blinkgen_p0s16rt9_order }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_p0s16rt10_parent, blinkgen_p0s16rt10_order }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_p0s16rt11_parent, blinkgen_p0s16rt11_order }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_p0s16rt12_parent, blinkgen_p0s16rt12_order }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_p0s16rt13_parent, blinkgen_p0s16rt13_order }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 39.9 us, NCCL 32.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 40.6 us, NCCL 33.6 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 35.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 49.2 us, NCCL 37.9 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 83.7 us, NCCL 55.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.3 us, NCCL 78.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 184.4 us, NCCL 124.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 507.2 us, NCCL 399.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 3478.8 us, NCCL 2968.2 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 13529.7 us, NCCL 11776.3 us */
+};
 
-/* reducescatter: 32 trees */
+/* reducescatter: 32 trees, 16 ring chains */
 static const int blinkgen_p0s17t0_parent[8] = { -1, 0, 1, 7, 5, 1, 7, 4 };
 static const int blinkgen_p0s17t0_order[8] = { 0, 1, 2, 5, 4, 7, 3, 6 };
 static const int blinkgen_p0s17t1_parent[8] = { -1, 5, 6, 1, 0, 6, 4, 5 };
@@ -470,8 +860,71 @@ static const struct blink_plan_tree blinkgen_p0s17_trees[32] = {
     { 7, 17234u, blinkgen_p0s17t30_parent, blinkgen_p0s17t30_order }, /* 1.7234 GB/s */
     { 7, 3347u, blinkgen_p0s17t31_parent, blinkgen_p0s17t31_order }, /* 0.3347 GB/s */
 };
+static const int blinkgen_p0s17rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s17rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
+static const int blinkgen_p0s17rt1_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s17rt1_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
+static const int blinkgen_p0s17rt2_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s17rt2_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
+static const int blinkgen_p0s17rt3_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
+static const int blinkgen_p0s17rt3_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
+static const int blinkgen_p0s17rt4_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_p0s17rt4_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
+static const int blinkgen_p0s17rt5_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
+static const int blinkgen_p0s17rt5_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
+static const int blinkgen_p0s17rt6_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
+static const int blinkgen_p0s17rt6_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
+static const int blinkgen_p0s17rt7_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
+static const int blinkgen_p0s17rt7_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
+static const int blinkgen_p0s17rt8_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt8_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_p0s17rt9_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt9_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_p0s17rt10_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt10_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_p0s17rt11_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt11_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_p0s17rt12_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s17rt12_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_p0s17rt13_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s17rt13_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_p0s17rt14_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s17rt14_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_p0s17rt15_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s17rt15_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
+    { 0, 100000u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_p0s17rt1_parent, blinkgen_p0s17rt1_order }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_p0s17rt2_parent, blinkgen_p0s17rt2_order }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_p0s17rt3_parent, blinkgen_p0s17rt3_order }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_p0s17rt4_parent, blinkgen_p0s17rt4_order }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_p0s17rt5_parent, blinkgen_p0s17rt5_order }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_p0s17rt6_parent, blinkgen_p0s17rt6_order }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_p0s17rt7_parent, blinkgen_p0s17rt7_order }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_p0s17rt8_parent, blinkgen_p0s17rt8_order }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_p0s17rt9_parent, blinkgen_p0s17rt9_order }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_p0s17rt10_parent, blinkgen_p0s17rt10_order }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_p0s17rt11_parent, blinkgen_p0s17rt11_order }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_p0s17rt12_parent, blinkgen_p0s17rt12_order }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_p0s17rt13_parent, blinkgen_p0s17rt13_order }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 20.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s17_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 4096u }, /* simulated: trees 75.2 us, NCCL 32.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 76.1 us, NCCL 33.6 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 78.0 us, NCCL 35.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.0 us, NCCL 37.9 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 216.1 us, NCCL 124.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 345.1 us, NCCL 215.7 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1900.3 us, NCCL 1500.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3677.2 us, NCCL 2968.2 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7254.7 us, NCCL 5904.2 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 14458.7 us, NCCL 11776.3 us */
+};
 
-/* allreduce: 16 trees */
+/* allreduce: 16 trees, 16 ring chains */
 static const int blinkgen_p0s18t0_parent[8] = { -1, 2, 0, 0, 7, 7, 7, 3 };
 static const int blinkgen_p0s18t0_order[8] = { 0, 2, 3, 1, 7, 4, 5, 6 };
 static const int blinkgen_p0s18t1_parent[8] = { -1, 2, 0, 2, 0, 6, 4, 4 };
@@ -522,28 +975,133 @@ static const struct blink_plan_tree blinkgen_p0s18_trees[16] = {
     { 0, 1587u, blinkgen_p0s18t14_parent, blinkgen_p0s18t14_order }, /* 0.1587 GB/s */
     { 0, 1587u, blinkgen_p0s18t15_parent, blinkgen_p0s18t15_order }, /* 0.1587 GB/s */
 };
+static const int blinkgen_p0s18rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s18rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
+static const int blinkgen_p0s18rt1_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s18rt1_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
+static const int blinkgen_p0s18rt2_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
+static const int blinkgen_p0s18rt2_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
+static const int blinkgen_p0s18rt3_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
+static const int blinkgen_p0s18rt3_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
+static const int blinkgen_p0s18rt4_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_p0s18rt4_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
+static const int blinkgen_p0s18rt5_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
+static const int blinkgen_p0s18rt5_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
+static const int blinkgen_p0s18rt6_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
+static const int blinkgen_p0s18rt6_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
+static const int blinkgen_p0s18rt7_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
+static const int blinkgen_p0s18rt7_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
+static const int blinkgen_p0s18rt8_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt8_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_p0s18rt9_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt9_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_p0s18rt10_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt10_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_p0s18rt11_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt11_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_p0s18rt12_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s18rt12_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_p0s18rt13_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s18rt13_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_p0s18rt14_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s18rt14_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_p0s18rt15_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s18rt15_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
+    { 0, 12500u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 1.25 GB/s */
+    { 1, 12500u, blinkgen_p0s18rt1_parent, blinkgen_p0s18rt1_order }, /* 1.25 GB/s */
+    { 2, 12500u, blinkgen_p0s18rt2_parent, blinkgen_p0s18rt2_order }, /* 1.25 GB/s */
+    { 3, 12500u, blinkgen_p0s18rt3_parent, blinkgen_p0s18rt3_order }, /* 1.25 GB/s */
+    { 4, 12500u, blinkgen_p0s18rt4_parent, blinkgen_p0s18rt4_order }, /* 1.25 GB/s */
+    { 5, 12500u, blinkgen_p0s18rt5_parent, blinkgen_p0s18rt5_order }, /* 1.25 GB/s */
+    { 6, 12500u, blinkgen_p0s18rt6_parent, blinkgen_p0s18rt6_order }, /* 1.25 GB/s */
+    { 7, 12500u, blinkgen_p0s18rt7_parent, blinkgen_p0s18rt7_order }, /* 1.25 GB/s */
+    { 0, 25000u, blinkgen_p0s18rt8_parent, blinkgen_p0s18rt8_order }, /* 2.5 GB/s */
+    { 1, 25000u, blinkgen_p0s18rt9_parent, blinkgen_p0s18rt9_order }, /* 2.5 GB/s */
+    { 2, 25000u, blinkgen_p0s18rt10_parent, blinkgen_p0s18rt10_order }, /* 2.5 GB/s */
+    { 3, 25000u, blinkgen_p0s18rt11_parent, blinkgen_p0s18rt11_order }, /* 2.5 GB/s */
+    { 4, 25000u, blinkgen_p0s18rt12_parent, blinkgen_p0s18rt12_order }, /* 2.5 GB/s */
+    { 5, 25000u, blinkgen_p0s18rt13_parent, blinkgen_p0s18rt13_order }, /* 2.5 GB/s */
+    { 6, 25000u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.5 GB/s */
+    { 7, 25000u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.5 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s18_ranges[13] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 89.7 us, NCCL 57.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 93.4 us, NCCL 58.9 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.8 us, NCCL 61.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 116.0 us, NCCL 67.5 us */
+    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 147.5 us, NCCL 78.9 us */
+    { 2097152u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 219.4 us, NCCL 101.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 218.0 us, NCCL 147.8 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 355.9 us, NCCL 239.5 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 1802.4 us, NCCL 1524.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 3450.9 us, NCCL 2992.0 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 6813.6 us, NCCL 5928.0 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 13557.5 us, NCCL 11800.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 27031.2 us, NCCL 23544.1 us */
+};
 
-/* One schedule per plan: { collective, root (-1: none), trees, tree table }. */
+/* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
+ * table, ranges, range table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
-    { BLINK_PLAN_BROADCAST, 0, 4, blinkgen_p0s0_trees },
-    { BLINK_PLAN_BROADCAST, 1, 4, blinkgen_p0s1_trees },
-    { BLINK_PLAN_BROADCAST, 2, 4, blinkgen_p0s2_trees },
-    { BLINK_PLAN_BROADCAST, 3, 4, blinkgen_p0s3_trees },
-    { BLINK_PLAN_BROADCAST, 4, 4, blinkgen_p0s4_trees },
-    { BLINK_PLAN_BROADCAST, 5, 4, blinkgen_p0s5_trees },
-    { BLINK_PLAN_BROADCAST, 6, 4, blinkgen_p0s6_trees },
-    { BLINK_PLAN_BROADCAST, 7, 4, blinkgen_p0s7_trees },
-    { BLINK_PLAN_REDUCE, 0, 4, blinkgen_p0s8_trees },
-    { BLINK_PLAN_REDUCE, 1, 4, blinkgen_p0s9_trees },
-    { BLINK_PLAN_REDUCE, 2, 4, blinkgen_p0s10_trees },
-    { BLINK_PLAN_REDUCE, 3, 4, blinkgen_p0s11_trees },
-    { BLINK_PLAN_REDUCE, 4, 4, blinkgen_p0s12_trees },
-    { BLINK_PLAN_REDUCE, 5, 4, blinkgen_p0s13_trees },
-    { BLINK_PLAN_REDUCE, 6, 4, blinkgen_p0s14_trees },
-    { BLINK_PLAN_REDUCE, 7, 4, blinkgen_p0s15_trees },
-    { BLINK_PLAN_ALLGATHER, -1, 32, blinkgen_p0s16_trees },
-    { BLINK_PLAN_REDUCESCATTER, -1, 32, blinkgen_p0s17_trees },
-    { BLINK_PLAN_ALLREDUCE, -1, 16, blinkgen_p0s18_trees },
+    { BLINK_PLAN_BROADCAST, 0, 4, blinkgen_p0s0_trees,
+      2, blinkgen_p0s0_ring_trees,
+      10, blinkgen_p0s0_ranges },
+    { BLINK_PLAN_BROADCAST, 1, 4, blinkgen_p0s1_trees,
+      2, blinkgen_p0s1_ring_trees,
+      10, blinkgen_p0s1_ranges },
+    { BLINK_PLAN_BROADCAST, 2, 4, blinkgen_p0s2_trees,
+      2, blinkgen_p0s2_ring_trees,
+      9, blinkgen_p0s2_ranges },
+    { BLINK_PLAN_BROADCAST, 3, 4, blinkgen_p0s3_trees,
+      2, blinkgen_p0s3_ring_trees,
+      9, blinkgen_p0s3_ranges },
+    { BLINK_PLAN_BROADCAST, 4, 4, blinkgen_p0s4_trees,
+      2, blinkgen_p0s4_ring_trees,
+      9, blinkgen_p0s4_ranges },
+    { BLINK_PLAN_BROADCAST, 5, 4, blinkgen_p0s5_trees,
+      2, blinkgen_p0s5_ring_trees,
+      10, blinkgen_p0s5_ranges },
+    { BLINK_PLAN_BROADCAST, 6, 4, blinkgen_p0s6_trees,
+      2, blinkgen_p0s6_ring_trees,
+      10, blinkgen_p0s6_ranges },
+    { BLINK_PLAN_BROADCAST, 7, 4, blinkgen_p0s7_trees,
+      2, blinkgen_p0s7_ring_trees,
+      10, blinkgen_p0s7_ranges },
+    { BLINK_PLAN_REDUCE, 0, 4, blinkgen_p0s8_trees,
+      2, blinkgen_p0s8_ring_trees,
+      8, blinkgen_p0s8_ranges },
+    { BLINK_PLAN_REDUCE, 1, 4, blinkgen_p0s9_trees,
+      2, blinkgen_p0s9_ring_trees,
+      9, blinkgen_p0s9_ranges },
+    { BLINK_PLAN_REDUCE, 2, 4, blinkgen_p0s10_trees,
+      2, blinkgen_p0s10_ring_trees,
+      11, blinkgen_p0s10_ranges },
+    { BLINK_PLAN_REDUCE, 3, 4, blinkgen_p0s11_trees,
+      2, blinkgen_p0s11_ring_trees,
+      11, blinkgen_p0s11_ranges },
+    { BLINK_PLAN_REDUCE, 4, 4, blinkgen_p0s12_trees,
+      2, blinkgen_p0s12_ring_trees,
+      11, blinkgen_p0s12_ranges },
+    { BLINK_PLAN_REDUCE, 5, 4, blinkgen_p0s13_trees,
+      2, blinkgen_p0s13_ring_trees,
+      8, blinkgen_p0s13_ranges },
+    { BLINK_PLAN_REDUCE, 6, 4, blinkgen_p0s14_trees,
+      2, blinkgen_p0s14_ring_trees,
+      8, blinkgen_p0s14_ranges },
+    { BLINK_PLAN_REDUCE, 7, 4, blinkgen_p0s15_trees,
+      2, blinkgen_p0s15_ring_trees,
+      8, blinkgen_p0s15_ranges },
+    { BLINK_PLAN_ALLGATHER, -1, 32, blinkgen_p0s16_trees,
+      16, blinkgen_p0s16_ring_trees,
+      10, blinkgen_p0s16_ranges },
+    { BLINK_PLAN_REDUCESCATTER, -1, 32, blinkgen_p0s17_trees,
+      16, blinkgen_p0s17_ring_trees,
+      10, blinkgen_p0s17_ranges },
+    { BLINK_PLAN_ALLREDUCE, -1, 16, blinkgen_p0s18_trees,
+      16, blinkgen_p0s18_ring_trees,
+      13, blinkgen_p0s18_ranges },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -552,7 +1110,7 @@ static const struct blink_plan blinkgen_p0 = {
     "a08d819ccda23fea", /* fingerprint of the topology and allocation */
     8, /* ranks */
     blinkgen_p0_devices,
-    1048576u, /* default chunk bytes (BLINK_CHUNK_BYTES overrides) */
+    1048576u, /* chunk bytes where a schedule has no ranges (BLINK_CHUNK_BYTES overrides) */
     19, /* schedules */
     blinkgen_p0_schedules,
 };

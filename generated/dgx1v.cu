@@ -15,7 +15,7 @@
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
-/* broadcast from rank 0: 6 trees */
+/* broadcast from rank 0: 6 trees, 2 ring chains */
 static const int blinkgen_p0s0t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
 static const int blinkgen_p0s0t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s0t1_parent[8] = { -1, 2, 0, 2, 6, 1, 5, 5 };
@@ -36,8 +36,29 @@ static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
     { 0, 250000u, blinkgen_p0s0t4_parent, blinkgen_p0s0t4_order }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_p0s0t5_parent, blinkgen_p0s0t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s0rt0_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s0rt0_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const int blinkgen_p0s0rt1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s0rt1_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
+static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
+    { 0, 218750u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.4 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.0 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 157.7 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 390.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1206.8 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4166.7 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 1: 6 trees */
+/* broadcast from rank 1: 6 trees, 2 ring chains */
 static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
 static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
 static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 0, 0, 7, 5, 4 };
@@ -58,8 +79,29 @@ static const struct blink_plan_tree blinkgen_p0s1_trees[6] = {
     { 1, 250000u, blinkgen_p0s1t4_parent, blinkgen_p0s1t4_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s1t5_parent, blinkgen_p0s1t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s1rt0_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s1rt0_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_p0s1rt1_parent[8] = { 3, -1, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s1rt1_order[8] = { 1, 2, 3, 0, 4, 7, 6, 5 };
+static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
+    { 1, 218750u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 63.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.5 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 2: 6 trees */
+/* broadcast from rank 2: 6 trees, 2 ring chains */
 static const int blinkgen_p0s2t0_parent[8] = { 1, 2, -1, 0, 0, 7, 5, 4 };
 static const int blinkgen_p0s2t0_order[8] = { 2, 1, 0, 3, 4, 7, 5, 6 };
 static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
@@ -80,8 +122,29 @@ static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
     { 2, 250000u, blinkgen_p0s2t4_parent, blinkgen_p0s2t4_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s2t5_parent, blinkgen_p0s2t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s2rt0_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s2rt0_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_p0s2rt1_parent[8] = { 3, 5, -1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s2rt1_order[8] = { 2, 3, 0, 4, 7, 6, 5, 1 };
+static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
+    { 2, 218750u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s2_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 63.1 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.5 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 3: 6 trees */
+/* broadcast from rank 3: 6 trees, 2 ring chains */
 static const int blinkgen_p0s3t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 6 };
 static const int blinkgen_p0s3t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
 static const int blinkgen_p0s3t1_parent[8] = { 2, 2, 3, -1, 7, 1, 7, 5 };
@@ -102,8 +165,29 @@ static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
     { 3, 250000u, blinkgen_p0s3t4_parent, blinkgen_p0s3t4_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s3t5_parent, blinkgen_p0s3t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s3rt0_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_p0s3rt0_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_p0s3rt1_parent[8] = { 3, 5, 1, -1, 0, 6, 7, 4 };
+static const int blinkgen_p0s3rt1_order[8] = { 3, 0, 4, 7, 6, 5, 1, 2 };
+static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
+    { 3, 218750u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s3_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.0 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 42.3 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 51.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.4 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.0 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 159.5 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 4: 6 trees */
+/* broadcast from rank 4: 6 trees, 2 ring chains */
 static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 1, 2, -1, 4, 5, 6 };
 static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 0, 2, 7, 3 };
 static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
@@ -124,8 +208,29 @@ static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
     { 4, 250000u, blinkgen_p0s4t4_parent, blinkgen_p0s4t4_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s4t5_parent, blinkgen_p0s4t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s4rt0_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_p0s4rt0_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_p0s4rt1_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
+static const int blinkgen_p0s4rt1_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
+static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
+    { 4, 218750u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.8 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.9 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 5: 6 trees */
+/* broadcast from rank 5: 6 trees, 2 ring chains */
 static const int blinkgen_p0s5t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
 static const int blinkgen_p0s5t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
 static const int blinkgen_p0s5t1_parent[8] = { 2, 5, 1, 1, 0, -1, 4, 4 };
@@ -146,8 +251,29 @@ static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
     { 5, 250000u, blinkgen_p0s5t4_parent, blinkgen_p0s5t4_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s5t5_parent, blinkgen_p0s5t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s5rt0_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_p0s5rt0_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_p0s5rt1_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
+static const int blinkgen_p0s5rt1_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
+static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
+    { 5, 218750u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.1 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 36.7 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 39.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 45.8 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 59.5 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 75.4 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 106.0 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 6: 6 trees */
+/* broadcast from rank 6: 6 trees, 2 ring chains */
 static const int blinkgen_p0s6t0_parent[8] = { 1, 5, 1, 2, 0, 6, -1, 4 };
 static const int blinkgen_p0s6t0_order[8] = { 6, 5, 1, 0, 2, 4, 3, 7 };
 static const int blinkgen_p0s6t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
@@ -168,8 +294,29 @@ static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
     { 6, 250000u, blinkgen_p0s6t4_parent, blinkgen_p0s6t4_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s6t5_parent, blinkgen_p0s6t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s6rt0_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_p0s6rt0_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_p0s6rt1_parent[8] = { 3, 5, 1, 2, 0, 6, -1, 4 };
+static const int blinkgen_p0s6rt1_order[8] = { 6, 5, 1, 2, 3, 0, 4, 7 };
+static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
+    { 6, 218750u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.3 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.1 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 40.6 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 47.6 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 61.6 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.1 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 109.5 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+};
 
-/* broadcast from rank 7: 6 trees */
+/* broadcast from rank 7: 6 trees, 2 ring chains */
 static const int blinkgen_p0s7t0_parent[8] = { 1, 5, 1, 2, 0, 7, 5, -1 };
 static const int blinkgen_p0s7t0_order[8] = { 7, 5, 1, 6, 0, 2, 4, 3 };
 static const int blinkgen_p0s7t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
@@ -190,8 +337,32 @@ static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
     { 7, 250000u, blinkgen_p0s7t4_parent, blinkgen_p0s7t4_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s7t5_parent, blinkgen_p0s7t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s7rt0_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_p0s7rt0_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_p0s7rt1_parent[8] = { 3, 5, 1, 2, 0, 6, 7, -1 };
+static const int blinkgen_p0s7rt1_order[8] = { 7, 6, 5, 1, 2, 3, 0, 4 };
+static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
+    { 7, 218750u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s7_ranges[13] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.0 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.7 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 71.5 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.3 us, NCCL 107.0 us */
+    { 8388608u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 148.6 us, NCCL 154.6 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 232.5 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 381.1 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 666.4 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1187.2 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4135.9 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 0: 6 trees */
+/* reduce from rank 0: 6 trees, 2 ring chains */
 static const int blinkgen_p0s8t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
 static const int blinkgen_p0s8t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
 static const int blinkgen_p0s8t1_parent[8] = { -1, 2, 0, 2, 6, 1, 5, 5 };
@@ -212,8 +383,29 @@ static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
     { 0, 250000u, blinkgen_p0s8t4_parent, blinkgen_p0s8t4_order }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_p0s8t5_parent, blinkgen_p0s8t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s8rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s8rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_p0s8rt1_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s8rt1_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
+static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
+    { 0, 218750u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.9 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 68.1 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.6 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.7 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 95.0 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 109.8 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 145.3 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 440.4 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1272.9 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4283.0 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 1: 6 trees */
+/* reduce from rank 1: 6 trees, 2 ring chains */
 static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
 static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
 static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 0, 0, 7, 5, 4 };
@@ -234,8 +426,27 @@ static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
     { 1, 250000u, blinkgen_p0s9t4_parent, blinkgen_p0s9t4_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s9t5_parent, blinkgen_p0s9t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s9rt0_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s9rt0_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_p0s9rt1_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s9rt1_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
+    { 1, 218750u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 67.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 79.3 us, NCCL 52.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 140.1 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 422.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1240.9 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4210.2 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 2: 6 trees */
+/* reduce from rank 2: 6 trees, 2 ring chains */
 static const int blinkgen_p0s10t0_parent[8] = { 1, 2, -1, 0, 0, 7, 5, 4 };
 static const int blinkgen_p0s10t0_order[8] = { 2, 1, 0, 3, 4, 7, 5, 6 };
 static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
@@ -256,8 +467,27 @@ static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
     { 2, 250000u, blinkgen_p0s10t4_parent, blinkgen_p0s10t4_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s10t5_parent, blinkgen_p0s10t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s10rt0_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s10rt0_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_p0s10rt1_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s10rt1_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
+static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
+    { 2, 218750u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 67.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 79.3 us, NCCL 52.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 140.1 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 422.2 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1239.3 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4210.2 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 3: 6 trees */
+/* reduce from rank 3: 6 trees, 2 ring chains */
 static const int blinkgen_p0s11t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 6 };
 static const int blinkgen_p0s11t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
 static const int blinkgen_p0s11t1_parent[8] = { 2, 2, 3, -1, 7, 1, 7, 5 };
@@ -278,8 +508,27 @@ static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
     { 3, 250000u, blinkgen_p0s11t4_parent, blinkgen_p0s11t4_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s11t5_parent, blinkgen_p0s11t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s11rt0_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s11rt0_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_p0s11rt1_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_p0s11rt1_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
+    { 3, 218750u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.7 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.8 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 76.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.2 us, NCCL 52.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 144.8 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 427.6 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1240.9 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4217.2 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 4: 6 trees */
+/* reduce from rank 4: 6 trees, 2 ring chains */
 static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 1, 2, -1, 4, 5, 6 };
 static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 0, 2, 7, 3 };
 static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
@@ -300,8 +549,29 @@ static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
     { 4, 250000u, blinkgen_p0s12t4_parent, blinkgen_p0s12t4_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s12t5_parent, blinkgen_p0s12t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s12rt0_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s12rt0_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_p0s12rt1_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
+static const int blinkgen_p0s12rt1_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
+    { 4, 218750u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.7 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.8 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 76.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.2 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 98.8 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 113.5 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 145.6 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 424.3 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1245.0 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4222.9 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 5: 6 trees */
+/* reduce from rank 5: 6 trees, 2 ring chains */
 static const int blinkgen_p0s13t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
 static const int blinkgen_p0s13t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
 static const int blinkgen_p0s13t1_parent[8] = { 2, 5, 1, 1, 0, -1, 4, 4 };
@@ -322,8 +592,29 @@ static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
     { 5, 250000u, blinkgen_p0s13t4_parent, blinkgen_p0s13t4_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s13t5_parent, blinkgen_p0s13t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s13rt0_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s13rt0_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_p0s13rt1_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
+static const int blinkgen_p0s13rt1_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
+    { 5, 218750u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 73.0 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 77.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.4 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 101.9 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 115.6 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 151.8 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 451.5 us, NCCL 392.3 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2321.5 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8188.8 us, NCCL 7967.5 us */
+};
 
-/* reduce from rank 6: 6 trees */
+/* reduce from rank 6: 6 trees, 2 ring chains */
 static const int blinkgen_p0s14t0_parent[8] = { 1, 5, 1, 2, 0, 6, -1, 4 };
 static const int blinkgen_p0s14t0_order[8] = { 6, 5, 1, 0, 2, 4, 3, 7 };
 static const int blinkgen_p0s14t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
@@ -344,8 +635,29 @@ static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
     { 6, 250000u, blinkgen_p0s14t4_parent, blinkgen_p0s14t4_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s14t5_parent, blinkgen_p0s14t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s14rt0_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s14rt0_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_p0s14rt1_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
+static const int blinkgen_p0s14rt1_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
+    { 6, 218750u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.2 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 71.8 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 75.0 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.7 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 95.6 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 115.1 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 141.5 us, NCCL 107.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 435.8 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1279.7 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4275.7 us, NCCL 4157.1 us */
+};
 
-/* reduce from rank 7: 6 trees */
+/* reduce from rank 7: 6 trees, 2 ring chains */
 static const int blinkgen_p0s15t0_parent[8] = { 1, 5, 1, 2, 0, 7, 5, -1 };
 static const int blinkgen_p0s15t0_order[8] = { 7, 5, 1, 6, 0, 2, 4, 3 };
 static const int blinkgen_p0s15t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
@@ -366,8 +678,29 @@ static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
     { 7, 250000u, blinkgen_p0s15t4_parent, blinkgen_p0s15t4_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s15t5_parent, blinkgen_p0s15t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s15rt0_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s15rt0_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_p0s15rt1_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_p0s15rt1_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
+    { 7, 218750u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 64.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 66.2 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.4 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 75.8 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 88.6 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.9 us, NCCL 79.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 134.5 us, NCCL 107.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 275.7 us, NCCL 241.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2291.1 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4278.7 us, NCCL 4157.1 us */
+};
 
-/* allgather: 27 trees */
+/* allgather: 27 trees, 16 ring chains */
 static const int blinkgen_p0s16t0_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
 static const int blinkgen_p0s16t0_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
 static const int blinkgen_p0s16t1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
@@ -451,8 +784,70 @@ static const struct blink_plan_tree blinkgen_p0s16_trees[27] = {
     { 7, 42857u, blinkgen_p0s16t25_parent, blinkgen_p0s16t25_order }, /* 4.2857 GB/s */
     { 7, 21428u, blinkgen_p0s16t26_parent, blinkgen_p0s16t26_order }, /* 2.1428 GB/s */
 };
+static const int blinkgen_p0s16rt0_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt0_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const int blinkgen_p0s16rt1_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt1_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_p0s16rt2_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt2_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_p0s16rt3_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_p0s16rt3_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_p0s16rt4_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_p0s16rt4_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_p0s16rt5_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_p0s16rt5_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_p0s16rt6_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_p0s16rt6_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_p0s16rt7_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_p0s16rt7_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_p0s16rt8_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s16rt8_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
+static const int blinkgen_p0s16rt9_parent[8] = { 3, -1, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s16rt9_order[8] = { 1, 2, 3, 0, 4, 7, 6, 5 };
+static const int blinkgen_p0s16rt10_parent[8] = { 3, 5, -1, 2, 0, 6, 7, 4 };
+static const int blinkgen_p0s16rt10_order[8] = { 2, 3, 0, 4, 7, 6, 5, 1 };
+static const int blinkgen_p0s16rt11_parent[8] = { 3, 5, 1, -1, 0, 6, 7, 4 };
+static const int blinkgen_p0s16rt11_order[8] = { 3, 0, 4, 7, 6, 5, 1, 2 };
+static const int blinkgen_p0s16rt12_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
+static const int blinkgen_p0s16rt12_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
+static const int blinkgen_p0s16rt13_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
+static const int blinkgen_p0s16rt13_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
+static const int blinkgen_p0s16rt14_parent[8] = { 3, 5, 1, 2, 0, 6, -1, 4 };
+static const int blinkgen_p0s16rt14_order[8] = { 6, 5, 1, 2, 3, 0, 4, 7 };
+static const int blinkgen_p0s16rt15_parent[8] = { 3, 5, 1, 2, 0, 6, 7, -1 };
+static const int blinkgen_p0s16rt15_order[8] = { 7, 6, 5, 1, 2, 3, 0, 4 };
+static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
+    { 0, 218750u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_p0s16rt1_parent, blinkgen_p0s16rt1_order }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_p0s16rt2_parent, blinkgen_p0s16rt2_order }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_p0s16rt3_parent, blinkgen_p0s16rt3_order }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_p0s16rt4_parent, blinkgen_p0s16rt4_order }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_p0s16rt5_parent, blinkgen_p0s16rt5_order }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_p0s16rt6_parent, blinkgen_p0s16rt6_order }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_p0s16rt7_parent, blinkgen_p0s16rt7_order }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_p0s16rt8_parent, blinkgen_p0s16rt8_order }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_p0s16rt9_parent, blinkgen_p0s16rt9_order }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_p0s16rt10_parent, blinkgen_p0s16rt10_order }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_p0s16rt11_parent, blinkgen_p0s16rt11_order }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_p0s16rt12_parent, blinkgen_p0s16rt12_order }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_p0s16rt13_parent, blinkgen_p0s16rt13_order }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 40.8 us, NCCL 32.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 42.4 us, NCCL 33.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 45.6 us, NCCL 33.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.1 us, NCCL 35.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.0 us, NCCL 56.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 148.4 us, NCCL 81.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1090.5 us, NCCL 815.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3887.9 us, NCCL 3163.9 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7589.1 us, NCCL 6295.7 us */
+};
 
-/* reducescatter: 27 trees */
+/* reducescatter: 27 trees, 16 ring chains */
 static const int blinkgen_p0s17t0_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
 static const int blinkgen_p0s17t0_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
 static const int blinkgen_p0s17t1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
@@ -536,8 +931,72 @@ static const struct blink_plan_tree blinkgen_p0s17_trees[27] = {
     { 7, 42857u, blinkgen_p0s17t25_parent, blinkgen_p0s17t25_order }, /* 4.2857 GB/s */
     { 7, 21428u, blinkgen_p0s17t26_parent, blinkgen_p0s17t26_order }, /* 2.1428 GB/s */
 };
+static const int blinkgen_p0s17rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_p0s17rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_p0s17rt2_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt2_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_p0s17rt3_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s17rt3_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_p0s17rt4_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s17rt4_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_p0s17rt5_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s17rt5_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_p0s17rt6_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s17rt6_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_p0s17rt7_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s17rt7_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_p0s17rt8_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s17rt8_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
+static const int blinkgen_p0s17rt9_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s17rt9_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+static const int blinkgen_p0s17rt10_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s17rt10_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
+static const int blinkgen_p0s17rt11_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_p0s17rt11_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+static const int blinkgen_p0s17rt12_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
+static const int blinkgen_p0s17rt12_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+static const int blinkgen_p0s17rt13_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
+static const int blinkgen_p0s17rt13_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+static const int blinkgen_p0s17rt14_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
+static const int blinkgen_p0s17rt14_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+static const int blinkgen_p0s17rt15_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_p0s17rt15_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
+    { 0, 218750u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_p0s17rt1_parent, blinkgen_p0s17rt1_order }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_p0s17rt2_parent, blinkgen_p0s17rt2_order }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_p0s17rt3_parent, blinkgen_p0s17rt3_order }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_p0s17rt4_parent, blinkgen_p0s17rt4_order }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_p0s17rt5_parent, blinkgen_p0s17rt5_order }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_p0s17rt6_parent, blinkgen_p0s17rt6_order }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_p0s17rt7_parent, blinkgen_p0s17rt7_order }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_p0s17rt8_parent, blinkgen_p0s17rt8_order }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_p0s17rt9_parent, blinkgen_p0s17rt9_order }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_p0s17rt10_parent, blinkgen_p0s17rt10_order }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_p0s17rt11_parent, blinkgen_p0s17rt11_order }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_p0s17rt12_parent, blinkgen_p0s17rt12_order }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_p0s17rt13_parent, blinkgen_p0s17rt13_order }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s17_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 75.9 us, NCCL 32.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 77.7 us, NCCL 33.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.2 us, NCCL 33.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 88.2 us, NCCL 35.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.2 us, NCCL 38.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 110.1 us, NCCL 44.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 137.4 us, NCCL 56.7 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 253.3 us, NCCL 130.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1108.0 us, NCCL 815.1 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2027.4 us, NCCL 1598.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 3932.4 us, NCCL 3163.9 us */
+};
 
-/* allreduce: 12 trees */
+/* allreduce: 12 trees, 16 ring chains */
 static const int blinkgen_p0s18t0_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
 static const int blinkgen_p0s18t0_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
 static const int blinkgen_p0s18t1_parent[8] = { -1, 0, 0, 0, 6, 4, 2, 3 };
@@ -576,28 +1035,129 @@ static const struct blink_plan_tree blinkgen_p0s18_trees[12] = {
     { 0, 35714u, blinkgen_p0s18t10_parent, blinkgen_p0s18t10_order }, /* 3.5714 GB/s */
     { 0, 35714u, blinkgen_p0s18t11_parent, blinkgen_p0s18t11_order }, /* 3.5714 GB/s */
 };
+static const int blinkgen_p0s18rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_p0s18rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_p0s18rt2_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt2_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_p0s18rt3_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s18rt3_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_p0s18rt4_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_p0s18rt4_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_p0s18rt5_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_p0s18rt5_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_p0s18rt6_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_p0s18rt6_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_p0s18rt7_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_p0s18rt7_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_p0s18rt8_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s18rt8_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
+static const int blinkgen_p0s18rt9_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s18rt9_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+static const int blinkgen_p0s18rt10_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
+static const int blinkgen_p0s18rt10_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
+static const int blinkgen_p0s18rt11_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_p0s18rt11_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+static const int blinkgen_p0s18rt12_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
+static const int blinkgen_p0s18rt12_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+static const int blinkgen_p0s18rt13_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
+static const int blinkgen_p0s18rt13_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+static const int blinkgen_p0s18rt14_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
+static const int blinkgen_p0s18rt14_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+static const int blinkgen_p0s18rt15_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_p0s18rt15_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
+    { 0, 27344u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 2.7344 GB/s */
+    { 1, 27344u, blinkgen_p0s18rt1_parent, blinkgen_p0s18rt1_order }, /* 2.7344 GB/s */
+    { 2, 27344u, blinkgen_p0s18rt2_parent, blinkgen_p0s18rt2_order }, /* 2.7344 GB/s */
+    { 3, 27344u, blinkgen_p0s18rt3_parent, blinkgen_p0s18rt3_order }, /* 2.7344 GB/s */
+    { 4, 27344u, blinkgen_p0s18rt4_parent, blinkgen_p0s18rt4_order }, /* 2.7344 GB/s */
+    { 5, 27344u, blinkgen_p0s18rt5_parent, blinkgen_p0s18rt5_order }, /* 2.7344 GB/s */
+    { 6, 27344u, blinkgen_p0s18rt6_parent, blinkgen_p0s18rt6_order }, /* 2.7344 GB/s */
+    { 7, 27344u, blinkgen_p0s18rt7_parent, blinkgen_p0s18rt7_order }, /* 2.7344 GB/s */
+    { 0, 23438u, blinkgen_p0s18rt8_parent, blinkgen_p0s18rt8_order }, /* 2.3438 GB/s */
+    { 1, 23438u, blinkgen_p0s18rt9_parent, blinkgen_p0s18rt9_order }, /* 2.3438 GB/s */
+    { 2, 23438u, blinkgen_p0s18rt10_parent, blinkgen_p0s18rt10_order }, /* 2.3438 GB/s */
+    { 3, 23438u, blinkgen_p0s18rt11_parent, blinkgen_p0s18rt11_order }, /* 2.3438 GB/s */
+    { 4, 23438u, blinkgen_p0s18rt12_parent, blinkgen_p0s18rt12_order }, /* 2.3438 GB/s */
+    { 5, 23438u, blinkgen_p0s18rt13_parent, blinkgen_p0s18rt13_order }, /* 2.3438 GB/s */
+    { 6, 23438u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.3438 GB/s */
+    { 7, 23438u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.3438 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.2 us, NCCL 56.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 125.1 us, NCCL 57.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 136.6 us, NCCL 59.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 146.7 us, NCCL 62.1 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 186.4 us, NCCL 80.5 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 326.3 us, NCCL 153.9 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1312.7 us, NCCL 838.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2396.9 us, NCCL 1621.9 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 16214.2 us, NCCL 12583.0 us */
+};
 
-/* One schedule per plan: { collective, root (-1: none), trees, tree table }. */
+/* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
+ * table, ranges, range table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
-    { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees },
-    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees },
-    { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees },
-    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees },
-    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees },
-    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees },
-    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees },
-    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees },
-    { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees },
-    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees },
-    { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees },
-    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees },
-    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees },
-    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees },
-    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees },
-    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees },
-    { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees },
-    { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees },
-    { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees },
+    { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
+      2, blinkgen_p0s0_ring_trees,
+      10, blinkgen_p0s0_ranges },
+    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
+      2, blinkgen_p0s1_ring_trees,
+      10, blinkgen_p0s1_ranges },
+    { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
+      2, blinkgen_p0s2_ring_trees,
+      10, blinkgen_p0s2_ranges },
+    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
+      2, blinkgen_p0s3_ring_trees,
+      10, blinkgen_p0s3_ranges },
+    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
+      2, blinkgen_p0s4_ring_trees,
+      10, blinkgen_p0s4_ranges },
+    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
+      2, blinkgen_p0s5_ring_trees,
+      10, blinkgen_p0s5_ranges },
+    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
+      2, blinkgen_p0s6_ring_trees,
+      10, blinkgen_p0s6_ranges },
+    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
+      2, blinkgen_p0s7_ring_trees,
+      13, blinkgen_p0s7_ranges },
+    { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
+      2, blinkgen_p0s8_ring_trees,
+      10, blinkgen_p0s8_ranges },
+    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees,
+      2, blinkgen_p0s9_ring_trees,
+      8, blinkgen_p0s9_ranges },
+    { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
+      2, blinkgen_p0s10_ring_trees,
+      8, blinkgen_p0s10_ranges },
+    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
+      2, blinkgen_p0s11_ring_trees,
+      8, blinkgen_p0s11_ranges },
+    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
+      2, blinkgen_p0s12_ring_trees,
+      10, blinkgen_p0s12_ranges },
+    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees,
+      2, blinkgen_p0s13_ring_trees,
+      10, blinkgen_p0s13_ranges },
+    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
+      2, blinkgen_p0s14_ring_trees,
+      10, blinkgen_p0s14_ranges },
+    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
+      2, blinkgen_p0s15_ring_trees,
+      10, blinkgen_p0s15_ranges },
+    { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
+      16, blinkgen_p0s16_ring_trees,
+      9, blinkgen_p0s16_ranges },
+    { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
+      16, blinkgen_p0s17_ring_trees,
+      11, blinkgen_p0s17_ranges },
+    { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
+      16, blinkgen_p0s18_ring_trees,
+      9, blinkgen_p0s18_ranges },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -606,7 +1166,7 @@ static const struct blink_plan blinkgen_p0 = {
     "aa9c7bee65478d92", /* fingerprint of the topology and allocation */
     8, /* ranks */
     blinkgen_p0_devices,
-    1048576u, /* default chunk bytes (BLINK_CHUNK_BYTES overrides) */
+    1048576u, /* chunk bytes where a schedule has no ranges (BLINK_CHUNK_BYTES overrides) */
     19, /* schedules */
     blinkgen_p0_schedules,
 };

@@ -15,7 +15,7 @@
 /* Plan p0: 16 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
-/* broadcast from rank 0: 6 trees */
+/* broadcast from rank 0: 6 trees, 1 ring chains */
 static const int blinkgen_p0s0t0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s0t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s0t1_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -36,8 +36,25 @@ static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
     { 0, 250000u, blinkgen_p0s0t4_parent, blinkgen_p0s0t4_order }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_p0s0t5_parent, blinkgen_p0s0t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s0rt0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s0rt0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
+    { 0, 1500000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 1: 6 trees */
+/* broadcast from rank 1: 6 trees, 1 ring chains */
 static const int blinkgen_p0s1t0_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s1t0_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s1t1_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -58,8 +75,25 @@ static const struct blink_plan_tree blinkgen_p0s1_trees[6] = {
     { 1, 250000u, blinkgen_p0s1t4_parent, blinkgen_p0s1t4_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s1t5_parent, blinkgen_p0s1t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s1rt0_parent[16] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s1rt0_order[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
+    { 1, 1500000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 2: 6 trees */
+/* broadcast from rank 2: 6 trees, 1 ring chains */
 static const int blinkgen_p0s2t0_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s2t0_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s2t1_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -80,8 +114,25 @@ static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
     { 2, 250000u, blinkgen_p0s2t4_parent, blinkgen_p0s2t4_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s2t5_parent, blinkgen_p0s2t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s2rt0_parent[16] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2rt0_order[16] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
+static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
+    { 2, 1500000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 3: 6 trees */
+/* broadcast from rank 3: 6 trees, 1 ring chains */
 static const int blinkgen_p0s3t0_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s3t0_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s3t1_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -102,8 +153,25 @@ static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
     { 3, 250000u, blinkgen_p0s3t4_parent, blinkgen_p0s3t4_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s3t5_parent, blinkgen_p0s3t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s3rt0_parent[16] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3rt0_order[16] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
+static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
+    { 3, 1500000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 4: 6 trees */
+/* broadcast from rank 4: 6 trees, 1 ring chains */
 static const int blinkgen_p0s4t0_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s4t0_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s4t1_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -124,8 +192,25 @@ static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
     { 4, 250000u, blinkgen_p0s4t4_parent, blinkgen_p0s4t4_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s4t5_parent, blinkgen_p0s4t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s4rt0_parent[16] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4rt0_order[16] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
+static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
+    { 4, 1500000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 5: 6 trees */
+/* broadcast from rank 5: 6 trees, 1 ring chains */
 static const int blinkgen_p0s5t0_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s5t0_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s5t1_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -146,8 +231,25 @@ static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
     { 5, 250000u, blinkgen_p0s5t4_parent, blinkgen_p0s5t4_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s5t5_parent, blinkgen_p0s5t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s5rt0_parent[16] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5rt0_order[16] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
+static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
+    { 5, 1500000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 6: 6 trees */
+/* broadcast from rank 6: 6 trees, 1 ring chains */
 static const int blinkgen_p0s6t0_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s6t0_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s6t1_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -168,8 +270,25 @@ static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
     { 6, 250000u, blinkgen_p0s6t4_parent, blinkgen_p0s6t4_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s6t5_parent, blinkgen_p0s6t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s6rt0_parent[16] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6rt0_order[16] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
+static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
+    { 6, 1500000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 7: 6 trees */
+/* broadcast from rank 7: 6 trees, 1 ring chains */
 static const int blinkgen_p0s7t0_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s7t0_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s7t1_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
@@ -190,8 +309,25 @@ static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
     { 7, 250000u, blinkgen_p0s7t4_parent, blinkgen_p0s7t4_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s7t5_parent, blinkgen_p0s7t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s7rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7rt0_order[16] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
+static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
+    { 7, 1500000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.2 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 106.7 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 119.8 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 128.4 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.3 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.3 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 419.6 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.3 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 8: 6 trees */
+/* broadcast from rank 8: 6 trees, 1 ring chains */
 static const int blinkgen_p0s8t0_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s8t0_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s8t1_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
@@ -212,8 +348,25 @@ static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
     { 8, 250000u, blinkgen_p0s8t4_parent, blinkgen_p0s8t4_order }, /* 25.0 GB/s */
     { 8, 250000u, blinkgen_p0s8t5_parent, blinkgen_p0s8t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s8rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8rt0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
+    { 8, 1500000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 9: 6 trees */
+/* broadcast from rank 9: 6 trees, 1 ring chains */
 static const int blinkgen_p0s9t0_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s9t0_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s9t1_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
@@ -234,8 +387,25 @@ static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
     { 9, 250000u, blinkgen_p0s9t4_parent, blinkgen_p0s9t4_order }, /* 25.0 GB/s */
     { 9, 250000u, blinkgen_p0s9t5_parent, blinkgen_p0s9t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s9rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9rt0_order[16] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
+    { 9, 1500000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 10: 6 trees */
+/* broadcast from rank 10: 6 trees, 1 ring chains */
 static const int blinkgen_p0s10t0_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
 static const int blinkgen_p0s10t0_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s10t1_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
@@ -256,8 +426,25 @@ static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
     { 10, 250000u, blinkgen_p0s10t4_parent, blinkgen_p0s10t4_order }, /* 25.0 GB/s */
     { 10, 250000u, blinkgen_p0s10t5_parent, blinkgen_p0s10t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s10rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s10rt0_order[16] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
+    { 10, 1500000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 11: 6 trees */
+/* broadcast from rank 11: 6 trees, 1 ring chains */
 static const int blinkgen_p0s11t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
 static const int blinkgen_p0s11t0_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
 static const int blinkgen_p0s11t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
@@ -278,8 +465,25 @@ static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
     { 11, 250000u, blinkgen_p0s11t4_parent, blinkgen_p0s11t4_order }, /* 25.0 GB/s */
     { 11, 250000u, blinkgen_p0s11t5_parent, blinkgen_p0s11t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s11rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
+static const int blinkgen_p0s11rt0_order[16] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
+    { 11, 1500000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 12: 6 trees */
+/* broadcast from rank 12: 6 trees, 1 ring chains */
 static const int blinkgen_p0s12t0_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
 static const int blinkgen_p0s12t0_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
 static const int blinkgen_p0s12t1_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
@@ -300,8 +504,25 @@ static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
     { 12, 250000u, blinkgen_p0s12t4_parent, blinkgen_p0s12t4_order }, /* 25.0 GB/s */
     { 12, 250000u, blinkgen_p0s12t5_parent, blinkgen_p0s12t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s12rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12rt0_order[16] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
+    { 12, 1500000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 13: 6 trees */
+/* broadcast from rank 13: 6 trees, 1 ring chains */
 static const int blinkgen_p0s13t0_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
 static const int blinkgen_p0s13t0_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
 static const int blinkgen_p0s13t1_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
@@ -322,8 +543,25 @@ static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
     { 13, 250000u, blinkgen_p0s13t4_parent, blinkgen_p0s13t4_order }, /* 25.0 GB/s */
     { 13, 250000u, blinkgen_p0s13t5_parent, blinkgen_p0s13t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s13rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
+static const int blinkgen_p0s13rt0_order[16] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
+    { 13, 1500000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 14: 6 trees */
+/* broadcast from rank 14: 6 trees, 1 ring chains */
 static const int blinkgen_p0s14t0_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
 static const int blinkgen_p0s14t0_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
 static const int blinkgen_p0s14t1_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
@@ -344,8 +582,25 @@ static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
     { 14, 250000u, blinkgen_p0s14t4_parent, blinkgen_p0s14t4_order }, /* 25.0 GB/s */
     { 14, 250000u, blinkgen_p0s14t5_parent, blinkgen_p0s14t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s14rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
+static const int blinkgen_p0s14rt0_order[16] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
+    { 14, 1500000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* broadcast from rank 15: 6 trees */
+/* broadcast from rank 15: 6 trees, 1 ring chains */
 static const int blinkgen_p0s15t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
 static const int blinkgen_p0s15t0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s15t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
@@ -366,8 +621,25 @@ static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
     { 15, 250000u, blinkgen_p0s15t4_parent, blinkgen_p0s15t4_order }, /* 25.0 GB/s */
     { 15, 250000u, blinkgen_p0s15t5_parent, blinkgen_p0s15t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s15rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
+static const int blinkgen_p0s15rt0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
+    { 15, 1500000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 100.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 107.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 120.4 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 129.0 us, NCCL 85.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.9 us, NCCL 101.1 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 290.9 us, NCCL 215.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 420.2 us, NCCL 320.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1567.6 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4837.9 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 0: 6 trees */
+/* reduce from rank 0: 6 trees, 1 ring chains */
 static const int blinkgen_p0s16t0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s16t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s16t1_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -388,8 +660,25 @@ static const struct blink_plan_tree blinkgen_p0s16_trees[6] = {
     { 0, 250000u, blinkgen_p0s16t4_parent, blinkgen_p0s16t4_order }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_p0s16t5_parent, blinkgen_p0s16t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s16rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s16rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
+    { 0, 1500000u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 1: 6 trees */
+/* reduce from rank 1: 6 trees, 1 ring chains */
 static const int blinkgen_p0s17t0_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s17t0_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s17t1_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -410,8 +699,25 @@ static const struct blink_plan_tree blinkgen_p0s17_trees[6] = {
     { 1, 250000u, blinkgen_p0s17t4_parent, blinkgen_p0s17t4_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s17t5_parent, blinkgen_p0s17t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s17rt0_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s17rt0_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
+    { 1, 1500000u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 2: 6 trees */
+/* reduce from rank 2: 6 trees, 1 ring chains */
 static const int blinkgen_p0s18t0_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s18t0_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s18t1_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -432,8 +738,25 @@ static const struct blink_plan_tree blinkgen_p0s18_trees[6] = {
     { 2, 250000u, blinkgen_p0s18t4_parent, blinkgen_p0s18t4_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s18t5_parent, blinkgen_p0s18t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s18rt0_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s18rt0_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
+    { 2, 1500000u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 3: 6 trees */
+/* reduce from rank 3: 6 trees, 1 ring chains */
 static const int blinkgen_p0s19t0_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s19t0_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s19t1_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -454,8 +777,25 @@ static const struct blink_plan_tree blinkgen_p0s19_trees[6] = {
     { 3, 250000u, blinkgen_p0s19t4_parent, blinkgen_p0s19t4_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s19t5_parent, blinkgen_p0s19t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s19rt0_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s19rt0_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
+    { 3, 1500000u, blinkgen_p0s19rt0_parent, blinkgen_p0s19rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 4: 6 trees */
+/* reduce from rank 4: 6 trees, 1 ring chains */
 static const int blinkgen_p0s20t0_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s20t0_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s20t1_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -476,8 +816,25 @@ static const struct blink_plan_tree blinkgen_p0s20_trees[6] = {
     { 4, 250000u, blinkgen_p0s20t4_parent, blinkgen_p0s20t4_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s20t5_parent, blinkgen_p0s20t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s20rt0_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s20rt0_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
+    { 4, 1500000u, blinkgen_p0s20rt0_parent, blinkgen_p0s20rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 5: 6 trees */
+/* reduce from rank 5: 6 trees, 1 ring chains */
 static const int blinkgen_p0s21t0_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s21t0_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s21t1_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -498,8 +855,25 @@ static const struct blink_plan_tree blinkgen_p0s21_trees[6] = {
     { 5, 250000u, blinkgen_p0s21t4_parent, blinkgen_p0s21t4_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s21t5_parent, blinkgen_p0s21t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s21rt0_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s21rt0_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
+    { 5, 1500000u, blinkgen_p0s21rt0_parent, blinkgen_p0s21rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 6: 6 trees */
+/* reduce from rank 6: 6 trees, 1 ring chains */
 static const int blinkgen_p0s22t0_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s22t0_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s22t1_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
@@ -520,8 +894,25 @@ static const struct blink_plan_tree blinkgen_p0s22_trees[6] = {
     { 6, 250000u, blinkgen_p0s22t4_parent, blinkgen_p0s22t4_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s22t5_parent, blinkgen_p0s22t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s22rt0_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s22rt0_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
+    { 6, 1500000u, blinkgen_p0s22rt0_parent, blinkgen_p0s22rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 7: 6 trees */
+/* reduce from rank 7: 6 trees, 1 ring chains */
 static const int blinkgen_p0s23t0_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s23t0_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s23t1_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
@@ -542,8 +933,25 @@ static const struct blink_plan_tree blinkgen_p0s23_trees[6] = {
     { 7, 250000u, blinkgen_p0s23t4_parent, blinkgen_p0s23t4_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s23t5_parent, blinkgen_p0s23t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s23rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s23rt0_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
+    { 7, 1500000u, blinkgen_p0s23rt0_parent, blinkgen_p0s23rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 177.8 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.3 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 197.3 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 213.1 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 271.5 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 403.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.0 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1795.8 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5218.7 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 8: 6 trees */
+/* reduce from rank 8: 6 trees, 1 ring chains */
 static const int blinkgen_p0s24t0_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s24t0_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s24t1_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
@@ -564,8 +972,25 @@ static const struct blink_plan_tree blinkgen_p0s24_trees[6] = {
     { 8, 250000u, blinkgen_p0s24t4_parent, blinkgen_p0s24t4_order }, /* 25.0 GB/s */
     { 8, 250000u, blinkgen_p0s24t5_parent, blinkgen_p0s24t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s24rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s24rt0_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
+    { 8, 1500000u, blinkgen_p0s24rt0_parent, blinkgen_p0s24rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 9: 6 trees */
+/* reduce from rank 9: 6 trees, 1 ring chains */
 static const int blinkgen_p0s25t0_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s25t0_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s25t1_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
@@ -586,8 +1011,25 @@ static const struct blink_plan_tree blinkgen_p0s25_trees[6] = {
     { 9, 250000u, blinkgen_p0s25t4_parent, blinkgen_p0s25t4_order }, /* 25.0 GB/s */
     { 9, 250000u, blinkgen_p0s25t5_parent, blinkgen_p0s25t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s25rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s25rt0_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
+    { 9, 1500000u, blinkgen_p0s25rt0_parent, blinkgen_p0s25rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 10: 6 trees */
+/* reduce from rank 10: 6 trees, 1 ring chains */
 static const int blinkgen_p0s26t0_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
 static const int blinkgen_p0s26t0_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s26t1_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
@@ -608,8 +1050,25 @@ static const struct blink_plan_tree blinkgen_p0s26_trees[6] = {
     { 10, 250000u, blinkgen_p0s26t4_parent, blinkgen_p0s26t4_order }, /* 25.0 GB/s */
     { 10, 250000u, blinkgen_p0s26t5_parent, blinkgen_p0s26t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s26rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s26rt0_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
+    { 10, 1500000u, blinkgen_p0s26rt0_parent, blinkgen_p0s26rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 11: 6 trees */
+/* reduce from rank 11: 6 trees, 1 ring chains */
 static const int blinkgen_p0s27t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
 static const int blinkgen_p0s27t0_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
 static const int blinkgen_p0s27t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
@@ -630,8 +1089,25 @@ static const struct blink_plan_tree blinkgen_p0s27_trees[6] = {
     { 11, 250000u, blinkgen_p0s27t4_parent, blinkgen_p0s27t4_order }, /* 25.0 GB/s */
     { 11, 250000u, blinkgen_p0s27t5_parent, blinkgen_p0s27t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s27rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
+static const int blinkgen_p0s27rt0_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
+    { 11, 1500000u, blinkgen_p0s27rt0_parent, blinkgen_p0s27rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 12: 6 trees */
+/* reduce from rank 12: 6 trees, 1 ring chains */
 static const int blinkgen_p0s28t0_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
 static const int blinkgen_p0s28t0_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
 static const int blinkgen_p0s28t1_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
@@ -652,8 +1128,25 @@ static const struct blink_plan_tree blinkgen_p0s28_trees[6] = {
     { 12, 250000u, blinkgen_p0s28t4_parent, blinkgen_p0s28t4_order }, /* 25.0 GB/s */
     { 12, 250000u, blinkgen_p0s28t5_parent, blinkgen_p0s28t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s28rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
+static const int blinkgen_p0s28rt0_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
+    { 12, 1500000u, blinkgen_p0s28rt0_parent, blinkgen_p0s28rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 13: 6 trees */
+/* reduce from rank 13: 6 trees, 1 ring chains */
 static const int blinkgen_p0s29t0_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
 static const int blinkgen_p0s29t0_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
 static const int blinkgen_p0s29t1_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
@@ -674,8 +1167,25 @@ static const struct blink_plan_tree blinkgen_p0s29_trees[6] = {
     { 13, 250000u, blinkgen_p0s29t4_parent, blinkgen_p0s29t4_order }, /* 25.0 GB/s */
     { 13, 250000u, blinkgen_p0s29t5_parent, blinkgen_p0s29t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s29rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
+static const int blinkgen_p0s29rt0_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
+    { 13, 1500000u, blinkgen_p0s29rt0_parent, blinkgen_p0s29rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 14: 6 trees */
+/* reduce from rank 14: 6 trees, 1 ring chains */
 static const int blinkgen_p0s30t0_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
 static const int blinkgen_p0s30t0_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
 static const int blinkgen_p0s30t1_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
@@ -696,8 +1206,25 @@ static const struct blink_plan_tree blinkgen_p0s30_trees[6] = {
     { 14, 250000u, blinkgen_p0s30t4_parent, blinkgen_p0s30t4_order }, /* 25.0 GB/s */
     { 14, 250000u, blinkgen_p0s30t5_parent, blinkgen_p0s30t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s30rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
+static const int blinkgen_p0s30rt0_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
+    { 14, 1500000u, blinkgen_p0s30rt0_parent, blinkgen_p0s30rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* reduce from rank 15: 6 trees */
+/* reduce from rank 15: 6 trees, 1 ring chains */
 static const int blinkgen_p0s31t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
 static const int blinkgen_p0s31t0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_p0s31t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
@@ -718,8 +1245,25 @@ static const struct blink_plan_tree blinkgen_p0s31_trees[6] = {
     { 15, 250000u, blinkgen_p0s31t4_parent, blinkgen_p0s31t4_order }, /* 25.0 GB/s */
     { 15, 250000u, blinkgen_p0s31t5_parent, blinkgen_p0s31t5_order }, /* 25.0 GB/s */
 };
+static const int blinkgen_p0s31rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
+static const int blinkgen_p0s31rt0_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
+    { 15, 1500000u, blinkgen_p0s31rt0_parent, blinkgen_p0s31rt0_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 178.4 us, NCCL 66.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 188.9 us, NCCL 69.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 198.5 us, NCCL 76.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 214.3 us, NCCL 85.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 272.7 us, NCCL 121.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 405.0 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 757.6 us, NCCL 486.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1797.0 us, NCCL 1364.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5219.3 us, NCCL 4461.8 us */
+};
 
-/* allgather: 96 trees */
+/* allgather: 96 trees, 16 ring chains */
 static const int blinkgen_p0s32t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 static const int blinkgen_p0s32t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s32t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -1010,8 +1554,73 @@ static const struct blink_plan_tree blinkgen_p0s32_trees[96] = {
     { 15, 16666u, blinkgen_p0s32t94_parent, blinkgen_p0s32t94_order }, /* 1.6666 GB/s */
     { 15, 16666u, blinkgen_p0s32t95_parent, blinkgen_p0s32t95_order }, /* 1.6666 GB/s */
 };
+static const int blinkgen_p0s32rt0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s32rt1_parent[16] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt1_order[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s32rt2_parent[16] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt2_order[16] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
+static const int blinkgen_p0s32rt3_parent[16] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt3_order[16] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
+static const int blinkgen_p0s32rt4_parent[16] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt4_order[16] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
+static const int blinkgen_p0s32rt5_parent[16] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt5_order[16] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
+static const int blinkgen_p0s32rt6_parent[16] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt6_order[16] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
+static const int blinkgen_p0s32rt7_parent[16] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt7_order[16] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_p0s32rt8_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt8_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s32rt9_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt9_order[16] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+static const int blinkgen_p0s32rt10_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt10_order[16] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+static const int blinkgen_p0s32rt11_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
+static const int blinkgen_p0s32rt11_order[16] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+static const int blinkgen_p0s32rt12_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s32rt12_order[16] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+static const int blinkgen_p0s32rt13_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
+static const int blinkgen_p0s32rt13_order[16] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+static const int blinkgen_p0s32rt14_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
+static const int blinkgen_p0s32rt14_order[16] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+static const int blinkgen_p0s32rt15_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
+static const int blinkgen_p0s32rt15_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
+    { 0, 1500000u, blinkgen_p0s32rt0_parent, blinkgen_p0s32rt0_order }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_p0s32rt1_parent, blinkgen_p0s32rt1_order }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_p0s32rt2_parent, blinkgen_p0s32rt2_order }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_p0s32rt3_parent, blinkgen_p0s32rt3_order }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_p0s32rt4_parent, blinkgen_p0s32rt4_order }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_p0s32rt5_parent, blinkgen_p0s32rt5_order }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_p0s32rt6_parent, blinkgen_p0s32rt6_order }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_p0s32rt7_parent, blinkgen_p0s32rt7_order }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_p0s32rt8_parent, blinkgen_p0s32rt8_order }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_p0s32rt9_parent, blinkgen_p0s32rt9_order }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_p0s32rt10_parent, blinkgen_p0s32rt10_order }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_p0s32rt11_parent, blinkgen_p0s32rt11_order }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_p0s32rt12_parent, blinkgen_p0s32rt12_order }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_p0s32rt13_parent, blinkgen_p0s32rt13_order }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_p0s32rt14_parent, blinkgen_p0s32rt14_order }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_p0s32rt15_parent, blinkgen_p0s32rt15_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 7.0 us, NCCL 59.8 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 9.5 us, NCCL 62.7 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 12.8 us, NCCL 66.0 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 19.3 us, NCCL 72.5 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 32.4 us, NCCL 85.6 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 58.6 us, NCCL 111.8 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 111.1 us, NCCL 164.3 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 215.9 us, NCCL 269.1 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 425.6 us, NCCL 478.8 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 845.1 us, NCCL 898.3 us */
+    { 268435456u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 1683.9 us, NCCL 1737.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 6727.3 us, NCCL 6770.3 us */
+};
 
-/* reducescatter: 96 trees */
+/* reducescatter: 96 trees, 16 ring chains */
 static const int blinkgen_p0s33t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 static const int blinkgen_p0s33t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s33t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -1302,8 +1911,74 @@ static const struct blink_plan_tree blinkgen_p0s33_trees[96] = {
     { 15, 16666u, blinkgen_p0s33t94_parent, blinkgen_p0s33t94_order }, /* 1.6666 GB/s */
     { 15, 16666u, blinkgen_p0s33t95_parent, blinkgen_p0s33t95_order }, /* 1.6666 GB/s */
 };
+static const int blinkgen_p0s33rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+static const int blinkgen_p0s33rt1_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt1_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const int blinkgen_p0s33rt2_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt2_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+static const int blinkgen_p0s33rt3_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt3_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+static const int blinkgen_p0s33rt4_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt4_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+static const int blinkgen_p0s33rt5_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt5_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+static const int blinkgen_p0s33rt6_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt6_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+static const int blinkgen_p0s33rt7_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt7_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+static const int blinkgen_p0s33rt8_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt8_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+static const int blinkgen_p0s33rt9_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt9_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+static const int blinkgen_p0s33rt10_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt10_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+static const int blinkgen_p0s33rt11_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
+static const int blinkgen_p0s33rt11_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+static const int blinkgen_p0s33rt12_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
+static const int blinkgen_p0s33rt12_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+static const int blinkgen_p0s33rt13_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
+static const int blinkgen_p0s33rt13_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+static const int blinkgen_p0s33rt14_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
+static const int blinkgen_p0s33rt14_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+static const int blinkgen_p0s33rt15_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
+static const int blinkgen_p0s33rt15_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
+    { 0, 1500000u, blinkgen_p0s33rt0_parent, blinkgen_p0s33rt0_order }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_p0s33rt1_parent, blinkgen_p0s33rt1_order }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_p0s33rt2_parent, blinkgen_p0s33rt2_order }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_p0s33rt3_parent, blinkgen_p0s33rt3_order }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_p0s33rt4_parent, blinkgen_p0s33rt4_order }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_p0s33rt5_parent, blinkgen_p0s33rt5_order }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_p0s33rt6_parent, blinkgen_p0s33rt6_order }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_p0s33rt7_parent, blinkgen_p0s33rt7_order }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_p0s33rt8_parent, blinkgen_p0s33rt8_order }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_p0s33rt9_parent, blinkgen_p0s33rt9_order }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_p0s33rt10_parent, blinkgen_p0s33rt10_order }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_p0s33rt11_parent, blinkgen_p0s33rt11_order }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_p0s33rt12_parent, blinkgen_p0s33rt12_order }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_p0s33rt13_parent, blinkgen_p0s33rt13_order }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_p0s33rt14_parent, blinkgen_p0s33rt14_order }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_p0s33rt15_parent, blinkgen_p0s33rt15_order }, /* 150.0 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s33_ranges[13] = {
+    { 0u, BLINK_PLAN_RINGS, 4096u }, /* simulated: trees 82.2 us, NCCL 59.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 86.1 us, NCCL 62.7 us */
+    { 1048576u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 90.2 us, NCCL 66.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.9 us, NCCL 72.5 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 117.9 us, NCCL 85.6 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 159.8 us, NCCL 111.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 231.5 us, NCCL 164.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 395.8 us, NCCL 269.1 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 605.6 us, NCCL 478.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1053.0 us, NCCL 898.3 us */
+    { 268435456u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 1897.5 us, NCCL 1737.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 3588.1 us, NCCL 3414.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7006.9 us, NCCL 6770.3 us */
+};
 
-/* allreduce: 96 trees */
+/* allreduce: 96 trees, 16 ring chains */
 static const int blinkgen_p0s34t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 static const int blinkgen_p0s34t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const int blinkgen_p0s34t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -1594,44 +2269,177 @@ static const struct blink_plan_tree blinkgen_p0s34_trees[96] = {
     { 15, 8333u, blinkgen_p0s34t94_parent, blinkgen_p0s34t94_order }, /* 0.8333 GB/s */
     { 15, 8333u, blinkgen_p0s34t95_parent, blinkgen_p0s34t95_order }, /* 0.8333 GB/s */
 };
+static const int blinkgen_p0s34rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+static const int blinkgen_p0s34rt1_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt1_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const int blinkgen_p0s34rt2_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt2_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+static const int blinkgen_p0s34rt3_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt3_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+static const int blinkgen_p0s34rt4_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt4_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+static const int blinkgen_p0s34rt5_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt5_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+static const int blinkgen_p0s34rt6_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt6_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+static const int blinkgen_p0s34rt7_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt7_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+static const int blinkgen_p0s34rt8_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt8_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+static const int blinkgen_p0s34rt9_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt9_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+static const int blinkgen_p0s34rt10_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt10_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+static const int blinkgen_p0s34rt11_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
+static const int blinkgen_p0s34rt11_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+static const int blinkgen_p0s34rt12_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
+static const int blinkgen_p0s34rt12_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+static const int blinkgen_p0s34rt13_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
+static const int blinkgen_p0s34rt13_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+static const int blinkgen_p0s34rt14_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
+static const int blinkgen_p0s34rt14_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+static const int blinkgen_p0s34rt15_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
+static const int blinkgen_p0s34rt15_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
+    { 0, 93750u, blinkgen_p0s34rt0_parent, blinkgen_p0s34rt0_order }, /* 9.375 GB/s */
+    { 1, 93750u, blinkgen_p0s34rt1_parent, blinkgen_p0s34rt1_order }, /* 9.375 GB/s */
+    { 2, 93750u, blinkgen_p0s34rt2_parent, blinkgen_p0s34rt2_order }, /* 9.375 GB/s */
+    { 3, 93750u, blinkgen_p0s34rt3_parent, blinkgen_p0s34rt3_order }, /* 9.375 GB/s */
+    { 4, 93750u, blinkgen_p0s34rt4_parent, blinkgen_p0s34rt4_order }, /* 9.375 GB/s */
+    { 5, 93750u, blinkgen_p0s34rt5_parent, blinkgen_p0s34rt5_order }, /* 9.375 GB/s */
+    { 6, 93750u, blinkgen_p0s34rt6_parent, blinkgen_p0s34rt6_order }, /* 9.375 GB/s */
+    { 7, 93750u, blinkgen_p0s34rt7_parent, blinkgen_p0s34rt7_order }, /* 9.375 GB/s */
+    { 8, 93750u, blinkgen_p0s34rt8_parent, blinkgen_p0s34rt8_order }, /* 9.375 GB/s */
+    { 9, 93750u, blinkgen_p0s34rt9_parent, blinkgen_p0s34rt9_order }, /* 9.375 GB/s */
+    { 10, 93750u, blinkgen_p0s34rt10_parent, blinkgen_p0s34rt10_order }, /* 9.375 GB/s */
+    { 11, 93750u, blinkgen_p0s34rt11_parent, blinkgen_p0s34rt11_order }, /* 9.375 GB/s */
+    { 12, 93750u, blinkgen_p0s34rt12_parent, blinkgen_p0s34rt12_order }, /* 9.375 GB/s */
+    { 13, 93750u, blinkgen_p0s34rt13_parent, blinkgen_p0s34rt13_order }, /* 9.375 GB/s */
+    { 14, 93750u, blinkgen_p0s34rt14_parent, blinkgen_p0s34rt14_order }, /* 9.375 GB/s */
+    { 15, 93750u, blinkgen_p0s34rt15_parent, blinkgen_p0s34rt15_order }, /* 9.375 GB/s */
+};
+/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+static const struct blink_plan_range blinkgen_p0s34_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 4096u }, /* simulated: trees 89.2 us, NCCL 49.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 95.9 us, NCCL 109.2 us */
+    { 1048576u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 103.3 us, NCCL 123.5 us */
+    { 2097152u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.5 us, NCCL 136.6 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 150.6 us, NCCL 162.8 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 218.8 us, NCCL 215.3 us */
+    { 33554432u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 479.2 us, NCCL 529.8 us */
+    { 67108864u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 861.4 us, NCCL 949.3 us */
+    { 268435456u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 3371.6 us, NCCL 3465.8 us */
+};
 
-/* One schedule per plan: { collective, root (-1: none), trees, tree table }. */
+/* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
+ * table, ranges, range table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[35] = {
-    { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees },
-    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees },
-    { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees },
-    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees },
-    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees },
-    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees },
-    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees },
-    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees },
-    { BLINK_PLAN_BROADCAST, 8, 6, blinkgen_p0s8_trees },
-    { BLINK_PLAN_BROADCAST, 9, 6, blinkgen_p0s9_trees },
-    { BLINK_PLAN_BROADCAST, 10, 6, blinkgen_p0s10_trees },
-    { BLINK_PLAN_BROADCAST, 11, 6, blinkgen_p0s11_trees },
-    { BLINK_PLAN_BROADCAST, 12, 6, blinkgen_p0s12_trees },
-    { BLINK_PLAN_BROADCAST, 13, 6, blinkgen_p0s13_trees },
-    { BLINK_PLAN_BROADCAST, 14, 6, blinkgen_p0s14_trees },
-    { BLINK_PLAN_BROADCAST, 15, 6, blinkgen_p0s15_trees },
-    { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s16_trees },
-    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s17_trees },
-    { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s18_trees },
-    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s19_trees },
-    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s20_trees },
-    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s21_trees },
-    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s22_trees },
-    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s23_trees },
-    { BLINK_PLAN_REDUCE, 8, 6, blinkgen_p0s24_trees },
-    { BLINK_PLAN_REDUCE, 9, 6, blinkgen_p0s25_trees },
-    { BLINK_PLAN_REDUCE, 10, 6, blinkgen_p0s26_trees },
-    { BLINK_PLAN_REDUCE, 11, 6, blinkgen_p0s27_trees },
-    { BLINK_PLAN_REDUCE, 12, 6, blinkgen_p0s28_trees },
-    { BLINK_PLAN_REDUCE, 13, 6, blinkgen_p0s29_trees },
-    { BLINK_PLAN_REDUCE, 14, 6, blinkgen_p0s30_trees },
-    { BLINK_PLAN_REDUCE, 15, 6, blinkgen_p0s31_trees },
-    { BLINK_PLAN_ALLGATHER, -1, 96, blinkgen_p0s32_trees },
-    { BLINK_PLAN_REDUCESCATTER, -1, 96, blinkgen_p0s33_trees },
-    { BLINK_PLAN_ALLREDUCE, -1, 96, blinkgen_p0s34_trees },
+    { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
+      1, blinkgen_p0s0_ring_trees,
+      9, blinkgen_p0s0_ranges },
+    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
+      1, blinkgen_p0s1_ring_trees,
+      9, blinkgen_p0s1_ranges },
+    { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
+      1, blinkgen_p0s2_ring_trees,
+      9, blinkgen_p0s2_ranges },
+    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
+      1, blinkgen_p0s3_ring_trees,
+      9, blinkgen_p0s3_ranges },
+    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
+      1, blinkgen_p0s4_ring_trees,
+      9, blinkgen_p0s4_ranges },
+    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
+      1, blinkgen_p0s5_ring_trees,
+      9, blinkgen_p0s5_ranges },
+    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
+      1, blinkgen_p0s6_ring_trees,
+      9, blinkgen_p0s6_ranges },
+    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
+      1, blinkgen_p0s7_ring_trees,
+      9, blinkgen_p0s7_ranges },
+    { BLINK_PLAN_BROADCAST, 8, 6, blinkgen_p0s8_trees,
+      1, blinkgen_p0s8_ring_trees,
+      9, blinkgen_p0s8_ranges },
+    { BLINK_PLAN_BROADCAST, 9, 6, blinkgen_p0s9_trees,
+      1, blinkgen_p0s9_ring_trees,
+      9, blinkgen_p0s9_ranges },
+    { BLINK_PLAN_BROADCAST, 10, 6, blinkgen_p0s10_trees,
+      1, blinkgen_p0s10_ring_trees,
+      9, blinkgen_p0s10_ranges },
+    { BLINK_PLAN_BROADCAST, 11, 6, blinkgen_p0s11_trees,
+      1, blinkgen_p0s11_ring_trees,
+      9, blinkgen_p0s11_ranges },
+    { BLINK_PLAN_BROADCAST, 12, 6, blinkgen_p0s12_trees,
+      1, blinkgen_p0s12_ring_trees,
+      9, blinkgen_p0s12_ranges },
+    { BLINK_PLAN_BROADCAST, 13, 6, blinkgen_p0s13_trees,
+      1, blinkgen_p0s13_ring_trees,
+      9, blinkgen_p0s13_ranges },
+    { BLINK_PLAN_BROADCAST, 14, 6, blinkgen_p0s14_trees,
+      1, blinkgen_p0s14_ring_trees,
+      9, blinkgen_p0s14_ranges },
+    { BLINK_PLAN_BROADCAST, 15, 6, blinkgen_p0s15_trees,
+      1, blinkgen_p0s15_ring_trees,
+      9, blinkgen_p0s15_ranges },
+    { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s16_trees,
+      1, blinkgen_p0s16_ring_trees,
+      9, blinkgen_p0s16_ranges },
+    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s17_trees,
+      1, blinkgen_p0s17_ring_trees,
+      9, blinkgen_p0s17_ranges },
+    { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s18_trees,
+      1, blinkgen_p0s18_ring_trees,
+      9, blinkgen_p0s18_ranges },
+    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s19_trees,
+      1, blinkgen_p0s19_ring_trees,
+      9, blinkgen_p0s19_ranges },
+    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s20_trees,
+      1, blinkgen_p0s20_ring_trees,
+      9, blinkgen_p0s20_ranges },
+    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s21_trees,
+      1, blinkgen_p0s21_ring_trees,
+      9, blinkgen_p0s21_ranges },
+    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s22_trees,
+      1, blinkgen_p0s22_ring_trees,
+      9, blinkgen_p0s22_ranges },
+    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s23_trees,
+      1, blinkgen_p0s23_ring_trees,
+      9, blinkgen_p0s23_ranges },
+    { BLINK_PLAN_REDUCE, 8, 6, blinkgen_p0s24_trees,
+      1, blinkgen_p0s24_ring_trees,
+      9, blinkgen_p0s24_ranges },
+    { BLINK_PLAN_REDUCE, 9, 6, blinkgen_p0s25_trees,
+      1, blinkgen_p0s25_ring_trees,
+      9, blinkgen_p0s25_ranges },
+    { BLINK_PLAN_REDUCE, 10, 6, blinkgen_p0s26_trees,
+      1, blinkgen_p0s26_ring_trees,
+      9, blinkgen_p0s26_ranges },
+    { BLINK_PLAN_REDUCE, 11, 6, blinkgen_p0s27_trees,
+      1, blinkgen_p0s27_ring_trees,
+      9, blinkgen_p0s27_ranges },
+    { BLINK_PLAN_REDUCE, 12, 6, blinkgen_p0s28_trees,
+      1, blinkgen_p0s28_ring_trees,
+      9, blinkgen_p0s28_ranges },
+    { BLINK_PLAN_REDUCE, 13, 6, blinkgen_p0s29_trees,
+      1, blinkgen_p0s29_ring_trees,
+      9, blinkgen_p0s29_ranges },
+    { BLINK_PLAN_REDUCE, 14, 6, blinkgen_p0s30_trees,
+      1, blinkgen_p0s30_ring_trees,
+      9, blinkgen_p0s30_ranges },
+    { BLINK_PLAN_REDUCE, 15, 6, blinkgen_p0s31_trees,
+      1, blinkgen_p0s31_ring_trees,
+      9, blinkgen_p0s31_ranges },
+    { BLINK_PLAN_ALLGATHER, -1, 96, blinkgen_p0s32_trees,
+      16, blinkgen_p0s32_ring_trees,
+      12, blinkgen_p0s32_ranges },
+    { BLINK_PLAN_REDUCESCATTER, -1, 96, blinkgen_p0s33_trees,
+      16, blinkgen_p0s33_ring_trees,
+      13, blinkgen_p0s33_ranges },
+    { BLINK_PLAN_ALLREDUCE, -1, 96, blinkgen_p0s34_trees,
+      16, blinkgen_p0s34_ring_trees,
+      9, blinkgen_p0s34_ranges },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -1640,7 +2448,7 @@ static const struct blink_plan blinkgen_p0 = {
     "2ccf4f142febdc3a", /* fingerprint of the topology and allocation */
     16, /* ranks */
     blinkgen_p0_devices,
-    1048576u, /* default chunk bytes (BLINK_CHUNK_BYTES overrides) */
+    1048576u, /* chunk bytes where a schedule has no ranges (BLINK_CHUNK_BYTES overrides) */
     35, /* schedules */
     blinkgen_p0_schedules,
 };

@@ -29,6 +29,7 @@ enum opt_id {
     OPT_TIME_LIMIT,
     OPT_TDPA,
     OPT_NO_HYBRID,
+    OPT_NO_TUNE,
     OPT_EXPLAIN,
     OPT_DUMP_ILP,
     OPT_TEMPLATES,
@@ -65,11 +66,13 @@ static const struct cli_option options[] = {
     {"epsilon", OPT_EPSILON, required_argument, G_OPTIM, "EPS",
      "MWU accuracy, 0 < EPS <= 0.5 (default 0.1)"},
     {"time-limit", OPT_TIME_LIMIT, required_argument, G_OPTIM, "MS",
-     "GLPK time limit per fewest-trees ILP (default 200)"},
+     "fewest-trees ILP budget, as work, not time (default 200)"},
     {"tdpa", OPT_TDPA, required_argument, G_OPTIM, "US",
      "hybrid PCIe split: cost of forcing a copy onto PCIe (default 50)"},
     {"no-hybrid", OPT_NO_HYBRID, no_argument, G_OPTIM, NULL,
      "plan NVLink trees only, no second tree set over PCIe"},
+    {"no-tune", OPT_NO_TUNE, no_argument, G_OPTIM, NULL,
+     "skip the simulated per-size choice: trees at every size, 1 MiB chunks"},
     {"explain", OPT_EXPLAIN, no_argument, G_OUTPUT, NULL,
      "print every plan: choices, solver stages and trees"},
     {"dump-ilp", OPT_DUMP_ILP, required_argument, G_OUTPUT, "FILE",
@@ -299,6 +302,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     memset(c, 0, sizeof *c);
     topo_read_opts_default(&c->read);
     plan_opts_default(&c->plan);
+    c->tune = 1;
     sim_report_opts_default(&c->sim);
     struct option longopts[BK_ARRAY_LEN(options) + 1];
     char shortopts[2 * BK_ARRAY_LEN(options) + 2] = ":";
@@ -361,6 +365,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                 return BK_EUSAGE;
             break;
         case OPT_NO_HYBRID: c->plan.hybrid = 0; break;
+        case OPT_NO_TUNE: c->tune = 0; break;
         case OPT_EXPLAIN: c->explain = 1; break;
         case OPT_DUMP_ILP: c->dump_ilp = optarg; break;
         case OPT_PLAN_JSON: c->plan_json = optarg; break;

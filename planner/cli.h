@@ -31,6 +31,7 @@ struct cli {
     int simulate;           /* --simulate: the table of simulated times */
     struct sim_report_opts sim; /* -b, -e, -f, --sim-param */
     int all_allocations;    /* --all-allocations: one plan per connected set of GPUs */
+    int tune;               /* per-size trees-or-rings and chunk (plan_tune.h); --no-tune: 0 */
     int explain;
     int print_topology;
     int quiet;

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "emit.h"
 #include "json.h"
+#include "ring_chain.h"
 
 /* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
 static const char *const coll_enum[COLL_COUNT] = {
@@ -122,10 +123,9 @@ static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j,
 }
 
 /* Weights: whole units of 1e-4 GB/s (the planner snaps rates to them). */
-static enum bk_status check_weights(const struct plan *p, int n, const long long *w,
-                                    struct diag *d)
+static enum bk_status check_weights(const struct plan *p, const struct ptree_set *ts, int n,
+                                    const long long *w, struct diag *d)
 {
-    const struct ptree_set *ts = &p->main.trees;
     long long total = 0;
     long long *per_root = calloc((size_t)n, sizeof *per_root);
     if (!per_root)
@@ -147,33 +147,16 @@ static enum bk_status check_weights(const struct plan *p, int n, const long long
     return BK_OK;
 }
 
-static enum bk_status schedule_model(const struct topo *t, const struct plan *p, int k, int s,
-                                     struct tmpl_value *sched, struct diag *d)
+/* One tree set (the plan's trees, or its ring trees) as the list `key` of sched; its trees
+ * are named after sid. */
+static enum bk_status tree_set_model(const struct plan *p, const struct ptree_set *ts, int n,
+                                     const char *sid, const char *key, struct tmpl_value *sched,
+                                     struct diag *d)
 {
-    int n = t->ngpus;
-    const struct ptree_set *ts = &p->main.trees;
-    if ((unsigned)p->coll >= COLL_COUNT)
-        return bad_plan(d, p, "has an unknown collective");
-    char id[48];
-    snprintf(id, sizeof id, "p%ds%d", k, s);
-    enum bk_status st = tv_set(sched, "id", tv_string(id));
-    if (st == BK_OK)
-        st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
-    if (st == BK_OK)
-        st = tv_set(sched, "coll", tv_string(coll_enum[p->coll]));
-    if (st == BK_OK)
-        st = tv_set(sched, "rooted", tv_bool(p->root >= 0));
-    if (st == BK_OK)
-        st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
-    if (st == BK_OK)
-        st = tv_set(sched, "ntrees", tv_int(ts->n));
     struct tmpl_value *trees = tv_list();
     int *order = malloc(((size_t)n + 1) * sizeof *order);
     long long *w = calloc((size_t)ts->n + 1, sizeof *w);
-    if (st == BK_OK && (!trees || !order || !w))
-        st = BK_ENOMEM;
-    if (st == BK_OK && p->root >= n)
-        st = bad_plan(d, p, "has a root outside the allocation");
+    enum bk_status st = trees && order && w ? BK_OK : BK_ENOMEM;
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
         double r = ts->t[j].rate * 1e4;
         if (!(r >= 0 && r < 1e15))
@@ -183,11 +166,11 @@ static enum bk_status schedule_model(const struct topo *t, const struct plan *p,
         else
             w[j] = llround(r);
     }
-    if (st == BK_OK)
-        st = check_weights(p, n, w, d);
+    if (st == BK_OK && ts->n > 0)
+        st = check_weights(p, ts, n, w, d);
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
         bfs_order(&ts->t[j], n, order);
-        st = tree_model(&ts->t[j], id, j, n, order, w[j], trees);
+        st = tree_model(&ts->t[j], sid, j, n, order, w[j], trees);
     }
     free(order);
     free(w);
@@ -195,7 +178,85 @@ static enum bk_status schedule_model(const struct topo *t, const struct plan *p,
         tv_free(trees);
         return st;
     }
-    return tv_set(sched, "trees", trees);
+    return tv_set(sched, key, trees);
+}
+
+/* The plan's ranges (plan_tune.h): what runs from which message size, and its chunk. */
+static struct tmpl_value *ranges_model(const struct plan *p)
+{
+    struct tmpl_value *l = tv_list();
+    for (int i = 0; l && i < p->tune.n; i++) {
+        const struct plan_range *r = &p->tune.r[i];
+        struct tmpl_value *m = tv_map();
+        enum bk_status st = m ? BK_OK : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_set(m, "min_bytes", tv_int((long long)r->min_bytes));
+        if (st == BK_OK)
+            st = tv_set(m, "algo", tv_string(r->algo == PLAN_ALGO_RINGS ? "BLINK_PLAN_RINGS"
+                                                                       : "BLINK_PLAN_TREES"));
+        if (st == BK_OK)
+            st = tv_set(m, "chunk_bytes", tv_int((long long)r->chunk_bytes));
+        if (st == BK_OK)
+            st = tv_set(m, "tree_us", tv_float(round(r->tree_us * 10) / 10));
+        if (st == BK_OK)
+            st = tv_set(m, "ring_us", tv_float(round(r->ring_us * 10) / 10));
+        if (st == BK_OK)
+            st = tv_push(l, m);
+        else
+            tv_free(m);
+        if (st != BK_OK) {
+            tv_free(l);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+static enum bk_status schedule_model(const struct plan_set *ps, const struct plan *p, int k,
+                                     int s, struct tmpl_value *sched, struct diag *d)
+{
+    const struct topo *t = ps->topo;
+    int n = t->ngpus;
+    if ((unsigned)p->coll >= COLL_COUNT)
+        return bad_plan(d, p, "has an unknown collective");
+    if (p->root >= n)
+        return bad_plan(d, p, "has a root outside the allocation");
+    if (p->main.trees.n == 0)
+        return bad_plan(d, p, "has no trees");
+    char id[48], rid[52];
+    snprintf(id, sizeof id, "p%ds%d", k, s);
+    snprintf(rid, sizeof rid, "%sr", id);
+    struct ptree_set rings;
+    ptree_set_init(&rings);
+    /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
+     * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
+    enum bk_status st = ps->cluster ? BK_OK : ring_chain_trees(&ps->ring, p->coll, p->root, &rings);
+    if (st == BK_OK)
+        st = tv_set(sched, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
+    if (st == BK_OK)
+        st = tv_set(sched, "coll", tv_string(coll_enum[p->coll]));
+    if (st == BK_OK)
+        st = tv_set(sched, "rooted", tv_bool(p->root >= 0));
+    if (st == BK_OK)
+        st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
+    if (st == BK_OK)
+        st = tv_set(sched, "ntrees", tv_int(p->main.trees.n));
+    if (st == BK_OK)
+        st = tv_set(sched, "nring_trees", tv_int(rings.n));
+    if (st == BK_OK)
+        st = tv_set(sched, "nranges", tv_int(p->tune.n));
+    if (st == BK_OK)
+        st = tree_set_model(p, &p->main.trees, n, id, "trees", sched, d);
+    if (st == BK_OK)
+        st = tree_set_model(p, &rings, n, rid, "ring_trees", sched, d);
+    if (st == BK_OK) {
+        struct tmpl_value *r = ranges_model(p);
+        st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;
+    }
+    ptree_set_free(&rings);
+    return st;
 }
 
 /* One allocation's plan: the map of emit.h's plans list, for allocation k. */
@@ -232,7 +293,7 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
     struct tmpl_value *scheds = tv_list();
     for (int s = 0; st == BK_OK && s < nplans; s++) {
         struct tmpl_value *m = tv_map();
-        st = m ? schedule_model(t, &ps->v[s], k, s, m, d) : BK_ENOMEM;
+        st = m ? schedule_model(ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(scheds, m);
         else

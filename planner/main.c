@@ -23,6 +23,7 @@
 #include "plan.h"
 #include "plan_dot.h"
 #include "plan_explain.h"
+#include "plan_tune.h"
 #include "sim_report.h"
 #include "plan_json.h"
 #include "strbuf.h"
@@ -128,6 +129,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
     }
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
+    if (c->tune && (c->output || c->explain || c->simulate))
+        BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
     if (c->dump_ilp && dump.len == 0 && !dump.failed) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
                  "--dump-ilp: no ILP was solved for this plan, so there is no model to write");
@@ -223,6 +226,8 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
         }
         if (st == BK_OK)
             st = plan_all(&topos[count], &c->plan, &sets[count], d);
+        if (st == BK_OK && c->tune)
+            st = plan_tune(&sets[count], &c->sim.params, d);
         if (st == BK_OK) {
             allocs[count] = (struct emit_alloc){&topos[count], &sets[count]};
             count++;

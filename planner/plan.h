@@ -70,6 +70,26 @@ struct plan_trees {
     struct plan_stats stats;
 };
 
+/* What a plan runs at each message size (plan_tune.h fills it in; with no ranges the runtime
+ * runs the trees at every size with its default chunk). */
+enum plan_algo {
+    PLAN_ALGO_TREES, /* the plan's trees */
+    PLAN_ALGO_RINGS  /* NCCL's rings (the ring set as chains where NCCL is not there) */
+};
+
+struct plan_range {
+    double min_bytes;   /* from this size (nccl-tests' S) up to the next range's */
+    enum plan_algo algo;
+    size_t chunk_bytes; /* pipeline chunk of the runtime's trees (and of its own rings) */
+    double at_bytes;    /* the simulated size that decided the range, and its times (us) */
+    double tree_us, ring_us;
+};
+
+struct plan_tuning {
+    int n;
+    struct plan_range *r; /* [n] by min_bytes, the first from 0 */
+};
+
 struct plan {
     enum collective coll;
     int root;                 /* GPU rank for broadcast and reduce, else -1 */
@@ -81,6 +101,7 @@ struct plan {
     int has_hybrid;
     struct plan_trees pcie;   /* hybrid: the PCIe tree set */
     double switchover_bytes;  /* hybrid: below this, NVLink alone (D* = T_dpa * BW_nvl) */
+    struct plan_tuning tune;  /* per message size: trees or rings, and the chunk */
 };
 
 struct plan_cluster;

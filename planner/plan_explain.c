@@ -5,6 +5,8 @@
  */
 #include "plan_explain.h"
 
+#include <stdio.h>
+
 static const char *kinds_text(unsigned kinds)
 {
     if (kinds == PG_NVLINK)
@@ -33,7 +35,7 @@ static void put_row(struct strbuf *sb, const struct plan_set *ps, const struct p
 static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
 {
     const struct plan_stats *s = &m->stats;
-    static const char *const ilp[] = {"ILP optimal", "ILP hit its time limit (best kept)",
+    static const char *const ilp[] = {"ILP optimal", "ILP spent its work budget (best kept)",
                                       "ILP failed: LP trees kept"};
     if (s->partitions > 0) {
         sb_printf(sb, "    %d partitions composed from each server's own plan across %d servers, "
@@ -90,6 +92,46 @@ static void put_hybrid(struct strbuf *sb, const struct plan_set *ps, const struc
               100 * dp / mb, 1e6 * t_hyb, 1e6 * t_nvl);
 }
 
+/* A byte count in binary units, as the runtime's sizes are given (0, 768 KiB, 1.5 MiB),
+ * left-aligned in `width` columns. */
+static void put_size(struct strbuf *sb, double b, int width)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (u < 3 && b >= 1024) {
+        b /= 1024;
+        u++;
+    }
+    char text[32];
+    snprintf(text, sizeof text, b == 0 ? "0" : "%g %s", b, unit[u]);
+    sb_printf(sb, "%-*s", width, text);
+}
+
+static void put_tuning(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    if (p->tune.n == 0) {
+        sb_printf(sb, "    per size: not tuned (%s); trees at every size with 1 MiB chunks\n",
+                  ps->cluster ? "several servers" : "--no-tune, or no output that needs it");
+        return;
+    }
+    sb_puts(sb, "    per size (simulated; the runtime picks by message size):\n");
+    sb_printf(sb, "      %-11s%-12s%-10s%-10s%12s %12s\n", "from", "runs", "chunk", "at", "trees us",
+              "NCCL us");
+    for (int i = 0; i < p->tune.n; i++) {
+        const struct plan_range *r = &p->tune.r[i];
+        sb_puts(sb, "      ");
+        put_size(sb, r->min_bytes, 11);
+        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS ? "NCCL rings" : "trees");
+        put_size(sb, (double)r->chunk_bytes, 10);
+        put_size(sb, r->at_bytes, 10);
+        sb_printf(sb, "%12.1f ", r->tree_us);
+        if (r->ring_us > 0)
+            sb_printf(sb, "%12.1f\n", r->ring_us);
+        else
+            sb_printf(sb, "%12s\n", "-");
+    }
+}
+
 void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
 {
     const struct topo *t = ps->topo;
@@ -121,6 +163,7 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
         put_solver_line(sb, &p->main);
         if (p->has_hybrid)
             put_hybrid(sb, ps, p);
+        put_tuning(sb, ps, p);
         put_trees(sb, ps, &p->main);
     }
 }

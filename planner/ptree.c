@@ -60,7 +60,8 @@ enum bk_status ptree_make(struct ptree *out, int ngpus, int root, const int *par
         out->path_off[v] = k;
         if (v == root)
             continue;
-        memcpy(out->path_arc + k, path_of[v], (size_t)path_len[v] * sizeof *out->path_arc);
+        if (path_len[v] > 0) /* path_of may be NULL for trees without arcs (ring_chain.h) */
+            memcpy(out->path_arc + k, path_of[v], (size_t)path_len[v] * sizeof *out->path_arc);
         k += path_len[v];
     }
     out->path_off[ngpus] = k;

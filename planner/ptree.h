@@ -49,7 +49,7 @@ enum bk_status ptree_copy(struct ptree *out, const struct ptree *in);
 
 /*
  * Build a tree from parent[] and per-GPU paths: path_of[v] lists path_len[v] arcs from parent(v)
- * to v (ignored for the root). Copies everything.
+ * to v (ignored for the root; path_of may be NULL when every length is 0). Copies everything.
  */
 enum bk_status ptree_make(struct ptree *out, int ngpus, int root, const int *parent,
                           const int *const *path_of, const int *path_len);

@@ -87,26 +87,72 @@ enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes
     return sim_run_nccl(j, bytes, chunk_bytes, p, us, d);
 }
 
+/* The chunk sizes worth trying for a message: powers of two from SIM_CHUNK_MIN up to the
+ * message rounded up (at most SIM_CHUNK_MAX); chunks so small that the message needs more than
+ * SIM_MAX_CHUNKS of them only pay more launches, and skipping them bounds the work. */
+static void chunk_bounds(double bytes, size_t *lo, size_t *hi)
+{
+    *lo = *hi = SIM_CHUNK_MIN;
+    while (*hi < SIM_CHUNK_MAX && (double)*hi < bytes)
+        *hi *= 2;
+    while (*lo < *hi && (double)*lo * SIM_MAX_CHUNKS < bytes)
+        *lo *= 2;
+}
+
 enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
                               size_t *chunk_bytes, double *us, struct diag *d)
 {
-    size_t lo = SIM_CHUNK_MIN, hi = SIM_CHUNK_MIN;
-    while (hi < SIM_CHUNK_MAX && (double)hi < bytes)
-        hi *= 2;
-    /* Chunks so small that the message needs more than SIM_MAX_CHUNKS of them only pay more
-     * launches; skipping them bounds the work per search. */
-    while (lo < hi && (double)lo * SIM_MAX_CHUNKS < bytes)
-        lo *= 2;
+    size_t lo, hi;
+    chunk_bounds(bytes, &lo, &hi);
     *chunk_bytes = hi;
     *us = INFINITY;
-    for (size_t c = hi;; c /= 2) {
+    /* From the largest chunk down; the smallest cost the most to simulate, so the search stops
+     * once two sizes in a row were worse than the best (the time falls, or stays flat while a
+     * chunk exceeds every share, then rises; one step of patience rides over ripples). */
+    int worse = 0;
+    for (size_t c = hi; worse < 2; c /= 2) {
         double t;
         BK_CHECK(sim_run(j, bytes, c, p, &t, d));
         if (t < *us * (1 - 1e-9)) {
             *us = t;
             *chunk_bytes = c;
+            worse = 0;
+        } else if (t > *us * (1 + 1e-9)) {
+            worse++;
         }
         if (c <= lo)
+            break;
+    }
+    return BK_OK;
+}
+
+enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t start, size_t max, size_t *chunk_bytes, double *us,
+                              struct diag *d)
+{
+    size_t lo, hi, c = start;
+    chunk_bounds(bytes, &lo, &hi);
+    while (max && hi > max && hi > lo)
+        hi /= 2;
+    while (c < lo)
+        c *= 2;
+    while (c > hi)
+        c /= 2;
+    *chunk_bytes = c;
+    BK_CHECK(sim_run(j, bytes, c, p, us, d));
+    /* Climb towards larger chunks while that helps, else towards smaller ones. */
+    for (int dir = 0; dir < 2; dir++) {
+        size_t from = *chunk_bytes;
+        for (size_t x = from; dir == 0 ? x < hi : x > lo;) {
+            x = dir == 0 ? x * 2 : x / 2;
+            double t;
+            BK_CHECK(sim_run(j, bytes, x, p, &t, d));
+            if (!(t < *us * (1 - 1e-9)))
+                break;
+            *us = t;
+            *chunk_bytes = x;
+        }
+        if (*chunk_bytes != from)
             break;
     }
     return BK_OK;

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The schedule simulator: sources appended to libblinkc, and its tests.
+# The schedule simulator and the per-size tuning built on it (trees or rings, and the chunk):
+# sources appended to libblinkc, and their tests.
 planner_libblinkc_a_SOURCES += \
 	planner/sim.c planner/sim.h \
 	planner/sim_engine.c planner/sim_engine.h \
 	planner/sim_ring.c \
 	planner/sim_tree.c \
-	planner/sim_report.c planner/sim_report.h
+	planner/sim_report.c planner/sim_report.h \
+	planner/plan_tune.c planner/plan_tune.h \
+	planner/ring_chain.c planner/ring_chain.h
 
-UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate
+UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate \
+	tests/unit/test_tune
 tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_sim_LDADD = $(TEST_LIBS)
 tests_unit_test_sim_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
@@ -17,3 +21,6 @@ tests_unit_test_sim_plan_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.
 tests_unit_test_simulate_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_simulate_LDADD = $(TEST_LIBS)
 tests_unit_test_simulate_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc
+tests_unit_test_tune_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_tune_LDADD = $(TEST_LIBS)
+tests_unit_test_tune_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collective.h"
+#include "plan_tune.h"
 
 void sim_report_opts_default(struct sim_report_opts *o)
 {
@@ -82,12 +83,14 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
     sb_printf(sb, "# NCCL: launch %g us; step us: nvlink %g pcie %g smp %g net %g\n",
               p->nccl_launch_us, p->nccl_step_us[TOPO_NVLINK], p->nccl_step_us[TOPO_PCIE],
               p->nccl_step_us[TOPO_SMP], p->nccl_step_us[TOPO_NET]);
-    sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; speedup = "
-                "NCCL's faster time / blinkc's\n");
+    sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
+                "plan runs at this size (trees, or nccl where rings win), time_us its time, "
+                "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "
+                "time_us\n");
     /* The last header line names the columns, aligned over them. */
-    sb_printf(sb, "#%11s %14s %5s %9s %12s %9s %9s %12s %10s %12s %8s\n", "size", "collective",
-              "root", "chunk", "time_us", "algbw", "busbw", "ring_time_us", "ring_algbw",
-              "dbt_time_us", "speedup");
+    sb_printf(sb, "#%11s %14s %5s %5s %9s %12s %9s %9s %12s %12s %10s %12s %8s\n", "size",
+              "collective", "root", "algo", "chunk", "time_us", "algbw", "busbw", "tree_time_us",
+              "ring_time_us", "ring_algbw", "dbt_time_us", "speedup");
 }
 
 static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *pl,
@@ -95,9 +98,16 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
 {
     struct sim_job j;
     size_t chunk;
-    double us;
+    double tree_us;
+    /* At the plan's chunk for this size where it was tuned; else the best chunk here. */
+    const struct plan_range *pr = plan_range_at(pl, bytes);
     sim_job_plan(&j, ps, pl);
-    BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &us, d));
+    if (pr) {
+        chunk = pr->chunk_bytes;
+        BK_CHECK(sim_run(&j, bytes, chunk, &o->params, &tree_us, d));
+    } else {
+        BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
+    }
     double ring_us = 0, dbt_us = 0;
     size_t ring_chunk;
     sim_job_rings(&j, ps, pl->coll, pl->root, SIM_RING);
@@ -112,14 +122,17 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
         diag_free(&quiet);
     }
     double nccl = dbt_us > 0 && dbt_us < ring_us ? dbt_us : ring_us;
+    int rings = pr && pr->algo == PLAN_ALGO_RINGS;
+    double us = rings ? nccl : tree_us;
     double algbw = bytes / us / 1e3, n = ps->topo->ngpus;
     sb_printf(sb, "%12.0f %14s ", bytes, collective_name(pl->coll));
     if (pl->root >= 0)
         sb_printf(sb, "%5d ", pl->root);
     else
         sb_printf(sb, "%5s ", "-");
-    sb_printf(sb, "%9zu %12.2f %9.2f %9.2f %12.2f %10.2f ", chunk, us, algbw,
-              algbw * sim_bus_factor(pl->coll, (int)n), ring_us, bytes / ring_us / 1e3);
+    sb_printf(sb, "%5s %9zu %12.2f %9.2f %9.2f %12.2f %12.2f %10.2f ", rings ? "nccl" : "trees",
+              chunk, us, algbw, algbw * sim_bus_factor(pl->coll, (int)n), tree_us, ring_us,
+              bytes / ring_us / 1e3);
     if (dbt_us > 0)
         sb_printf(sb, "%12.2f ", dbt_us);
     else

@@ -4,7 +4,8 @@
 
 RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h \
-	runtime/src/comm.c runtime/src/call.c runtime/src/exec.c runtime/src/library.c
+	runtime/src/comm.c runtime/src/call.c runtime/src/choose.c runtime/src/exec.c \
+	runtime/src/library.c runtime/src/nccl_call.c
 RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
@@ -25,6 +26,9 @@ if HAVE_NVCC
 lib_LIBRARIES += runtime/libblinkrt-cuda.a
 pkgconfig_DATA += runtime/blinkrt-cuda.pc
 runtime_libblinkrt_cuda_a_CPPFLAGS = $(RT_CPPFLAGS) -DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include
+if HAVE_NCCL
+runtime_libblinkrt_cuda_a_CPPFLAGS += -DBLINK_WITH_NCCL=1
+endif
 runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
 runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
@@ -44,7 +48,8 @@ RT_TESTS = \
 	tests/unit/test_rt_reduce \
 	tests/unit/test_rt_coll \
 	tests/unit/test_rt_styles \
-	tests/unit/test_rt_fail
+	tests/unit/test_rt_fail \
+	tests/unit/test_rt_ranges
 UNIT_TESTS += $(RT_TESTS)
 EXTRA_DIST += tests/unit/rt_testutil.c tests/unit/rt_testutil.h
 
@@ -53,6 +58,9 @@ tests/unit/rt_testutil.$(OBJEXT): $(top_srcdir)/tests/unit/rt_testutil.c $(top_s
 	$(AM_V_CC)mkdir -p tests/unit && $(COMPILE) $(RT_TEST_CPPFLAGS) -c -o $@ $(top_srcdir)/tests/unit/rt_testutil.c
 CLEANFILES += tests/unit/rt_testutil.$(OBJEXT)
 
+tests_unit_test_rt_ranges_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_ranges_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_ranges_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_api_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_api_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_api_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -23,8 +23,16 @@
  *                                results and hands the result to its parent; the root's result
  *                                is the output;
  *      allreduce:                up to the tree's root, then down the same tree.
- *  - Every tree's elements are cut into chunks of chunk_bytes (BLINK_CHUNK_BYTES in the
- *    environment overrides it) that are pipelined along the tree's depth.
+ *  - Every tree's elements are cut into chunks that are pipelined along the tree's depth.
+ *  - Per message size (nccl-tests' S: count x element size for broadcast, reduce and
+ *    allreduce; the whole gathered or scattered buffer, n x count x element size, for
+ *    allgather and reduce-scatter) the schedule's ranges say what runs: the trees, or NCCL's
+ *    rings where blinkc's simulator found them faster, and the chunk size. The last range whose
+ *    min_bytes is at most S applies; without ranges, the trees with the plan's chunk_bytes.
+ *    BLINK_ALGO=trees|rings and BLINK_CHUNK_BYTES=N in the environment override both.
+ *  - Rings go to NCCL where the runtime was built with it (CUDA). Elsewhere the runtime runs
+ *    the schedule's ring_trees itself: NCCL's ring algorithms as chains round each ring of the
+ *    planner's ring set, under the same rules as the trees.
  */
 #ifndef BLINK_PLAN_H
 #define BLINK_PLAN_H
@@ -35,7 +43,7 @@
 extern "C" {
 #endif
 
-#define BLINK_PLAN_ABI 1
+#define BLINK_PLAN_ABI 2
 
 /* The same order as blinkc's collectives. */
 enum blink_plan_coll {
@@ -54,11 +62,26 @@ struct blink_plan_tree {
     const int *order;      /* [nranks] every rank once, each after its parent (root first) */
 };
 
+enum blink_plan_algo {
+    BLINK_PLAN_TREES = 0, /* the schedule's trees */
+    BLINK_PLAN_RINGS = 1  /* NCCL's rings (ring_trees where NCCL is not there) */
+};
+
+struct blink_plan_range {
+    size_t min_bytes;      /* from this message size up to the next range's */
+    int algo;              /* enum blink_plan_algo */
+    size_t chunk_bytes;    /* pipeline chunk of the runtime's own trees or rings */
+};
+
 struct blink_plan_schedule {
     int coll;              /* enum blink_plan_coll */
     int root;              /* broadcast and reduce: the root rank; otherwise -1 */
     int ntrees;
     const struct blink_plan_tree *trees;
+    int nring_trees;       /* 0: no ring set (rings then run as the trees) */
+    const struct blink_plan_tree *ring_trees;
+    int nranges;           /* 0: the trees at every size, with the plan's chunk_bytes */
+    const struct blink_plan_range *ranges; /* by min_bytes, the first from 0 */
 };
 
 struct blink_plan {
@@ -67,7 +90,7 @@ struct blink_plan {
     const char *fingerprint; /* 16 hex digits naming the topology and the allocation */
     int nranks;
     const int *devices;      /* [nranks] device ordinal of each rank, as the allocation names it */
-    size_t chunk_bytes;      /* default pipeline chunk size */
+    size_t chunk_bytes;      /* pipeline chunk where a schedule has no ranges */
     int nschedules;
     const struct blink_plan_schedule *schedules; /* at most one per (coll, root) */
 };
@@ -88,6 +111,14 @@ blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *com
  * rank order; with a single plan, that plan (blinkrtCommInitAll explains a mismatch). */
 blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
                                      int ndev, const int *devlist);
+
+/* What comm runs for collective coll (enum blink_plan_coll; root for broadcast and reduce, else
+ * -1) on a call of `count` elements of dt (the count that call takes): BLINK_PLAN_TREES or
+ * BLINK_PLAN_RINGS into *algo (RINGS also where this runtime, without NCCL, runs the rings
+ * itself) and the chunk into *chunk_bytes, after BLINK_ALGO and BLINK_CHUNK_BYTES. Either
+ * output may be NULL. blinkInvalidUsage when the plan has no such schedule. */
+blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,
+                                blinkDataType_t dt, int *algo, size_t *chunk_bytes);
 
 #ifdef __cplusplus
 }

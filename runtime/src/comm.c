@@ -9,6 +9,9 @@
  *                               When set it replaces the check that the device list matches the
  *                               allocation the plan was compiled for; devlist is then ignored.
  *   BLINK_CHUNK_BYTES=N         the pipeline chunk size in bytes (overrides the plan's).
+ *   BLINK_ALGO=trees|rings      run the trees, or the rings, at every size (overrides the
+ *                               plan's per-size choice).
+ *   BLINK_DEBUG=WARN|INFO       say on stderr what runs (choose.c); unset: silent.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -123,33 +126,83 @@ static blinkResult_t bk_plan_error(const struct blink_plan *plan, const char *fm
 }
 
 /* One tree: roots and parents in range, order a permutation with each rank after its parent. */
-static blinkResult_t check_tree(const struct blink_plan *plan, int si, int ti, int *pos)
+static blinkResult_t check_tree(const struct blink_plan *plan, int si, const char *set, int ti,
+                                const struct blink_plan_tree *t, int *pos)
 {
-    const struct blink_plan_tree *t = &plan->schedules[si].trees[ti];
     int n = plan->nranks;
     if (t->root < 0 || t->root >= n)
-        return PLAN_ERR("schedule %d tree %d: root %d out of range", si, ti, t->root);
+        return PLAN_ERR("schedule %d %s %d: root %d out of range", si, set, ti, t->root);
     if (!t->parent || !t->order)
-        return PLAN_ERR("schedule %d tree %d: no parent or order table", si, ti);
+        return PLAN_ERR("schedule %d %s %d: no parent or order table", si, set, ti);
     for (int v = 0; v < n; v++)
         pos[v] = -1;
     for (int i = 0; i < n; i++) {
         int v = t->order[i];
         if (v < 0 || v >= n || pos[v] >= 0)
-            return PLAN_ERR("schedule %d tree %d: order is not a permutation of the ranks",
-                            si, ti);
+            return PLAN_ERR("schedule %d %s %d: order is not a permutation of the ranks",
+                            si, set, ti);
         pos[v] = i;
     }
     if (t->order[0] != t->root || t->parent[t->root] != -1)
-        return PLAN_ERR("schedule %d tree %d: root %d is not first or has a parent", si, ti,
+        return PLAN_ERR("schedule %d %s %d: root %d is not first or has a parent", si, set, ti,
                         t->root);
     for (int v = 0; v < n; v++) {
         int p = t->parent[v];
         if (v == t->root)
             continue;
         if (p < 0 || p >= n || p == v || pos[p] > pos[v])
-            return PLAN_ERR("schedule %d tree %d: rank %d has parent %d, not earlier in order",
-                            si, ti, v, p);
+            return PLAN_ERR("schedule %d %s %d: rank %d has parent %d, not earlier in order",
+                            si, set, ti, v, p);
+    }
+    return blinkSuccess;
+}
+
+/* A schedule's trees or ring trees: valid trees, rooted at the schedule's root where it has one,
+ * and positive weights below 2^32 per data group (all trees, or the trees of one root). */
+static blinkResult_t check_tree_set(const struct blink_plan *plan, int si, const char *set,
+                                    const struct blink_plan_tree *t, int nt, int *pos)
+{
+    const struct blink_plan_schedule *s = &plan->schedules[si];
+    int n = plan->nranks;
+    int rooted = s->coll == BLINK_PLAN_BROADCAST || s->coll == BLINK_PLAN_REDUCE;
+    int sharded = s->coll == BLINK_PLAN_ALLGATHER || s->coll == BLINK_PLAN_REDUCESCATTER;
+    for (int ti = 0; ti < nt; ti++) {
+        blinkResult_t r = check_tree(plan, si, set, ti, &t[ti], pos);
+        if (r != blinkSuccess)
+            return r;
+        if (rooted && t[ti].root != s->root)
+            return PLAN_ERR("schedule %d (%s root %d): %s %d is rooted at %d", si,
+                            bk_coll_name(s->coll), s->root, set, ti, t[ti].root);
+    }
+    for (int g = 0; g < (sharded ? n : 1); g++) {
+        uint64_t w = 0;
+        for (int ti = 0; ti < nt; ti++)
+            if (!sharded || t[ti].root == g)
+                w += t[ti].weight;
+        if (w == 0 || w >= ((uint64_t)1 << 32))
+            return PLAN_ERR("schedule %d (%s): weights of the %ss %s%d sum to %llu (must be 1 .. "
+                            "2^32-1)", si, bk_coll_name(s->coll), set, sharded ? "rooted at rank "
+                            : "of group ", g, (unsigned long long)w);
+    }
+    return blinkSuccess;
+}
+
+static blinkResult_t check_ranges(const struct blink_plan *plan, int si)
+{
+    const struct blink_plan_schedule *s = &plan->schedules[si];
+    if (s->nranges < 0 || (s->nranges > 0 && !s->ranges))
+        return PLAN_ERR("schedule %d: %d ranges", si, s->nranges);
+    for (int i = 0; i < s->nranges; i++) {
+        const struct blink_plan_range *r = &s->ranges[i];
+        if (i == 0 && r->min_bytes != 0)
+            return PLAN_ERR("schedule %d: range 0 starts at %zu bytes; the first must start at "
+                            "0", si, r->min_bytes);
+        if (i > 0 && r->min_bytes <= s->ranges[i - 1].min_bytes)
+            return PLAN_ERR("schedule %d: range %d starts at %zu bytes; each must start after "
+                            "the last", si, i, r->min_bytes);
+        if ((r->algo != BLINK_PLAN_TREES && r->algo != BLINK_PLAN_RINGS) || r->chunk_bytes == 0)
+            return PLAN_ERR("schedule %d: range %d has algorithm %d and chunk %zu", si, i,
+                            r->algo, r->chunk_bytes);
     }
     return blinkSuccess;
 }
@@ -165,31 +218,17 @@ static blinkResult_t check_schedule(const struct blink_plan *plan, int si, int *
         return PLAN_ERR("schedule %d (%s): root %d invalid", si, bk_coll_name(s->coll), s->root);
     if (s->ntrees < 1 || !s->trees)
         return PLAN_ERR("schedule %d (%s): no trees", si, bk_coll_name(s->coll));
+    if (s->nring_trees < 0 || (s->nring_trees > 0 && !s->ring_trees))
+        return PLAN_ERR("schedule %d (%s): %d ring trees", si, bk_coll_name(s->coll),
+                        s->nring_trees);
     for (int j = 0; j < si; j++)
         if (plan->schedules[j].coll == s->coll && plan->schedules[j].root == s->root)
             return PLAN_ERR("schedules %d and %d are both %s root %d", j, si,
                             bk_coll_name(s->coll), s->root);
-    int sharded = s->coll == BLINK_PLAN_ALLGATHER || s->coll == BLINK_PLAN_REDUCESCATTER;
-    for (int ti = 0; ti < s->ntrees; ti++) {
-        blinkResult_t r = check_tree(plan, si, ti, pos);
-        if (r != blinkSuccess)
-            return r;
-        if (rooted && s->trees[ti].root != s->root)
-            return PLAN_ERR("schedule %d (%s root %d): tree %d is rooted at %d", si,
-                            bk_coll_name(s->coll), s->root, ti, s->trees[ti].root);
-    }
-    /* Weights per group (the whole schedule, or the trees of one root): positive, < 2^32. */
-    for (int g = 0; g < (sharded ? n : 1); g++) {
-        uint64_t w = 0;
-        for (int ti = 0; ti < s->ntrees; ti++)
-            if (!sharded || s->trees[ti].root == g)
-                w += s->trees[ti].weight;
-        if (w == 0 || w >= ((uint64_t)1 << 32))
-            return PLAN_ERR("schedule %d (%s): weights of %s%d sum to %llu (must be 1 .. 2^32-1)",
-                            si, bk_coll_name(s->coll), sharded ? "the trees rooted at rank " :
-                            "all trees, group ", g, (unsigned long long)w);
-    }
-    return blinkSuccess;
+    blinkResult_t r = check_tree_set(plan, si, "tree", s->trees, s->ntrees, pos);
+    if (r == blinkSuccess && s->nring_trees > 0)
+        r = check_tree_set(plan, si, "ring tree", s->ring_trees, s->nring_trees, pos);
+    return r == blinkSuccess ? check_ranges(plan, si) : r;
 }
 
 static blinkResult_t check_plan(const struct blink_plan *plan)
@@ -243,20 +282,37 @@ static blinkResult_t parse_device_map(const char *s, int n, int *devs)
     return blinkSuccess;
 }
 
-static blinkResult_t chunk_bytes_of(const struct blink_plan *plan, size_t *out)
+/* BLINK_CHUNK_BYTES, BLINK_ALGO and BLINK_DEBUG into cs. */
+static blinkResult_t read_env(struct bk_commset *cs)
 {
     const char *env = getenv("BLINK_CHUNK_BYTES");
-    *out = plan->chunk_bytes ? plan->chunk_bytes : DEFAULT_CHUNK_BYTES;
-    if (!env)
-        return blinkSuccess;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(env, &end, 10);
-    if (end == env || *end || errno || v == 0 || env[0] == '-')
-        return bk_error(blinkInvalidArgument, "blinkCommInitAll: BLINK_CHUNK_BYTES='%s' is not "
-                        "a positive number of bytes", env);
-    *out = (size_t)v;
-    return blinkSuccess;
+    cs->chunk_bytes = cs->plan->chunk_bytes ? cs->plan->chunk_bytes : DEFAULT_CHUNK_BYTES;
+    if (env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (end == env || *end || errno || v == 0 || env[0] == '-')
+            return bk_error(blinkInvalidArgument, "blinkCommInitAll: BLINK_CHUNK_BYTES='%s' is "
+                            "not a positive number of bytes", env);
+        cs->chunk_env = (size_t)v;
+    }
+    env = getenv("BLINK_ALGO");
+    cs->algo_env = -1;
+    if (env && *env) {
+        if (strcmp(env, "trees") && strcmp(env, "rings"))
+            return bk_error(blinkInvalidArgument, "blinkCommInitAll: BLINK_ALGO='%s' is not "
+                            "'trees' or 'rings'", env);
+        cs->algo_env = strcmp(env, "rings") ? BLINK_PLAN_TREES : BLINK_PLAN_RINGS;
+    }
+    env = getenv("BLINK_DEBUG");
+    cs->log_level = !env ? 0 : !strcmp(env, "INFO") ? 2 : !strcmp(env, "WARN") ? 1 : 0;
+    cs->said_stride = 1;
+    for (int i = 0; i < cs->plan->nschedules; i++)
+        if (cs->plan->schedules[i].nranges + 1 > cs->said_stride)
+            cs->said_stride = cs->plan->schedules[i].nranges + 1;
+    cs->said = calloc((size_t)cs->plan->nschedules * (size_t)cs->said_stride + 1, 1);
+    return cs->said ? blinkSuccess
+                    : bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
 }
 
 static blinkResult_t check_devices(const struct blink_plan *plan, int ndev, const int *devlist,
@@ -298,9 +354,7 @@ blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *com
     int *devs = malloc(sizeof *devs * (size_t)ndev);
     if (!devs)
         return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
-    size_t chunk;
     if ((r = check_devices(plan, ndev, devlist, devs)) != blinkSuccess ||
-        (r = chunk_bytes_of(plan, &chunk)) != blinkSuccess ||
         (r = bk_backend()->configure()) != blinkSuccess) {
         free(devs);
         return r;
@@ -315,8 +369,11 @@ blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *com
     cs->plan = plan;
     cs->nranks = ndev;
     cs->devs = devs;
-    cs->chunk_bytes = chunk;
     cs->posted = posted;
+    if ((r = read_env(cs)) != blinkSuccess) {
+        free(cs->said); free(cs); free(c); free(posted); free(devs);
+        return r;
+    }
     cs->refs = ndev;
     cs->ranks = c;
     pthread_mutex_init(&cs->mu, NULL);
@@ -324,9 +381,10 @@ blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *com
     if ((r = bk_exec_init(cs)) != blinkSuccess) {
         pthread_mutex_destroy(&cs->mu);
         pthread_cond_destroy(&cs->cv);
-        free(cs); free(c); free(posted); free(devs);
+        free(cs->said); free(cs); free(c); free(posted); free(devs);
         return r;
     }
+    bk_nccl_init(cs);
     for (int i = 0; i < ndev; i++) {
         c[i].cs = cs;
         c[i].rank = i;
@@ -342,11 +400,13 @@ void bk_commset_unref(struct bk_commset *cs)
     pthread_mutex_unlock(&cs->mu);
     if (left > 0)
         return;
+    bk_nccl_free(cs);
     bk_exec_free(cs);
     pthread_mutex_destroy(&cs->mu);
     pthread_cond_destroy(&cs->cv);
     free(cs->posted);
     free(cs->devs);
+    free(cs->said);
     free(cs->ranks);
     free(cs);
 }

@@ -78,6 +78,8 @@ struct launch {
     struct bk_exec *ex;
     const struct bk_backend *be;
     const struct bk_args *a;      /* [nranks] */
+    const struct blink_plan_tree *set; /* the tree set this call runs (bk_choose) */
+    int nset;
     const struct blink_plan_tree *t;
     int ti;
     size_t es;                    /* element size */
@@ -91,6 +93,19 @@ static struct rank_tree *rt_of(const struct launch *L, int v)
     return &L->ex->rt[(size_t)L->ti * (size_t)L->cs->nranks + (size_t)v];
 }
 
+/* Slot ti's scratch must take the largest fan-in of any tree run in that slot. */
+static void note_fanin(struct bk_exec *ex, size_t n, int ti, const int *parent)
+{
+    for (size_t v = 0; v < n; v++)
+        ex->kids[v] = 0;
+    for (size_t v = 0; v < n; v++)
+        if (parent[v] >= 0)
+            ex->kids[parent[v]]++;
+    for (size_t v = 0; v < n; v++)
+        if (ex->kids[v] > ex->rt[(size_t)ti * n + v].fanin)
+            ex->rt[(size_t)ti * n + v].fanin = ex->kids[v];
+}
+
 blinkResult_t bk_exec_init(struct bk_commset *cs)
 {
     const struct bk_backend *be = bk_backend();
@@ -98,11 +113,18 @@ blinkResult_t bk_exec_init(struct bk_commset *cs)
     if (!ex)
         return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
     cs->ex = ex;
-    for (int i = 0; i < cs->plan->nschedules; i++)
-        if (cs->plan->schedules[i].ntrees > ex->slots)
-            ex->slots = cs->plan->schedules[i].ntrees;
+    /* Slots serve the trees and the ring trees of every schedule, at the largest chunk any
+     * range (or the environment) asks for. */
+    size_t chunk = cs->chunk_env ? cs->chunk_env : cs->chunk_bytes;
+    for (int i = 0; i < cs->plan->nschedules; i++) {
+        const struct blink_plan_schedule *s = &cs->plan->schedules[i];
+        ex->slots = s->ntrees > ex->slots ? s->ntrees : ex->slots;
+        ex->slots = s->nring_trees > ex->slots ? s->nring_trees : ex->slots;
+        for (int k = 0; !cs->chunk_env && k < s->nranges; k++)
+            chunk = s->ranges[k].chunk_bytes > chunk ? s->ranges[k].chunk_bytes : chunk;
+    }
     size_t n = (size_t)cs->nranks;
-    ex->slot_bytes = cs->chunk_bytes < 8 ? 8 : cs->chunk_bytes;
+    ex->slot_bytes = chunk < 8 ? 8 : chunk;
     ex->rt = calloc((size_t)ex->slots * n + 1, sizeof *ex->rt);
     ex->user_ev = calloc(n, sizeof *ex->user_ev);
     ex->kids = calloc(n, sizeof *ex->kids);
@@ -112,18 +134,13 @@ blinkResult_t bk_exec_init(struct bk_commset *cs)
         bk_exec_free(cs);
         return bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
     }
-    /* Scratch is sized once, for the largest fan-in of any schedule's tree in each slot. */
+    /* Scratch is sized once, for the largest fan-in of any tree in each slot. */
     for (int i = 0; i < cs->plan->nschedules; i++)
-        for (int ti = 0; ti < cs->plan->schedules[i].ntrees; ti++) {
-            const int *parent = cs->plan->schedules[i].trees[ti].parent;
-            for (size_t v = 0; v < n; v++)
-                ex->kids[v] = 0;
-            for (size_t v = 0; v < n; v++)
-                if (parent[v] >= 0)
-                    ex->kids[parent[v]]++;
-            for (size_t v = 0; v < n; v++)
-                if (ex->kids[v] > ex->rt[(size_t)ti * n + v].fanin)
-                    ex->rt[(size_t)ti * n + v].fanin = ex->kids[v];
+        for (int set = 0; set < 2; set++) {
+            const struct blink_plan_schedule *s = &cs->plan->schedules[i];
+            int nt = set ? s->nring_trees : s->ntrees;
+            for (int ti = 0; ti < nt; ti++)
+                note_fanin(ex, n, ti, (set ? s->ring_trees : s->trees)[ti].parent);
         }
     blinkResult_t r = be->stream_create(cs->devs[0], BK_JOIN_LABEL, &ex->hub);
     if (r == blinkSuccess)
@@ -346,12 +363,12 @@ static void tree_range(const struct launch *L, const struct blink_plan_schedule 
 {
     int shard = sharded(sch->coll);
     uint64_t before = 0, total = 0;
-    for (int i = 0; i < sch->ntrees; i++) {
-        if (shard && sch->trees[i].root != L->t->root)
+    for (int i = 0; i < L->nset; i++) {
+        if (shard && L->set[i].root != L->t->root)
             continue;
         if (i < L->ti)
-            before += sch->trees[i].weight;
-        total += sch->trees[i].weight;
+            before += L->set[i].weight;
+        total += L->set[i].weight;
     }
     *lo = split_at(L->a[0].count, before, total);
     *hi = split_at(L->a[0].count, before + L->t->weight, total);
@@ -376,7 +393,7 @@ static blinkResult_t run_tree(struct launch *L, const struct blink_plan_schedule
 
 /* Every stream used: [ti][v][k] for the phases of this collective. */
 #define FOR_STREAMS(L, sch, up, down, body)                                                   \
-    for ((L)->ti = 0; (L)->ti < (sch)->ntrees; (L)->ti++)                                     \
+    for ((L)->ti = 0; (L)->ti < (L)->nset; (L)->ti++)                                         \
         for (int v = 0; v < (L)->cs->nranks; v++)                                             \
             for (int k = 0; k < NSTREAM; k++)                                                 \
                 if (k == DOWN ? (down) : (up)) {                                              \
@@ -387,10 +404,7 @@ static blinkResult_t run_tree(struct launch *L, const struct blink_plan_schedule
 blinkResult_t bk_exec_launch(struct bk_commset *cs, const struct bk_args *a)
 {
     const struct blink_plan *plan = cs->plan;
-    const struct blink_plan_schedule *sch = NULL;
-    for (int i = 0; i < plan->nschedules && !sch; i++)
-        if (plan->schedules[i].coll == a[0].coll && plan->schedules[i].root == a[0].root)
-            sch = &plan->schedules[i];
+    const struct blink_plan_schedule *sch = bk_schedule(plan, a[0].coll, a[0].root);
     if (!sch)
         return bk_error(blinkInvalidUsage, "%s%s: the plan for topology '%s' (fingerprint %s) "
                         "has no %s schedule%s (compile one with blinkc)", bk_coll_name(a[0].coll),
@@ -399,17 +413,21 @@ blinkResult_t bk_exec_launch(struct bk_commset *cs, const struct bk_args *a)
                         bk_coll_name(a[0].coll), a[0].root >= 0 ? " for this root" : "");
     if (a[0].count == 0)
         return blinkSuccess;
-    struct launch L = {cs, cs->ex, bk_backend(), a, NULL, 0, bk_dtype_size(a[0].dt),
-                       a[0].op == blinkAvg ? blinkSum : a[0].op};
+    struct bk_choice ch;
+    bk_choose(cs, sch, &a[0], 1, &ch);
+    if (ch.algo == BLINK_PLAN_RINGS && cs->nccl)
+        return bk_nccl_launch(cs, a);
+    struct launch L = {cs, cs->ex, bk_backend(), a, ch.trees, ch.ntrees, NULL, 0,
+                       bk_dtype_size(a[0].dt), a[0].op == blinkAvg ? blinkSum : a[0].op};
     int c = sch->coll;
     int up = c == BLINK_PLAN_REDUCE || c == BLINK_PLAN_REDUCESCATTER || c == BLINK_PLAN_ALLREDUCE;
     int down = c == BLINK_PLAN_BROADCAST || c == BLINK_PLAN_ALLGATHER || c == BLINK_PLAN_ALLREDUCE;
-    size_t chunk = cs->chunk_bytes / L.es ? cs->chunk_bytes / L.es : 1;
+    size_t chunk = ch.chunk_bytes / L.es ? ch.chunk_bytes / L.es : 1;
     const struct bk_backend *be = L.be;
     int join_user = !be->null_stream_sync;
 
-    for (L.ti = 0; L.ti < sch->ntrees; L.ti++) {
-        L.t = &sch->trees[L.ti];
+    for (L.ti = 0; L.ti < L.nset; L.ti++) {
+        L.t = &L.set[L.ti];
         children(&L);
         for (int v = 0; v < cs->nranks; v++)
             CHECK(prepare(&L, v, up, down));
@@ -421,8 +439,8 @@ blinkResult_t bk_exec_launch(struct bk_commset *cs, const struct bk_args *a)
     FOR_STREAMS(&L, sch, up, down,
                 if (a[v].stream || join_user)
                     CHECK(be->stream_wait(me->s[k], cs->ex->user_ev[v])));
-    for (L.ti = 0; L.ti < sch->ntrees; L.ti++) {
-        L.t = &sch->trees[L.ti];
+    for (L.ti = 0; L.ti < L.nset; L.ti++) {
+        L.t = &L.set[L.ti];
         children(&L);
         CHECK(run_tree(&L, sch, up, down, chunk));
     }

@@ -55,7 +55,13 @@ struct bk_commset {
     const struct blink_plan *plan;
     int nranks;
     int *devs;                 /* [nranks] device of each rank (the plan's, or BLINK_DEVICE_MAP) */
-    size_t chunk_bytes;        /* the plan's, or BLINK_CHUNK_BYTES */
+    size_t chunk_bytes;        /* the plan's default chunk */
+    size_t chunk_env;          /* BLINK_CHUNK_BYTES, or 0 */
+    int algo_env;              /* BLINK_ALGO: enum blink_plan_algo, or -1 */
+    int log_level;             /* BLINK_DEBUG: 0 silent, 1 WARN, 2 INFO */
+    unsigned char *said;       /* [nschedules * said_stride] choice already logged */
+    struct bk_nccl *nccl;      /* NCCL's communicators (nccl_call.c), or NULL */
+    int said_stride;
     pthread_mutex_t mu;        /* guards everything below and all of exec */
     pthread_cond_t cv;
     int refs;                  /* live communicators */
@@ -71,6 +77,26 @@ struct blinkComm {
     struct bk_commset *cs;
     int rank;
 };
+
+/* What one call runs (choose.c): the trees or the ring trees of its schedule, and the chunk,
+ * by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES; said once
+ * per schedule and range under BLINK_DEBUG. Called with cs->mu held. */
+struct bk_choice {
+    int algo;          /* enum blink_plan_algo */
+    const struct blink_plan_tree *trees;
+    int ntrees;
+    size_t chunk_bytes;
+};
+void bk_choose(struct bk_commset *cs, const struct blink_plan_schedule *sch,
+               const struct bk_args *a, int say, struct bk_choice *out);
+/* nccl_call.c: NCCL for the ring sizes, where the runtime was built with it. init leaves
+ * cs->nccl NULL where NCCL is missing or refuses (and says why under BLINK_DEBUG=WARN). */
+void bk_nccl_init(struct bk_commset *cs);
+void bk_nccl_free(struct bk_commset *cs);
+blinkResult_t bk_nccl_launch(struct bk_commset *cs, const struct bk_args *args);
+
+/* The schedule of (coll, root), or NULL. */
+const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int coll, int root);
 
 /* exec.c: set up, enqueue one call of every rank (args[nranks], already checked to agree),
  * wait for the last enqueued call (host, NULL streams), tear down. Called with cs->mu held. */

@@ -66,23 +66,52 @@ static int sweep(blinkComm_t *comms, int n, const char *label)
     return runs;
 }
 
-static void run_fixture(const char *name, init_fn init, int n)
+/* A fixture runs its trees, then (with_rings) the rings it hands small sizes to, as chains,
+ * since the host runtime has no NCCL. Plans of several servers have no rings (plan_tune.h). */
+static void run_fixture(const char *name, init_fn init, int n, int with_rings)
 {
     blinkComm_t comms[32];
     setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
-    cr_assert_eq(init(comms, n, NULL), blinkSuccess, "%s: %s", name, blinkGetLastError(NULL));
-    cr_expect_eq(sweep(comms, n, name), 2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps);
-    for (int v = 0; v < n; v++)
-        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    for (int rings = 0; rings <= with_rings; rings++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s, %s", name, rings ? "rings" : "trees");
+        setenv("BLINK_ALGO", rings ? "rings" : "trees", 1);
+        cr_assert_eq(init(comms, n, NULL), blinkSuccess, "%s: %s", label,
+                     blinkGetLastError(NULL));
+        cr_expect_eq(sweep(comms, n, label), 2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps);
+        for (int v = 0; v < n; v++)
+            cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    }
 }
 
-Test(e2e, dgx1p, .timeout = 120) { run_fixture("dgx1p", e2e_init_dgx1p, 8); }
-Test(e2e, dgx1v, .timeout = 120) { run_fixture("dgx1v", e2e_init_dgx1v, 8); }
-Test(e2e, dgx2, .timeout = 120) { run_fixture("dgx2", e2e_init_dgx2, 16); }
-Test(e2e, dgx_a100, .timeout = 120) { run_fixture("dgx-a100", e2e_init_dgx_a100, 8); }
-Test(e2e, hgx_h100, .timeout = 120) { run_fixture("hgx-h100", e2e_init_hgx_h100, 8); }
-Test(e2e, pcie8, .timeout = 120) { run_fixture("pcie8", e2e_init_pcie8, 8); }
-Test(e2e, cluster_4x_dgx1v, .timeout = 300) { run_fixture("cluster", e2e_init_cluster, 32); }
+Test(e2e, dgx1p, .timeout = 120) { run_fixture("dgx1p", e2e_init_dgx1p, 8, 1); }
+Test(e2e, dgx1v, .timeout = 120) { run_fixture("dgx1v", e2e_init_dgx1v, 8, 1); }
+Test(e2e, dgx2, .timeout = 300) { run_fixture("dgx2", e2e_init_dgx2, 16, 1); }
+Test(e2e, dgx_a100, .timeout = 120) { run_fixture("dgx-a100", e2e_init_dgx_a100, 8, 1); }
+Test(e2e, hgx_h100, .timeout = 120) { run_fixture("hgx-h100", e2e_init_hgx_h100, 8, 1); }
+Test(e2e, pcie8, .timeout = 120) { run_fixture("pcie8", e2e_init_pcie8, 8, 1); }
+Test(e2e, cluster_4x_dgx1v, .timeout = 300) { run_fixture("cluster", e2e_init_cluster, 32, 0); }
+
+/* The committed DGX-1V source carries blinkc's per-size choice: on the full machine rings
+ * cannot be beaten for allreduce (test_tune.c), so every size goes to NCCL's rings, in chunks
+ * the runtime can stage (at most 4 MiB). */
+Test(e2e, dgx1v_golden_hands_allreduce_to_rings)
+{
+    blinkComm_t comms[8];
+    unsetenv("BLINK_ALGO");
+    unsetenv("BLINK_CHUNK_BYTES");
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    for (size_t count = 1; count <= ((size_t)1 << 28); count *= 16) {
+        int algo = -1;
+        size_t chunk = 0;
+        cr_assert_eq(blinkrtCommChoice(comms[0], BLINK_PLAN_ALLREDUCE, -1, count, blinkFloat32,
+                                       &algo, &chunk), blinkSuccess);
+        cr_expect_eq(algo, BLINK_PLAN_RINGS, "%zu floats", count);
+        cr_expect(chunk >= 4096 && chunk <= ((size_t)4 << 20), "chunk %zu", chunk);
+    }
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+}
 
 /* The library: each allocation of k GPUs finds its own plan by its device list (a test per k,
  * so they run in parallel); returns how many there were. */
@@ -99,7 +128,10 @@ static int run_allocations(int k)
             continue;
         blinkComm_t comms[8];
         char label[64];
-        snprintf(label, sizeof label, "DGX-1V GPUs 0x%02x", mask);
+        /* Every other allocation runs its rings (as chains) instead of its trees. */
+        const char *algo = allocations % 2 ? "rings" : "trees";
+        setenv("BLINK_ALGO", algo, 1);
+        snprintf(label, sizeof label, "DGX-1V GPUs 0x%02x, %s", mask, algo);
         cr_assert_eq(e2e_init_dgx1v_all(comms, n, dev), blinkSuccess, "%s: %s", label,
                      blinkGetLastError(NULL));
         sweep(comms, n, label);
