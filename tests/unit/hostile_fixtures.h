@@ -35,6 +35,13 @@ static const struct hf_fixture hf_fixtures[] = {
     {"fixtures/hwloc/nvidiaDGX2.xml", 1, 1},
     {"fixtures/hwloc/power8gpudistances.xml", 1, 0},
 };
+
+/* X(name, k) for every fixture above, in order: one Criterion test per fixture, so they run
+ * side by side (k indexes hf_fixtures). */
+#define HF_EACH(X)                                                                                 \
+    X(cluster_4x_dgx1v, 0) X(dgx_a100, 1) X(dgx1p, 2) X(dgx1v_hwloc, 3) X(dgx1v_nccl, 4)           \
+    X(dgx1v_smi, 5) X(dgx1v, 6) X(dgx2, 7) X(hgx_h100, 8) X(pcie8, 9) X(shared_nvidia_dgx2, 10)   \
+    X(shared_power8, 11)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
 
 /* The fixture's path (caller frees). */

@@ -110,22 +110,11 @@ static void check_repeats(int i)
 
 #define FIXTURE_TEST(name, k)                                                                      \
     Test(determinism, name, .timeout = 300) { check_repeats(k); }
-FIXTURE_TEST(cluster_4x_dgx1v, 0)
-FIXTURE_TEST(dgx_a100, 1)
-FIXTURE_TEST(dgx1p, 2)
-FIXTURE_TEST(dgx1v_hwloc, 3)
-FIXTURE_TEST(dgx1v_nccl, 4)
-FIXTURE_TEST(dgx1v_smi, 5)
-FIXTURE_TEST(dgx1v, 6)
-FIXTURE_TEST(dgx2, 7)
-FIXTURE_TEST(hgx_h100, 8)
-FIXTURE_TEST(pcie8, 9)
-FIXTURE_TEST(shared_nvidia_dgx2, 10)
-FIXTURE_TEST(shared_power8, 11)
+HF_EACH(FIXTURE_TEST)
 
 Test(determinism, every_fixture_is_covered)
 {
-    cr_assert_eq(HF_NFIXTURES, 12, "add a FIXTURE_TEST for the new fixture");
+    cr_assert_eq(HF_NFIXTURES, 12, "add the new fixture to HF_EACH (hostile_fixtures.h)");
     hf_check_complete();
 }
 
