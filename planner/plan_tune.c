@@ -19,30 +19,6 @@ struct sample {
     double nccl_us; /* 0: no rings to compare with */
 };
 
-/* NCCL's time at one size: its rings, and for allreduce its double binary trees where NCCL
- * could build them, each at its best chunk. */
-static enum bk_status nccl_time(const struct plan_set *ps, const struct plan *pl, double bytes,
-                                const struct sim_params *p, double *us, struct diag *d)
-{
-    struct sim_job j;
-    size_t chunk;
-    sim_job_rings(&j, ps, pl->coll, pl->root, SIM_RING);
-    BK_CHECK(sim_best_chunk(&j, bytes, p, &chunk, us, d));
-    if (pl->coll != COLL_ALLREDUCE)
-        return BK_OK;
-    struct diag quiet;
-    diag_init(&quiet);
-    double dbt;
-    sim_job_rings(&j, ps, pl->coll, pl->root, SIM_DBT);
-    enum bk_status st = sim_best_chunk(&j, bytes, p, &chunk, &dbt, &quiet);
-    diag_free(&quiet);
-    if (st == BK_EUSAGE)
-        return BK_OK; /* some tree edge has no relay-only path: NCCL has no trees here */
-    BK_CHECK(st);
-    *us = fmin(*us, dbt);
-    return BK_OK;
-}
-
 static int trees_win(double tree_us, double nccl_us)
 {
     return nccl_us <= 0 || tree_us * (1 + TREE_MARGIN) <= nccl_us;
@@ -76,8 +52,11 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
                                 &sm[k].tree_us, d));
         sm[k].chunk = chunk;
         sm[k].nccl_us = 0;
-        if (ps->ring.nrings > 0)
-            BK_CHECK(nccl_time(ps, pl, sm[k].bytes, p, &sm[k].nccl_us, d));
+        if (ps->ring.nrings > 0) {
+            struct sim_nccl nc;
+            BK_CHECK(sim_rings(ps, pl->coll, pl->root, sm[k].bytes, 0, p, &nc, d));
+            sm[k].nccl_us = nc.best_us;
+        }
     }
     for (int k = 0; k + 1 < ns; k++)
         BK_CHECK(sim_run(&j, sm[k + 1].bytes, sm[k].chunk, p, &sm[k].next_us, d));

@@ -167,6 +167,15 @@ enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, d
     return sim_run(&j, bytes, chunk_bytes, p, us, d);
 }
 
+/* One NCCL algorithm at chunk_bytes, or at its best chunk when that is 0. */
+static enum bk_status nccl_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                               const struct sim_params *p, double *us, struct diag *d)
+{
+    size_t best;
+    return chunk_bytes ? sim_run(j, bytes, chunk_bytes, p, us, d)
+                       : sim_best_chunk(j, bytes, p, &best, us, d);
+}
+
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
                          size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
                          struct diag *d)
@@ -174,14 +183,14 @@ enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root,
     struct sim_job j;
     out->ring_us = out->dbt_us = out->best_us = 0;
     sim_job_rings(&j, ps, c, root, SIM_RING);
-    BK_CHECK(sim_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
+    BK_CHECK(nccl_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
     out->best_us = out->ring_us;
     if (c == COLL_ALLREDUCE) {
         /* Where some tree edge has no relay-only path, NCCL could not build the trees. */
         struct diag quiet;
         diag_init(&quiet);
         j.algo = SIM_DBT;
-        enum bk_status st = sim_run(&j, bytes, chunk_bytes, p, &out->dbt_us, &quiet);
+        enum bk_status st = nccl_run(&j, bytes, chunk_bytes, p, &out->dbt_us, &quiet);
         diag_free(&quiet);
         if (st == BK_EUSAGE)
             out->dbt_us = 0;

@@ -114,7 +114,8 @@ enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struc
                               struct diag *d);
 
 /* Shorthands: one plan's trees; the rings (and, for allreduce, double binary trees: dbt_us,
- * else 0) of the same collective. */
+ * else 0) of the same collective, each at chunk_bytes, or at its own best chunk
+ * (sim_best_chunk) when chunk_bytes is 0. */
 enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
                              size_t chunk_bytes, const struct sim_params *p, double *us,
                              struct diag *d);

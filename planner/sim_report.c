@@ -108,20 +108,9 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
     } else {
         BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
     }
-    double ring_us = 0, dbt_us = 0;
-    size_t ring_chunk;
-    sim_job_rings(&j, ps, pl->coll, pl->root, SIM_RING);
-    BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &ring_chunk, &ring_us, d));
-    if (pl->coll == COLL_ALLREDUCE) {
-        struct diag quiet;
-        diag_init(&quiet);
-        sim_job_rings(&j, ps, pl->coll, pl->root, SIM_DBT);
-        /* No relay-only path for some tree edge: NCCL could not build these trees either. */
-        if (sim_best_chunk(&j, bytes, &o->params, &ring_chunk, &dbt_us, &quiet) != BK_OK)
-            dbt_us = 0;
-        diag_free(&quiet);
-    }
-    double nccl = dbt_us > 0 && dbt_us < ring_us ? dbt_us : ring_us;
+    struct sim_nccl nc;
+    BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, &nc, d));
+    double ring_us = nc.ring_us, dbt_us = nc.dbt_us, nccl = nc.best_us;
     int rings = pr && pr->algo == PLAN_ALGO_RINGS;
     double us = rings ? nccl : tree_us;
     double algbw = bytes / us / 1e3, n = ps->topo->ngpus;
