@@ -25,6 +25,10 @@
 
 /* libxml2 already refuses nesting deeper than 256 (no XML_PARSE_HUGE); this is a second guard. */
 #define MAX_DEPTH 512
+/* libhwloc 2.9 inserts each object by walking its siblings, so a load is quadratic in them:
+ * 100,000 PCI devices under one bridge take 90 s. The largest servers' files hold a few
+ * thousand objects (PUs, cores, caches, PCI devices). */
+#define MAX_OBJECTS 16384
 
 /* A CPU set: words[0] holds bits 0-31; above nwords every word is ~0 when inf, else 0. */
 struct cpuset {
@@ -38,6 +42,7 @@ struct pctx {
     struct diag *d;
     struct cpuset allowed; /* the top-level object's allowed_cpuset */
     int has_allowed, npus, pus_allowed; /* PUs seen, and how many meet `allowed` */
+    int nobjects;
 };
 
 int hwloc_precheck_ull(const char *s, unsigned long long *out)
@@ -400,6 +405,10 @@ static enum bk_status scan(struct pctx *c, xmlNodePtr parent, int depth)
         if (is(e, "info") || is(e, "page_type") || is(e, "userdata"))
             BK_CHECK(check_special(c, e));
         if (is(e, "object")) {
+            if (++c->nobjects > MAX_OBJECTS)
+                return refuse(c, e, "more than %d objects: no machine has that many, and "
+                                    "libhwloc's import slows down quadratically with them",
+                              MAX_OBJECTS);
             BK_CHECK(check_sets(c, e));
             BK_CHECK(note_cpus(c, e, depth == 0));
             BK_CHECK(check_object(c, e));
@@ -451,7 +460,7 @@ static int is_v2(const char *v)
 enum bk_status hwloc_precheck_doc(const struct input *in, xmlDocPtr doc, struct hwloc_precheck *pc,
                                   struct diag *d)
 {
-    struct pctx c = {in, pc, d, {NULL, 0, 0}, 0, 0, 0};
+    struct pctx c = {in, pc, d, {NULL, 0, 0}, 0, 0, 0, 0};
     xmlNodePtr root = xmlDocGetRootElement(doc);
     if (!root || !xmlStrEqual(root->name, BAD_CAST "topology"))
         return diag_error(d, in->name, root ? xml_node_loc(root) : DIAG_NOWHERE,
