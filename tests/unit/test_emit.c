@@ -54,38 +54,6 @@ static char *generate(const char *text, const char *template_dir)
     return sb_take(&sb);
 }
 
-/* C tokens outside comments, one per line, with every string literal replaced by "STR". The
- * literals themselves are appended to lits. */
-static char *tokens(const char *s, struct strbuf *lits)
-{
-    struct strbuf sb;
-    sb_init(&sb);
-    for (const char *p = s; *p;) {
-        if (*p == ' ' || *p == '\n' || *p == '\t') {
-            p++;
-        } else if (p[0] == '/' && p[1] == '*') {
-            const char *e = strstr(p + 2, "*/");
-            cr_assert(e, "unterminated comment");
-            p = e + 2;
-        } else if (*p == '"') {
-            const char *q = p + 1;
-            while (*q && *q != '"')
-                q += *q == '\\' ? 2 : 1;
-            cr_assert_eq(*q, '"', "unterminated literal");
-            sb_putn(lits, p, (size_t)(q + 1 - p));
-            sb_putc(lits, '\n');
-            sb_puts(&sb, "STR\n");
-            p = q + 1;
-        } else {
-            size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-            sb_putn(&sb, p, n ? n : 1);
-            sb_putc(&sb, '\n');
-            p += n ? n : 1;
-        }
-    }
-    return sb_take(&sb);
-}
-
 static const char *const plain_names[7] = {"g0", "g1", "g2", "g3", "sw0", "sw1", "c0"};
 
 Test(emit, output_is_deterministic_and_thin)
@@ -123,7 +91,7 @@ Test(emit, hostile_names_change_only_string_literals)
     struct strbuf lp, le;
     sb_init(&lp);
     sb_init(&le);
-    char *tp = tokens(plain, &lp), *te = tokens(hostile, &le);
+    char *tp = tu_c_tokens(plain, &lp), *te = tu_c_tokens(hostile, &le);
     cr_expect_str_eq(tp, te, "token streams differ outside string literals");
     /* Only the topology's name differs: node names never reach the code. */
     cr_expect_str_neq(lp.data, le.data);

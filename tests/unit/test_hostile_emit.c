@@ -54,42 +54,6 @@ static void make_hostile(struct topo *t)
     cr_assert_eq(topo_reindex(t), BK_OK);
 }
 
-/* The C token stream, one token per line: string and character literals become STR, comments
- * are kept whole (input text must never reach them), everything else is split into identifier,
- * number and punctuation tokens. Literal texts are appended to lits. */
-static char *tokens(const char *s, struct strbuf *lits)
-{
-    struct strbuf sb;
-    sb_init(&sb);
-    for (const char *p = s; *p;) {
-        if (*p == ' ' || *p == '\n' || *p == '\t') {
-            p++;
-        } else if (p[0] == '/' && (p[1] == '*' || p[1] == '/')) {
-            const char *e = p[1] == '*' ? strstr(p + 2, "*/") : strchr(p, '\n');
-            cr_assert(e, "unterminated comment");
-            e += p[1] == '*' ? 2 : 0;
-            sb_putn(&sb, p, (size_t)(e - p));
-            sb_putc(&sb, '\n');
-            p = e;
-        } else if (*p == '"' || *p == '\'') {
-            const char *q = p + 1;
-            while (*q && *q != *p && *q != '\n')
-                q += *q == '\\' && q[1] ? 2 : 1;
-            cr_assert_eq(*q, *p, "unterminated literal");
-            sb_putn(lits, p, (size_t)(q + 1 - p));
-            sb_putc(lits, '\n');
-            sb_puts(&sb, "STR\n");
-            p = q + 1;
-        } else {
-            size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
-            sb_putn(&sb, p, n ? n : 1);
-            sb_putc(&sb, '\n');
-            p += n ? n : 1;
-        }
-    }
-    return sb_take(&sb);
-}
-
 static char *render(const struct topo *t, const struct plan_set *ps)
 {
     struct strbuf sb;
@@ -137,7 +101,7 @@ static void check_fixture(int i)
     struct strbuf lp, lh;
     sb_init(&lp);
     sb_init(&lh);
-    char *tp = tokens(plain, &lp), *th = tokens(hostile, &lh);
+    char *tp = tu_c_tokens(plain, &lp), *th = tu_c_tokens(hostile, &lh);
     cr_expect_str_eq(tp, th, "%s: the token streams differ outside string literals", f->rel);
     cr_expect_str_neq(lp.data ? lp.data : "", lh.data ? lh.data : "",
                       "%s: the hostile name never reached a literal", f->rel);

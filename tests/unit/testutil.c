@@ -360,3 +360,39 @@ char *tu_slurp(const char *path, size_t *len)
         *len = sb.len;
     return sb.data ? sb_take(&sb) : bk_strndup("", 0);
 }
+
+/* The C token stream, one token per line: string and character literals become STR, comments
+ * are kept whole (input text must never reach them), everything else is split into identifier,
+ * number and punctuation tokens. Literal texts are appended to lits. */
+char *tu_c_tokens(const char *s, struct strbuf *lits)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    for (const char *p = s; *p;) {
+        if (*p == ' ' || *p == '\n' || *p == '\t') {
+            p++;
+        } else if (p[0] == '/' && (p[1] == '*' || p[1] == '/')) {
+            const char *e = p[1] == '*' ? strstr(p + 2, "*/") : strchr(p, '\n');
+            cr_assert(e, "unterminated comment");
+            e += p[1] == '*' ? 2 : 0;
+            sb_putn(&sb, p, (size_t)(e - p));
+            sb_putc(&sb, '\n');
+            p = e;
+        } else if (*p == '"' || *p == '\'') {
+            const char *q = p + 1;
+            while (*q && *q != *p && *q != '\n')
+                q += *q == '\\' && q[1] ? 2 : 1;
+            cr_assert_eq(*q, *p, "unterminated literal");
+            sb_putn(lits, p, (size_t)(q + 1 - p));
+            sb_putc(lits, '\n');
+            sb_puts(&sb, "STR\n");
+            p = q + 1;
+        } else {
+            size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+            sb_putn(&sb, p, n ? n : 1);
+            sb_putc(&sb, '\n');
+            p += n ? n : 1;
+        }
+    }
+    return sb_take(&sb);
+}

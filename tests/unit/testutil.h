@@ -89,6 +89,13 @@ void tu_plan_alloc(const char *fixture, const int *gpus, int ngpus, unsigned col
 /* The plan of collective c from root (-1: the first plan of c); fails the test if none. */
 const struct plan *tu_find_plan(const struct plan_set *ps, int c, int root);
 
+struct strbuf;
+/* The C token stream of s, one token per line (caller frees): string and character literals
+ * become STR, comments are kept whole (input text must never reach them), everything else is
+ * split into identifier, number and punctuation tokens. Literal texts are appended to lits.
+ * For comparing generated sources outside their string literals. */
+char *tu_c_tokens(const char *s, struct strbuf *lits);
+
 /* A whole file (NUL-terminated; *len, if not NULL, gets its size), or NULL if it cannot be
  * opened. Caller frees. */
 char *tu_slurp(const char *path, size_t *len);
