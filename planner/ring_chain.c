@@ -35,28 +35,14 @@ enum bk_status ring_chain_trees(const struct ring_result *r, enum collective c, 
     int *parent = malloc((size_t)n * sizeof *parent), *len = malloc((size_t)n * sizeof *len);
     enum bk_status st = parent && len ? BK_OK : BK_ENOMEM;
     int forward = c == COLL_BROADCAST || c == COLL_ALLGATHER;
-    /* The heaviest rings, in the LP's order (a subset of a feasible set is feasible). */
-    int pick[RING_CHAIN_MAX_RINGS], npick = 0;
-    for (; npick < RING_CHAIN_MAX_RINGS && npick < r->nrings; npick++) {
-        int best = -1;
-        for (int k = 0; k < r->nrings; k++) {
-            int taken = 0;
-            for (int i = 0; i < npick; i++)
-                taken |= pick[i] == k;
-            if (!taken && (best < 0 || r->rate[k] > r->rate[best]))
-                best = k;
-        }
-        pick[npick] = best;
-    }
-    for (int i = 0; i < npick; i++) /* back into the LP's order */
-        for (int j = i + 1; j < npick; j++)
-            if (pick[j] < pick[i]) {
-                int x = pick[i];
-                pick[i] = pick[j];
-                pick[j] = x;
-            }
-    for (int i = 0; st == BK_OK && i < npick; i++) {
-        int k = pick[i];
+    for (int k = 0; st == BK_OK && k < r->nrings; k++) {
+        /* Only the heaviest rings (ties to the earlier), in the LP's order: a subset of a
+         * feasible set is feasible. */
+        int heavier = 0;
+        for (int j = 0; j < r->nrings; j++)
+            heavier += r->rate[j] > r->rate[k] || (r->rate[j] == r->rate[k] && j < k);
+        if (heavier >= RING_CHAIN_MAX_RINGS)
+            continue;
         const int *ord = r->order + (size_t)k * (size_t)n;
         if (c == COLL_BROADCAST || c == COLL_REDUCE)
             st = add_chain(out, ord, n, root, forward, r->rate[k], parent, len);
