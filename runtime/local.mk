@@ -3,9 +3,10 @@
 # The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads (and CUDA).
 
 RT_SOURCES = \
-	runtime/src/rt.h runtime/src/backend.h \
-	runtime/src/comm.c runtime/src/call.c runtime/src/choose.c runtime/src/exec.c \
-	runtime/src/library.c runtime/src/nccl_call.c
+	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
+	runtime/src/errors.c runtime/src/env.c runtime/src/comm.c runtime/src/rendezvous.c \
+	runtime/src/plan_check.c runtime/src/library.c runtime/src/roles.c \
+	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c
 RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
@@ -15,7 +16,7 @@ pkgconfig_DATA = runtime/blinkrt-host.pc
 lib_LIBRARIES = runtime/libblinkrt-host.a
 runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
 runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
-	runtime/src/backend_host.c \
+	runtime/src/backend_host.c runtime/src/exec_host.c runtime/src/exec_host.h \
 	runtime/src/reduce_host.c runtime/src/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend.

@@ -4,8 +4,9 @@
  *
  * Code written against NCCL maps one to one: ncclComm_t -> blinkComm_t, ncclAllReduce ->
  * blinkAllReduce, ncclFloat32 -> blinkFloat32, and so on. The schedules come from a source that
- * blinkc generated for one topology and allocation; that source defines blinkCommInitAll, so a
- * program links exactly one generated source and one runtime backend:
+ * blinkc generated for one topology (one allocation, or every allocation of a server type);
+ * that source defines blinkCommInitAll and blinkCommInitRank, so a program links exactly one
+ * generated source and one runtime backend:
  *
  *   CUDA:  nvcc -c collectives.cu $(pkg-config --cflags blinkrt-cuda)
  *   host:  cc -x c collectives.cu $(pkg-config --cflags --libs blinkrt-host) -lpthread
@@ -33,6 +34,12 @@ extern "C" {
 #define BLINK_VERSION_CODE (BLINK_MAJOR * 10000 + BLINK_MINOR * 100 + BLINK_PATCH)
 
 typedef struct blinkComm *blinkComm_t;
+
+/* NCCL's ncclUniqueId: made once by blinkGetUniqueId, handed to every rank by the launcher. */
+#define BLINK_UNIQUE_ID_BYTES 128
+typedef struct {
+    char internal[BLINK_UNIQUE_ID_BYTES];
+} blinkUniqueId;
 
 #ifdef BLINK_BACKEND_CUDA
 typedef cudaStream_t blinkStream_t;
@@ -76,11 +83,19 @@ typedef enum {
     blinkNumOps = 5
 } blinkRedOp_t;
 
-/* Defined by the generated source: one communicator per rank, rank i on devlist[i] (devices
- * 0..ndev-1 when devlist is NULL). Refuses a device count or device list that does not match the
- * allocation the plan was compiled for. */
+/* Defined by the generated source. InitAll: ranks as threads of this process, rank i on
+ * devlist[i] (devices 0..ndev-1 when devlist is NULL). InitRank: one rank of nranks, each in
+ * its own thread or process, all with the same id; the rank's device is the current CUDA
+ * device (CUDA backend) or BLINK_DEVICE, else the rank number (host backend). Either way the
+ * plan is the one for the set of devices, in any rank order; a set with no plan is refused. */
 blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist);
+blinkResult_t blinkCommInitRank(blinkComm_t *comm, int nranks, blinkUniqueId commId, int rank);
+blinkResult_t blinkGetUniqueId(blinkUniqueId *uniqueId);
 blinkResult_t blinkCommDestroy(blinkComm_t comm);
+/* Stop this rank's work now (its peers' calls fail too), then free the communicator. */
+blinkResult_t blinkCommAbort(blinkComm_t comm);
+/* The communicator's asynchronous error: blinkSuccess, or what failed a call in flight. */
+blinkResult_t blinkCommGetAsyncError(blinkComm_t comm, blinkResult_t *asyncError);
 blinkResult_t blinkCommCount(const blinkComm_t comm, int *count);
 blinkResult_t blinkCommCuDevice(const blinkComm_t comm, int *device);
 blinkResult_t blinkCommUserRank(const blinkComm_t comm, int *rank);

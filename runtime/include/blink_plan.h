@@ -103,14 +103,27 @@ struct blink_plan_library {
     const struct blink_plan *const *plans;
 };
 
-/* Init with one plan: refuses a device count or device list that does not match it. */
+/* Init with one plan (ranks as threads): refuses devices that are not the plan's set. */
 blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *comms, int ndev,
                                  const int *devlist);
 
-/* The generated blinkCommInitAll: the plan whose devices are devlist (0..ndev-1 when NULL), in
- * rank order; with a single plan, that plan (blinkrtCommInitAll explains a mismatch). */
+/* The generated blinkCommInitAll and blinkCommInitRank: the plan of lib whose devices are the
+ * ranks' devices, in any order (the ranks are relabelled onto the plan's). */
 blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
                                      int ndev, const int *devlist);
+blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,
+                                      int nranks, blinkUniqueId id, int rank);
+
+/* What a communicator holds, for tests, benchmarks and BLINK_DEBUG=INFO. */
+struct blinkrt_stats {
+    int plan_rank;                 /* the plan's rank this rank plays */
+    int streams;                   /* internal streams */
+    int threads;                   /* host threads (CUDA: threadblocks at most) per call */
+    size_t staging_bytes;          /* this rank's exported segment: flags and staging slots */
+    size_t slot_bytes;             /* one staging slot: the largest chunk a call moves */
+    unsigned long long last_call_ops; /* backend operations the last call issued on the host */
+};
+blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *stats);
 
 /* What comm runs for collective coll (enum blink_plan_coll; root for broadcast and reduce, else
  * -1) on a call of `count` elements of dt (the count that call takes): BLINK_PLAN_TREES or

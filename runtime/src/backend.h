@@ -1,72 +1,62 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * backend.h - the small interface that the backend-independent core (exec.c) drives.
+ * backend.h - what the backend-independent core (comm.c, call.c) asks of a backend: one rank's
+ * execution resources, its exported segment and its peers' mapped segments, and one call, run
+ * by the protocol of proto.h as one launch.
  *
- * A backend provides internal streams bound to one device, memory on a device, copies between
- * devices, element-wise reductions, and events with CUDA's semantics: a wait refers to the most
- * recent record of the event at the time the wait is enqueued. The host backend (backend_host.c)
- * and the CUDA backend (backend_cuda.cu) implement the same table; exactly one is linked into a
- * runtime library and bk_backend() returns it.
- *
- * User streams (blinkStream_t) cross this interface as void *: a cudaStream_t on CUDA, a
- * struct blinkHostStream * on the host. Every function returns blinkSuccess or an error whose
- * message it has stored with bk_set_error (rt.h).
+ * The host backend (backend_host.c with exec_host.c: threads play the threadblocks, atomics the
+ * flags, POSIX shared memory the peer mappings) and the CUDA backend (backend_cuda.cu: one
+ * kernel launch per call, CUDA IPC) implement the same table; exactly one is linked into a
+ * runtime library and bk_backend() returns it. Every function returns blinkSuccess or an error
+ * whose message it has stored with bk_error (rt.h).
  */
 #ifndef BK_BACKEND_H
 #define BK_BACKEND_H
 
 #include <stddef.h>
 
-#include "blink.h"
+#include "rt.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct bk_stream; /* an internal stream: ordered work on one device */
-
-/* The label of the stream that joins a call's streams at its end. A join waits as long as its
- * streams work: only the waits inside a schedule can be stuck, and those are what a watchdog
- * bounds; a join that gave up early would return while copies still touch the user's buffers. */
-#define BK_JOIN_LABEL "hub"
-struct bk_event;  /* a point in a stream's work */
-
 struct bk_backend {
     const char *name;
-    /* Non-zero where a NULL user stream means "synchronous" (host): the core then skips the
-     * join with the user stream and blocks the calling rank on the call's final event. */
+    /* Non-zero where a NULL user stream means "synchronous" (host): the call then returns
+     * once this rank's part is done. */
     int null_stream_sync;
-    /* Read the backend's environment (called by every blinkCommInitAll). */
+    /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
+    /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */
+    int (*current_device)(void);
+    /* "bus:dev.fn" of a device, for the init exchange ("" where there is none). */
+    void (*bus_id)(int dev, char *buf, size_t len);
 
-    /* label names the stream in error messages ("rank 2 tree 1 up"). */
-    blinkResult_t (*stream_create)(int dev, const char *label, struct bk_stream **s);
-    void (*stream_destroy)(struct bk_stream *s); /* waits for its work first */
-    blinkResult_t (*stream_synchronize)(struct bk_stream *s);
+    /* This rank's execution resources (streams, threads); c->layout and c->sets are ready. */
+    blinkResult_t (*rank_init)(blinkComm_t c);
+    /* Waits for the rank's work, then frees everything rank_init and seg_* made. */
+    void (*rank_free)(blinkComm_t c);
 
-    blinkResult_t (*mem_alloc)(int dev, size_t bytes, void **p);
-    void (*mem_free)(int dev, void *p);
+    /* This rank's segment of `bytes`, zeroed except for its header, under name; handle
+     * (BK_HANDLE_BYTES) is what a peer's seg_open takes. */
+    blinkResult_t (*seg_create)(blinkComm_t c, const char *name, size_t bytes, void **seg,
+                                void *handle);
+    /* Map peer's segment (same_process: seg_ptr is already an address valid here). */
+    blinkResult_t (*seg_open)(blinkComm_t c, int peer, const char *name, const void *handle,
+                              size_t bytes, int same_process, void *seg_ptr, void **seg);
+    /* Remove the name of this rank's segment once every peer has mapped it. */
+    void (*seg_unlink)(const char *name);
 
-    /* Enqueue on s (which belongs to one of the two devices). */
-    blinkResult_t (*copy)(struct bk_stream *s, int dst_dev, void *dst, int src_dev,
-                          const void *src, size_t bytes);
-    /* dst[i] = a[i] op b[i] on s's device; dst may equal a or b. op is never blinkAvg. */
-    blinkResult_t (*reduce)(struct bk_stream *s, void *dst, const void *a, const void *b,
-                            size_t count, blinkDataType_t dt, blinkRedOp_t op);
-    /* buf[i] /= n (integers: truncating division), for blinkAvg. */
-    blinkResult_t (*divide)(struct bk_stream *s, void *buf, size_t count, blinkDataType_t dt,
-                            int n);
-
-    blinkResult_t (*event_create)(int dev, struct bk_event **e);
-    void (*event_destroy)(struct bk_event *e);
-    blinkResult_t (*event_record)(struct bk_event *e, struct bk_stream *s);
-    blinkResult_t (*stream_wait)(struct bk_stream *s, struct bk_event *e);
-    /* Block the calling thread until e's last record has run; reports a failure before it. */
-    blinkResult_t (*event_synchronize)(struct bk_event *e);
-
-    /* The joins with a user stream on device dev: record e on it, make it wait for e. */
-    blinkResult_t (*user_record)(struct bk_event *e, void *user, int dev);
-    blinkResult_t (*user_wait)(void *user, struct bk_event *e, int dev);
+    /* One call: ordered after the work on the user's stream, then one launch of the protocol,
+     * and the user's stream ordered after it. Counts what it issued in c->ops. */
+    blinkResult_t (*launch)(blinkComm_t c, const struct bk_launch *L, void *user_stream);
+    /* Block until this rank's last launch is done; its error, if it failed (NULL streams). */
+    blinkResult_t (*wait)(blinkComm_t c);
+    /* The rank's asynchronous error: blinkSuccess, or what failed a launch (message stored). */
+    blinkResult_t (*async_error)(blinkComm_t c);
+    /* Tell every rank to stop (their waits fail with msg), and stop this rank's own work. */
+    void (*abort)(blinkComm_t c, const char *msg);
 };
 
 const struct bk_backend *bk_backend(void);

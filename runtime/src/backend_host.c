@@ -1,59 +1,59 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * backend_host.c - the host backend: the correctness oracle for every schedule blinkc emits.
+ * backend_host.c - the host backend: the correctness oracle for every schedule blinkc emits,
+ * run by the same protocol as the CUDA backend (proto.h, exec_host.c).
  *
- * Each device is a memory domain of plain host memory; each stream (internal, or a user's
- * blinkHostStream) is a worker thread with a FIFO queue; an event is a position in one stream
- * (streams count enqueued and completed operations; a wait blocks until the count is reached).
- * One process-wide lock guards the queues and counters; the work itself runs unlocked.
- *
- * Failures are sticky per stream: a failed operation marks its stream, later copies and
- * reductions on it are skipped (but counted; waits are still honoured), and a wait on a point at or after the failure fails the waiting
- * stream with blinkRemoteError and the original message - so every dependent wait is released,
- * as failed, and the error reaches every rank. blinkHostStreamSynchronize reports and clears a
+ * Memory: each rank's segment is a POSIX shared-memory object, so ranks may be threads of one
+ * process or separate processes alike; every rank maps every peer's, and the names are removed
+ * as soon as all have (nothing stays in /dev/shm). Streams: each stream (a rank's internal
+ * one, or a user's blinkHostStream) is a worker thread with a FIFO queue; an event is a
+ * position in one stream. A call is five queue operations however large it is: the rank's
+ * stream waits for the user's, runs the launch, records; the user's stream waits for that.
+ * Failures are sticky per stream: a failed launch marks its stream, later launches on it are
+ * skipped, and a wait on a point at or after the failure fails the waiting stream with
+ * blinkRemoteError and the original message. blinkHostStreamSynchronize reports and clears a
  * user stream's error.
  *
- * Environment (read by every blinkCommInitAll):
- *   BLINK_HOST_TIMEOUT_MS=N  a wait that has not been satisfied after N ms (default 30000)
- *                            fails its stream with blinkSystemError instead of hanging.
- *   BLINK_HOST_FAIL_COPY=N   fault injection for tests: the N-th copy (from 1, counted from the
- *                            last init) fails with blinkSystemError.
+ * Environment (read at every init):
+ *   BLINK_HOST_THREADS=N     threads per rank that play its threadblocks (default 4, at most
+ *                            the schedule's trees)
+ *   BLINK_HOST_FAIL_COPY=N   fault injection for tests: the N-th chunk written into a peer's
+ *                            staging (from 1, counted per process from the last init) fails.
  */
 #include <errno.h>
-#include <stdatomic.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend.h"
-#include "reduce_host.h"
+#include "exec_host.h"
 #include "rt.h"
 
-enum op_kind { OP_COPY, OP_REDUCE, OP_DIVIDE, OP_WAIT };
+#define DEFAULT_THREADS 4
+
+enum op_kind { OP_LAUNCH, OP_WAIT };
+
+struct bk_stream;
 
 struct op {
     struct op *next;
     enum op_kind kind;
-    void *dst;
-    const void *a, *b;
-    size_t n;                  /* bytes (copy) or elements */
-    blinkDataType_t dt;
-    blinkRedOp_t rop;
-    int divisor;
+    blinkComm_t comm;          /* launch */
+    struct bk_launch L;
     struct bk_stream *on;      /* wait: the stream waited for (referenced) */
     unsigned long long pos;    /* wait: until on->done >= pos */
 };
 
 struct bk_stream {
-    int dev;
     char label[64];
     pthread_t thread;
     pthread_cond_t work_cv, done_cv;
     struct op *head, *tail;
     unsigned long long enq, done;
     int refs, closing;
-    int join;                  /* the hub or a user stream: its waits have no deadline */
     blinkResult_t err;         /* first failure (sticky until a user synchronize) */
     unsigned long long err_pos;
     char err_msg[BK_MSG_MAX];
@@ -69,22 +69,29 @@ struct bk_event {
     unsigned long long pos;
 };
 
+/* One rank's resources. */
+struct bk_be {
+    struct bk_stream *exec;
+    struct bk_event in_ev, out_ev;
+    struct bk_hx *hx;
+    size_t *mapped;            /* [nranks] bytes of each mapping (0: none) */
+};
+
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
-static atomic_long timeout_ms = 30000;
-static atomic_ullong fail_copy_at, copies;
+static int threads_per_rank = DEFAULT_THREADS;
 
 static blinkResult_t configure(void)
 {
-    const char *t = getenv("BLINK_HOST_TIMEOUT_MS"), *f = getenv("BLINK_HOST_FAIL_COPY");
+    const char *t = getenv("BLINK_HOST_THREADS"), *f = getenv("BLINK_HOST_FAIL_COPY");
     char *end;
-    long ms = 30000;
+    long n = DEFAULT_THREADS;
     unsigned long long at = 0;
     if (t) {
         errno = 0;
-        ms = strtol(t, &end, 10);
-        if (end == t || *end || errno || ms <= 0)
-            return bk_error(blinkInvalidArgument, "BLINK_HOST_TIMEOUT_MS='%s' is not a positive "
-                            "number of milliseconds", t);
+        n = strtol(t, &end, 10);
+        if (end == t || *end || errno || n < 1 || n > 1024)
+            return bk_error(blinkInvalidArgument, "BLINK_HOST_THREADS='%s' is not a thread "
+                            "count from 1 to 1024", t);
     }
     if (f) {
         errno = 0;
@@ -93,11 +100,20 @@ static blinkResult_t configure(void)
             return bk_error(blinkInvalidArgument, "BLINK_HOST_FAIL_COPY='%s' is not a copy "
                             "number", f);
     }
-    atomic_store(&timeout_ms, ms);
-    atomic_store(&fail_copy_at, at);
-    atomic_store(&copies, 0);
+    threads_per_rank = (int)n;
+    bk_hx_fail_write(at);
     return blinkSuccess;
 }
+
+static int current_device(void) { return -1; }
+
+static void bus_id(int dev, char *buf, size_t len)
+{
+    (void)dev;
+    snprintf(buf, len, "%s", "");
+}
+
+/* ------------------------------------------------------------------ streams */
 
 /* Drop a reference; big is held. */
 static void unref(struct bk_stream *s)
@@ -118,64 +134,14 @@ static void fail(struct bk_stream *s, blinkResult_t r, const char *msg)
     snprintf(s->err_msg, sizeof s->err_msg, "%s", msg);
 }
 
-/* A wait, run by the worker with big held. */
+/* A wait, run by the worker with big held: a join, bounded by the launches it waits for. */
 static void run_wait(struct bk_stream *s, struct op *o)
 {
     struct bk_stream *w = o->on;
-    struct timespec dl;
-    long ms = atomic_load(&timeout_ms);
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
-    while (w->done < o->pos) {
-        if (s->join) {
-            pthread_cond_wait(&w->done_cv, &big);
-            continue;
-        }
-        if (pthread_cond_timedwait(&w->done_cv, &big, &dl) == ETIMEDOUT && w->done < o->pos) {
-            char msg[BK_MSG_MAX];
-            snprintf(msg, sizeof msg, "host backend: stream '%s' waited %ld ms for stream '%s' "
-                     "(BLINK_HOST_TIMEOUT_MS)", s->label, ms, w->label);
-            fail(s, blinkSystemError, msg);
-            return;
-        }
-    }
+    while (w->done < o->pos)
+        pthread_cond_wait(&w->done_cv, &big);
     if (w->err != blinkSuccess && w->err_pos <= o->pos)
         fail(s, blinkRemoteError, w->err_msg);
-}
-
-/* Copies, reductions, divisions: run unlocked; returns a message on failure. */
-static blinkResult_t run_work(struct bk_stream *s, struct op *o, char *msg, size_t len)
-{
-    switch (o->kind) {
-    case OP_COPY: {
-        unsigned long long at = atomic_load(&fail_copy_at);
-        if (at && atomic_fetch_add(&copies, 1) + 1 == at) {
-            snprintf(msg, len, "host backend: injected failure of copy %llu on stream '%s' "
-                     "(BLINK_HOST_FAIL_COPY)", at, s->label);
-            return blinkSystemError;
-        }
-        if (o->n)
-            memmove(o->dst, o->a, o->n);
-        return blinkSuccess;
-    }
-    case OP_REDUCE:
-        if (bk_host_reduce(o->dst, o->a, o->b, o->n, o->dt, o->rop) == 0)
-            return blinkSuccess;
-        break;
-    case OP_DIVIDE:
-        if (bk_host_divide(o->dst, o->n, o->dt, o->divisor) == 0)
-            return blinkSuccess;
-        break;
-    default:
-        break;
-    }
-    snprintf(msg, len, "host backend: stream '%s': invalid operation", s->label);
-    return blinkInternalError;
 }
 
 static void *worker(void *arg)
@@ -188,14 +154,12 @@ static void *worker(void *arg)
         if (!s->head)
             break;
         struct op *o = s->head;
-        /* A failed stream still honours its waits, so that it completes only after the work
-         * it depends on (buffers stay in use until then); it skips everything else. */
         if (o->kind == OP_WAIT) {
             run_wait(s, o);
         } else if (s->err == blinkSuccess) {
             char msg[BK_MSG_MAX];
             pthread_mutex_unlock(&big);
-            blinkResult_t r = run_work(s, o, msg, sizeof msg);
+            blinkResult_t r = bk_hx_run(o->comm->be->hx, &o->L, msg, sizeof msg);
             pthread_mutex_lock(&big);
             if (r != blinkSuccess)
                 fail(s, r, msg);
@@ -213,16 +177,14 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static blinkResult_t stream_create(int dev, const char *label, struct bk_stream **out)
+static blinkResult_t stream_create(const char *label, struct bk_stream **out)
 {
     /* Room for the public wrapper: a user stream and an internal one are the same object. */
     struct blinkHostStream *hs = calloc(1, sizeof *hs);
     if (!hs)
         return bk_error(blinkSystemError, "host backend: out of memory");
     struct bk_stream *s = &hs->s;
-    s->dev = dev;
     snprintf(s->label, sizeof s->label, "%s", label);
-    s->join = strcmp(label, BK_JOIN_LABEL) == 0;
     s->refs = 1;
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
@@ -268,15 +230,7 @@ static blinkResult_t sync_to(struct bk_stream *s, unsigned long long pos, int cl
     return r;
 }
 
-static blinkResult_t stream_synchronize(struct bk_stream *s)
-{
-    pthread_mutex_lock(&big);
-    blinkResult_t r = sync_to(s, s->enq, 0);
-    pthread_mutex_unlock(&big);
-    return r;
-}
-
-static blinkResult_t push(struct bk_stream *s, struct op *o)
+static blinkResult_t push(struct bk_stream *s, const struct op *o)
 {
     struct op *c = malloc(sizeof *c);
     if (!c)
@@ -297,53 +251,7 @@ static blinkResult_t push(struct bk_stream *s, struct op *o)
     return blinkSuccess;
 }
 
-static blinkResult_t mem_alloc(int dev, size_t bytes, void **p)
-{
-    *p = malloc(bytes ? bytes : 1);
-    if (!*p)
-        return bk_error(blinkSystemError, "host backend: cannot allocate %zu bytes on device %d",
-                        bytes, dev);
-    return blinkSuccess;
-}
-
-static void mem_free(int dev, void *p) { free(p); }
-
-static blinkResult_t copy(struct bk_stream *s, int dst_dev, void *dst, int src_dev,
-                          const void *src, size_t bytes)
-{
-    return push(s, &(struct op){.kind = OP_COPY, .dst = dst, .a = src, .n = bytes});
-}
-
-static blinkResult_t reduce(struct bk_stream *s, void *dst, const void *a, const void *b,
-                            size_t count, blinkDataType_t dt, blinkRedOp_t op)
-{
-    return push(s, &(struct op){.kind = OP_REDUCE, .dst = dst, .a = a, .b = b, .n = count,
-                                .dt = dt, .rop = op});
-}
-
-static blinkResult_t divide(struct bk_stream *s, void *buf, size_t count, blinkDataType_t dt,
-                            int n)
-{
-    return push(s, &(struct op){.kind = OP_DIVIDE, .dst = buf, .n = count, .dt = dt,
-                                .divisor = n});
-}
-
-static blinkResult_t event_create(int dev, struct bk_event **e)
-{
-    *e = calloc(1, sizeof **e);
-    return *e ? blinkSuccess : bk_error(blinkSystemError, "host backend: out of memory");
-}
-
-static void event_destroy(struct bk_event *e)
-{
-    pthread_mutex_lock(&big);
-    if (e->s)
-        unref(e->s);
-    pthread_mutex_unlock(&big);
-    free(e);
-}
-
-static blinkResult_t event_record(struct bk_event *e, struct bk_stream *s)
+static void event_record(struct bk_event *e, struct bk_stream *s)
 {
     pthread_mutex_lock(&big);
     s->refs++;
@@ -352,51 +260,169 @@ static blinkResult_t event_record(struct bk_event *e, struct bk_stream *s)
     e->s = s;
     e->pos = s->enq;
     pthread_mutex_unlock(&big);
-    return blinkSuccess;
 }
 
-static blinkResult_t stream_wait(struct bk_stream *s, struct bk_event *e)
+static void event_clear(struct bk_event *e)
 {
     pthread_mutex_lock(&big);
-    struct op o = {.kind = OP_WAIT, .on = e->s, .pos = e->pos};
-    if (o.on)
-        o.on->refs++; /* held across the unlock until push takes its own */
+    if (e->s)
+        unref(e->s);
+    e->s = NULL;
     pthread_mutex_unlock(&big);
-    if (!o.on)
+}
+
+static blinkResult_t stream_wait(struct bk_stream *s, const struct bk_event *e)
+{
+    if (!e->s)
         return blinkSuccess; /* never recorded: nothing to wait for (as in CUDA) */
-    blinkResult_t r = push(s, &o);
-    pthread_mutex_lock(&big);
-    unref(o.on);
-    pthread_mutex_unlock(&big);
+    return push(s, &(struct op){.kind = OP_WAIT, .on = e->s, .pos = e->pos});
+}
+
+/* ------------------------------------------------------------------ ranks */
+
+static blinkResult_t rank_init(blinkComm_t c)
+{
+    struct bk_be *be = calloc(1, sizeof *be);
+    if (!be)
+        return bk_error(blinkSystemError, "host backend: out of memory");
+    c->be = be;
+    be->mapped = calloc((size_t)c->nranks, sizeof *be->mapped);
+    if (!be->mapped)
+        return bk_error(blinkSystemError, "host backend: out of memory");
+    int threads = threads_per_rank < c->layout.ntrees ? threads_per_rank : c->layout.ntrees;
+    char label[64];
+    snprintf(label, sizeof label, "rank %d", c->rank);
+    blinkResult_t r = stream_create(label, &be->exec);
+    if (r == blinkSuccess)
+        r = bk_hx_start(c, threads, &be->hx);
+    c->nstreams = be->exec ? 1 : 0;
+    c->nworkers = threads;
     return r;
 }
 
-static blinkResult_t event_synchronize(struct bk_event *e)
+static void rank_free(blinkComm_t c)
 {
+    struct bk_be *be = c->be;
+    if (be->exec)
+        stream_destroy(be->exec); /* runs what is queued first */
+    event_clear(&be->in_ev);
+    event_clear(&be->out_ev);
+    bk_hx_stop(be->hx);
+    for (int q = 0; q < c->nranks && be->mapped; q++)
+        if (be->mapped[q])
+            munmap(c->peer[q].seg, be->mapped[q]);
+    free(be->mapped);
+    free(be);
+    c->be = NULL;
+}
+
+static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
+                                void *handle)
+{
+    (void)handle; /* the name is the handle */
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return bk_error(blinkSystemError, "host backend: cannot create shared memory %s: %s",
+                        name, strerror(errno));
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)bytes) == 0)
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(name);
+        return bk_error(blinkSystemError, "host backend: cannot map %zu bytes of shared memory "
+                        "%s: %s", bytes, name, strerror(e));
+    }
+    struct bk_seg_header *h = p;
+    h->magic = BK_SEG_MAGIC;
+    h->rank = (uint32_t)c->prank;
+    h->nranks = (uint32_t)c->nranks;
+    c->be->mapped[c->prank] = bytes;
+    *seg = p;
+    return blinkSuccess;
+}
+
+static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
+                              size_t bytes, int same_process, void *seg_ptr, void **seg)
+{
+    (void)handle;
+    (void)same_process;
+    (void)seg_ptr; /* a second mapping works in the same process too: one code path */
+    int fd = shm_open(name, O_RDWR, 0600);
+    if (fd < 0)
+        return bk_error(blinkSystemError, "host backend: cannot open rank %d's shared memory "
+                        "%s: %s", c->user_of[peer], name, strerror(errno));
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return bk_error(blinkSystemError, "host backend: cannot map rank %d's shared memory %s: "
+                        "%s", c->user_of[peer], name, strerror(e));
+    const struct bk_seg_header *h = p;
+    if (h->magic != BK_SEG_MAGIC || h->rank != (uint32_t)peer) {
+        munmap(p, bytes);
+        return bk_error(blinkSystemError, "host backend: %s is not rank %d's segment",
+                        name, c->user_of[peer]);
+    }
+    c->be->mapped[peer] = bytes;
+    *seg = p;
+    return blinkSuccess;
+}
+
+static void seg_unlink(const char *name) { shm_unlink(name); }
+
+/* ------------------------------------------------------------------ calls */
+
+static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)
+{
+    struct bk_be *be = c->be;
+    struct bk_stream *us = user ? &((struct blinkHostStream *)user)->s : NULL;
+    blinkResult_t r = blinkSuccess;
+    c->ops = 0;
+    if (us) {
+        event_record(&be->in_ev, us);
+        r = stream_wait(be->exec, &be->in_ev);
+        c->ops += 2;
+    }
+    if (r == blinkSuccess)
+        r = push(be->exec, &(struct op){.kind = OP_LAUNCH, .comm = c, .L = *L});
+    if (r == blinkSuccess)
+        event_record(&be->out_ev, be->exec);
+    c->ops += 2;
+    if (us) { /* always, so that the user's stream never runs ahead of the call */
+        blinkResult_t j = stream_wait(us, &be->out_ev);
+        r = r == blinkSuccess ? j : r;
+        c->ops++;
+    }
+    return r;
+}
+
+static blinkResult_t wait_last(blinkComm_t c)
+{
+    struct bk_event *e = &c->be->out_ev;
     pthread_mutex_lock(&big);
     blinkResult_t r = e->s ? sync_to(e->s, e->pos, 0) : blinkSuccess;
     pthread_mutex_unlock(&big);
     return r;
 }
 
-static blinkResult_t user_record(struct bk_event *e, void *user, int dev)
+static blinkResult_t async_error(blinkComm_t c)
 {
-    if (!user)
-        return blinkSuccess;
-    return event_record(e, &((struct blinkHostStream *)user)->s);
+    struct bk_stream *s = c->be->exec;
+    pthread_mutex_lock(&big);
+    blinkResult_t r = s->err;
+    if (r != blinkSuccess)
+        bk_error(r, "%s", s->err_msg);
+    pthread_mutex_unlock(&big);
+    return r;
 }
 
-static blinkResult_t user_wait(void *user, struct bk_event *e, int dev)
-{
-    if (!user)
-        return blinkSuccess;
-    return stream_wait(&((struct blinkHostStream *)user)->s, e);
-}
+static void abort_rank(blinkComm_t c, const char *msg) { bk_hx_abort(c, msg); }
 
 static const struct bk_backend host_backend = {
-    "host", 1, configure, stream_create, stream_destroy, stream_synchronize, mem_alloc, mem_free,
-    copy, reduce, divide, event_create, event_destroy, event_record, stream_wait,
-    event_synchronize, user_record, user_wait,
+    "host", 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 
 const struct bk_backend *bk_backend(void) { return &host_backend; }
@@ -408,11 +434,9 @@ blinkResult_t blinkHostStreamCreate(blinkStream_t *stream)
     if (!stream)
         return bk_error(blinkInvalidArgument, "blinkHostStreamCreate: stream is NULL");
     struct bk_stream *s;
-    blinkResult_t r = stream_create(-1, "user stream", &s);
-    if (r == blinkSuccess) {
-        s->join = 1;
+    blinkResult_t r = stream_create("user stream", &s);
+    if (r == blinkSuccess)
         *stream = (struct blinkHostStream *)s;
-    }
     return r;
 }
 

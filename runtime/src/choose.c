@@ -7,7 +7,6 @@
  * planned but this runtime has no NCCL, so it runs the rings itself.
  * With NCCL (nccl_call.c) ring sizes go to NCCL, which picks its own rings.
  */
-#include <pthread.h>
 #include <stdio.h>
 
 #include "rt.h"
@@ -26,11 +25,11 @@ static const char *size_text(size_t b, char *buf, size_t len)
 }
 
 /* nccl-tests' S for this call. */
-static size_t message_bytes(const struct bk_commset *cs, const struct bk_args *a)
+static size_t message_bytes(blinkComm_t c, const struct bk_args *a)
 {
     size_t s = a->count * bk_dtype_size(a->dt);
     int sharded = a->coll == BLINK_PLAN_ALLGATHER || a->coll == BLINK_PLAN_REDUCESCATTER;
-    return sharded ? s * (size_t)cs->nranks : s;
+    return sharded ? s * (size_t)c->nranks : s;
 }
 
 const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int coll, int root)
@@ -41,36 +40,36 @@ const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int
     return NULL;
 }
 
-void bk_choose(struct bk_commset *cs, const struct blink_plan_schedule *sch,
-               const struct bk_args *a, int say, struct bk_choice *out)
+void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struct bk_args *a,
+               int say, struct bk_choice *out)
 {
-    size_t bytes = message_bytes(cs, a);
+    size_t bytes = message_bytes(c, a);
     int ri = -1;
     for (int i = 0; i < sch->nranges && sch->ranges[i].min_bytes <= bytes; i++)
         ri = i;
     int algo = ri >= 0 ? sch->ranges[ri].algo : BLINK_PLAN_TREES;
-    if (cs->algo_env >= 0)
-        algo = cs->algo_env;
-    size_t chunk = ri >= 0 ? sch->ranges[ri].chunk_bytes : cs->chunk_bytes;
-    if (cs->chunk_env)
-        chunk = cs->chunk_env;
-    int rings = algo == BLINK_PLAN_RINGS && !cs->nccl && sch->nring_trees > 0;
+    if (c->env.algo_env >= 0)
+        algo = c->env.algo_env;
+    size_t chunk = ri >= 0 ? sch->ranges[ri].chunk_bytes : c->chunk_bytes;
+    if (c->env.chunk_env)
+        chunk = c->env.chunk_env;
+    int rings = algo == BLINK_PLAN_RINGS && !c->nccl && sch->nring_trees > 0;
     out->algo = algo;
-    out->trees = rings ? sch->ring_trees : sch->trees;
+    out->ring_set = rings;
     out->ntrees = rings ? sch->nring_trees : sch->ntrees;
     out->chunk_bytes = chunk;
 
-    int si = (int)(sch - cs->plan->schedules);
-    unsigned char *said = &cs->said[(size_t)si * (size_t)cs->said_stride + (size_t)(ri + 1)];
-    if (!say || cs->log_level < 1 || *said)
+    int si = (int)(sch - c->plan->schedules);
+    unsigned char *said = &c->said[(size_t)si * (size_t)c->said_stride + (size_t)(ri + 1)];
+    if (!say || c->env.log_level < 1 || *said || c->rank != 0)
         return;
     *said = 1;
     char from[32], ch[32];
     size_text(ri >= 0 ? sch->ranges[ri].min_bytes : 0, from, sizeof from);
     size_text(chunk, ch, sizeof ch);
     const char *coll = bk_coll_name(sch->coll);
-    if (algo == BLINK_PLAN_RINGS && cs->nccl) {
-        if (cs->log_level >= 2)
+    if (algo == BLINK_PLAN_RINGS && c->nccl) {
+        if (c->env.log_level >= 2)
             fprintf(stderr, "blink INFO %s%s from %s: NCCL\n", coll,
                     sch->root >= 0 ? " (rooted)" : "", from);
     } else if (algo == BLINK_PLAN_RINGS)
@@ -78,10 +77,10 @@ void bk_choose(struct bk_commset *cs, const struct blink_plan_schedule *sch,
                 "NCCL, so it runs %s itself (%d chains, %s chunks)\n", coll,
                 sch->root >= 0 ? " (rooted)" : "", from,
                 rings ? "the rings" : "the trees (no ring set)", out->ntrees, ch);
-    else if (cs->log_level >= 2)
+    else if (c->env.log_level >= 2)
         fprintf(stderr, "blink INFO %s%s from %s: %d trees, %s chunks%s\n", coll,
                 sch->root >= 0 ? " (rooted)" : "", from, out->ntrees, ch,
-                cs->algo_env >= 0 || cs->chunk_env ? " (set by the environment)" : "");
+                c->env.algo_env >= 0 || c->env.chunk_env ? " (set by the environment)" : "");
 }
 
 blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,
@@ -91,8 +90,11 @@ blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size
         return bk_error(blinkInvalidArgument, "blinkrtCommChoice: comm is NULL");
     if (bk_dtype_size(dt) == 0)
         return bk_error(blinkInvalidArgument, "blinkrtCommChoice: datatype %d unknown", (int)dt);
-    struct bk_commset *cs = comm->cs;
-    const struct blink_plan_schedule *sch = bk_schedule(cs->plan, coll, root);
+    int rooted = coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_REDUCE;
+    if (rooted && (root < 0 || root >= comm->nranks))
+        return bk_error(blinkInvalidUsage, "blinkrtCommChoice: root %d out of range", root);
+    const struct blink_plan_schedule *sch =
+        bk_schedule(comm->plan, coll, rooted ? comm->plan_of[root] : root);
     if (!sch)
         return bk_error(blinkInvalidUsage, "blinkrtCommChoice: the plan has no schedule for "
                         "collective %d root %d", coll, root);
@@ -102,9 +104,7 @@ blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size
     a.count = count;
     a.dt = dt;
     struct bk_choice ch;
-    pthread_mutex_lock(&cs->mu);
-    bk_choose(cs, sch, &a, 0, &ch);
-    pthread_mutex_unlock(&cs->mu);
+    bk_choose(comm, sch, &a, 0, &ch);
     if (algo)
         *algo = ch.algo;
     if (chunk_bytes)

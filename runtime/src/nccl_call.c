@@ -5,14 +5,14 @@
  * where configure found NCCL beside nvcc (BLINK_WITH_NCCL); everywhere else the functions say
  * there is no NCCL and the runtime runs the planner's rings itself (choose.c).
  *
- * One NCCL communicator per rank comes from ncclCommInitAll over the ranks' devices at
- * blinkCommInitAll. NCCL refuses two ranks on one device (BLINK_DEVICE_MAP can ask for that);
- * then, or on any other NCCL failure at init, the communicator set goes on without NCCL and
- * says so under BLINK_DEBUG=WARN. A call hands every rank's part to NCCL in one group, as
- * NCCL's single-process multi-GPU use requires, on each rank's own stream.
+ * Each rank holds one NCCL communicator from ncclCommInitRank, with the ncclUniqueId that user
+ * rank 0 made and the init rendezvous carried (comm.c). NCCL refuses two ranks on one device
+ * (virtual ranks); then, or on any other NCCL failure at init, the rank goes on without NCCL
+ * and says so under BLINK_DEBUG=WARN. A call goes to NCCL on the user's stream.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt.h"
 
@@ -20,57 +20,48 @@
 #include <nccl.h>
 
 struct bk_nccl {
-    ncclComm_t *comms; /* [nranks] */
+    ncclComm_t comm;
 };
 
-static int duplicate_devices(const struct bk_commset *cs)
+int bk_nccl_id(void *id)
 {
-    for (int i = 0; i < cs->nranks; i++)
-        for (int j = 0; j < i; j++)
-            if (cs->devs[i] == cs->devs[j])
-                return 1;
-    return 0;
+    ncclUniqueId u;
+    if (ncclGetUniqueId(&u) != ncclSuccess)
+        return 0;
+    memcpy(id, &u, sizeof u < BK_NCCL_ID_BYTES ? sizeof u : BK_NCCL_ID_BYTES);
+    return 1;
 }
 
-void bk_nccl_init(struct bk_commset *cs)
+void bk_nccl_init(blinkComm_t c, const void *id)
 {
-    cs->nccl = NULL;
     const char *why = NULL;
     struct bk_nccl *n = calloc(1, sizeof *n);
-    if (n)
-        n->comms = calloc((size_t)cs->nranks, sizeof *n->comms);
-    if (!n || !n->comms)
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    if (!n) {
         why = "out of memory";
-    else if (duplicate_devices(cs))
-        why = "two ranks share a device (BLINK_DEVICE_MAP), which NCCL refuses";
-    else {
-        ncclResult_t r = ncclCommInitAll(n->comms, cs->nranks, cs->devs);
+    } else {
+        ncclResult_t r = ncclCommInitRank(&n->comm, c->nranks, u, c->rank);
         if (r != ncclSuccess)
             why = ncclGetErrorString(r);
     }
     if (!why) {
-        cs->nccl = n;
+        c->nccl = n;
         return;
     }
-    if (n)
-        free(n->comms);
     free(n);
-    if (cs->log_level >= 1)
-        fprintf(stderr, "blink WARN no NCCL for this communicator set (%s): the plan's ring "
-                "sizes run the planner's rings\n", why);
+    if (c->env.log_level >= 1)
+        fprintf(stderr, "blink WARN rank %d: no NCCL (%s): the plan's ring sizes run the "
+                "planner's rings\n", c->rank, why);
 }
 
-void bk_nccl_free(struct bk_commset *cs)
+void bk_nccl_free(blinkComm_t c)
 {
-    struct bk_nccl *n = cs->nccl;
-    if (!n)
+    if (!c->nccl)
         return;
-    for (int i = 0; i < cs->nranks; i++)
-        if (n->comms[i])
-            ncclCommDestroy(n->comms[i]);
-    free(n->comms);
-    free(n);
-    cs->nccl = NULL;
+    ncclCommDestroy(c->nccl->comm);
+    free(c->nccl);
+    c->nccl = NULL;
 }
 
 /* blink's datatypes and operations carry NCCL's numbers; the switches keep that explicit. */
@@ -116,39 +107,40 @@ static ncclResult_t one_call(const struct bk_args *a, ncclComm_t c)
     }
 }
 
-blinkResult_t bk_nccl_launch(struct bk_commset *cs, const struct bk_args *a)
+blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a)
 {
-    struct bk_nccl *n = cs->nccl;
-    ncclResult_t r = ncclGroupStart();
-    for (int v = 0; r == ncclSuccess && v < cs->nranks; v++)
-        r = one_call(&a[v], n->comms[v]);
-    ncclResult_t e = ncclGroupEnd();
-    if (r == ncclSuccess)
-        r = e;
+    ncclResult_t r = one_call(a, c->nccl->comm);
     if (r == ncclSuccess)
         return blinkSuccess;
     /* NCCL's result codes and blink's share their values. */
-    return bk_error((blinkResult_t)r, "%s: NCCL failed: %s", bk_coll_name(a[0].coll),
+    return bk_error((blinkResult_t)r, "%s: NCCL failed: %s", bk_coll_name(a->coll),
                     ncclGetErrorString(r));
 }
 
 #else
 
-void bk_nccl_init(struct bk_commset *cs)
+int bk_nccl_id(void *id)
 {
-    cs->nccl = NULL;
+    (void)id;
+    return 0;
 }
 
-void bk_nccl_free(struct bk_commset *cs)
+void bk_nccl_init(blinkComm_t c, const void *id)
 {
-    (void)cs;
+    (void)c;
+    (void)id;
 }
 
-blinkResult_t bk_nccl_launch(struct bk_commset *cs, const struct bk_args *a)
+void bk_nccl_free(blinkComm_t c)
 {
-    (void)cs;
+    (void)c;
+}
+
+blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a)
+{
+    (void)c;
     return bk_error(blinkInternalError, "%s: this runtime was built without NCCL",
-                    bk_coll_name(a[0].coll));
+                    bk_coll_name(a->coll));
 }
 
 #endif

@@ -3,7 +3,8 @@
  * reduce_host.c - element-wise sum, prod, max and min for every datatype on the CPU, plus the
  * division that turns a sum into an average. Integer sum and prod wrap (computed as unsigned,
  * so there is no undefined behaviour); float16 and bfloat16 go through float and are rounded
- * back to nearest, ties to even.
+ * back to nearest, ties to even. Max and min of floats are C's fmax and fmin, as NCCL's are: a
+ * NaN loses to a number, so the result does not depend on the order a tree combines values in.
  */
 #include <string.h>
 
@@ -92,6 +93,10 @@ uint16_t bk_float_to_bf16(float f)
         }                                                                                     \
     } while (0)
 
+/* fmax and fmin without libm: the number wins over a NaN. */
+#define FMAX(p, q) ((q) != (q) ? (p) : (p) != (p) ? (q) : (p) > (q) ? (p) : (q))
+#define FMIN(p, q) ((q) != (q) ? (p) : (p) != (p) ? (q) : (p) < (q) ? (p) : (q))
+
 #define FLT_LOOP(T)                                                                           \
     do {                                                                                      \
         T *d = dst;                                                                           \
@@ -99,7 +104,7 @@ uint16_t bk_float_to_bf16(float f)
         for (size_t i = 0; i < n; i++) {                                                      \
             T p = x[i], q = y[i];                                                             \
             d[i] = op == blinkSum ? p + q : op == blinkProd ? p * q :                         \
-                   op == blinkMax ? (p > q ? p : q) : (p < q ? p : q);                        \
+                   op == blinkMax ? FMAX(p, q) : FMIN(p, q);                                  \
         }                                                                                     \
     } while (0)
 
@@ -111,7 +116,7 @@ uint16_t bk_float_to_bf16(float f)
         for (size_t i = 0; i < n; i++) {                                                      \
             float p = TO_F(x[i]), q = TO_F(y[i]);                                             \
             d[i] = FROM_F(op == blinkSum ? p + q : op == blinkProd ? p * q :                  \
-                          op == blinkMax ? (p > q ? p : q) : (p < q ? p : q));                \
+                          op == blinkMax ? FMAX(p, q) : FMIN(p, q));                          \
         }                                                                                     \
     } while (0)
 

@@ -1,23 +1,27 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * rt.h - the runtime core's internal declarations: the last-error record, the communicator set
- * shared by the ranks of one blinkCommInitAll, the per-rank call arguments, and the entry points
- * of the rendezvous (call.c) and the executor (exec.c).
+ * rt.h - the runtime core's internal declarations: the last-error record, the communicator
+ * (one rank's view: its plan, its peers' mapped segments, its tree roles), one call's launch,
+ * and the entry points of the plan checks, plan choice, rendezvous and calls.
  */
 #ifndef BK_RT_H
 #define BK_RT_H
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "blink.h"
 #include "blink_plan.h"
+#include "proto.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define BK_MSG_MAX 512
+#define BK_HANDLE_BYTES 64   /* a backend's segment handle (a cudaIpcMemHandle_t is 64) */
+#define BK_DEFAULT_TIMEOUT_S 600.0
 
 /* Store a printf-style message as this thread's last error; returns r. */
 blinkResult_t bk_error(blinkResult_t r, const char *fmt, ...)
@@ -34,10 +38,75 @@ const char *bk_dtype_name(blinkDataType_t dt);
 const char *bk_op_name(blinkRedOp_t op);
 const char *bk_coll_name(int coll);
 
-/* One rank's call, as posted to the rendezvous. */
+/* One schedule's tree set as this rank plays it (roles.c). */
+struct bk_roleset {
+    int ntrees;
+    struct bk_role *roles;   /* [ntrees] */
+    int *kids;               /* children (plan ranks) of every role, at roles[t].kids_at */
+};
+
+/* Another rank of the communicator (or this one), by plan rank. */
+struct bk_peer {
+    int pid, topo_dev, phys_dev;
+    char host[64], busid[32];
+    unsigned char *seg;      /* its segment, mapped here (a device pointer on CUDA) */
+};
+
+/* Environment settings, read once per init (comm.c). */
+struct bk_env {
+    size_t chunk_env;        /* BLINK_CHUNK_BYTES, or 0 */
+    int algo_env;            /* BLINK_ALGO: enum blink_plan_algo, or -1 */
+    int log_level;           /* BLINK_DEBUG: 0 silent, 1 WARN, 2 INFO */
+    double timeout_s;        /* BLINK_TIMEOUT_S */
+    size_t staging;          /* BLINK_STAGING_BYTES */
+    int device;              /* BLINK_DEVICE, or -1 */
+};
+
+struct bk_be;                /* the backend's per-rank state */
+struct bk_nccl;              /* NCCL's communicator for the ring sizes (nccl_call.c) */
+
+struct blinkComm {
+    const struct blink_plan *plan;
+    int nranks, rank, prank; /* rank: the user's; prank: the plan's */
+    int *plan_of, *user_of;  /* [nranks] user rank -> plan rank and back */
+    struct bk_peer *peer;    /* [nranks] by plan rank */
+    struct bk_layout layout;
+    void *layout_mem;        /* what layout's arrays point into */
+    struct bk_roleset *sets; /* [nschedules * 2]: trees, ring trees */
+    struct bk_env env;
+    size_t chunk_bytes;      /* the plan's default chunk */
+    unsigned char *said;     /* [nschedules * said_stride] choice already logged */
+    int said_stride;
+    uint32_t seq;            /* the last call's number */
+    unsigned long long ops;  /* backend operations the last call issued */
+    int nstreams, nworkers;  /* what rank_init made: streams, threads (threadblocks on CUDA) */
+    struct bk_nccl *nccl;
+    struct bk_be *be;
+};
+
+/* One call of this rank, as the backend runs it. */
+struct bk_launch {
+    struct bk_desc d;        /* seq, coll, root (plan rank or -1), dt, op, count, algo, chunk */
+    const void *send;
+    void *recv;
+    const struct bk_roleset *set;
+    int set_index;           /* into comm->sets (the CUDA backend keeps device copies) */
+    size_t chunk_elems;      /* elements per chunk (fits a slot) */
+};
+
+/* What one call runs (choose.c): the trees or the ring trees of its schedule, and the chunk,
+ * by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES; said once
+ * per schedule and range under BLINK_DEBUG. */
+struct bk_choice {
+    int algo;          /* enum blink_plan_algo */
+    int ring_set;      /* runs the schedule's ring trees */
+    int ntrees;
+    size_t chunk_bytes;
+};
+/* One call's arguments, as the user passed them (call.c). */
 struct bk_args {
     int coll;          /* enum blink_plan_coll */
-    int root;          /* broadcast, reduce; -1 otherwise */
+    int root;          /* user rank: broadcast, reduce; -1 otherwise */
     const void *send;
     void *recv;
     size_t count;      /* broadcast/reduce/allreduce: count; allgather: sendcount;
@@ -46,70 +115,43 @@ struct bk_args {
     blinkRedOp_t op;   /* blinkSum for broadcast and allgather */
     void *stream;      /* the user's blinkStream_t */
 };
-
-struct bk_slot;
-struct bk_exec;
-
-/* State shared by the communicators of one blinkCommInitAll. */
-struct bk_commset {
-    const struct blink_plan *plan;
-    int nranks;
-    int *devs;                 /* [nranks] device of each rank (the plan's, or BLINK_DEVICE_MAP) */
-    size_t chunk_bytes;        /* the plan's default chunk */
-    size_t chunk_env;          /* BLINK_CHUNK_BYTES, or 0 */
-    int algo_env;              /* BLINK_ALGO: enum blink_plan_algo, or -1 */
-    int log_level;             /* BLINK_DEBUG: 0 silent, 1 WARN, 2 INFO */
-    unsigned char *said;       /* [nschedules * said_stride] choice already logged */
-    struct bk_nccl *nccl;      /* NCCL's communicators (nccl_call.c), or NULL */
-    int said_stride;
-    pthread_mutex_t mu;        /* guards everything below and all of exec */
-    pthread_cond_t cv;
-    int refs;                  /* live communicators */
-    unsigned long long *posted; /* [nranks] calls posted by each rank */
-    unsigned long long next_exec;
-    struct bk_slot *slots;     /* calls not yet consumed by every rank, by sequence */
-    int failed;                /* a launch failed: refuse further calls */
-    struct bk_exec *ex;
-    struct blinkComm *ranks;   /* [nranks] the handles, freed with the set */
-};
-
-struct blinkComm {
-    struct bk_commset *cs;
-    int rank;
-};
-
-/* What one call runs (choose.c): the trees or the ring trees of its schedule, and the chunk,
- * by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES; said once
- * per schedule and range under BLINK_DEBUG. Called with cs->mu held. */
-struct bk_choice {
-    int algo;          /* enum blink_plan_algo */
-    const struct blink_plan_tree *trees;
-    int ntrees;
-    size_t chunk_bytes;
-};
-void bk_choose(struct bk_commset *cs, const struct blink_plan_schedule *sch,
-               const struct bk_args *a, int say, struct bk_choice *out);
-/* nccl_call.c: NCCL for the ring sizes, where the runtime was built with it. init leaves
- * cs->nccl NULL where NCCL is missing or refuses (and says why under BLINK_DEBUG=WARN). */
-void bk_nccl_init(struct bk_commset *cs);
-void bk_nccl_free(struct bk_commset *cs);
-blinkResult_t bk_nccl_launch(struct bk_commset *cs, const struct bk_args *args);
-
-/* The schedule of (coll, root), or NULL. */
+void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struct bk_args *a,
+               int say, struct bk_choice *out);
+/* The schedule of (coll, plan root), or NULL. */
 const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int coll, int root);
 
-/* exec.c: set up, enqueue one call of every rank (args[nranks], already checked to agree),
- * wait for the last enqueued call (host, NULL streams), tear down. Called with cs->mu held. */
-blinkResult_t bk_exec_init(struct bk_commset *cs);
-blinkResult_t bk_exec_launch(struct bk_commset *cs, const struct bk_args *args);
-blinkResult_t bk_exec_wait(struct bk_commset *cs);
-void bk_exec_free(struct bk_commset *cs);
+/* plan_check.c: a compiled plan's tables, all checked before any rank uses them. */
+blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn);
 
-/* call.c: the collective entry points funnel into this. */
+/* library.c: the plan of lib for the ranks' devices topo_dev[nranks] (by user rank), in any
+ * order: plan_of[r] is the plan rank of user rank r. */
+blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int nranks,
+                           const int *topo_dev, const struct blink_plan **plan, int *plan_of);
+
+/* roles.c: this rank's roles in every schedule's tree sets, and the staging layout. */
+blinkResult_t bk_roles_build(blinkComm_t c);
+void bk_roles_free(blinkComm_t c);
+blinkResult_t bk_layout_build(blinkComm_t c);
+
+/* nccl_call.c: NCCL for the ring sizes, where the runtime was built with it. bk_nccl_id makes
+ * an ncclUniqueId (0: no NCCL); bk_nccl_init joins it (leaves c->nccl NULL where NCCL is
+ * missing or refuses, and says why under BLINK_DEBUG=WARN). */
+#define BK_NCCL_ID_BYTES 128
+int bk_nccl_id(void *id);
+void bk_nccl_init(blinkComm_t c, const void *id);
+void bk_nccl_free(blinkComm_t c);
+blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a);
+
+/* call.c */
 blinkResult_t bk_call(blinkComm_t comm, const struct bk_args *a, const char *fn);
 
-/* comm.c */
-void bk_commset_unref(struct bk_commset *cs);
+/* comm.c: read the environment; the init of one rank (rank, nranks, id, or for InitAll the
+ * device that rank i of this process plays and its physical device). */
+blinkResult_t bk_read_env(struct bk_env *env, const char *fn);
+blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
+                           const blinkUniqueId *id, int rank, int topo_dev, int phys_dev,
+                           const char *fn);
+void bk_comm_free(blinkComm_t c);
 
 #ifdef __cplusplus
 }

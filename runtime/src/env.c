@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * env.c - the runtime's environment, read at every init (blink(3), ENVIRONMENT):
+ *   BLINK_CHUNK_BYTES=N       the pipeline chunk in bytes (overrides the plan's)
+ *   BLINK_ALGO=trees|rings    run the trees, or the rings, at every size
+ *   BLINK_DEBUG=WARN|INFO     say on stderr what runs; unset: silent
+ *   BLINK_TIMEOUT_S=S         how long a rank waits for a peer before the call fails
+ *   BLINK_STAGING_BYTES=N     staging memory per rank
+ *   BLINK_DEVICE=D            the topology device this rank plays (blinkCommInitRank)
+ * A value that does not parse is an error that names the variable, never a silent default.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+static blinkResult_t parse_size(const char *name, size_t *out, const char *fn)
+{
+    const char *env = getenv(name);
+    if (!env)
+        return blinkSuccess;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (end == env || *end || errno || v == 0 || env[0] == '-')
+        return bk_error(blinkInvalidArgument, "%s: %s='%s' is not a positive number of bytes",
+                        fn, name, env);
+    *out = (size_t)v;
+    return blinkSuccess;
+}
+
+blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
+{
+    memset(e, 0, sizeof *e);
+    e->algo_env = -1;
+    e->device = -1;
+    e->timeout_s = BK_DEFAULT_TIMEOUT_S;
+    e->staging = BK_DEFAULT_STAGING;
+    blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
+    if (r == blinkSuccess)
+        r = parse_size("BLINK_STAGING_BYTES", &e->staging, fn);
+    if (r != blinkSuccess)
+        return r;
+    const char *env = getenv("BLINK_ALGO");
+    if (env && *env) {
+        if (strcmp(env, "trees") && strcmp(env, "rings"))
+            return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees' or "
+                            "'rings'", fn, env);
+        e->algo_env = strcmp(env, "rings") ? BLINK_PLAN_TREES : BLINK_PLAN_RINGS;
+    }
+    env = getenv("BLINK_DEBUG");
+    e->log_level = !env ? 0 : !strcmp(env, "INFO") ? 2 : !strcmp(env, "WARN") ? 1 : 0;
+    if ((env = getenv("BLINK_TIMEOUT_S")) != NULL) {
+        char *end;
+        errno = 0;
+        double t = strtod(env, &end);
+        if (end == env || *end || errno || !(t > 0) || !isfinite(t) || t > 1e9)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_TIMEOUT_S='%s' is not a positive "
+                            "number of seconds", fn, env);
+        e->timeout_s = t;
+    }
+    if ((env = getenv("BLINK_DEVICE")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        long d = strtol(env, &end, 10);
+        if (end == env || *end || errno || d < 0 || d > (1 << 20))
+            return bk_error(blinkInvalidArgument, "%s: BLINK_DEVICE='%s' is not a device "
+                            "ordinal", fn, env);
+        e->device = (int)d;
+    }
+    return blinkSuccess;
+}

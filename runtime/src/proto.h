@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * proto.h - the protocol every backend speaks between the ranks of one server: what each rank
+ * exports at init (its segment: a header, flag words and staging slots) and how the ranks
+ * order a chunk's hand-over through it. C and CUDA C++ both include this file.
+ *
+ * Connections. In a call, tree slot ti of the chosen tree set (the schedule's trees, or its ring
+ * trees) moves chunks over the tree's edges. Rank v receives into its own staging only:
+ *   up:   from each child, into the child's in-slots (v's children in that tree, numbered j by
+ *         the tree's order), S slots each;
+ *   down: from its parent, into one set of S slots.
+ * A sender writes chunk c into slot c % S of the receiver, then stores the receiver's ready
+ * word = tag(seq, c + 1) (release). The receiver consumes the slot, then stores tag(seq, c + 1)
+ * into the sender's credit word for that edge ("freed"); before writing chunk c the sender
+ * waits until the receiver has freed chunk c - S. Credit words are indexed by the peer's rank,
+ * so every word has one writer over its whole life and a late store of an earlier call can never
+ * overwrite a later one.
+ *
+ * Calls. Every rank numbers its calls 1, 2, ... (seq, 32 bits, wrapping past 0): NCCL's rule
+ * that all ranks call collectives in the same order makes the numbers agree. At the start of a
+ * call a rank publishes the call's description and then entered = seq: its staging is free
+ * (everything of the last call was consumed). A sender writes into a receiver only once the
+ * receiver's entered equals seq, and then compares the two descriptions, so ranks that disagree
+ * about a call (count, type, op, root, chunk) fail it instead of corrupting memory or hanging.
+ *
+ * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
+ * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
+ */
+#ifndef BK_PROTO_H
+#define BK_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BK_SLOTS 4                          /* staging slots per connection */
+#define BK_SEG_MAGIC 0x626c696e6b736567ull  /* "blinkseg" */
+#define BK_SLOT_ALIGN 64                    /* slots start on 64-byte boundaries */
+#define BK_DEFAULT_STAGING ((size_t)64 << 20)
+
+/* A flag value: the call's sequence number and a count of chunks. */
+static inline uint64_t bk_tag(uint32_t seq, uint32_t n) { return ((uint64_t)seq << 32) | n; }
+/* Has the word reached n chunks of call seq? Values of other calls count as none. */
+static inline int bk_tag_reached(uint64_t word, uint32_t seq, uint32_t n)
+{
+    return (uint32_t)(word >> 32) == seq && (uint32_t)word >= n;
+}
+
+/* A call's description, as every rank must agree on it. */
+struct bk_desc {
+    uint64_t seq, coll, root, dt, op, count, algo, chunk;
+};
+#define BK_DESC_WORDS 8
+
+/* The start of every rank's segment. Words are accessed atomically (host) or volatile (CUDA). */
+struct bk_seg_header {
+    uint64_t magic;
+    uint32_t rank, nranks;      /* plan ranks */
+    uint32_t entered;           /* the call this rank is in: its staging is free for it */
+    uint32_t abort;             /* 0, or 1 + the rank that aborted the communicator */
+    uint32_t bell;              /* host: futex word, bumped after every store into this segment */
+    uint32_t sleepers;          /* host: threads asleep on bell */
+    uint64_t desc[BK_DESC_WORDS]; /* the entered call (struct bk_desc) */
+    char abort_msg[384];        /* why, written by the rank that aborted, before abort */
+};
+
+/*
+ * Where everything lies in every rank's segment. One rank's numbers depend only on the plan,
+ * so every rank computes every other rank's layout (layout.c) and no offsets are exchanged.
+ * Per rank v and tree slot ti, fanin[v][ti] is the most children v has in tree ti of any
+ * schedule and either tree set. Flag words of (v, ti), from flag_base[v][ti]:
+ *   [0, F)            up ready, one per child position j
+ *   [F]               down ready
+ *   [F + 1 + p]       up freed: credit from parent p (n words)
+ *   [F + 1 + n + c]   down freed: credit from child c (n words)
+ * Slots of (v, ti), from slot_base[v][ti]: F * S up in-slots (child j's slot k at j * S + k),
+ * then S down slots.
+ */
+struct bk_layout {
+    int nranks, ntrees;           /* ntrees: tree slots, the most trees of any tree set */
+    size_t slot_bytes;            /* one slot; every chunk of every call fits */
+    const int *fanin;             /* [nranks * ntrees] */
+    const size_t *flag_base;      /* [nranks * ntrees] in flag words from flags_off */
+    const size_t *slot_base;      /* [nranks * ntrees] in slots from slots_off */
+    const size_t *flags_off;      /* [nranks] byte offset of the flag words in v's segment */
+    const size_t *slots_off;      /* [nranks] byte offset of the slots */
+    const size_t *seg_bytes;      /* [nranks] segment size */
+};
+
+static inline size_t bk_lx(const struct bk_layout *L, int v, int ti)
+{
+    return (size_t)v * (size_t)L->ntrees + (size_t)ti;
+}
+
+/* Byte offsets into rank v's segment. */
+static inline size_t bk_off_up_ready(const struct bk_layout *L, int v, int ti, int j)
+{
+    return L->flags_off[v] + 8 * (L->flag_base[bk_lx(L, v, ti)] + (size_t)j);
+}
+static inline size_t bk_off_down_ready(const struct bk_layout *L, int v, int ti)
+{
+    return L->flags_off[v] + 8 * (L->flag_base[bk_lx(L, v, ti)] + (size_t)L->fanin[bk_lx(L, v, ti)]);
+}
+static inline size_t bk_off_up_freed(const struct bk_layout *L, int v, int ti, int parent)
+{
+    return bk_off_down_ready(L, v, ti) + 8 * (1 + (size_t)parent);
+}
+static inline size_t bk_off_down_freed(const struct bk_layout *L, int v, int ti, int child)
+{
+    return bk_off_down_ready(L, v, ti) + 8 * (1 + (size_t)L->nranks + (size_t)child);
+}
+static inline size_t bk_off_up_slot(const struct bk_layout *L, int v, int ti, int j, int k)
+{
+    return L->slots_off[v] +
+           L->slot_bytes * (L->slot_base[bk_lx(L, v, ti)] + (size_t)j * BK_SLOTS + (size_t)k);
+}
+static inline size_t bk_off_down_slot(const struct bk_layout *L, int v, int ti, int k)
+{
+    return bk_off_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
+}
+
+/*
+ * One rank's part of one tree in the tree set a call runs (roles.c), all in plan ranks:
+ * parent and this rank's position among the parent's children, and the children with the
+ * position each has here. lo_w/hi_w: the tree's share of its data group, as prefix sums of
+ * weights out of total_w (blink_plan.h's data split).
+ */
+struct bk_role {
+    int root, parent, kpos, nkids, kids_at; /* kids_at: index into the set's kids[] */
+    uint64_t lo_w, hi_w, total_w;
+};
+
+#endif
