@@ -2453,7 +2453,7 @@ static const struct blink_plan blinkgen_p0 = {
     blinkgen_p0_schedules,
 };
 
-/* Every plan of this source; blinkCommInitAll picks the one for the job's devices. */
+/* Every plan of this source; init picks the one for the job's set of devices. */
 static const struct blink_plan *const blinkgen_plans[1] = {
     &blinkgen_p0,
 };
@@ -2465,4 +2465,9 @@ static const struct blink_plan_library blinkgen_library = {
 blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist)
 {
     return blinkrtCommInitAllFrom(&blinkgen_library, comms, ndev, devlist);
+}
+
+blinkResult_t blinkCommInitRank(blinkComm_t *comm, int nranks, blinkUniqueId commId, int rank)
+{
+    return blinkrtCommInitRankFrom(&blinkgen_library, comm, nranks, commId, rank);
 }

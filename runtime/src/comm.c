@@ -285,10 +285,14 @@ blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blink
         phys[i] = -1;
     if (r == blinkSuccess && map && *map)
         r = parse_device_map(map, ndev, phys);
+    /* Virtual ranks on a one-plan source: rank i plays the plan's rank i, wherever it runs. */
+    int virt = map && *map && lib && lib->nplans == 1 && lib->plans && lib->plans[0] &&
+               lib->plans[0]->nranks == ndev && lib->plans[0]->devices;
     int started = 0;
     for (int i = 0; i < ndev && r == blinkSuccess; i++) {
-        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, devlist ? devlist[i] : i, phys[i],
-                                    id, blinkSuccess, ""};
+        int topo = virt ? lib->plans[0]->devices[i] : devlist ? devlist[i] : i;
+        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, topo, phys[i], id, blinkSuccess,
+                                    ""};
         if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
             r = bk_error(blinkSystemError, "blinkCommInitAll: cannot start a thread");
             /* The ranks already started time out; give them an id no one else has. */

@@ -152,11 +152,24 @@ Test(e2e, dgx1v_allocations_of_7_and_8, .timeout = 600)
     cr_expect_eq(run_allocations(7) + run_allocations(8), 9);
 }
 
-/* A device list in another order than the library's plans is refused, not mis-run. */
-Test(e2e, dgx1v_library_refuses_an_unknown_order)
+/* A device list in another order than the library's plans runs that plan with the ranks
+ * relabelled; a set of devices with no plan is refused with the devices named. */
+Test(e2e, dgx1v_library_relabels_any_order, .timeout = 120)
 {
-    int reversed[3] = {3, 2, 0};
+    int reversed[3] = {3, 2, 0}, unknown[3] = {3, 2, 9};
     blinkComm_t comms[3];
-    cr_expect_eq(e2e_init_dgx1v_all(comms, 3, reversed), blinkInvalidUsage);
-    cr_expect(strstr(blinkGetLastError(NULL), "3,2,0") != NULL, "%s", blinkGetLastError(NULL));
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    unsetenv("BLINK_ALGO");
+    cr_assert_eq(e2e_init_dgx1v_all(comms, 3, reversed), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    for (int v = 0; v < 3; v++) {
+        int dev = -1;
+        cr_expect_eq(blinkCommCuDevice(comms[v], &dev), blinkSuccess);
+        cr_expect_eq(dev, reversed[v]);
+    }
+    sweep(comms, 3, "DGX-1V GPUs 3,2,0");
+    for (int v = 0; v < 3; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    cr_expect_eq(e2e_init_dgx1v_all(comms, 3, unknown), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "3,2,9") != NULL, "%s", blinkGetLastError(NULL));
 }

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +38,28 @@ Test(rt_api, init_checks_devices)
     cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 3, NULL), blinkInvalidUsage);
     const char *m = blinkGetLastError(NULL);
     cr_expect(strstr(m, "'test'") && strstr(m, "0123456789abcdef") && strstr(m, "0,1,2,3"), "%s", m);
-    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, (const int[]){0, 1, 3, 2}), blinkInvalidUsage);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, (const int[]){0, 1, 2, 5}), blinkInvalidUsage);
     m = blinkGetLastError(NULL);
-    cr_expect(strstr(m, "0,1,3,2") && strstr(m, "0123456789abcdef"), "%s", m);
+    cr_expect(strstr(m, "0,1,2,5") && strstr(m, "0123456789abcdef"), "%s", m);
+    /* The same devices in another order: the ranks are relabelled onto the plan's. */
+    static const int shuffled[4] = {3, 1, 0, 2};
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, shuffled), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    for (int v = 0; v < 4; v++) {
+        int dev = -1;
+        struct blinkrt_stats st;
+        cr_expect_eq(blinkCommCuDevice(c[v], &dev), blinkSuccess);
+        cr_expect_eq(blinkrtCommStats(c[v], &st), blinkSuccess);
+        cr_expect(dev == shuffled[v] && st.plan_rank == dev, "rank %d: device %d, plan rank %d",
+                  v, dev, st.plan_rank);
+    }
+    struct rt_case bc = {BLINK_PLAN_BROADCAST, 0, blinkInt32, blinkSum, 77, 0, RT_THREADS, 0};
+    char bwhy[512] = "";
+    cr_expect_eq(rt_run_check(c, 4, &bc, bwhy, sizeof bwhy), 0, "%s", bwhy);
+    bc.coll = BLINK_PLAN_ALLGATHER;
+    cr_expect_eq(rt_run_check(c, 4, &bc, bwhy, sizeof bwhy), 0, "%s", bwhy);
+    for (int v = 0; v < 4; v++)
+        cr_expect_eq(blinkCommDestroy(c[v]), blinkSuccess);
     cr_expect_eq(blinkrtCommInitAll(&p.plan, NULL, 4, NULL), blinkInvalidArgument);
     /* Virtual ranks: every rank on device 0; devlist is then not checked. */
     setenv("BLINK_DEVICE_MAP", "0,0,0,0", 1);
@@ -102,22 +122,29 @@ Test(rt_api, corrupt_plans)
     rt_plan_free(&p);
 }
 
-/* Different collectives, counts, types, ops or roots across ranks: every rank gets the error
- * (thread per rank would otherwise wait forever), in both styles. */
-struct mm { struct rt_case k; void *buf; blinkComm_t comm; blinkResult_t res; };
+/* Different collectives, counts, types, ops or roots across ranks, or a bad argument on one
+ * rank: every rank's call fails with the reason (thread per rank would otherwise wait
+ * forever), in both styles, and the communicators stay aborted: later calls fail at once. */
+struct mm { struct rt_case k; void *buf; blinkComm_t comm; blinkResult_t res; char msg[512]; };
 
 static void *mm_main(void *arg)
 {
     struct mm *m = arg;
     m->res = rt_call(&m->k, m->buf, m->buf, m->comm, NULL);
+    snprintf(m->msg, sizeof m->msg, "%s", blinkGetLastError(m->comm));
     return NULL;
 }
 
-static void expect_all_fail(blinkComm_t *c, int which, enum rt_style style, blinkResult_t want)
+static void expect_all_fail(int which, enum rt_style style)
 {
     static int buf[4][64];
+    const char *why = which == 4 ? "datatype 42" : "mismatched";
+    struct rt_plan p;
+    blinkComm_t c[4];
     struct mm m[4];
     pthread_t th[4];
+    build(&p);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
     for (int v = 0; v < 4; v++) {
         struct rt_case k = {BLINK_PLAN_ALLREDUCE, -1, blinkInt32, blinkSum, 16, 0, style, 0};
         if (v == 2) {
@@ -127,37 +154,45 @@ static void expect_all_fail(blinkComm_t *c, int which, enum rt_style style, blin
             if (which == 3) k.op = blinkMax;
             if (which == 4) k.dt = (blinkDataType_t)42;
         }
-        m[v] = (struct mm){k, buf[v], c[v], blinkSuccess};
+        m[v] = (struct mm){k, buf[v], c[v], blinkSuccess, ""};
     }
     if (style == RT_GROUP) {
         blinkGroupStart();
         for (int v = 0; v < 4; v++)
             cr_assert_eq(mm_main(&m[v]), NULL);
-        cr_expect_eq(blinkGroupEnd(), want, "case %d", which);
-        return;
+        cr_expect_neq(blinkGroupEnd(), blinkSuccess, "case %d", which);
+        cr_expect(strstr(blinkGetLastError(NULL), why), "case %d: %s", which,
+                  blinkGetLastError(NULL));
+    } else {
+        for (int v = 0; v < 4; v++)
+            pthread_create(&th[v], NULL, mm_main, &m[v]);
+        for (int v = 0; v < 4; v++) {
+            pthread_join(th[v], NULL);
+            cr_expect_neq(m[v].res, blinkSuccess, "case %d rank %d", which, v);
+            cr_expect(strstr(m[v].msg, why), "case %d rank %d: %s", which, v, m[v].msg);
+        }
     }
+    blinkResult_t res[4];
+    struct rt_case ok = {BLINK_PLAN_REDUCE, 3, blinkFloat64, blinkMin, 33, 1, RT_THREADS, 1};
+    rt_run(c, 4, &ok, res, NULL);
     for (int v = 0; v < 4; v++)
-        pthread_create(&th[v], NULL, mm_main, &m[v]);
-    for (int v = 0; v < 4; v++) {
-        pthread_join(th[v], NULL);
-        cr_expect_eq(m[v].res, want, "case %d rank %d", which, v);
-    }
+        cr_expect_neq(res[v], blinkSuccess, "case %d rank %d: aborted, yet the call ran", which, v);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    rt_plan_free(&p);
 }
 
-Test(rt_api, mismatch_fails_everywhere, .timeout = 20)
+Test(rt_api, mismatch_fails_everywhere, .timeout = 30)
 {
+    for (int which = 0; which < 5; which++) {
+        expect_all_fail(which, RT_GROUP);
+        expect_all_fail(which, RT_THREADS);
+    }
+    /* Fresh communicators work. */
     struct rt_plan p;
     blinkComm_t c[4];
     build(&p);
     cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
-    for (int which = 0; which < 5; which++) {
-        blinkResult_t want = which == 4 ? blinkInvalidArgument : blinkInvalidUsage;
-        expect_all_fail(c, which, RT_GROUP, want);
-        cr_expect(strstr(blinkGetLastError(NULL), which == 4 ? "datatype 42" : "mismatched"),
-                  "%s", blinkGetLastError(NULL));
-        expect_all_fail(c, which, RT_THREADS, want);
-    }
-    /* The communicators still work after the refused calls. */
     char why[512] = "";
     struct rt_case ok = {BLINK_PLAN_REDUCE, 3, blinkFloat64, blinkMin, 33, 1, RT_THREADS, 1};
     cr_expect_eq(rt_run_check(c, 4, &ok, why, sizeof why), 0, "%s", why);

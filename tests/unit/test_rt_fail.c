@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * test_rt_fail.c - an injected copy failure (BLINK_HOST_FAIL_COPY) in the host backend comes
- * back as an error on every rank, with a message, in both styles and with NULL or user streams,
- * and nothing hangs: the test's own timeout would catch it, and BLINK_HOST_TIMEOUT_MS is set
- * above it so that the failure must propagate rather than time out.
+ * test_rt_fail.c - an injected failure of a chunk write (BLINK_HOST_FAIL_COPY) in the host
+ * backend comes back as an error on every rank, with a message, in both styles and with NULL or
+ * user streams, and nothing hangs: the test's own timeout would catch it, and BLINK_TIMEOUT_S
+ * is set above it so that the failure must propagate rather than time out. A rank that never
+ * calls makes the others fail within BLINK_TIMEOUT_S.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_testutil.h"
 
@@ -22,7 +25,7 @@ static void fail_case(int coll, int nth, enum rt_style style, int streams)
     char env[32];
     snprintf(env, sizeof env, "%d", nth);
     setenv("BLINK_HOST_FAIL_COPY", env, 1);
-    setenv("BLINK_HOST_TIMEOUT_MS", "60000", 1);
+    setenv("BLINK_TIMEOUT_S", "60", 1);
     setenv("BLINK_CHUNK_BYTES", "64", 1);
     rt_plan_build(&p, 8, 1, shapes, (const unsigned[]){1}, 64);
     cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 8, NULL), blinkSuccess);
@@ -79,34 +82,55 @@ Test(rt_fail, recovers_after_destroy, .timeout = 20)
     rt_plan_free(&p);
 }
 
-/* The watchdog: a wait longer than BLINK_HOST_TIMEOUT_MS becomes an error naming the variable,
- * not a hang. One 64 MiB chunk down a chain: the leaf waits for two 64 MiB copies, far more
- * than 1 ms at any memory speed. */
-Test(rt_fail, watchdog_turns_a_long_wait_into_an_error, .timeout = 60)
+/* A rank that never calls: the others' calls fail within BLINK_TIMEOUT_S with a message
+ * naming the variable, instead of hanging (allreduce, so every rank depends on the absent
+ * one), and the absent rank's own later call fails at once: the communicator was aborted. */
+struct absent { blinkComm_t comm; float *buf; blinkResult_t res; char msg[512]; };
+
+static void *absent_main(void *arg)
+{
+    struct absent *a = arg;
+    a->res = blinkAllReduce(a->buf, a->buf, 1000, blinkFloat32, blinkSum, a->comm, NULL);
+    snprintf(a->msg, sizeof a->msg, "%s", blinkGetLastError(a->comm));
+    return NULL;
+}
+
+Test(rt_fail, timeout_when_a_rank_never_calls, .timeout = 60)
 {
     static const int chain[] = {-1, 0, 1, 2};
     static const int *const one[] = {chain};
-    const size_t count = 16u << 20; /* floats: 64 MiB */
+    static float bufs[4][1000];
     struct rt_plan p;
     blinkComm_t c[4];
+    struct absent a[3];
+    pthread_t th[3];
     unsetenv("BLINK_HOST_FAIL_COPY");
-    setenv("BLINK_HOST_TIMEOUT_MS", "1", 1);
-    setenv("BLINK_CHUNK_BYTES", "67108864", 1);
-    rt_plan_build(&p, 4, 1, one, (const unsigned[]){1}, 64u << 20);
-    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess);
-    blinkResult_t res[4];
-    char msgs[4][512];
-    struct rt_case k = {BLINK_PLAN_BROADCAST, 0, blinkFloat32, blinkSum, count, 0, RT_GROUP, 0};
-    rt_run(c, 4, &k, res, msgs);
-    int timed_out = 0;
-    for (int v = 0; v < 4; v++) {
-        cr_expect_neq(res[v], blinkSuccess, "rank %d finished within 1 ms waits", v);
-        timed_out += strstr(msgs[v], "BLINK_HOST_TIMEOUT_MS") != NULL;
+    setenv("BLINK_TIMEOUT_S", "0.5", 1);
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    rt_plan_build(&p, 4, 1, one, (const unsigned[]){1}, 64);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int v = 0; v < 3; v++) {
+        a[v] = (struct absent){c[v], bufs[v], blinkSuccess, ""};
+        pthread_create(&th[v], NULL, absent_main, &a[v]);
     }
-    cr_expect(timed_out > 0, "no rank reports the watchdog: '%s'", msgs[3]);
+    int named = 0;
+    for (int v = 0; v < 3; v++) {
+        pthread_join(th[v], NULL);
+        cr_expect_neq(a[v].res, blinkSuccess, "rank %d finished without rank 3", v);
+        named += strstr(a[v].msg, "BLINK_TIMEOUT_S") != NULL;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    cr_expect_eq(named, 3, "every rank says why: '%s'", a[0].msg);
+    cr_expect(s < 10, "the ranks gave up after %.1f s", s);
+    cr_expect_neq(blinkAllReduce(bufs[3], bufs[3], 1000, blinkFloat32, blinkSum, c[3], NULL),
+                  blinkSuccess);
     for (int v = 0; v < 4; v++)
         cr_expect_eq(blinkCommDestroy(c[v]), blinkSuccess);
     rt_plan_free(&p);
-    unsetenv("BLINK_HOST_TIMEOUT_MS");
+    unsetenv("BLINK_TIMEOUT_S");
     unsetenv("BLINK_CHUNK_BYTES");
 }
