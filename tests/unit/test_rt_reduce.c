@@ -2,7 +2,8 @@
 /*
  * test_rt_reduce.c - the host reduction kernels (reduce_host.c) directly: float16 and bfloat16
  * conversions (every half round-trips; ties round to even; overflow, subnormals, nan), wrapping
- * integer sum and prod, signed max and min, truncating integer division for avg.
+ * integer sum and prod, signed max and min, truncating integer division for avg (also at 128
+ * and 256 ranks), and max and min of floats that drop a NaN whatever the order.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -92,4 +93,47 @@ Test(rt_reduce, divide_for_avg)
     cr_assert_eq(bk_host_divide(h, 1, blinkFloat16, 4), 0);
     cr_expect_eq(h[0], 0x3a00); /* 0.75 */
     cr_expect_eq(bk_host_divide(h, 1, blinkFloat16, 0), -1);
+}
+
+/* avg of 8-bit integers at 128 and 256 ranks: the wrapped sum divided as an integer by the rank
+ * count, truncating toward zero, as NCCL's FuncSumPostDiv does; a division in the element type
+ * would flip the sign at 128 ranks ((int8_t)128 is -128) and divide by zero at 256. */
+Test(rt_reduce, avg_small_integers_at_many_ranks)
+{
+    int8_t i8[4] = {-128, 127, -1, 100};
+    cr_assert_eq(bk_host_divide(i8, 4, blinkInt8, 128), 0);
+    cr_expect(i8[0] == -1 && i8[1] == 0 && i8[2] == 0 && i8[3] == 0, "%d %d %d %d", i8[0], i8[1],
+              i8[2], i8[3]);
+    int8_t j8[2] = {-128, 127};
+    cr_assert_eq(bk_host_divide(j8, 2, blinkInt8, 256), 0);
+    cr_expect(j8[0] == 0 && j8[1] == 0);
+    uint8_t u8[2] = {255, 128};
+    cr_assert_eq(bk_host_divide(u8, 2, blinkUint8, 128), 0);
+    cr_expect(u8[0] == 1 && u8[1] == 1);
+    cr_assert_eq(bk_host_divide(u8, 2, blinkUint8, 256), 0);
+    cr_expect(u8[0] == 0 && u8[1] == 0);
+}
+
+/* max and min of floats drop a NaN, as C's fmax does (and NCCL's), whichever operand holds it,
+ * so the result cannot depend on the order in which a tree combines its children. */
+Test(rt_reduce, nan_does_not_depend_on_order)
+{
+    float x[2] = {NAN, 2.0f}, y[2] = {1.0f, NAN}, d1[2], d2[2];
+    for (int op = blinkMax; op <= blinkMin; op++) {
+        cr_assert_eq(bk_host_reduce(d1, x, y, 2, blinkFloat32, (blinkRedOp_t)op), 0);
+        cr_assert_eq(bk_host_reduce(d2, y, x, 2, blinkFloat32, (blinkRedOp_t)op), 0);
+        cr_expect(d1[0] == 1.0f && d2[0] == 1.0f && d1[1] == 2.0f && d2[1] == 2.0f,
+                  "op %d: %g %g / %g %g", op, d1[0], d1[1], d2[0], d2[1]);
+    }
+    double dx[1] = {NAN}, dy[1] = {-3.0}, dd[1];
+    cr_assert_eq(bk_host_reduce(dd, dx, dy, 1, blinkFloat64, blinkMin), 0);
+    cr_expect_eq(dd[0], -3.0);
+    uint16_t hx[1] = {0x7e00 /* nan */}, hy[1] = {0x3c00 /* 1 */}, hd[1];
+    cr_assert_eq(bk_host_reduce(hd, hx, hy, 1, blinkFloat16, blinkMax), 0);
+    cr_expect_eq(hd[0], 0x3c00);
+    uint16_t bx[1] = {0x7fc0 /* nan */}, by[1] = {0x3f80 /* 1 */};
+    cr_assert_eq(bk_host_reduce(hd, by, bx, 1, blinkBfloat16, blinkMax), 0);
+    cr_expect_eq(hd[0], 0x3f80);
+    cr_assert_eq(bk_host_reduce(dd, dx, dx, 1, blinkFloat64, blinkMax), 0);
+    cr_expect(isnan(dd[0]), "all NaN stays NaN");
 }
