@@ -4,32 +4,52 @@
  * source over a range of sizes, out of place and in place, and checks every element.
  *
  *   blink-perf -C allreduce -b 8 -e 128M -f 2 -c 1 -o sum -d float
+ *   blink-perf -N -C allreduce -D 0,2,3 -b 8 -e 1M -f 4
  *
  * Its columns and footer are nccl-tests' (size, count, type, redop, root, time, algbw, busbw,
  * #wrong; "Out of bounds values", "Avg bus bandwidth"). It links one generated source and one
- * runtime backend; every rank is driven from this thread between blinkGroupStart and
- * blinkGroupEnd, as nccl-tests does with -t 1 -g N. Exit status: 0 when every element was
- * right, 1 when some were wrong or a call failed, 2 for a usage error.
+ * runtime backend, and runs the ranks one of two ways:
+ *  - threads (default): blinkCommInitAll, and every rank driven from this thread between
+ *    blinkGroupStart and blinkGroupEnd, as nccl-tests does with -t 1 -g N;
+ *  - processes (-N), as a job launcher runs them: blinkGetUniqueId here, then one child per
+ *    rank plays its device of -D (BLINK_DEVICE; on CUDA also the current device), joins with
+ *    blinkCommInitRank, allocates only its own buffers and times its own calls. Children send
+ *    their times and wrong counts up a pipe; this process prints the slowest rank's time and
+ *    every rank's wrong elements. A child that dies, or no rank progressing for
+ *    BLINK_TIMEOUT_S plus a margin, makes it kill the others: a run never hangs.
+ * Both ways run the same per-rank code (fill, call, check), so they check the same values.
+ * Exit status: 0 when every element was right, 1 when some were wrong or a call or a rank
+ * failed, 2 for a usage error.
  *
  * Checked values are small integers (and powers of two for prod), so every datatype holds every
  * partial result exactly and the reference below needs no tolerance except for avg of floats.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime; users build this file on its own */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, fork; users build this file on its own */
+#define _DEFAULT_SOURCE         /* MAP_ANONYMOUS */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blink.h"
+#include "blink_plan.h" /* blinkrtCommStats */
 
 #ifdef BLINK_BACKEND_CUDA
 #define BACKEND_NAME "cuda"
 #else
 #define BACKEND_NAME "host"
 #endif
+
+#define MAX_RANKS 64
 
 enum coll { C_BROADCAST, C_REDUCE, C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_COUNT };
 static const char *const coll_names[C_COUNT] = {"broadcast", "reduce", "allreduce", "allgather",
@@ -44,9 +64,10 @@ struct opts {
     size_t min_bytes, max_bytes, step_bytes;
     double factor;
     int check, iters, warmup, root, ndev;
-    int devices[64], ndevices; /* -D: the job's devices (default 0..ndev-1) */
+    int devices[MAX_RANKS], ndevices; /* -D: the job's devices (default 0..ndev-1) */
     blinkDataType_t type;
     blinkRedOp_t op;
+    int procs;                 /* -N: a process per rank instead of one thread for all */
 };
 
 /* ---------------------------------------------------------------- the backend's memory */
@@ -77,6 +98,8 @@ static int stream_new(int dev, blinkStream_t *s)
 }
 static int stream_sync(blinkStream_t s) { return cudaStreamSynchronize(s) == cudaSuccess; }
 static void stream_free(blinkStream_t s) { cudaStreamDestroy(s); }
+/* A rank process runs on the device it plays (blinkCommInitRank takes the current one). */
+static int dev_select(int dev) { return cudaSetDevice(dev) == cudaSuccess; }
 #else
 static int dev_alloc(int dev, size_t bytes, void **p)
 {
@@ -108,6 +131,11 @@ static int stream_new(int dev, blinkStream_t *s)
 }
 static int stream_sync(blinkStream_t s) { return blinkHostStreamSynchronize(s) == blinkSuccess; }
 static void stream_free(blinkStream_t s) { blinkHostStreamDestroy(s); }
+static int dev_select(int dev)
+{
+    (void)dev; /* BLINK_DEVICE alone says which device the rank plays */
+    return 1;
+}
 #endif
 
 /* ---------------------------------------------------------------- values */
@@ -229,14 +257,32 @@ static int same(const struct opts *o, double got, double want)
     return fabs(got - want) <= tol * fmax(1, fabs(want));
 }
 
-/* ---------------------------------------------------------------- one size */
+/* ---------------------------------------------------------------- the ranks */
 
-struct bufs {
-    void *send[64], *recv[64];  /* device buffers per rank */
-    blinkStream_t stream[64];
-    blinkComm_t comm[64];
-    int dev[64];                /* each rank's device, as its communicator reports it */
+#define BEAT_ELEMS ((size_t)1 << 20) /* fill and check tell the parent they live this often */
+
+/* One rank this process drives. */
+struct rank {
+    int rank, dev;              /* dev: the rank's device, as its communicator reports it */
+    blinkComm_t comm;
+    blinkStream_t stream;
+    void *send, *recv;          /* device buffers */
+    unsigned long *beat;        /* processes: steps done, which the parent watches; else NULL */
 };
+
+/* The ranks this process drives: every rank (threads) or its own (processes). */
+struct local {
+    int n;
+    struct rank rank[MAX_RANKS];
+    void *host;                 /* host copy of a buffer, for filling and checking */
+};
+
+/* A step done: a call, or BEAT_ELEMS elements filled or checked. */
+static void tick(const struct rank *k)
+{
+    if (k->beat)
+        __atomic_add_fetch(k->beat, 1, __ATOMIC_RELAXED);
+}
 
 /* Elements per rank: sent and received. */
 static void counts(const struct opts *o, size_t count, size_t *nsend, size_t *nrecv)
@@ -249,98 +295,99 @@ static void counts(const struct opts *o, size_t count, size_t *nsend, size_t *nr
         *nsend = count * n;
 }
 
-static blinkResult_t launch(const struct opts *o, struct bufs *b, size_t count, int in_place)
+/* Enqueue rank k's call; in place, its buffers alias as NCCL specifies. */
+static blinkResult_t issue(const struct opts *o, const struct rank *k, size_t count,
+                           int in_place)
+{
+    size_t esz = type_sizes[o->type];
+    void *recv = k->recv;
+    const void *send = k->send;
+    if (in_place) {
+        recv = k->send;
+        if (o->coll == C_ALLGATHER) /* NCCL: sendbuff = recvbuff + rank * sendcount */
+            send = (char *)k->recv + (size_t)k->rank * count * esz, recv = k->recv;
+        if (o->coll == C_REDUCESCATTER) /* recvbuff = sendbuff + rank * recvcount */
+            recv = (char *)k->send + (size_t)k->rank * count * esz;
+    }
+    switch (o->coll) {
+    case C_BROADCAST:
+        return blinkBroadcast(send, recv, count, o->type, o->root, k->comm, k->stream);
+    case C_REDUCE:
+        return blinkReduce(send, recv, count, o->type, o->op, o->root, k->comm, k->stream);
+    case C_ALLREDUCE:
+        return blinkAllReduce(send, recv, count, o->type, o->op, k->comm, k->stream);
+    case C_ALLGATHER:
+        return blinkAllGather(send, recv, count, o->type, k->comm, k->stream);
+    default:
+        return blinkReduceScatter(send, recv, count, o->type, o->op, k->comm, k->stream);
+    }
+}
+
+/* One call on every local rank, in a group, and wait for all of them. */
+static blinkResult_t launch(const struct opts *o, const struct local *l, size_t count,
+                            int in_place)
 {
     blinkResult_t res = blinkGroupStart(), r2;
-    size_t esz = type_sizes[o->type];
-    for (int r = 0; res == blinkSuccess && r < o->ndev; r++) {
-        void *recv = b->recv[r];
-        const void *send = b->send[r];
-        if (in_place) {
-            recv = b->send[r];
-            if (o->coll == C_ALLGATHER) /* NCCL: sendbuff = recvbuff + rank * sendcount */
-                send = (char *)b->recv[r] + (size_t)r * count * esz, recv = b->recv[r];
-            if (o->coll == C_REDUCESCATTER) /* recvbuff = sendbuff + rank * recvcount */
-                recv = (char *)b->send[r] + (size_t)r * count * esz;
-        }
-        switch (o->coll) {
-        case C_BROADCAST:
-            res = blinkBroadcast(send, recv, count, o->type, o->root, b->comm[r], b->stream[r]);
-            break;
-        case C_REDUCE:
-            res = blinkReduce(send, recv, count, o->type, o->op, o->root, b->comm[r],
-                              b->stream[r]);
-            break;
-        case C_ALLREDUCE:
-            res = blinkAllReduce(send, recv, count, o->type, o->op, b->comm[r], b->stream[r]);
-            break;
-        case C_ALLGATHER:
-            res = blinkAllGather(send, recv, count, o->type, b->comm[r], b->stream[r]);
-            break;
-        default:
-            res = blinkReduceScatter(send, recv, count, o->type, o->op, b->comm[r],
-                                     b->stream[r]);
-            break;
-        }
-    }
+    for (int i = 0; res == blinkSuccess && i < l->n; i++)
+        res = issue(o, &l->rank[i], count, in_place);
     r2 = blinkGroupEnd();
     res = res != blinkSuccess ? res : r2;
-    for (int r = 0; res == blinkSuccess && r < o->ndev; r++)
-        if (!stream_sync(b->stream[r]))
+    for (int i = 0; res == blinkSuccess && i < l->n; i++) {
+        if (!stream_sync(l->rank[i].stream))
             res = blinkUnhandledCudaError;
+        tick(&l->rank[i]);
+    }
     return res;
 }
 
-/* Fill send buffers with the check values and poison the receive buffers. */
-static int prepare(const struct opts *o, struct bufs *b, size_t count, int in_place, void *host)
+/* Fill rank k's send buffer with its check values and poison its receive buffer. */
+static int prepare(const struct opts *o, const struct rank *k, size_t count, int in_place,
+                   void *host)
 {
     size_t nsend, nrecv, esz = type_sizes[o->type];
     counts(o, count, &nsend, &nrecv);
-    for (int r = 0; r < o->ndev; r++) {
-        memset(host, 0xA5, nrecv * esz);
-        if (!dev_put(b->dev[r], b->recv[r], host, nrecv * esz))
-            return 0;
-        for (size_t i = 0; i < nsend; i++)
-            store(o->type, host, i, (double)value_of(o, r, i));
-        if (in_place && o->coll == C_ALLGATHER) {
-            if (!dev_put(b->dev[r], (char *)b->recv[r] + (size_t)r * count * esz, host,
-                         nsend * esz))
-                return 0;
-        } else if (!dev_put(b->dev[r], b->send[r], host, nsend * esz)) {
-            return 0;
-        }
+    memset(host, 0xA5, nrecv * esz);
+    if (!dev_put(k->dev, k->recv, host, nrecv * esz))
+        return 0;
+    for (size_t i = 0; i < nsend; i++) {
+        store(o->type, host, i, (double)value_of(o, k->rank, i));
+        if (i % BEAT_ELEMS == BEAT_ELEMS - 1)
+            tick(k);
     }
-    return 1;
+    void *dst = k->send;
+    if (in_place && o->coll == C_ALLGATHER)
+        dst = (char *)k->recv + (size_t)k->rank * count * esz;
+    return dev_put(k->dev, dst, host, nsend * esz);
 }
 
-/* Count wrong elements in every buffer that must hold a result. */
-static long wrong_elements(const struct opts *o, struct bufs *b, size_t count, int in_place,
-                           void *host)
+/* Count the wrong elements of rank k's result (none to check off the root of reduce). */
+static long wrong_elements(const struct opts *o, const struct rank *k, size_t count,
+                           int in_place, void *host)
 {
     size_t nsend, nrecv, esz = type_sizes[o->type];
     counts(o, count, &nsend, &nrecv);
+    if (o->coll == C_REDUCE && k->rank != o->root)
+        return 0;
+    const void *res = in_place && o->coll != C_ALLGATHER ? k->send : k->recv;
+    size_t n = o->coll == C_ALLGATHER ? nrecv : count, off = 0;
+    if (in_place && o->coll == C_REDUCESCATTER)
+        off = (size_t)k->rank * count;
+    if (!dev_get(k->dev, host, (const char *)res + off * esz, n * esz))
+        return (long)n;
     long wrong = 0;
-    for (int r = 0; r < o->ndev; r++) {
-        if (o->coll == C_REDUCE && r != o->root)
-            continue;
-        const void *res = in_place && o->coll != C_ALLGATHER ? b->send[r] : b->recv[r];
-        size_t n = o->coll == C_ALLGATHER ? nrecv : count, off = 0;
-        if (in_place && o->coll == C_REDUCESCATTER)
-            off = (size_t)r * count;
-        if (!dev_get(b->dev[r], host, (const char *)res + off * esz, n * esz))
-            return (long)n;
-        for (size_t i = 0; i < n; i++) {
-            double want;
-            switch (o->coll) {
-            case C_BROADCAST: want = (double)value_of(o, o->root, i); break;
-            case C_ALLGATHER: want = (double)value_of(o, (int)(i / count), i % count); break;
-            case C_REDUCESCATTER: want = reduced(o, (size_t)r * count + i); break;
-            default: want = reduced(o, i); break;
-            }
-            double cast;
-            store(o->type, &cast, 0, want);
-            wrong += !same(o, load(o->type, host, i), load(o->type, &cast, 0));
+    for (size_t i = 0; i < n; i++) {
+        double want;
+        switch (o->coll) {
+        case C_BROADCAST: want = (double)value_of(o, o->root, i); break;
+        case C_ALLGATHER: want = (double)value_of(o, (int)(i / count), i % count); break;
+        case C_REDUCESCATTER: want = reduced(o, (size_t)k->rank * count + i); break;
+        default: want = reduced(o, i); break;
         }
+        double cast;
+        store(o->type, &cast, 0, want);
+        wrong += !same(o, load(o->type, host, i), load(o->type, &cast, 0));
+        if (i % BEAT_ELEMS == BEAT_ELEMS - 1)
+            tick(k);
     }
     return wrong;
 }
@@ -350,6 +397,99 @@ static double now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* One half-row (out of place or in place): the mean time of a call, and the wrong elements. */
+struct half {
+    double us;
+    long wrong;
+};
+
+/* Half a row on the local ranks: check once, warm up, then time the timed calls. 0 when a
+ * call failed. */
+static int measure(const struct opts *o, const struct local *l, size_t count, int in_place,
+                   struct half *h)
+{
+    h->wrong = 0;
+    if (o->check) {
+        for (int i = 0; i < l->n; i++)
+            if (!prepare(o, &l->rank[i], count, in_place, l->host))
+                return 0;
+        if (launch(o, l, count, in_place) != blinkSuccess)
+            return 0;
+        for (int i = 0; i < l->n; i++)
+            h->wrong += wrong_elements(o, &l->rank[i], count, in_place, l->host);
+    }
+    for (int i = 0; i < o->warmup; i++)
+        if (launch(o, l, count, in_place) != blinkSuccess)
+            return 0;
+    double t0 = now_us();
+    for (int i = 0; i < o->iters; i++)
+        if (launch(o, l, count, in_place) != blinkSuccess)
+            return 0;
+    h->us = (now_us() - t0) / (o->iters > 0 ? o->iters : 1);
+    return 1;
+}
+
+/* Each local rank's device, buffers and stream, and the host copy; 0 when one is missing. */
+static int local_open(const struct opts *o, struct local *l)
+{
+    size_t biggest = o->max_bytes + (size_t)o->ndev * type_sizes[o->type];
+    int ok = (l->host = malloc(biggest)) != NULL;
+    for (int i = 0; ok && i < l->n; i++) {
+        struct rank *k = &l->rank[i];
+        ok = blinkCommCuDevice(k->comm, &k->dev) == blinkSuccess &&
+             dev_alloc(k->dev, biggest, &k->send) && dev_alloc(k->dev, biggest, &k->recv) &&
+             stream_new(k->dev, &k->stream);
+    }
+    return ok;
+}
+
+static void local_close(struct local *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        struct rank *k = &l->rank[i];
+        if (k->stream)
+            stream_free(k->stream);
+        if (k->send)
+            dev_free(k->dev, k->send);
+        if (k->recv)
+            dev_free(k->dev, k->recv);
+        if (k->comm)
+            blinkCommDestroy(k->comm);
+    }
+    free(l->host);
+}
+
+/* ---------------------------------------------------------------- the table */
+
+/* Where a half-row comes from: measured here (threads) or gathered from the ranks (processes).
+ * 0 when a call or a rank failed. */
+typedef int (*half_fn)(void *ctx, size_t count, int in_place, struct half *h);
+
+struct tally {
+    long wrong;
+    int rows;
+    double busbw_sum;
+};
+
+/* The next size of the sweep into *bytes; 0 after the last. */
+static int next_size(const struct opts *o, size_t *bytes)
+{
+    size_t next = o->step_bytes ? *bytes + o->step_bytes : (size_t)((double)*bytes * o->factor);
+    if (next <= *bytes || next > o->max_bytes)
+        return 0; /* a zero size never grows by a factor */
+    *bytes = next;
+    return 1;
+}
+
+/* A row's count per call and its size as shown (whole gathered or scattered buffer). */
+static void row_size(const struct opts *o, size_t bytes, size_t *count, size_t *shown)
+{
+    size_t esz = type_sizes[o->type], n = (size_t)o->ndev;
+    int per_rank = o->coll == C_ALLGATHER || o->coll == C_REDUCESCATTER;
+    *count = bytes / esz / (per_rank ? n : 1);
+    *shown = *count * esz * (per_rank ? n : 1);
 }
 
 static double bus_factor(const struct opts *o)
@@ -363,43 +503,373 @@ static double bus_factor(const struct opts *o)
     }
 }
 
-/* Run one size both ways and print its row; returns the wrong elements, or -1 on failure. */
-static long run_size(const struct opts *o, struct bufs *b, size_t bytes, void *host,
-                     double *busbw_sum)
+/* The header: the run, how the ranks run and what one holds (rank 0's), the columns. */
+static void print_header(const struct opts *o, const struct blinkrt_stats *st)
 {
-    size_t esz = type_sizes[o->type], n = (size_t)o->ndev;
-    int per_rank = o->coll == C_ALLGATHER || o->coll == C_REDUCESCATTER;
-    size_t count = bytes / esz / (per_rank ? n : 1);
-    size_t shown = count * esz * (per_rank ? n : 1);
+    printf("# blink-perf: %s, %d ranks, %s backend, minBytes %zu maxBytes %zu step: %g%s "
+           "warmup iters: %d iters: %d validation: %d\n#\n",
+           coll_names[o->coll], o->ndev, BACKEND_NAME, o->min_bytes, o->max_bytes,
+           o->step_bytes ? (double)o->step_bytes : o->factor, o->step_bytes ? "(bytes)" : "(factor)",
+           o->warmup, o->iters, o->check);
+    printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
+           o->procs ? "one process per rank" : "one thread drives all, grouped");
+    printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n#\n", st->streams,
+           st->threads, st->staging_bytes);
+    printf("#                                                        out-of-place                    "
+           "   in-place\n");
+    printf("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+           "     time   algbw   busbw  #wrong\n");
+    printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)        "
+           "     (us)  (GB/s)  (GB/s)\n");
+}
+
+/* Every row of the sweep, each half from half(); 0 when one failed (its row ends there). */
+static int print_rows(const struct opts *o, half_fn half, void *ctx, struct tally *t)
+{
     int rooted = o->coll == C_BROADCAST || o->coll == C_REDUCE;
-    printf("%12zu  %12zu  %8s  %6s  %6d", shown, count * (per_rank ? n : 1), type_names[o->type],
-           o->coll == C_BROADCAST || o->coll == C_ALLGATHER ? "none" : op_names[o->op],
-           rooted ? o->root : -1);
-    long total_wrong = 0;
-    for (int in_place = 0; in_place < 2; in_place++) {
-        long wrong = 0;
-        if (o->check) {
-            if (!prepare(o, b, count, in_place, host) ||
-                launch(o, b, count, in_place) != blinkSuccess)
-                return -1;
-            wrong = wrong_elements(o, b, count, in_place, host);
+    size_t bytes = o->min_bytes;
+    do {
+        size_t count, shown, n = (size_t)o->ndev;
+        row_size(o, bytes, &count, &shown);
+        printf("%12zu  %12zu  %8s  %6s  %6d", shown,
+               o->coll == C_ALLGATHER || o->coll == C_REDUCESCATTER ? count * n : count,
+               type_names[o->type],
+               o->coll == C_BROADCAST || o->coll == C_ALLGATHER ? "none" : op_names[o->op],
+               rooted ? o->root : -1);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            struct half h;
+            if (!half(ctx, count, in_place, &h)) {
+                printf("\n");
+                fflush(stdout);
+                return 0;
+            }
+            double algbw = h.us > 0 ? (double)shown / h.us / 1e3 : 0;
+            double busbw = algbw * bus_factor(o);
+            t->busbw_sum += busbw / 2;
+            t->wrong += h.wrong;
+            printf("  %8.2f  %6.2f  %6.2f  %6ld", h.us, algbw, busbw, h.wrong);
         }
-        for (int i = 0; i < o->warmup; i++)
-            if (launch(o, b, count, in_place) != blinkSuccess)
-                return -1;
-        double t0 = now_us();
-        for (int i = 0; i < o->iters; i++)
-            if (launch(o, b, count, in_place) != blinkSuccess)
-                return -1;
-        double us = (now_us() - t0) / (o->iters > 0 ? o->iters : 1);
-        double algbw = us > 0 ? (double)shown / us / 1e3 : 0, busbw = algbw * bus_factor(o);
-        *busbw_sum += busbw / 2;
-        printf("  %8.2f  %6.2f  %6.2f  %6ld", us, algbw, busbw, wrong);
-        total_wrong += wrong;
+        printf("\n");
+        fflush(stdout);
+        t->rows++;
+    } while (next_size(o, &bytes));
+    return 1;
+}
+
+static void print_footer(const struct tally *t, int ok)
+{
+    printf("# Out of bounds values : %ld %s\n", t->wrong, t->wrong == 0 && ok ? "OK" : "FAILED");
+    printf("# Avg bus bandwidth    : %g \n#\n", t->rows ? t->busbw_sum / t->rows : 0);
+}
+
+/* ---------------------------------------------------------------- ranks as threads */
+
+struct threads_ctx {
+    const struct opts *o;
+    const struct local *l;
+};
+
+static int threads_half(void *ctx, size_t count, int in_place, struct half *h)
+{
+    const struct threads_ctx *c = ctx;
+    return measure(c->o, c->l, count, in_place, h);
+}
+
+/* Every rank in this process, each call issued for all of them from this thread. */
+static int run_threads(const struct opts *o)
+{
+    blinkComm_t comms[MAX_RANKS];
+    blinkResult_t res = blinkCommInitAll(comms, o->ndev, o->ndevices ? o->devices : NULL);
+    if (res != blinkSuccess) {
+        fprintf(stderr, "blink-perf: blinkCommInitAll: %s: %s\n", blinkGetErrorString(res),
+                blinkGetLastError(NULL));
+        return 1;
     }
-    printf("\n");
-    fflush(stdout);
-    return total_wrong;
+    struct local l;
+    memset(&l, 0, sizeof l);
+    l.n = o->ndev;
+    for (int r = 0; r < l.n; r++) {
+        l.rank[r].rank = r;
+        l.rank[r].comm = comms[r];
+    }
+    struct blinkrt_stats st;
+    int ok = local_open(o, &l) && blinkrtCommStats(comms[0], &st) == blinkSuccess;
+    struct tally t = {0, 0, 0};
+    if (!ok) {
+        fprintf(stderr, "blink-perf: cannot allocate buffers or streams\n");
+    } else {
+        print_header(o, &st);
+        struct threads_ctx c = {o, &l};
+        if (!(ok = print_rows(o, threads_half, &c, &t)))
+            fprintf(stderr, "blink-perf: %s\n", blinkGetLastError(NULL));
+        print_footer(&t, ok);
+    }
+    local_close(&l);
+    return ok && t.wrong == 0 ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- ranks as processes */
+
+/* No rank progressing for BLINK_TIMEOUT_S (when every rank's own wait gives up) and this
+ * much more means a rank hangs where the runtime cannot see it. */
+#define DEFAULT_TIMEOUT_S 600.0 /* the runtime's, blink(3) */
+#define MARGIN_S 10.0
+#define POLL_MS 100
+
+/* The children, as the parent sees them. */
+struct kids {
+    int n;
+    pid_t pid[MAX_RANKS];
+    int fd[MAX_RANKS];          /* read end of each child's pipe */
+    int status[MAX_RANKS];      /* wait status, once reaped */
+    int reaped[MAX_RANKS];
+    int killed;                 /* the parent killed them: a crash or a stall */
+    unsigned long *beat;        /* [MAX_RANKS], shared: each rank's steps done */
+    unsigned long seen;         /* the sum of beat when it last moved */
+    double moved_s, deadline_s;
+};
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(fd, (const char *)buf + done, len - done);
+        if (w < 0 && errno != EINTR)
+            return 0;
+        done += w > 0 ? (size_t)w : 0;
+    }
+    return 1;
+}
+
+/* Every row for this rank alone: each half's time and wrong count up the pipe. */
+static int child_rows(const struct opts *o, const struct local *l, int fd)
+{
+    size_t bytes = o->min_bytes;
+    do {
+        size_t count, shown;
+        row_size(o, bytes, &count, &shown);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            struct half h;
+            if (!measure(o, l, count, in_place, &h) || !write_all(fd, &h, sizeof h))
+                return 0;
+        }
+    } while (next_size(o, &bytes));
+    return 1;
+}
+
+/* Child r: play its device, join the others, send its stats, then every row. Exit status. */
+static int child(const struct opts *o, blinkUniqueId id, int r, int fd, unsigned long *beat)
+{
+    int dev = o->ndevices ? o->devices[r] : r;
+    char env[16];
+    snprintf(env, sizeof env, "%d", dev);
+    struct local l;
+    memset(&l, 0, sizeof l);
+    l.n = 1;
+    l.rank[0].rank = r;
+    l.rank[0].beat = beat;
+    blinkResult_t res = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(dev)
+                        ? blinkCommInitRank(&l.rank[0].comm, o->ndev, id, r) : blinkSystemError;
+    if (res != blinkSuccess) {
+        fprintf(stderr, "blink-perf: rank %d: blinkCommInitRank: %s: %s\n", r,
+                blinkGetErrorString(res), blinkGetLastError(NULL));
+        return 1;
+    }
+    struct blinkrt_stats st;
+    int ok = local_open(o, &l) && blinkrtCommStats(l.rank[0].comm, &st) == blinkSuccess;
+    if (!ok)
+        fprintf(stderr, "blink-perf: rank %d: cannot allocate buffers or a stream\n", r);
+    else if (!(ok = write_all(fd, &st, sizeof st) && child_rows(o, &l, fd)))
+        fprintf(stderr, "blink-perf: rank %d: %s\n", r, blinkGetLastError(NULL));
+    local_close(&l);
+    return ok ? 0 : 1;
+}
+
+/* SIGKILL every child still running and reap it. */
+static void kids_kill(struct kids *k)
+{
+    for (int r = 0; r < k->n; r++)
+        if (!k->reaped[r])
+            kill(k->pid[r], SIGKILL);
+    for (int r = 0; r < k->n; r++)
+        if (!k->reaped[r] && waitpid(k->pid[r], &k->status[r], 0) == k->pid[r])
+            k->reaped[r] = 1;
+    k->killed = 1;
+}
+
+/* Reap the children that ended; a crash, or no step anywhere past the deadline, kills the
+ * rest. 0 once they are killed. */
+static int kids_watch(struct kids *k)
+{
+    for (int r = 0; r < k->n; r++) {
+        if (k->reaped[r] || waitpid(k->pid[r], &k->status[r], WNOHANG) != k->pid[r])
+            continue;
+        k->reaped[r] = 1;
+        if (WIFSIGNALED(k->status[r])) {
+            int sig = WTERMSIG(k->status[r]);
+            fprintf(stderr, "blink-perf: rank %d (pid %d) died of signal %d (%s); killing the "
+                    "other ranks\n", r, (int)k->pid[r], sig, strsignal(sig));
+            kids_kill(k);
+            return 0;
+        }
+    }
+    unsigned long sum = 0;
+    for (int r = 0; r < k->n; r++)
+        sum += __atomic_load_n(&k->beat[r], __ATOMIC_RELAXED);
+    double now = now_us() * 1e-6;
+    if (sum != k->seen) {
+        k->seen = sum;
+        k->moved_s = now;
+    } else if (now - k->moved_s > k->deadline_s) {
+        fprintf(stderr, "blink-perf: no rank progressed for %g s (BLINK_TIMEOUT_S + %g s); "
+                "killing the ranks\n", k->deadline_s, MARGIN_S);
+        kids_kill(k);
+        return 0;
+    }
+    return 1;
+}
+
+/* Read len bytes from child r, watching all of them meanwhile; 0 on its end or a kill. */
+static int kid_read(struct kids *k, int r, void *buf, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        struct pollfd p = {k->fd[r], POLLIN, 0};
+        int ready = poll(&p, 1, POLL_MS);
+        if (ready < 0 && errno != EINTR)
+            return 0;
+        if (ready <= 0) {
+            if (!kids_watch(k))
+                return 0;
+            continue;
+        }
+        ssize_t got = read(k->fd[r], (char *)buf + done, len - done);
+        if (got == 0 || (got < 0 && errno != EINTR))
+            return 0;
+        done += got > 0 ? (size_t)got : 0;
+    }
+    return 1;
+}
+
+/* Wait for every child to exit (still killing on a crash or a stall); 1 when all exited 0. */
+static int kids_end(struct kids *k)
+{
+    for (int left = 1; left;) {
+        if (!kids_watch(k))
+            break;
+        left = 0;
+        for (int r = 0; r < k->n; r++)
+            left |= !k->reaped[r];
+        if (left)
+            nanosleep(&(struct timespec){0, POLL_MS * 1000000L}, NULL);
+    }
+    int ok = !k->killed;
+    for (int r = 0; r < k->n; r++) {
+        ok = ok && WIFEXITED(k->status[r]) && WEXITSTATUS(k->status[r]) == 0;
+        close(k->fd[r]);
+    }
+    munmap(k->beat, sizeof *k->beat * MAX_RANKS);
+    return ok;
+}
+
+/* How long no rank may progress: BLINK_TIMEOUT_S (as the runtime reads it) plus the margin. */
+static double deadline_s(void)
+{
+    const char *env = getenv("BLINK_TIMEOUT_S");
+    double t = env ? strtod(env, NULL) : 0;
+    return (t > 0 && t <= 1e9 ? t : DEFAULT_TIMEOUT_S) + MARGIN_S;
+}
+
+/* Fork child r with a pipe to it; 0 when that fails. */
+static int kid_spawn(const struct opts *o, blinkUniqueId id, struct kids *k, int r)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int q = 0; q < r; q++)
+            close(k->fd[q]);
+        close(p[0]);
+        exit(child(o, id, r, p[1], &k->beat[r]));
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return 0;
+    }
+    k->pid[r] = pid;
+    k->fd[r] = p[0];
+    k->n = r + 1;
+    return 1;
+}
+
+/* A child per rank, all with one id; 0 (and none left running) when one cannot start. */
+static int kids_start(const struct opts *o, struct kids *k)
+{
+    memset(k, 0, sizeof *k);
+    blinkUniqueId id;
+    blinkResult_t res = blinkGetUniqueId(&id);
+    if (res != blinkSuccess) {
+        fprintf(stderr, "blink-perf: blinkGetUniqueId: %s: %s\n", blinkGetErrorString(res),
+                blinkGetLastError(NULL));
+        return 0;
+    }
+    k->beat = mmap(NULL, sizeof *k->beat * MAX_RANKS, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (k->beat == MAP_FAILED) {
+        fprintf(stderr, "blink-perf: mmap: %s\n", strerror(errno));
+        return 0;
+    }
+    k->deadline_s = deadline_s();
+    k->moved_s = now_us() * 1e-6;
+    fflush(stdout); /* the children must not print what is buffered here */
+    fflush(stderr);
+    for (int r = 0; r < o->ndev; r++)
+        if (!kid_spawn(o, id, k, r)) {
+            fprintf(stderr, "blink-perf: cannot start rank %d: %s\n", r, strerror(errno));
+            kids_kill(k);
+            kids_end(k);
+            return 0;
+        }
+    return 1;
+}
+
+/* Half a row: every rank's, the slowest time and all wrong elements. */
+static int procs_half(void *ctx, size_t count, int in_place, struct half *h)
+{
+    struct kids *k = ctx;
+    (void)count, (void)in_place; /* the children sweep the same sizes in the same order */
+    h->us = 0;
+    h->wrong = 0;
+    for (int r = 0; r < k->n; r++) {
+        struct half one;
+        if (!kid_read(k, r, &one, sizeof one))
+            return 0;
+        h->us = fmax(h->us, one.us);
+        h->wrong += one.wrong;
+    }
+    return 1;
+}
+
+/* A process per rank; this one only prints what they send. */
+static int run_procs(const struct opts *o)
+{
+    struct kids k;
+    if (!kids_start(o, &k))
+        return 1;
+    struct blinkrt_stats st, other; /* every rank's says it joined; rank 0's is shown */
+    int ok = kid_read(&k, 0, &st, sizeof st);
+    for (int r = 1; ok && r < k.n; r++)
+        ok = kid_read(&k, r, &other, sizeof other);
+    int joined = ok;
+    struct tally t = {0, 0, 0};
+    if (joined) {
+        print_header(o, &st);
+        ok = print_rows(o, procs_half, &k, &t);
+    }
+    ok = kids_end(&k) && ok;
+    if (joined)
+        print_footer(&t, ok);
+    return ok && t.wrong == 0 ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------- command line */
@@ -438,7 +908,7 @@ static int parse_devices(const char *s, struct opts *o)
     for (const char *p = s; *p;) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 1 << 20 || o->ndevices == 64 || (*end && *end != ','))
+        if (end == p || v < 0 || v > 1 << 20 || o->ndevices == MAX_RANKS || (*end && *end != ','))
             return 0;
         o->devices[o->ndevices++] = (int)v;
         p = *end ? end + 1 : end;
@@ -493,9 +963,14 @@ static void usage(FILE *f)
             "  -n, --iters N          timed iterations (default 20)\n"
             "  -w, --warmup_iters N   untimed iterations first (default 5)\n"
             "  -c, --check 0|1        check every element (default 1)\n"
+            "  -N, --procs            a process per rank (blinkCommInitRank, BLINK_DEVICE set\n"
+            "                         to its device of -D); default: one thread drives every\n"
+            "                         rank in a group (blinkCommInitAll). Time: the slowest\n"
+            "                         rank's. A rank that dies, or none progressing for\n"
+            "                         BLINK_TIMEOUT_S + %g s, gets the others killed\n"
             "  -h, --help             this text\n\n"
             "Backend: " BACKEND_NAME ". Exit status: 0 all right, 1 wrong elements or a failed\n"
-            "call, 2 usage error.\n");
+            "call or rank, 2 usage error.\n", MARGIN_S);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -508,12 +983,13 @@ static int parse(int argc, char **argv, struct opts *o)
         {"op", required_argument, NULL, 'o'},         {"datatype", required_argument, NULL, 'd'},
         {"root", required_argument, NULL, 'r'},       {"iters", required_argument, NULL, 'n'},
         {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+        {"procs", no_argument, NULL, 'N'},            {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     int c, k, ok = 1;
-    while (ok && (c = getopt_long(argc, argv, "C:g:D:b:e:i:f:o:d:r:n:w:c:h", longs, NULL)) != -1) {
+    while (ok && (c = getopt_long(argc, argv, "C:g:D:b:e:i:f:o:d:r:n:w:c:Nh", longs, NULL)) != -1) {
         switch (c) {
         case 'C': ok = (k = lookup(optarg, coll_names, C_COUNT)) >= 0; o->coll = (enum coll)k; break;
-        case 'g': ok = parse_int(optarg, 1, 64, &o->ndev); break;
+        case 'g': ok = parse_int(optarg, 1, MAX_RANKS, &o->ndev); break;
         case 'D': ok = parse_devices(optarg, o); break;
         case 'b': ok = parse_size(optarg, &o->min_bytes); break;
         case 'e': ok = parse_size(optarg, &o->max_bytes); break;
@@ -521,10 +997,11 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'f': ok = (o->factor = strtod(optarg, NULL)) > 1; o->step_bytes = 0; break;
         case 'o': ok = (k = lookup(optarg, op_names, blinkNumOps)) >= 0; o->op = (blinkRedOp_t)k; break;
         case 'd': ok = parse_type(optarg, &o->type); break;
-        case 'r': ok = parse_int(optarg, 0, 63, &o->root); break;
+        case 'r': ok = parse_int(optarg, 0, MAX_RANKS - 1, &o->root); break;
         case 'n': ok = parse_int(optarg, 0, 1000000, &o->iters); break;
         case 'w': ok = parse_int(optarg, 0, 1000000, &o->warmup); break;
         case 'c': ok = parse_int(optarg, 0, 1, &o->check); break;
+        case 'N': o->procs = 1; break;
         case 'h': usage(stdout); exit(0);
         default: ok = 0; break;
         }
@@ -559,63 +1036,5 @@ int main(int argc, char **argv)
     o.op = blinkSum;
     if (!parse(argc, argv, &o))
         return 2;
-    struct bufs b;
-    memset(&b, 0, sizeof b);
-    blinkResult_t res = blinkCommInitAll(b.comm, o.ndev, o.ndevices ? o.devices : NULL);
-    if (res != blinkSuccess) {
-        fprintf(stderr, "blink-perf: blinkCommInitAll: %s: %s\n", blinkGetErrorString(res),
-                blinkGetLastError(NULL));
-        return 1;
-    }
-    size_t esz = type_sizes[o.type], biggest = o.max_bytes + (size_t)o.ndev * esz;
-    void *host = malloc(biggest);
-    int ok = host != NULL;
-    for (int r = 0; ok && r < o.ndev; r++)
-        ok = blinkCommCuDevice(b.comm[r], &b.dev[r]) == blinkSuccess &&
-             dev_alloc(b.dev[r], biggest, &b.send[r]) &&
-             dev_alloc(b.dev[r], biggest, &b.recv[r]) && stream_new(b.dev[r], &b.stream[r]);
-    if (!ok)
-        fprintf(stderr, "blink-perf: cannot allocate buffers or streams\n");
-    printf("# blink-perf: %s, %d ranks, %s backend, minBytes %zu maxBytes %zu step: %g%s "
-           "warmup iters: %d iters: %d validation: %d\n#\n",
-           coll_names[o.coll], o.ndev, BACKEND_NAME, o.min_bytes, o.max_bytes,
-           o.step_bytes ? (double)o.step_bytes : o.factor, o.step_bytes ? "(bytes)" : "(factor)",
-           o.warmup, o.iters, o.check);
-    printf("#                                                        out-of-place                    "
-           "   in-place\n");
-    printf("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
-           "     time   algbw   busbw  #wrong\n");
-    printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)        "
-           "     (us)  (GB/s)  (GB/s)\n");
-    long wrong = 0;
-    int rows = 0;
-    double busbw_sum = 0;
-    for (size_t bytes = o.min_bytes; ok && bytes <= o.max_bytes; rows++) {
-        long w = run_size(&o, &b, bytes, host, &busbw_sum);
-        if (w < 0) {
-            printf("\n");
-            fprintf(stderr, "blink-perf: %s\n", blinkGetLastError(NULL));
-            ok = 0;
-            break;
-        }
-        wrong += w;
-        size_t next = o.step_bytes ? bytes + o.step_bytes : (size_t)((double)bytes * o.factor);
-        if (next <= bytes)
-            break; /* a zero size never grows by a factor */
-        bytes = next;
-    }
-    printf("# Out of bounds values : %ld %s\n", wrong, wrong == 0 && ok ? "OK" : "FAILED");
-    printf("# Avg bus bandwidth    : %g \n#\n", rows ? busbw_sum / rows : 0);
-    for (int r = 0; r < o.ndev; r++) {
-        if (b.stream[r])
-            stream_free(b.stream[r]);
-        if (b.send[r])
-            dev_free(b.dev[r], b.send[r]);
-        if (b.recv[r])
-            dev_free(b.dev[r], b.recv[r]);
-        if (b.comm[r])
-            blinkCommDestroy(b.comm[r]);
-    }
-    free(host);
-    return ok && wrong == 0 ? 0 : 1;
+    return o.procs ? run_procs(&o) : run_threads(&o);
 }

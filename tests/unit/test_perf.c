@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * test_perf.c - blink-perf, the nccl-tests driver, on the host backend with the DGX-1V library:
- * nccl-tests' columns and footer, every collective checked with no wrong element, an injected
- * copy failure and a bad option giving their exit codes.
+ * nccl-tests' columns and footer, every collective checked with no wrong element, in both of
+ * its modes (ranks as threads of one process, the default, and -N, a process per rank), an
+ * injected copy failure, a device set with no plan and a bad option giving their exit codes.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,26 +28,81 @@ static int data_rows(const char *out)
     return rows;
 }
 
+/* The sum of the #wrong columns (out of place, in place) over the rows; -1 if a row is short. */
+static long wrong_in_rows(const char *out)
+{
+    long wrong = 0;
+    for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+        long w1, w2;
+        if (*p == '#' || *p == '\n')
+            continue;
+        if (sscanf(p, "%*s %*s %*s %*s %*s %*s %*s %*s %ld %*s %*s %*s %ld", &w1, &w2) != 2)
+            return -1;
+        wrong += w1 + w2;
+    }
+    return wrong;
+}
+
+/* Run blink-perf with args (after the binary) and check a clean table: exit 0, nccl-tests'
+ * columns and footer, `rows` rows with no wrong element, and the header naming the mode. */
+static void expect_clean_table(const char *const *args, int rows, const char *mode)
+{
+    const char *argv[32];
+    char *bin = perf_path();
+    size_t n = 0;
+    argv[n++] = bin;
+    for (; *args; args++) {
+        cr_assert_lt(n, 31, "too many arguments");
+        argv[n++] = *args;
+    }
+    argv[n] = NULL;
+    struct tu_run r;
+    tu_run_argv(&r, argv);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "#wrong") && strstr(r.out, "algbw") && strstr(r.out, "busbw"));
+    cr_expect(strstr(r.out, "out-of-place") && strstr(r.out, "in-place"));
+    cr_expect(strstr(r.out, mode), "no '%s' in %s", mode, r.out);
+    cr_expect(strstr(r.out, "#  Per rank (rank 0): "), "%s", r.out);
+    cr_expect(strstr(r.out, "# Out of bounds values : 0 OK"), "%s", r.out);
+    cr_expect(strstr(r.out, "# Avg bus bandwidth"));
+    cr_expect_eq(data_rows(r.out), rows, "%s", r.out);
+    cr_expect_eq(wrong_in_rows(r.out), 0, "%s", r.out);
+    tu_run_free(&r);
+    free(bin);
+}
+
+/* 3 ranks on GPUs 0, 2, 3: 8 B to 32 KiB by 8x is 5 sizes. */
+#define EVERY "-D", "0,2,3", "-b", "8", "-e", "32K", "-f", "8", "-d", "int32", "-o", "max", \
+    "-r", "1", "-n", "2", "-w", "1"
+
 Test(perf, every_collective_checks_out, .timeout = 120)
 {
     static const char *const colls[] = {"broadcast", "reduce", "allreduce", "allgather",
                                         "reducescatter"};
-    char *bin = perf_path();
     for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++) {
-        struct tu_run r;
-        /* 3 ranks on GPUs 0, 2, 3: 8 B to 32 KiB by 8x is 5 sizes. */
-        tu_run_argv(&r, (const char *const[]){bin, "-C", colls[i], "-D", "0,2,3", "-b", "8",
-                                              "-e", "32K", "-f", "8", "-d", "int32", "-o",
-                                              "max", "-r", "1", "-n", "2", "-w", "1", NULL});
-        cr_assert_eq(r.status, 0, "%s: %s%s", colls[i], r.out, r.err);
-        cr_expect(strstr(r.out, "#wrong") && strstr(r.out, "algbw") && strstr(r.out, "busbw"));
-        cr_expect(strstr(r.out, "out-of-place") && strstr(r.out, "in-place"));
-        cr_expect(strstr(r.out, "# Out of bounds values : 0 OK"), "%s", r.out);
-        cr_expect(strstr(r.out, "# Avg bus bandwidth"));
-        cr_expect_eq(data_rows(r.out), 5, "%s", r.out);
-        tu_run_free(&r);
+        expect_clean_table((const char *const[]){"-C", colls[i], EVERY, NULL}, 5,
+                           "#  Ranks as threads: 3");
+        expect_clean_table((const char *const[]){"-N", "-C", colls[i], EVERY, NULL}, 5,
+                           "#  Ranks as processes: 3");
     }
-    free(bin);
+}
+
+/* 8 B to 1 MiB by 4x is 9 sizes. */
+#define SWEEP "-D", "0,2,3", "-b", "8", "-e", "1M", "-f", "4", "-c", "1"
+
+Test(perf, threads_are_the_default_mode, .timeout = 120)
+{
+    expect_clean_table((const char *const[]){"-C", "allreduce", SWEEP, NULL}, 9,
+                       "#  Ranks as threads: 3");
+}
+
+Test(perf, ranks_as_processes_check_out, .timeout = 120)
+{
+    expect_clean_table((const char *const[]){"-N", "-C", "allreduce", SWEEP, NULL}, 9,
+                       "#  Ranks as processes: 3");
+    expect_clean_table((const char *const[]){"--procs", "-C", "broadcast", "-r", "1", SWEEP,
+                                             NULL},
+                       9, "#  Ranks as processes: 3");
 }
 
 Test(perf, failures_and_usage_have_their_exit_codes, .timeout = 60)
@@ -60,14 +117,27 @@ Test(perf, failures_and_usage_have_their_exit_codes, .timeout = 60)
     cr_expect(strstr(r.err, "BLINK_HOST_FAIL_COPY"), "%s", r.err);
     cr_expect(strstr(r.out, "FAILED"));
     tu_run_free(&r);
+    /* The same failure in a rank process: every process ends, exit 1. */
+    setenv("BLINK_HOST_FAIL_COPY", "3", 1);
+    tu_run_argv(&r, (const char *const[]){bin, "-N", "-b", "1K", "-e", "1K", "-n", "1", "-w",
+                                          "0", NULL});
+    unsetenv("BLINK_HOST_FAIL_COPY");
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "BLINK_HOST_FAIL_COPY"), "%s", r.err);
+    cr_expect(strstr(r.out, "FAILED"), "%s", r.out);
+    tu_run_free(&r);
     tu_run_argv(&r, (const char *const[]){bin, "-o", "xor", NULL});
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "Try 'blink-perf --help'"));
     tu_run_free(&r);
-    /* A device list no plan was made for: an init error, exit 1. */
-    tu_run_argv(&r, (const char *const[]){bin, "-D", "3,2,0", "-n", "1", NULL});
+    /* A device set no plan was made for (GPU 9 is not in a DGX-1V): an init error, exit 1. */
+    tu_run_argv(&r, (const char *const[]){bin, "-D", "0,9", "-n", "1", NULL});
     cr_expect_eq(r.status, 1);
     cr_expect(strstr(r.err, "blinkCommInitAll"), "%s", r.err);
+    tu_run_free(&r);
+    tu_run_argv(&r, (const char *const[]){bin, "-N", "-D", "0,9", "-n", "1", NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "blinkCommInitRank"), "%s", r.err);
     tu_run_free(&r);
     free(bin);
 }
