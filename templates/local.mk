@@ -85,8 +85,13 @@ tests/e2e/dgx1v_all.o: tests/e2e/dgx1v_all.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v_all -DblinkCommInitRank=e2e_rank_dgx1v_all -o $@ tests/e2e/dgx1v_all.cu
 CLEANFILES += $(E2E_OBJS) $(E2E_GEN)
 
-UNIT_TESTS += tests/unit/test_e2e
+# test_rt_procs runs the same sources with each rank a process of its own (blinkCommInitRank).
+UNIT_TESTS += tests/unit/test_e2e tests/unit/test_rt_procs
 tests_unit_test_e2e_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_e2e_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
 tests_unit_test_e2e_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \
+	runtime/libblinkrt-host.a
+tests_unit_test_rt_procs_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_procs_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
+tests_unit_test_rt_procs_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a

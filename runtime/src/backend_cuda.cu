@@ -1,36 +1,182 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * backend_cuda.cu - the CUDA backend: internal streams are cudaStreams, events cudaEvents,
- * copies cudaMemcpyAsync on one device and cudaMemcpyPeerAsync between devices (with peer
- * access enabled wherever cudaDeviceCanAccessPeer allows it), reductions grid-stride kernels for
- * every datatype and op. Every CUDA call is checked and translated to blinkUnhandledCudaError
- * with cudaGetErrorString in the last error. Each function leaves the caller's current device as
- * it found it.
+ * backend_cuda.cu - the CUDA backend: one kernel launch per call runs this rank's part of the
+ * protocol of proto.h, the same protocol exec_host.c runs with threads (one protocol, two
+ * backends: the same flag words, tags, credit rules, entered/description check and abort words).
+ *
+ * Memory: each rank's segment is one cudaMalloc on its device, exported with a CUDA IPC handle;
+ * a peer in another process maps it with cudaIpcOpenMemHandle, a peer in this process uses the
+ * owner's pointer (an IPC handle cannot be opened by the process that made it). Peer access is
+ * enabled at init wherever cudaDeviceCanAccessPeer allows, and every tree edge must have it
+ * (init fails otherwise); a peer this device cannot reach is left unmapped and never touched.
+ *
+ * Execution: rank_init makes everything a call needs: one non-blocking stream that runs the
+ * kernels, two events (the joins with the user's stream), device copies of every tree set's
+ * roles and of the staging layout, the table of mapped peer segments, and a pinned, mapped
+ * status block the kernel reports a failure into. A call is then exactly five operations and no
+ * allocation or copy, so it can be captured into a CUDA graph: record `in` on the user's stream,
+ * the rank's stream waits for it, one kernel launch, record `out`, the user's stream waits.
+ *
+ * The kernel (one instantiation per datatype, so each holds only its own reductions): one
+ * threadblock per tree of the set, at most as many as are resident on the device at once
+ * beside the other ranks sharing it, and MAX_BLOCKS (a block then plays several trees, taking
+ * each a step at a time, as the host's threads do). Thread 0 of a block decides, from the flag
+ * words, whether a tree's next chunk can move up or down (never blocking on one while another
+ * could move); the block's threads then move it together, with 16-byte accesses where
+ * alignment allows: going up, one fused pass reads this rank's input and every child's
+ * in-slot, reduces in registers and writes the parent's slot (the output at the root, divided
+ * there for avg), combining in exec_host.c's order with reduce_host.c's arithmetic (integers
+ * wrap, float16/bfloat16 go through float and are rounded after every combine, max/min let a
+ * number win over a NaN), so both backends should agree bit for bit, NaN payloads aside;
+ * going down, the chunk is copied to the output and to every child's down slot. Then every
+ * thread fences at system scope and thread 0 stores the ready and freed words. Data a peer
+ * wrote is read with ld.volatile (never a stale L1 line).
+ *
+ * Call numbers: the kernel takes its call number from a counter in device memory that the last
+ * block of each launch advances, not from the launch's arguments, so a captured graph that is
+ * replayed numbers each replay anew (on every rank alike, as long as all replay in the same
+ * order, NCCL's rule). Outside graphs the numbers are those call.c gives.
+ *
+ * Faults: wait loops watch this rank's abort word and a timeout (BLINK_TIMEOUT_S without
+ * progress, by %globaltimer). A rank that gives up writes its reason into its header's
+ * abort_msg and 1 + its rank into every reachable peer's abort word (atomicCAS where the link
+ * has native atomics); the first failure of the rank's life goes to the status block, which
+ * async_error and wait turn into the result and message (the kernel formats the message, so
+ * the text the peers read and the text this rank reports are the same, as on the host). The
+ * host also notices peers whose process exited (while it waits, or when asked for the
+ * asynchronous error) and stops this rank's kernel with its own abort word.
+ *
+ * Every CUDA call is checked and translated to blinkUnhandledCudaError with cudaGetErrorString
+ * in the last error. Each function leaves the caller's current device as it found it.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "rendezvous.h"
 #include "rt.h"
 
-struct bk_stream {
-    int dev;
-    cudaStream_t s;
-    char label[64];
+#define KTHREADS 512     /* threads per block */
+#define MAX_BLOCKS 128   /* blocks per launch; more trees than this are shared out */
+#define UNROLL 4         /* 16-byte vectors in flight per thread: copies */
+#define UNROLL_UP 2      /* and the up pass (unpacked 8-bit lanes take a register each) */
+#define TIMEOUT_CHARS 32
+
+static_assert(sizeof(cudaIpcMemHandle_t) <= BK_HANDLE_BYTES, "a CUDA IPC handle must fit");
+static_assert(sizeof(struct bk_seg_header) <= 4096, "segment header");
+
+/* ------------------------------------------------------------------ shared with the kernel */
+
+/* The staging layout, as the kernel reads it (device copies of c->layout's arrays). */
+struct dlay {
+    int nranks, ntrees;
+    size_t slot_bytes;
+    const int *fanin;
+    const size_t *flag_base, *slot_base, *flags_off, *slots_off;
 };
 
-struct bk_event {
-    int dev;
-    cudaEvent_t e;
+/* Device words the kernel keeps between launches. */
+struct kctl {
+    unsigned int seq;       /* the last launch's call number */
+    unsigned int done;      /* blocks of the running launch that have finished */
+    unsigned int failed;    /* 1 once a failure was written into the status block (sticky) */
 };
+
+/* Pinned, mapped: the kernel's report (the first failure of this rank's life). */
+struct kstatus {
+    unsigned int code;      /* blinkResult_t: 0 none */
+    int peer;               /* plan rank waited for or blamed, or -1 */
+    unsigned int seq;       /* the call */
+    unsigned int coll;
+    char msg[BK_MSG_MAX];
+};
+
+/* Pinned: what the host's abort copies from. */
+struct hscratch {
+    unsigned int word;
+    unsigned int pad;
+    char msg[sizeof(((struct bk_seg_header *)0)->abort_msg)];
+};
+
+/* One launch's arguments (by value). */
+struct kparams {
+    uint64_t d[BK_DESC_WORDS];   /* the description; d[0] is replaced by the device's number */
+    const unsigned char *send;
+    unsigned char *recv;
+    uint64_t chunk_elems;
+    const struct bk_role *roles;
+    const int *kids;
+    int ntrees, tpb;             /* trees of the set; tree slots per block */
+    int prank, nranks;
+    struct dlay lay;
+    unsigned char *const *seg;   /* [nranks] every rank's segment, mapped here */
+    const unsigned char *reach;  /* [nranks] 1: this device can load and store there */
+    const unsigned char *atom;   /* [nranks] 1: and has native atomics there */
+    const int *user_of;          /* [nranks] */
+    const int *topo_dev;         /* [nranks] */
+    const char *timeout_str;     /* BLINK_TIMEOUT_S as "%g" */
+    uint64_t timeout_ns;
+    struct kstatus *status;      /* device pointer of the pinned block */
+    struct kctl *ctl;
+};
+
+/* A tree's progress in this launch (block-shared, written by thread 0 only). */
+struct tstate {
+    unsigned long long lo, hi;
+    unsigned int nchunks, up, down, pad;
+};
+
+/* ------------------------------------------------------------------ host state */
+
+struct dset {
+    const struct bk_role *roles;  /* device */
+    const int *kids;              /* device */
+    int ntrees;
+};
+
+struct bk_be {
+    int dev;
+    cudaStream_t exec, aux;       /* the kernels; the host's abort and status copies */
+    cudaEvent_t in_ev, out_ev;
+    int launched;                 /* the last call's kernel was launched */
+    int recorded;                 /* out_ev was ever recorded */
+    int max_blocks;               /* blocks per launch (all resident at once) */
+    unsigned char *tables;        /* device: layout, rank tables, role sets, kctl */
+    struct dset *sets;            /* [2 * nschedules] */
+    int nsets;
+    struct dlay lay;
+    unsigned char **dseg;         /* device [nranks] */
+    const unsigned char *reach, *atom;
+    const int *user_of, *topo_dev;
+    const char *timeout_str;
+    struct kctl *ctl;
+    void *pinned;                 /* cudaHostAlloc: kstatus then hscratch */
+    struct kstatus *status;       /* host view */
+    struct kstatus *dstatus;      /* device view */
+    struct hscratch *scratch;
+    unsigned char *own;           /* this rank's segment (cudaFree at the end) */
+    void **opened;                /* [nranks] what cudaIpcOpenMemHandle mapped, or NULL */
+    unsigned char *hreach;        /* [nranks] host copy of reach */
+    pthread_mutex_t mu;           /* the scratch */
+    double last_gone_check;
+    uint32_t last_seq;            /* the last launch, for messages */
+    int last_coll;
+};
+
+/* ------------------------------------------------------------------ errors and devices */
 
 static blinkResult_t cuda_fail(cudaError_t e, const char *what, int line)
 {
+    (void)cudaGetLastError(); /* a non-sticky error must not surface in the user's next check */
     return bk_error(blinkUnhandledCudaError, "CUDA backend: %s failed: %s (backend_cuda.cu:%d)",
                     what, cudaGetErrorString(e), line);
 }
@@ -58,280 +204,1506 @@ static blinkResult_t cuda_fail(cudaError_t e, const char *what, int line)
         return blinkSuccess;                                                                  \
     } while (0)
 
-/* ------------------------------------------------------------------ kernels */
-
-template <typename T> struct acc { typedef T type; };
-template <> struct acc<__half> { typedef float type; };
-template <> struct acc<__nv_bfloat16> { typedef float type; };
-
-template <typename T> __device__ typename acc<T>::type load(T x) { return x; }
-template <> __device__ float load<__half>(__half x) { return __half2float(x); }
-template <> __device__ float load<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ T store(typename acc<T>::type x) { return x; }
-template <> __device__ __half store<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __nv_bfloat16 store<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-/* Wrapping integer sum and prod: computed in the unsigned twin (no undefined behaviour). */
-template <typename T> struct wrap { typedef T type; };
-template <> struct wrap<int8_t> { typedef uint32_t type; };
-template <> struct wrap<uint8_t> { typedef uint32_t type; };
-template <> struct wrap<int32_t> { typedef uint32_t type; };
-template <> struct wrap<int64_t> { typedef uint64_t type; };
-
-template <typename T>
-__global__ void reduce_kernel(T *dst, const T *a, const T *b, size_t n, int op)
+/* For what cannot fail: a call whose error is dropped (and cleared, so that it does not
+ * surface in the user's next cudaGetLastError); a switch to dev and back. */
+static cudaError_t quiet(cudaError_t e)
 {
-    typedef typename acc<T>::type A;
-    typedef typename wrap<A>::type W;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        A p = load(a[i]), q = load(b[i]), r;
-        switch (op) {
-        case blinkSum: r = (A)(W)((W)p + (W)q); break;
-        case blinkProd: r = (A)(W)((W)p * (W)q); break;
-        case blinkMax: r = p > q ? p : q; break;
-        default: r = p < q ? p : q; break;
+    if (e != cudaSuccess)
+        (void)cudaGetLastError();
+    return e;
+}
+
+static int quiet_enter(int dev)
+{
+    int old = -1;
+    if (quiet(cudaGetDevice(&old)) != cudaSuccess)
+        old = -1;
+    if (old != dev)
+        quiet(cudaSetDevice(dev));
+    return old;
+}
+
+static void quiet_leave(int old)
+{
+    if (old >= 0)
+        quiet(cudaSetDevice(old));
+}
+
+/* ------------------------------------------------------------------ device: flags */
+
+__device__ __forceinline__ uint64_t ld64(const void *p) { return *(const volatile uint64_t *)p; }
+__device__ __forceinline__ uint32_t ld32(const void *p) { return *(const volatile uint32_t *)p; }
+__device__ __forceinline__ void st64(void *p, uint64_t v) { *(volatile uint64_t *)p = v; }
+__device__ __forceinline__ void st32(void *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+
+__device__ __forceinline__ uint64_t d_tag(uint32_t seq, uint32_t n)
+{
+    return ((uint64_t)seq << 32) | n;
+}
+__device__ __forceinline__ bool d_reached(uint64_t word, uint32_t seq, uint32_t n)
+{
+    return (uint32_t)(word >> 32) == seq && (uint32_t)word >= n;
+}
+
+__device__ __forceinline__ uint64_t gtimer()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* proto.h's layout functions, for the device. */
+__device__ __forceinline__ size_t d_lx(const dlay &L, int v, int ti)
+{
+    return (size_t)v * (size_t)L.ntrees + (size_t)ti;
+}
+__device__ __forceinline__ size_t d_off_up_ready(const dlay &L, int v, int ti, int j)
+{
+    return L.flags_off[v] + 8 * (L.flag_base[d_lx(L, v, ti)] + (size_t)j);
+}
+__device__ __forceinline__ size_t d_off_down_ready(const dlay &L, int v, int ti)
+{
+    return L.flags_off[v] + 8 * (L.flag_base[d_lx(L, v, ti)] + (size_t)L.fanin[d_lx(L, v, ti)]);
+}
+__device__ __forceinline__ size_t d_off_up_freed(const dlay &L, int v, int ti, int parent)
+{
+    return d_off_down_ready(L, v, ti) + 8 * (1 + (size_t)parent);
+}
+__device__ __forceinline__ size_t d_off_down_freed(const dlay &L, int v, int ti, int child)
+{
+    return d_off_down_ready(L, v, ti) + 8 * (1 + (size_t)L.nranks + (size_t)child);
+}
+__device__ __forceinline__ size_t d_off_up_slot(const dlay &L, int v, int ti, int j, int k)
+{
+    return L.slots_off[v] +
+           L.slot_bytes * (L.slot_base[d_lx(L, v, ti)] + (size_t)j * BK_SLOTS + (size_t)k);
+}
+__device__ __forceinline__ size_t d_off_down_slot(const dlay &L, int v, int ti, int k)
+{
+    return d_off_up_slot(L, v, ti, L.fanin[d_lx(L, v, ti)], k);
+}
+
+#define H_ENTERED offsetof(struct bk_seg_header, entered)
+#define H_ABORT offsetof(struct bk_seg_header, abort)
+#define H_DESC offsetof(struct bk_seg_header, desc)
+#define H_MSG offsetof(struct bk_seg_header, abort_msg)
+#define H_MSG_BYTES sizeof(((struct bk_seg_header *)0)->abort_msg)
+
+/* ------------------------------------------------------------------ device: messages */
+
+/* Thread 0's message under construction (block-shared: no stack for it). */
+static __shared__ char s_msg[BK_MSG_MAX];
+
+struct dmsg {
+    char *b;
+    int n, cap;
+};
+
+__device__ void put_s(dmsg &m, const char *s)
+{
+    while (*s && m.n < m.cap - 1)
+        m.b[m.n++] = *s++;
+    m.b[m.n] = '\0';
+}
+
+__device__ void put_u(dmsg &m, unsigned long long v)
+{
+    char t[24];
+    int k = 0;
+    do {
+        t[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k && m.n < m.cap - 1)
+        m.b[m.n++] = t[--k];
+    m.b[m.n] = '\0';
+}
+
+__device__ void put_i(dmsg &m, long long v)
+{
+    if (v < 0) {
+        put_s(m, "-");
+        put_u(m, 0ull - (unsigned long long)v);
+    } else {
+        put_u(m, (unsigned long long)v);
+    }
+}
+
+/* Bytes of a string another agent wrote (volatile: never a stale line). */
+__device__ void put_vol(dmsg &m, const unsigned char *s, int max)
+{
+    for (int i = 0; i < max && m.n < m.cap - 1; i++) {
+        char ch = (char)*(const volatile unsigned char *)(s + i);
+        if (!ch)
+            break;
+        m.b[m.n++] = ch;
+    }
+    m.b[m.n] = '\0';
+}
+
+/* errors.c's names. */
+__device__ const char *d_coll_name(uint64_t c)
+{
+    switch (c) {
+    case 0: return "broadcast";
+    case 1: return "reduce";
+    case 2: return "allreduce";
+    case 3: return "allgather";
+    case 4: return "reducescatter";
+    default: return "invalid collective";
+    }
+}
+
+__device__ const char *d_dtype_name(uint64_t dt)
+{
+    switch (dt) {
+    case 0: return "int8";
+    case 1: return "uint8";
+    case 2: return "int32";
+    case 3: return "uint32";
+    case 4: return "int64";
+    case 5: return "uint64";
+    case 6: return "float16";
+    case 7: return "float32";
+    case 8: return "float64";
+    case 9: return "bfloat16";
+    default: return "invalid datatype";
+    }
+}
+
+__device__ const char *d_op_name(uint64_t op)
+{
+    switch (op) {
+    case 0: return "sum";
+    case 1: return "prod";
+    case 2: return "max";
+    case 3: return "min";
+    case 4: return "avg";
+    default: return "invalid op";
+    }
+}
+
+/* exec_host.c's describe(). */
+__device__ void d_describe(dmsg &m, const uint64_t *d)
+{
+    int coll = (int)d[1];
+    put_s(m, d_coll_name(d[1]));
+    put_s(m, " count ");
+    put_u(m, d[5]);
+    put_s(m, " ");
+    put_s(m, d_dtype_name(d[3]));
+    if (coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER) {
+        put_s(m, " ");
+        put_s(m, d_op_name(d[4]));
+    }
+    if ((int64_t)d[2] >= 0) {
+        put_s(m, " root (plan rank) ");
+        put_i(m, (long long)(int64_t)d[2]);
+    }
+    put_s(m, d[6] ? ", rings" : ", trees");
+    put_s(m, ", chunk ");
+    put_u(m, d[7]);
+}
+
+/* ------------------------------------------------------------------ device: failing */
+
+/* This rank gives up: reason into its header, then 1 + prank into every reachable header
+ * (this rank's first), as bk_hx_abort does. */
+__device__ void d_abort_all(const kparams &p, const char *msg)
+{
+    unsigned char *me = p.seg[p.prank];
+    uint32_t mine = (uint32_t)p.prank + 1;
+    if (ld32(me + H_ABORT) == 0) {
+        int i = 0;
+        for (; msg[i] && i < (int)H_MSG_BYTES - 1; i++)
+            *(volatile char *)(me + H_MSG + i) = msg[i];
+        *(volatile char *)(me + H_MSG + i) = '\0';
+        __threadfence_system();
+    }
+    for (int i = 0; i < p.nranks; i++) {
+        int v = (i + p.prank) % p.nranks;
+        unsigned char *h = p.seg[v];
+        if (!h || !p.reach[v])
+            continue;
+        if (p.atom[v])
+            atomicCAS_system((unsigned int *)(h + H_ABORT), 0u, mine);
+        else if (ld32(h + H_ABORT) == 0)
+            st32(h + H_ABORT, mine);
+    }
+    __threadfence_system();
+}
+
+/* Record a failure (the first of this rank's life wins the status block); spread: abort the
+ * communicator too (every failure but a remote one, as exec_host.c's fail()). */
+__device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t seq, const char *msg,
+                       bool spread)
+{
+    if (atomicCAS(&p.ctl->failed, 0u, 1u) == 0u) {
+        volatile struct kstatus *st = p.status;
+        st->peer = peer;
+        st->seq = seq;
+        st->coll = (unsigned int)p.d[1];
+        int i = 0;
+        for (; msg[i] && i < BK_MSG_MAX - 1; i++)
+            st->msg[i] = msg[i];
+        st->msg[i] = '\0';
+        __threadfence_system();
+        st->code = res;
+        __threadfence_system();
+    }
+    if (spread)
+        d_abort_all(p, msg);
+}
+
+/* This rank's header says rank who - 1 aborted (exec_host.c's fail_aborted). */
+__device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
+{
+    char *buf = s_msg;
+    dmsg m = {buf, 0, BK_MSG_MAX};
+    buf[0] = '\0';
+    int q = (int)who - 1;
+    if (q < 0 || q >= p.nranks) {
+        put_s(m, "the communicator was aborted (abort word ");
+        put_u(m, who);
+        put_s(m, ")");
+    } else {
+        if (q != p.prank) {
+            put_s(m, "rank ");
+            put_i(m, p.user_of[q]);
+            put_s(m, " gave up: ");
         }
-        dst[i] = store<T>(r);
+        if (p.seg[q] && p.reach[q])
+            put_vol(m, p.seg[q] + H_MSG, (int)H_MSG_BYTES);
     }
+    d_fail(p, blinkRemoteError, q, seq, buf, false);
 }
 
-template <typename T> __global__ void divide_kernel(T *buf, size_t n, int d)
+/* ------------------------------------------------------------------ device: descriptions */
+
+/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. */
+__device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *checked, int q,
+                            int &waiting)
 {
-    typedef typename acc<T>::type A;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        buf[i] = store<T>((A)(load(buf[i]) / (A)d));
+    if (checked[q])
+        return 1;
+    const unsigned char *h = p.seg[q];
+    uint32_t e = ld32(h + H_ENTERED);
+    if (e != seq) {
+        waiting = q;
+        if ((int32_t)(e - seq) > 0) {
+            char *buf = s_msg;
+            dmsg m = {buf, 0, BK_MSG_MAX};
+            put_s(m, "mismatched collective calls: rank ");
+            put_i(m, p.user_of[q]);
+            put_s(m, " is at call ");
+            put_u(m, e);
+            put_s(m, " of the communicator, rank ");
+            put_i(m, p.user_of[p.prank]);
+            put_s(m, " at call ");
+            put_u(m, seq);
+            d_fail(p, blinkInvalidUsage, q, seq, buf, true);
+            return -1;
+        }
+        return 0;
+    }
+    __threadfence_system(); /* entered before the description it makes valid */
+    uint64_t theirs[BK_DESC_WORDS], mine[BK_DESC_WORDS];
+    bool same = true;
+    for (int i = 0; i < BK_DESC_WORDS; i++) {
+        theirs[i] = ld64(h + H_DESC + 8 * i);
+        mine[i] = i == 0 ? (uint64_t)seq : p.d[i];
+        same = same && theirs[i] == mine[i];
+    }
+    __threadfence_system();
+    if (ld32(h + H_ENTERED) != seq)
+        return 0; /* moved on while we read: look again */
+    if (!same) {
+        char *buf = s_msg;
+        dmsg m = {buf, 0, BK_MSG_MAX};
+        put_s(m, "mismatched collective calls (call ");
+        put_u(m, seq);
+        put_s(m, " of the communicator): rank ");
+        put_i(m, p.user_of[p.prank]);
+        put_s(m, ": ");
+        d_describe(m, mine);
+        put_s(m, "; rank ");
+        put_i(m, p.user_of[q]);
+        put_s(m, ": ");
+        d_describe(m, theirs);
+        d_fail(p, blinkInvalidUsage, q, seq, buf, true);
+        return -1;
+    }
+    checked[q] = 1;
+    return 1;
 }
 
-static void grid_of(size_t n, unsigned *blocks, unsigned *threads)
+/* ------------------------------------------------------------------ device: element types */
+
+/* T's raw bits R, its arithmetic type A, and the conversions between them. */
+template <typename T> struct num;
+#define INT_NUM(T, U)                                                                         \
+    template <> struct num<T> {                                                               \
+        typedef U R;                                                                          \
+        typedef T A;                                                                          \
+        enum { is_int = 1, is_signed = (T)(-1) < (T)0 };                                      \
+        static __device__ __forceinline__ A get(R r) { return (A)r; }                         \
+        static __device__ __forceinline__ R put(A a) { return (R)a; }                         \
+    }
+INT_NUM(int8_t, uint8_t);
+INT_NUM(uint8_t, uint8_t);
+INT_NUM(int32_t, uint32_t);
+INT_NUM(uint32_t, uint32_t);
+INT_NUM(int64_t, unsigned long long);
+INT_NUM(uint64_t, unsigned long long);
+template <> struct num<float> {
+    typedef uint32_t R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __uint_as_float(r); }
+    static __device__ __forceinline__ R put(A a) { return __float_as_uint(a); }
+};
+template <> struct num<double> {
+    typedef unsigned long long R;
+    typedef double A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __longlong_as_double((long long)r); }
+    static __device__ __forceinline__ R put(A a) { return (R)__double_as_longlong(a); }
+};
+template <> struct num<__half> {
+    typedef unsigned short R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __half2float(__ushort_as_half(r)); }
+    static __device__ __forceinline__ R put(A a) { return __half_as_ushort(__float2half_rn(a)); }
+};
+template <> struct num<__nv_bfloat16> {
+    typedef unsigned short R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r)
+    {
+        return __bfloat162float(__ushort_as_bfloat16(r));
+    }
+    static __device__ __forceinline__ R put(A a)
+    {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(a));
+    }
+};
+
+/* reduce_host.c's fmax and fmin: the number wins over a NaN; equal values give q. */
+template <typename A> __device__ __forceinline__ A d_fmax(A p, A q)
 {
-    *threads = 256;
-    size_t b = (n + 255) / 256;
-    *blocks = (unsigned)(b < 1024 ? (b ? b : 1) : 1024);
+    return q != q ? p : p != p ? q : p > q ? p : q;
+}
+template <typename A> __device__ __forceinline__ A d_fmin(A p, A q)
+{
+    return q != q ? p : p != p ? q : p < q ? p : q;
+}
+
+/* One combine, on raw bits: integers wrap (in the unsigned twin), 16-bit floats round once. */
+template <typename T, int OP>
+__device__ __forceinline__ typename num<T>::R combine(typename num<T>::R a, typename num<T>::R b)
+{
+    typedef num<T> N;
+    typedef typename N::R R;
+    typedef typename N::A A;
+    if (N::is_int) {
+        if (OP == blinkSum)
+            return (R)(a + b);
+        if (OP == blinkProd)
+            return (R)(a * b); /* uint8 promotes to int: 255 * 255 fits */
+        A p = N::get(a), q = N::get(b);
+        if (OP == blinkMax)
+            return p > q ? a : b;
+        return p < q ? a : b;
+    }
+    A p = N::get(a), q = N::get(b);
+    if (OP == blinkSum)
+        return N::put(p + q);
+    if (OP == blinkProd)
+        return N::put(p * q);
+    if (OP == blinkMax)
+        return N::put(d_fmax(p, q));
+    return N::put(d_fmin(p, q));
+}
+
+/* avg at the root: the (wrapped) sum divided by nranks, as reduce_host.c's bk_host_divide:
+ * integers as mathematical integers truncating toward zero, never nranks cast to T. */
+template <typename T>
+__device__ __forceinline__ typename num<T>::R divide(typename num<T>::R a, int d)
+{
+    typedef num<T> N;
+    typedef typename N::R R;
+    typedef typename N::A A;
+    if (N::is_int) {
+        if (N::is_signed)
+            return (R)(T)((long long)(T)a / (long long)d);
+        return (R)((unsigned long long)a / (unsigned long long)d);
+    }
+    return N::put(N::get(a) / (A)d);
+}
+
+/* ------------------------------------------------------------------ device: moving bytes */
+
+__device__ __forceinline__ uint4 ldv16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+template <typename W> __device__ __forceinline__ W ldw(const unsigned char *p)
+{
+    return *(const volatile W *)p;
+}
+template <> __device__ __forceinline__ uint4 ldw<uint4>(const unsigned char *p) { return ldv16(p); }
+
+/* A raw element at p: typed where aligned, else byte by byte (little-endian). */
+template <typename R> __device__ __forceinline__ R ld_el(const unsigned char *p, bool aligned)
+{
+    if (aligned)
+        return *(const volatile R *)p;
+    R r = 0;
+    for (int b = 0; b < (int)sizeof(R); b++)
+        r = (R)(r | (R)((R)*(const volatile unsigned char *)(p + b) << (8 * b)));
+    return r;
+}
+template <typename R> __device__ __forceinline__ void st_el(unsigned char *p, R v, bool aligned)
+{
+    if (aligned) {
+        *(R *)p = v;
+        return;
+    }
+    for (int b = 0; b < (int)sizeof(R); b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
+/* n bytes from src to dst by the block, in words of W where both are W-aligned. */
+template <typename W>
+__device__ __forceinline__ void copy_w(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    const size_t tid = threadIdx.x, nth = blockDim.x, w = sizeof(W);
+    size_t head = (w - ((uintptr_t)src & (w - 1))) & (w - 1);
+    head = head < n ? head : n;
+    size_t nw = (n - head) / w, tail = head + nw * w;
+    for (size_t i = tid; i < head; i += nth)
+        dst[i] = *(const volatile unsigned char *)(src + i);
+    const unsigned char *s = src + head;
+    unsigned char *d = dst + head;
+    for (size_t b = tid; b < nw; b += UNROLL * nth) {
+        W v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (b + u * nth < nw)
+                v[u] = ldw<W>(s + (b + u * nth) * w);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (b + u * nth < nw)
+                *(W *)(d + (b + u * nth) * w) = v[u];
+    }
+    for (size_t i = tail + tid; i < n; i += nth)
+        dst[i] = *(const volatile unsigned char *)(src + i);
+}
+
+__device__ void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    uintptr_t diff = (uintptr_t)dst ^ (uintptr_t)src;
+    if ((diff & 15) == 0)
+        copy_w<uint4>(dst, src, n);
+    else if ((diff & 7) == 0)
+        copy_w<unsigned long long>(dst, src, n);
+    else if ((diff & 3) == 0)
+        copy_w<uint32_t>(dst, src, n);
+    else if ((diff & 1) == 0)
+        copy_w<unsigned short>(dst, src, n);
+    else
+        copy_w<unsigned char>(dst, src, n);
+}
+
+/* The fused up pass: dst[i] = in[i] (op) slot_0[i] (op) ... (op) slot_{nk-1}[i], slot_j at
+ * k0 + j * kstride, combined left to right as exec_host.c does; divided by divd if non-zero. */
+template <typename T, int OP>
+__device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char *in,
+                                        const unsigned char *k0, size_t kstride, int nk, size_t m,
+                                        int divd)
+{
+    typedef typename num<T>::R R;
+    const int V = 16 / (int)sizeof(R);
+    const size_t tid = threadIdx.x, nth = blockDim.x, es = sizeof(R);
+    uintptr_t al = (uintptr_t)dst | (uintptr_t)in | (nk ? (uintptr_t)k0 | (uintptr_t)kstride : 0);
+    size_t nv = (al & 15) == 0 ? m / V : 0;
+    union vec {
+        uint4 v;
+        R r[16 / sizeof(R)];
+    };
+    for (size_t b = tid; b < nv; b += UNROLL_UP * nth) {
+        vec acc[UNROLL_UP];
+#pragma unroll
+        for (int u = 0; u < UNROLL_UP; u++)
+            if (b + u * nth < nv)
+                acc[u].v = ldv16(in + (b + u * nth) * 16);
+        for (int j = 0; j < nk; j++) {
+            const unsigned char *s = k0 + (size_t)j * kstride;
+            vec x[UNROLL_UP];
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+                if (b + u * nth < nv)
+                    x[u].v = ldv16(s + (b + u * nth) * 16);
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    acc[u].r[e] = combine<T, OP>(acc[u].r[e], x[u].r[e]);
+        }
+        if (divd)
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    acc[u].r[e] = divide<T>(acc[u].r[e], divd);
+#pragma unroll
+        for (int u = 0; u < UNROLL_UP; u++)
+            if (b + u * nth < nv)
+                *(uint4 *)(dst + (b + u * nth) * 16) = acc[u].v;
+    }
+    bool ea = (al & (es - 1)) == 0;
+    for (size_t i = nv * V + tid; i < m; i += nth) {
+        R a = ld_el<R>(in + i * es, ea);
+        for (int j = 0; j < nk; j++)
+            a = combine<T, OP>(a, ld_el<R>(k0 + (size_t)j * kstride + i * es, ea));
+        if (divd)
+            a = divide<T>(a, divd);
+        st_el<R>(dst + i * es, a, ea);
+    }
 }
 
 template <typename T>
-static cudaError_t launch_reduce(cudaStream_t s, void *dst, const void *a, const void *b,
-                                 size_t n, int op)
+__device__ void up_pass_op(int op, unsigned char *dst, const unsigned char *in,
+                           const unsigned char *k0, size_t kstride, int nk, size_t m, int divd)
 {
-    unsigned blocks, threads;
-    grid_of(n, &blocks, &threads);
-    reduce_kernel<T><<<blocks, threads, 0, s>>>((T *)dst, (const T *)a, (const T *)b, n, op);
-    return cudaGetLastError();
-}
-
-template <typename T> static cudaError_t launch_divide(cudaStream_t s, void *buf, size_t n, int d)
-{
-    unsigned blocks, threads;
-    grid_of(n, &blocks, &threads);
-    divide_kernel<T><<<blocks, threads, 0, s>>>((T *)buf, n, d);
-    return cudaGetLastError();
-}
-
-#define BY_TYPE(dt, F, ...)                                                                   \
-    ((dt) == blinkInt8 ? F<int8_t>(__VA_ARGS__) : (dt) == blinkUint8 ? F<uint8_t>(__VA_ARGS__) \
-     : (dt) == blinkInt32 ? F<int32_t>(__VA_ARGS__) : (dt) == blinkUint32 ? F<uint32_t>(__VA_ARGS__) \
-     : (dt) == blinkInt64 ? F<int64_t>(__VA_ARGS__) : (dt) == blinkUint64 ? F<uint64_t>(__VA_ARGS__) \
-     : (dt) == blinkFloat16 ? F<__half>(__VA_ARGS__)                                          \
-     : (dt) == blinkBfloat16 ? F<__nv_bfloat16>(__VA_ARGS__)                                  \
-     : (dt) == blinkFloat32 ? F<float>(__VA_ARGS__) : (dt) == blinkFloat64 ? F<double>(__VA_ARGS__) \
-     : cudaErrorInvalidValue)
-
-/* ------------------------------------------------------------------ peer access */
-
-static pthread_mutex_t peer_mu = PTHREAD_MUTEX_INITIALIZER;
-#define MAX_PEER 64
-static unsigned char peer_tried[MAX_PEER][MAX_PEER];
-
-/* Enable dst's access to src once, where the hardware allows it; copies work either way. */
-static blinkResult_t enable_peer(int dst, int src)
-{
-    if (dst == src || dst < 0 || src < 0 || dst >= MAX_PEER || src >= MAX_PEER)
-        return blinkSuccess;
-    pthread_mutex_lock(&peer_mu);
-    int tried = peer_tried[dst][src];
-    peer_tried[dst][src] = 1;
-    pthread_mutex_unlock(&peer_mu);
-    if (tried)
-        return blinkSuccess;
-    ENTER(dst);
-    int can = 0;
-    CU(cudaDeviceCanAccessPeer(&can, dst, src));
-    if (can) {
-        cudaError_t e = cudaDeviceEnablePeerAccess(src, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled)
-            (void)cudaGetLastError(); /* clear it: not an error for us */
-        else
-            CU(e);
+    switch (op) {
+    case blinkProd: up_pass<T, blinkProd>(dst, in, k0, kstride, nk, m, divd); break;
+    case blinkMax: up_pass<T, blinkMax>(dst, in, k0, kstride, nk, m, divd); break;
+    case blinkMin: up_pass<T, blinkMin>(dst, in, k0, kstride, nk, m, divd); break;
+    default: up_pass<T, blinkSum>(dst, in, k0, kstride, nk, m, divd); break; /* sum, avg */
     }
-    LEAVE();
+}
+
+__device__ __forceinline__ size_t d_dtype_size(uint64_t dt)
+{
+    switch (dt) {
+    case blinkInt8: case blinkUint8: return 1;
+    case blinkFloat16: case blinkBfloat16: return 2;
+    case blinkInt32: case blinkUint32: case blinkFloat32: return 4;
+    default: return 8;
+    }
+}
+
+/* ------------------------------------------------------------------ device: the protocol */
+
+__device__ __forceinline__ bool d_has_up(uint64_t coll)
+{
+    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+__device__ __forceinline__ bool d_has_down(uint64_t coll)
+{
+    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+
+/* This rank's input and output at element x of tree t's group (exec_host.c's in_at, out_at). */
+__device__ __forceinline__ const unsigned char *d_in_at(const kparams &p, const bk_role &t,
+                                                        size_t x)
+{
+    size_t es = d_dtype_size(p.d[3]);
+    size_t base = p.d[1] == BLINK_PLAN_REDUCESCATTER ? (size_t)p.user_of[t.root] * p.d[5] : 0;
+    return p.send + (base + x) * es;
+}
+__device__ __forceinline__ unsigned char *d_out_at(const kparams &p, const bk_role &t, size_t x)
+{
+    size_t es = d_dtype_size(p.d[3]);
+    size_t base = p.d[1] == BLINK_PLAN_ALLGATHER ? (size_t)p.user_of[t.root] * p.d[5] : 0;
+    return p.recv + (base + x) * es;
+}
+
+/* Chunk s->up of tree ti: may it go up now? (thread 0; exec_host.c's up_step checks) */
+__device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                        unsigned char *checked, int &waiting)
+{
+    const bk_role &t = p.roles[ti];
+    const int *kids = p.kids + t.kids_at;
+    const unsigned char *me = p.seg[p.prank];
+    uint32_t ch = s->up;
+    if (ch >= s->nchunks || !d_has_up(p.d[1]))
+        return 0;
+    for (int j = 0; j < t.nkids; j++)
+        if (!d_reached(ld64(me + d_off_up_ready(p.lay, p.prank, ti, j)), seq, ch + 1)) {
+            waiting = kids[j];
+            return 0;
+        }
+    if (t.parent >= 0) {
+        int r = d_peer_ready(p, seq, checked, t.parent, waiting);
+        if (r <= 0)
+            return r;
+        if (ch >= BK_SLOTS &&
+            !d_reached(ld64(me + d_off_up_freed(p.lay, p.prank, ti, t.parent)), seq,
+                       ch - BK_SLOTS + 1)) {
+            waiting = t.parent;
+            return 0;
+        }
+    }
+    __threadfence_system(); /* the flags before the data they release */
+    return 1;
+}
+
+/* Chunk s->down of tree ti: may it go down now? */
+__device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                          unsigned char *checked, int &waiting)
+{
+    const bk_role &t = p.roles[ti];
+    const int *kids = p.kids + t.kids_at;
+    const unsigned char *me = p.seg[p.prank];
+    uint32_t ch = s->down;
+    if (ch >= s->nchunks || !d_has_down(p.d[1]))
+        return 0;
+    if (t.parent < 0) {
+        if (p.d[1] == BLINK_PLAN_ALLREDUCE && s->up <= ch)
+            return 0;
+    } else if (!d_reached(ld64(me + d_off_down_ready(p.lay, p.prank, ti)), seq, ch + 1)) {
+        waiting = t.parent;
+        return 0;
+    }
+    for (int j = 0; j < t.nkids; j++) {
+        int r = d_peer_ready(p, seq, checked, kids[j], waiting);
+        if (r <= 0)
+            return r;
+        if (ch >= BK_SLOTS &&
+            !d_reached(ld64(me + d_off_down_freed(p.lay, p.prank, ti, kids[j])), seq,
+                       ch - BK_SLOTS + 1)) {
+            waiting = kids[j];
+            return 0;
+        }
+    }
+    __threadfence_system();
+    return 1;
+}
+
+/* One step of tree ti going up, by the whole block: 1 moved, 0 not ready, -1 failed.
+ * Thread 0 decides; exactly two barriers on every path, so the block stays in step. */
+template <typename T>
+__device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsigned char *checked,
+                       int &waiting, volatile int *dec_sh)
+{
+    if (threadIdx.x == 0)
+        *dec_sh = up_ready(p, ti, s, seq, checked, waiting);
+    __syncthreads();
+    int dec = *dec_sh;
+    if (dec == 1) {
+        const bk_role &t = p.roles[ti];
+        uint32_t ch = s->up;
+        int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
+        size_t x0 = s->lo + (size_t)ch * p.chunk_elems;
+        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        const unsigned char *in = d_in_at(p, t, x0);
+        unsigned char *dst = root ? d_out_at(p, t, x0)
+                                  : p.seg[t.parent] + d_off_up_slot(p.lay, t.parent, ti, t.kpos, k);
+        const unsigned char *k0 = p.seg[p.prank] + d_off_up_slot(p.lay, p.prank, ti, 0, k);
+        int avg = p.d[4] == blinkAvg, divd = root && avg ? p.nranks : 0;
+        if (t.nkids == 0 && !divd) {
+            if (dst != in)
+                copy_bytes(dst, in, m * d_dtype_size(p.d[3]));
+        } else {
+            up_pass_op<T>(avg ? blinkSum : (int)p.d[4], dst, in, k0,
+                          (size_t)BK_SLOTS * p.lay.slot_bytes, t.nkids, m, divd);
+        }
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (dec == 1 && threadIdx.x == 0) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->up;
+        if (t.parent >= 0)
+            st64(p.seg[t.parent] + d_off_up_ready(p.lay, t.parent, ti, t.kpos), d_tag(seq, ch + 1));
+        for (int j = 0; j < t.nkids; j++)
+            st64(p.seg[kids[j]] + d_off_up_freed(p.lay, kids[j], ti, p.prank), d_tag(seq, ch + 1));
+        s->up = ch + 1;
+    }
+    return dec;
+}
+
+/* One step of tree ti going down, by the whole block. */
+__device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
+                         unsigned char *checked, int &waiting, volatile int *dec_sh)
+{
+    if (threadIdx.x == 0)
+        *dec_sh = down_ready(p, ti, s, seq, checked, waiting);
+    __syncthreads();
+    int dec = *dec_sh;
+    if (dec == 1) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->down;
+        int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
+        size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
+        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        const unsigned char *src;
+        if (root)
+            src = p.d[1] == BLINK_PLAN_ALLREDUCE ? d_out_at(p, t, x0) : d_in_at(p, t, x0);
+        else
+            src = p.seg[p.prank] + d_off_down_slot(p.lay, p.prank, ti, k);
+        unsigned char *out = d_out_at(p, t, x0);
+        if (out != src)
+            copy_bytes(out, src, m * es);
+        for (int j = 0; j < t.nkids; j++)
+            copy_bytes(p.seg[kids[j]] + d_off_down_slot(p.lay, kids[j], ti, k), src, m * es);
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (dec == 1 && threadIdx.x == 0) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->down;
+        for (int j = 0; j < t.nkids; j++)
+            st64(p.seg[kids[j]] + d_off_down_ready(p.lay, kids[j], ti), d_tag(seq, ch + 1));
+        if (t.parent >= 0)
+            st64(p.seg[t.parent] + d_off_down_freed(p.lay, t.parent, ti, p.prank),
+                 d_tag(seq, ch + 1));
+        s->down = ch + 1;
+    }
+    return dec;
+}
+
+/* floor(n * s / w) without overflow (exec_host.c's split_at). */
+__device__ size_t d_split_at(size_t n, uint64_t s, uint64_t w)
+{
+    if (w == 0)
+        return 0;
+    uint64_t q = n / w, r = n % w;
+    return (size_t)(q * s + (uint64_t)((unsigned __int128)r * s / w));
+}
+
+#if defined(__CUDACC_VER_MAJOR__) &&                                                         \
+    (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 7))
+#define GRID_CONSTANT __grid_constant__
+#else
+#define GRID_CONSTANT
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kparams p)
+{
+    extern __shared__ unsigned long long dsm[];
+    __shared__ int dec_sh;
+    __shared__ uint32_t seq_sh;
+    tstate *ts = (tstate *)dsm;
+    unsigned char *checked = (unsigned char *)(ts + p.tpb);
+    const int tid = threadIdx.x;
+    unsigned char *me = p.seg[p.prank];
+    int waiting = 0; /* thread 0: the peer the last blocked step waited for */
+
+    for (int i = tid; i < p.nranks; i += blockDim.x)
+        checked[i] = 0;
+    if (tid == 0) {
+        uint32_t seq = ld32(&p.ctl->seq) + 1;
+        seq = seq ? seq : 1; /* 0 is what a fresh segment holds */
+        seq_sh = seq;
+        uint32_t who = ld32(me + H_ABORT);
+        if (who) {
+            char *buf = s_msg;
+            dmsg m = {buf, 0, BK_MSG_MAX};
+            int q = (int)who - 1;
+            put_s(m, d_coll_name(p.d[1]));
+            put_s(m, ": the communicator was aborted: ");
+            if (q >= 0 && q < p.nranks && p.seg[q] && p.reach[q])
+                put_vol(m, p.seg[q] + H_MSG, (int)H_MSG_BYTES);
+            d_fail(p, blinkRemoteError, q, seq, buf, false);
+            dec_sh = -1;
+        } else {
+            if (blockIdx.x == 0) {
+                /* Enter: the description first, then the call number that makes it valid. */
+                for (int i = 0; i < BK_DESC_WORDS; i++)
+                    st64(me + H_DESC + 8 * i, i == 0 ? (uint64_t)seq : p.d[i]);
+                __threadfence_system();
+                st32(me + H_ENTERED, seq);
+                __threadfence_system();
+            }
+            for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
+                const bk_role &t = p.roles[ti];
+                tstate *s = &ts[i];
+                s->lo = d_split_at(p.d[5], t.lo_w, t.total_w);
+                s->hi = d_split_at(p.d[5], t.hi_w, t.total_w);
+                s->nchunks = (unsigned int)((s->hi - s->lo + p.chunk_elems - 1) / p.chunk_elems);
+                s->up = s->down = 0;
+            }
+            dec_sh = 0;
+        }
+    }
+    __syncthreads();
+    const uint32_t seq = seq_sh;
+    int go = dec_sh == 0;
+    __syncthreads();
+
+    uint64_t idle_since = 0;
+    unsigned int spins = 0;
+    while (go) {
+        int moved = 0, done = 1, failed = 0;
+        for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
+            tstate *s = &ts[i];
+            int r;
+            while ((r = up_step<T>(p, ti, s, seq, checked, waiting, &dec_sh)) > 0)
+                moved = 1;
+            if (r == 0)
+                while ((r = down_step(p, ti, s, seq, checked, waiting, &dec_sh)) > 0)
+                    moved = 1;
+            if (r < 0) {
+                failed = 1;
+                break;
+            }
+            done &= (!d_has_up(p.d[1]) || s->up >= s->nchunks) &&
+                    (!d_has_down(p.d[1]) || s->down >= s->nchunks);
+        }
+        if (failed || done)
+            break;
+        if (moved) {
+            idle_since = 0;
+            spins = 0;
+            continue;
+        }
+        /* Nothing could move: an abort, the timeout, or look again. */
+        if (tid == 0) {
+            int stop = 0;
+            uint32_t who = ld32(me + H_ABORT);
+            uint64_t now = gtimer();
+            if (who) {
+                d_fail_aborted(p, seq, who);
+                stop = 1;
+            } else if (idle_since == 0) {
+                idle_since = now;
+            } else if (now - idle_since > p.timeout_ns) {
+                char *buf = s_msg;
+                dmsg m = {buf, 0, BK_MSG_MAX};
+                int q = waiting;
+                put_s(m, "rank ");
+                put_i(m, p.user_of[p.prank]);
+                put_s(m, " (device ");
+                put_i(m, p.topo_dev[p.prank]);
+                put_s(m, "): no progress for ");
+                put_s(m, p.timeout_str);
+                put_s(m, " s in ");
+                put_s(m, d_coll_name(p.d[1]));
+                put_s(m, " (call ");
+                put_u(m, seq);
+                put_s(m, "), waiting for rank ");
+                put_i(m, p.user_of[q]);
+                put_s(m, " (device ");
+                put_i(m, p.topo_dev[q]);
+                put_s(m, ") (BLINK_TIMEOUT_S)");
+                d_fail(p, blinkSystemError, q, seq, buf, true);
+                stop = 1;
+            }
+#if __CUDA_ARCH__ >= 700
+            if (!stop && ++spins > 64)
+                __nanosleep(spins > 4096 ? 1000 : 100);
+#endif
+            dec_sh = stop;
+        }
+        __syncthreads();
+        go = !dec_sh;
+        __syncthreads();
+    }
+
+    /* The last block out advances the call number the next launch takes. */
+    if (tid == 0) {
+        __threadfence();
+        if (atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1) {
+            st32(&p.ctl->seq, seq);
+            st32(&p.ctl->done, 0);
+            __threadfence();
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ the table */
 
+typedef void (*kernel_fn)(const kparams);
+
+
+/* The kernel of a datatype (one per type: each holds only its own reductions). */
+static kernel_fn kernel_for(int dt)
+{
+    switch (dt) {
+    case blinkInt8: return bk_kernel<int8_t>;
+    case blinkUint8: return bk_kernel<uint8_t>;
+    case blinkInt32: return bk_kernel<int32_t>;
+    case blinkUint32: return bk_kernel<uint32_t>;
+    case blinkInt64: return bk_kernel<int64_t>;
+    case blinkUint64: return bk_kernel<uint64_t>;
+    case blinkFloat16: return bk_kernel<__half>;
+    case blinkBfloat16: return bk_kernel<__nv_bfloat16>;
+    case blinkFloat64: return bk_kernel<double>;
+    default: return bk_kernel<float>;
+    }
+}
+
+
 static blinkResult_t configure(void) { return blinkSuccess; }
 
-static blinkResult_t stream_create(int dev, const char *label, struct bk_stream **out)
+static int current_device(void)
 {
-    struct bk_stream *s = (struct bk_stream *)calloc(1, sizeof *s);
-    if (!s)
+    int d = -1;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return d;
+}
+
+static void bus_id(int dev, char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    if (dev < 0 || cudaDeviceGetPCIBusId(buf, (int)len, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        buf[0] = '\0';
+    }
+}
+
+/* Peer q's device as this process numbers it, or -1 where this process cannot see it. */
+static int local_device(blinkComm_t c, int q)
+{
+    int d = -1;
+    if (c->peer[q].busid[0] && cudaDeviceGetByPCIBusId(&d, c->peer[q].busid) == cudaSuccess)
+        return d;
+    (void)cudaGetLastError();
+    return c->peer[q].pid == getpid() ? c->peer[q].phys_dev : -1;
+}
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Blocks of a launch of a set of ntrees: one per tree, at most what is resident at once. */
+static int blocks_for(const struct bk_be *be, int ntrees)
+{
+    return ntrees < 1 ? 1 : ntrees < be->max_blocks ? ntrees : be->max_blocks;
+}
+
+static blinkResult_t rank_init(blinkComm_t c)
+{
+    struct bk_be *be = (struct bk_be *)calloc(1, sizeof *be);
+    if (!be)
         return bk_error(blinkSystemError, "CUDA backend: out of memory");
-    snprintf(s->label, sizeof s->label, "%s", label);
-    s->dev = dev;
+    c->be = be;
+    pthread_mutex_init(&be->mu, NULL);
+    int n = c->nranks, T = c->layout.ntrees, me = c->prank;
+    be->dev = c->peer[me].phys_dev;
+    be->nsets = 2 * c->plan->nschedules;
+    be->sets = (struct dset *)calloc((size_t)be->nsets + 1, sizeof *be->sets);
+    be->opened = (void **)calloc((size_t)n, sizeof *be->opened);
+    be->hreach = (unsigned char *)calloc((size_t)n, 1);
+    unsigned char *hatom = (unsigned char *)calloc((size_t)n, 1);
+    int *ldev = (int *)calloc((size_t)n, sizeof *ldev);
+    if (!be->sets || !be->opened || !be->hreach || !hatom || !ldev) {
+        free(hatom);
+        free(ldev);
+        return bk_error(blinkSystemError, "CUDA backend: out of memory");
+    }
+    c->nstreams = 1;
+    c->nworkers = 1;
+    be->max_blocks = 1;
+
     int old_ = -1;
     cudaError_t e = cudaGetDevice(&old_);
-    if (e == cudaSuccess)
-        e = cudaSetDevice(dev);
-    if (e == cudaSuccess)
-        e = cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking);
+    if (e == cudaSuccess && old_ != be->dev)
+        e = cudaSetDevice(be->dev);
+    blinkResult_t r = e == cudaSuccess ? blinkSuccess : cuda_fail(e, "cudaSetDevice", __LINE__);
+
+    /* Which peers this device reaches, and enable peer access to them. */
+    for (int q = 0; q < n && r == blinkSuccess; q++) {
+        ldev[q] = q == me ? be->dev : local_device(c, q);
+        if (ldev[q] == be->dev) {
+            be->hreach[q] = hatom[q] = 1;
+            continue;
+        }
+        if (ldev[q] < 0) {
+            be->hreach[q] = 1; /* not visible here: trust CUDA IPC; no atomics assumed */
+            continue;
+        }
+        int can = 0, atom = 0;
+        e = cudaDeviceCanAccessPeer(&can, be->dev, ldev[q]);
+        if (e != cudaSuccess) {
+            r = cuda_fail(e, "cudaDeviceCanAccessPeer", __LINE__);
+            break;
+        }
+        if (can) {
+            e = cudaDeviceEnablePeerAccess(ldev[q], 0);
+            if (e == cudaErrorPeerAccessAlreadyEnabled) {
+                (void)cudaGetLastError();
+            } else if (e != cudaSuccess) {
+                r = cuda_fail(e, "cudaDeviceEnablePeerAccess", __LINE__);
+                break;
+            }
+            if (cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, be->dev,
+                                          ldev[q]) != cudaSuccess) {
+                (void)cudaGetLastError();
+                atom = 0;
+            }
+        }
+        be->hreach[q] = (unsigned char)can;
+        hatom[q] = (unsigned char)(can && atom);
+    }
+    /* Every tree edge must be reachable: the kernel loads and stores across it. */
+    for (int i = 0; i < be->nsets && r == blinkSuccess; i++)
+        for (int ti = 0; ti < c->sets[i].ntrees && r == blinkSuccess; ti++) {
+            const struct bk_role *t = &c->sets[i].roles[ti];
+            for (int j = -1; j < t->nkids && r == blinkSuccess; j++) {
+                int q = j < 0 ? t->parent : c->sets[i].kids[t->kids_at + j];
+                if (q >= 0 && !be->hreach[q])
+                    r = bk_error(blinkSystemError, "CUDA backend: rank %d's device %d cannot "
+                                 "access rank %d's device %d directly (cudaDeviceCanAccessPeer "
+                                 "says no), but a tree of the plan connects them", c->rank,
+                                 be->dev, c->user_of[q], ldev[q]);
+            }
+        }
+
+    /* Streams and events. */
+    if (r == blinkSuccess && (e = cudaStreamCreateWithFlags(&be->exec, cudaStreamNonBlocking)))
+        r = cuda_fail(e, "cudaStreamCreateWithFlags", __LINE__);
+    if (r == blinkSuccess && (e = cudaStreamCreateWithFlags(&be->aux, cudaStreamNonBlocking)))
+        r = cuda_fail(e, "cudaStreamCreateWithFlags", __LINE__);
+    if (r == blinkSuccess && (e = cudaEventCreateWithFlags(&be->in_ev, cudaEventDisableTiming)))
+        r = cuda_fail(e, "cudaEventCreateWithFlags", __LINE__);
+    if (r == blinkSuccess && (e = cudaEventCreateWithFlags(&be->out_ev, cudaEventDisableTiming)))
+        r = cuda_fail(e, "cudaEventCreateWithFlags", __LINE__);
+
+    /* Blocks per launch: every block of every rank on this device must be resident at once
+     * (a block waits for peers that may wait for another block), so at most what fits. */
+    if (r == blinkSuccess) {
+        int sms = 0, occ = 0, sharing = 0;
+        size_t smem_max = (size_t)T * sizeof(struct tstate) + align_up((size_t)n, 8);
+        if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, be->dev)))
+            r = cuda_fail(e, "cudaDeviceGetAttribute", __LINE__);
+        for (int dt = 0; dt < blinkNumTypes && r == blinkSuccess; dt++) {
+            int o = 0;
+            if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, kernel_for(dt), KTHREADS,
+                                                                   smem_max)))
+                r = cuda_fail(e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", __LINE__);
+            occ = dt == 0 || o < occ ? o : occ;
+        }
+        for (int q = 0; q < n; q++)
+            sharing += ldev[q] == be->dev;
+        if (r == blinkSuccess && occ < 1)
+            r = bk_error(blinkSystemError, "CUDA backend: the protocol kernel (%d threads, %zu "
+                         "bytes of shared memory) cannot run on device %d", KTHREADS, smem_max,
+                         be->dev);
+        long fit = (long)sms * occ / (sharing > 0 ? sharing : 1);
+        be->max_blocks = fit < 1 ? 1 : fit < MAX_BLOCKS ? (int)fit : MAX_BLOCKS;
+        for (int i = 0; i < be->nsets; i++)
+            c->nworkers = blocks_for(be, c->sets[i].ntrees) > c->nworkers
+                              ? blocks_for(be, c->sets[i].ntrees) : c->nworkers;
+    }
+
+    /* The status block: pinned and mapped. */
+    if (r == blinkSuccess && (e = cudaHostAlloc(&be->pinned, sizeof(struct kstatus) +
+                                                sizeof(struct hscratch),
+                                                cudaHostAllocMapped | cudaHostAllocPortable)))
+        r = cuda_fail(e, "cudaHostAlloc", __LINE__);
+    if (r == blinkSuccess) {
+        memset(be->pinned, 0, sizeof(struct kstatus) + sizeof(struct hscratch));
+        be->status = (struct kstatus *)be->pinned;
+        be->scratch = (struct hscratch *)(be->status + 1);
+        void *dp = NULL;
+        if ((e = cudaHostGetDevicePointer(&dp, be->pinned, 0)))
+            r = cuda_fail(e, "cudaHostGetDevicePointer", __LINE__);
+        be->dstatus = (struct kstatus *)dp;
+    }
+
+    /* The tables: one device allocation, filled by one copy. */
+    size_t cells = (size_t)n * (size_t)T, at = 0;
+    size_t o_fanin = at; at = align_up(at + cells * sizeof(int), 16);
+    size_t o_flag = at; at = align_up(at + cells * sizeof(size_t), 16);
+    size_t o_slot = at; at = align_up(at + cells * sizeof(size_t), 16);
+    size_t o_foff = at; at = align_up(at + (size_t)n * sizeof(size_t), 16);
+    size_t o_soff = at; at = align_up(at + (size_t)n * sizeof(size_t), 16);
+    size_t o_user = at; at = align_up(at + (size_t)n * sizeof(int), 16);
+    size_t o_topo = at; at = align_up(at + (size_t)n * sizeof(int), 16);
+    size_t o_reach = at; at = align_up(at + (size_t)n, 16);
+    size_t o_atom = at; at = align_up(at + (size_t)n, 16);
+    size_t o_seg = at; at = align_up(at + (size_t)n * sizeof(void *), 16);
+    size_t o_tmo = at; at = align_up(at + TIMEOUT_CHARS, 16);
+    size_t o_ctl = at; at = align_up(at + sizeof(struct kctl), 16);
+    size_t *o_roles = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
+    size_t *o_kids = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
+    size_t *n_kids = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
+    if (r == blinkSuccess && (!o_roles || !o_kids || !n_kids))
+        r = bk_error(blinkSystemError, "CUDA backend: out of memory");
+    for (int i = 0; i < be->nsets && r == blinkSuccess; i++) {
+        const struct bk_roleset *s = &c->sets[i];
+        for (int ti = 0; ti < s->ntrees; ti++)
+            if ((size_t)(s->roles[ti].kids_at + s->roles[ti].nkids) > n_kids[i])
+                n_kids[i] = (size_t)(s->roles[ti].kids_at + s->roles[ti].nkids);
+        o_roles[i] = at;
+        at = align_up(at + (size_t)s->ntrees * sizeof(struct bk_role), 16);
+        o_kids[i] = at;
+        at = align_up(at + n_kids[i] * sizeof(int), 16);
+    }
+    unsigned char *host = r == blinkSuccess ? (unsigned char *)calloc(1, at) : NULL;
+    if (r == blinkSuccess && !host)
+        r = bk_error(blinkSystemError, "CUDA backend: out of memory");
+    if (r == blinkSuccess) {
+        memcpy(host + o_fanin, c->layout.fanin, cells * sizeof(int));
+        memcpy(host + o_flag, c->layout.flag_base, cells * sizeof(size_t));
+        memcpy(host + o_slot, c->layout.slot_base, cells * sizeof(size_t));
+        memcpy(host + o_foff, c->layout.flags_off, (size_t)n * sizeof(size_t));
+        memcpy(host + o_soff, c->layout.slots_off, (size_t)n * sizeof(size_t));
+        memcpy(host + o_user, c->user_of, (size_t)n * sizeof(int));
+        for (int q = 0; q < n; q++)
+            memcpy(host + o_topo + (size_t)q * sizeof(int), &c->peer[q].topo_dev, sizeof(int));
+        memcpy(host + o_reach, be->hreach, (size_t)n);
+        memcpy(host + o_atom, hatom, (size_t)n);
+        snprintf((char *)host + o_tmo, TIMEOUT_CHARS, "%g", c->env.timeout_s);
+        for (int i = 0; i < be->nsets; i++) {
+            const struct bk_roleset *s = &c->sets[i];
+            if (s->ntrees)
+                memcpy(host + o_roles[i], s->roles, (size_t)s->ntrees * sizeof(struct bk_role));
+            if (n_kids[i])
+                memcpy(host + o_kids[i], s->kids, n_kids[i] * sizeof(int));
+        }
+        void *d = NULL;
+        if ((e = cudaMalloc(&d, at)))
+            r = cuda_fail(e, "cudaMalloc", __LINE__);
+        be->tables = (unsigned char *)d;
+    }
+    if (r == blinkSuccess && (e = cudaMemcpy(be->tables, host, at, cudaMemcpyHostToDevice)))
+        r = cuda_fail(e, "cudaMemcpy", __LINE__);
+    if (r == blinkSuccess) {
+        unsigned char *b = be->tables;
+        be->lay.nranks = n;
+        be->lay.ntrees = T;
+        be->lay.slot_bytes = c->layout.slot_bytes;
+        be->lay.fanin = (const int *)(b + o_fanin);
+        be->lay.flag_base = (const size_t *)(b + o_flag);
+        be->lay.slot_base = (const size_t *)(b + o_slot);
+        be->lay.flags_off = (const size_t *)(b + o_foff);
+        be->lay.slots_off = (const size_t *)(b + o_soff);
+        be->user_of = (const int *)(b + o_user);
+        be->topo_dev = (const int *)(b + o_topo);
+        be->reach = b + o_reach;
+        be->atom = b + o_atom;
+        be->dseg = (unsigned char **)(b + o_seg);
+        be->timeout_str = (const char *)(b + o_tmo);
+        be->ctl = (struct kctl *)(b + o_ctl);
+        for (int i = 0; i < be->nsets; i++) {
+            be->sets[i].roles = (const struct bk_role *)(b + o_roles[i]);
+            be->sets[i].kids = (const int *)(b + o_kids[i]);
+            be->sets[i].ntrees = c->sets[i].ntrees;
+        }
+    }
+    free(host);
+    free(o_roles);
+    free(o_kids);
+    free(n_kids);
+    free(hatom);
+    free(ldev);
     if (old_ >= 0)
         cudaSetDevice(old_);
-    if (e != cudaSuccess) {
-        free(s);
-        return cuda_fail(e, "cudaStreamCreateWithFlags", __LINE__);
+    return r;
+}
+
+static void rank_free(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    if (!be)
+        return;
+    int old = quiet_enter(be->dev);
+    if (be->exec)
+        quiet(cudaStreamSynchronize(be->exec)); /* bounded by the kernel's own timeout */
+    if (be->aux)
+        quiet(cudaStreamSynchronize(be->aux));
+    for (int q = 0; q < c->nranks && be->opened; q++)
+        if (be->opened[q])
+            quiet(cudaIpcCloseMemHandle(be->opened[q]));
+    if (be->own)
+        quiet(cudaFree(be->own));
+    if (be->tables)
+        quiet(cudaFree(be->tables));
+    if (be->pinned)
+        quiet(cudaFreeHost(be->pinned));
+    if (be->in_ev)
+        quiet(cudaEventDestroy(be->in_ev));
+    if (be->out_ev)
+        quiet(cudaEventDestroy(be->out_ev));
+    if (be->exec)
+        quiet(cudaStreamDestroy(be->exec));
+    if (be->aux)
+        quiet(cudaStreamDestroy(be->aux));
+    quiet_leave(old);
+    pthread_mutex_destroy(&be->mu);
+    free(be->sets);
+    free(be->opened);
+    free(be->hreach);
+    free(be);
+    c->be = NULL;
+}
+
+/* ------------------------------------------------------------------ segments */
+
+static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
+                                void *handle)
+{
+    (void)name; /* the IPC handle names it */
+    struct bk_be *be = c->be;
+    ENTER(be->dev);
+    void *p = NULL;
+    CU(cudaMalloc(&p, bytes));
+    be->own = (unsigned char *)p;
+    CU(cudaMemset(p, 0, bytes));
+    struct bk_seg_header h;
+    memset(&h, 0, sizeof h);
+    h.magic = BK_SEG_MAGIC;
+    h.rank = (uint32_t)c->prank;
+    h.nranks = (uint32_t)c->nranks;
+    CU(cudaMemcpy(p, &h, sizeof h, cudaMemcpyHostToDevice));
+    cudaIpcMemHandle_t ipc;
+    CU(cudaIpcGetMemHandle(&ipc, p));
+    memset(handle, 0, BK_HANDLE_BYTES);
+    memcpy(handle, &ipc, sizeof ipc);
+    CU(cudaMemcpy(&be->dseg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
+    *seg = p;
+    LEAVE();
+}
+
+static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
+                              size_t bytes, int same_process, void *seg_ptr, void **seg)
+{
+    (void)name;
+    struct bk_be *be = c->be;
+    void *p = seg_ptr;
+    if (!same_process && !be->hreach[peer]) {
+        /* No tree edge leads there (rank_init checked) and this device cannot reach it: leave
+         * it unmapped; the host's abort skips it, the kernel never touches it. */
+        *seg = NULL;
+        return blinkSuccess;
     }
-    *out = s;
-    return blinkSuccess;
-}
-
-static void stream_destroy(struct bk_stream *s)
-{
-    int old = -1;
-    cudaGetDevice(&old);
-    cudaSetDevice(s->dev);
-    cudaStreamSynchronize(s->s);
-    cudaStreamDestroy(s->s);
-    if (old >= 0)
-        cudaSetDevice(old);
-    free(s);
-}
-
-static blinkResult_t stream_synchronize(struct bk_stream *s)
-{
-    ENTER(s->dev);
-    CU(cudaStreamSynchronize(s->s));
-    LEAVE();
-}
-
-static blinkResult_t mem_alloc(int dev, size_t bytes, void **p)
-{
-    ENTER(dev);
-    CU(cudaMalloc(p, bytes ? bytes : 1));
-    LEAVE();
-}
-
-static void mem_free(int dev, void *p)
-{
-    int old = -1;
-    cudaGetDevice(&old);
-    cudaSetDevice(dev);
-    cudaFree(p);
-    if (old >= 0)
-        cudaSetDevice(old);
-}
-
-static blinkResult_t copy(struct bk_stream *s, int dst_dev, void *dst, int src_dev,
-                          const void *src, size_t bytes)
-{
-    if (dst_dev != src_dev) {
-        blinkResult_t r = enable_peer(dst_dev, src_dev);
-        if (r == blinkSuccess)
-            r = enable_peer(src_dev, dst_dev);
-        if (r != blinkSuccess)
-            return r;
+    ENTER(be->dev);
+    if (!same_process) {
+        cudaIpcMemHandle_t ipc;
+        memcpy(&ipc, handle, sizeof ipc);
+        CU(cudaIpcOpenMemHandle(&p, ipc, cudaIpcMemLazyEnablePeerAccess));
+        be->opened[peer] = p; /* closed by rank_free, whatever happens next */
     }
-    ENTER(s->dev);
-    if (dst_dev == src_dev)
-        CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s->s));
-    else
-        CU(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, s->s));
-    LEAVE();
-}
-
-static blinkResult_t reduce(struct bk_stream *s, void *dst, const void *a, const void *b,
-                            size_t count, blinkDataType_t dt, blinkRedOp_t op)
-{
-    ENTER(s->dev);
-    CU(BY_TYPE(dt, launch_reduce, s->s, dst, a, b, count, (int)op));
-    LEAVE();
-}
-
-static blinkResult_t divide(struct bk_stream *s, void *buf, size_t count, blinkDataType_t dt,
-                            int n)
-{
-    ENTER(s->dev);
-    CU(BY_TYPE(dt, launch_divide, s->s, buf, count, n));
-    LEAVE();
-}
-
-static blinkResult_t event_create(int dev, struct bk_event **out)
-{
-    struct bk_event *e = (struct bk_event *)calloc(1, sizeof *e);
-    if (!e)
-        return bk_error(blinkSystemError, "CUDA backend: out of memory");
-    e->dev = dev;
-    int old_ = -1;
-    cudaError_t err = cudaGetDevice(&old_);
-    if (err == cudaSuccess)
-        err = cudaSetDevice(dev);
-    if (err == cudaSuccess)
-        err = cudaEventCreateWithFlags(&e->e, cudaEventDisableTiming);
-    if (old_ >= 0)
+    struct bk_seg_header h;
+    CU(cudaMemcpy(&h, p, sizeof h, cudaMemcpyDeviceToHost));
+    if (h.magic != BK_SEG_MAGIC || h.rank != (uint32_t)peer || h.nranks != (uint32_t)c->nranks) {
         cudaSetDevice(old_);
-    if (err != cudaSuccess) {
-        free(e);
-        return cuda_fail(err, "cudaEventCreateWithFlags", __LINE__);
+        return bk_error(blinkSystemError, "CUDA backend: the segment rank %d exported (%zu "
+                        "bytes) is not its segment", c->user_of[peer], bytes);
     }
-    *out = e;
-    return blinkSuccess;
-}
-
-static void event_destroy(struct bk_event *e)
-{
-    cudaEventDestroy(e->e);
-    free(e);
-}
-
-static blinkResult_t event_record(struct bk_event *e, struct bk_stream *s)
-{
-    ENTER(s->dev);
-    CU(cudaEventRecord(e->e, s->s));
+    CU(cudaMemcpy(&be->dseg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
+    *seg = p;
     LEAVE();
 }
 
-static blinkResult_t stream_wait(struct bk_stream *s, struct bk_event *e)
+static void seg_unlink(const char *name) { (void)name; /* nothing has a name */ }
+
+/* ------------------------------------------------------------------ calls */
+
+static void host_abort(blinkComm_t c, const char *msg, int own_only);
+
+/* The five operations of a call. */
+static blinkResult_t issue(struct bk_be *be, const kparams *p, int blocks, size_t smem,
+                           cudaStream_t us)
 {
-    ENTER(s->dev);
-    CU(cudaStreamWaitEvent(s->s, e->e, 0));
+    be->launched = 0;
+    ENTER(be->dev);
+    CU(cudaEventRecord(be->in_ev, us));
+    CU(cudaStreamWaitEvent(be->exec, be->in_ev, 0));
+    kernel_for((int)p->d[3] /* dt */)<<<blocks, KTHREADS, smem, be->exec>>>(*p);
+    CU(cudaGetLastError());
+    be->launched = 1;
+    CU(cudaEventRecord(be->out_ev, be->exec));
+    be->recorded = 1;
+    CU(cudaStreamWaitEvent(us, be->out_ev, 0));
     LEAVE();
 }
 
-static blinkResult_t event_synchronize(struct bk_event *e)
+static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)
 {
-    int old_ = -1;
-    CU(cudaEventSynchronize(e->e));
-    return blinkSuccess;
+    struct bk_be *be = c->be;
+    cudaStream_t us = (cudaStream_t)user;
+    const struct dset *s = &be->sets[L->set_index];
+    struct kparams p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.d, &L->d, sizeof p.d);
+    p.send = (const unsigned char *)L->send;
+    p.recv = (unsigned char *)L->recv;
+    p.chunk_elems = L->chunk_elems;
+    p.roles = s->roles;
+    p.kids = s->kids;
+    p.ntrees = s->ntrees;
+    int blocks = blocks_for(be, s->ntrees);
+    p.tpb = (s->ntrees + blocks - 1) / blocks;
+    p.prank = c->prank;
+    p.nranks = c->nranks;
+    p.lay = be->lay;
+    p.seg = be->dseg;
+    p.reach = be->reach;
+    p.atom = be->atom;
+    p.user_of = be->user_of;
+    p.topo_dev = be->topo_dev;
+    p.timeout_str = be->timeout_str;
+    double ns = c->env.timeout_s * 1e9;
+    p.timeout_ns = ns >= 9.0e18 ? 9000000000000000000ull : ns <= 0 ? 0 : (uint64_t)ns;
+    p.status = be->dstatus;
+    p.ctl = be->ctl;
+    size_t smem = (size_t)p.tpb * sizeof(struct tstate) + align_up((size_t)c->nranks, 8);
+    be->last_seq = (uint32_t)L->d.seq;
+    be->last_coll = (int)L->d.coll;
+    c->ops = 0;
+    blinkResult_t r = issue(be, &p, blocks, smem, us);
+    if (r != blinkSuccess && !be->launched) {
+        /* This rank never entered the call: fail it everywhere now, not after the timeout. */
+        char msg[BK_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", bk_last_error());
+        host_abort(c, msg, 0);
+        bk_set_last_error(msg);
+    }
+    if (r == blinkSuccess)
+        c->ops = 5;
+    return r;
 }
 
-static blinkResult_t user_record(struct bk_event *e, void *user, int dev)
+/* The kernel's report, if it failed. */
+static blinkResult_t status_error(struct bk_be *be)
 {
-    ENTER(dev);
-    CU(cudaEventRecord(e->e, (cudaStream_t)user));
-    LEAVE();
+    const volatile struct kstatus *st = be->status;
+    unsigned int code = st ? st->code : 0;
+    if (!code)
+        return blinkSuccess;
+    __sync_synchronize(); /* the message was written before the code */
+    char msg[BK_MSG_MAX];
+    for (int i = 0; i < BK_MSG_MAX; i++)
+        msg[i] = st->msg[i];
+    msg[BK_MSG_MAX - 1] = '\0';
+    blinkResult_t r = code == blinkInvalidUsage ? blinkInvalidUsage
+                      : code == blinkRemoteError ? blinkRemoteError : blinkSystemError;
+    return bk_error(r, "%s", msg);
 }
 
-static blinkResult_t user_wait(void *user, struct bk_event *e, int dev)
+/* Write abort words (and this rank's reason) from the host, with copies on the aux stream, so
+ * it works while a kernel spins. own_only: stop this rank's kernel alone. */
+static void host_abort(blinkComm_t c, const char *msg, int own_only)
 {
-    ENTER(dev);
-    CU(cudaStreamWaitEvent((cudaStream_t)user, e->e, 0));
-    LEAVE();
+    struct bk_be *be = c->be;
+    if (!be || !be->aux || !be->scratch || !c->peer || !c->peer[c->prank].seg)
+        return;
+    int old = quiet_enter(be->dev);
+    pthread_mutex_lock(&be->mu);
+    struct hscratch *h = be->scratch;
+    unsigned char *me = c->peer[c->prank].seg;
+    uint32_t mine = (uint32_t)c->prank + 1;
+    int ok = quiet(cudaMemcpyAsync(&h->word, me + H_ABORT, 4, cudaMemcpyDefault, be->aux)) ==
+                 cudaSuccess &&
+             quiet(cudaStreamSynchronize(be->aux)) == cudaSuccess;
+    if (ok && h->word == 0) {
+        snprintf(h->msg, sizeof h->msg, "%s", msg);
+        quiet(cudaMemcpyAsync(me + H_MSG, h->msg, strlen(h->msg) + 1, cudaMemcpyDefault,
+                              be->aux));
+        quiet(cudaStreamSynchronize(be->aux));
+    }
+    for (int i = 0; i < (own_only ? 1 : c->nranks); i++) {
+        int v = (i + c->prank) % c->nranks; /* this rank's own header first */
+        unsigned char *seg = c->peer[v].seg;
+        if (!seg)
+            continue; /* not mapped: init failed before it */
+        if (quiet(cudaMemcpyAsync(&h->word, seg + H_ABORT, 4, cudaMemcpyDefault, be->aux)) ||
+            quiet(cudaStreamSynchronize(be->aux)) || h->word != 0)
+            continue;
+        h->word = mine;
+        quiet(cudaMemcpyAsync(seg + H_ABORT, &h->word, 4, cudaMemcpyDefault, be->aux));
+        quiet(cudaStreamSynchronize(be->aux));
+    }
+    pthread_mutex_unlock(&be->mu);
+    quiet_leave(old);
 }
+
+/* A peer process that exited while this rank's kernel runs: stop the kernel (its own abort
+ * word, with the reason), so the call fails now instead of after BLINK_TIMEOUT_S. */
+static void check_gone(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    double now = bk_now();
+    if (now - be->last_gone_check < 0.1)
+        return;
+    be->last_gone_check = now;
+    for (int q = 0; q < c->nranks; q++)
+        if (c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid)) {
+            char msg[BK_MSG_MAX];
+            snprintf(msg, sizeof msg, "rank %d (pid %d, device %d) exited during %s (call %u)",
+                     c->user_of[q], c->peer[q].pid, c->peer[q].topo_dev,
+                     bk_coll_name(be->last_coll), be->last_seq);
+            host_abort(c, msg, 1);
+            return;
+        }
+}
+
+/* Where the last call's kernel is: 1 done (or nothing to wait for), 0 running, or an error. */
+static blinkResult_t query_last(struct bk_be *be, int *done)
+{
+    *done = 1;
+    if (!be->recorded)
+        return blinkSuccess;
+    cudaError_t e = cudaEventQuery(be->out_ev);
+    if (e == cudaSuccess)
+        return blinkSuccess;
+    (void)cudaGetLastError();
+    if (e == cudaErrorNotReady) {
+        *done = 0;
+        return blinkSuccess;
+    }
+    if (e == cudaErrorCapturedEvent || e == cudaErrorStreamCaptureUnsupported)
+        return blinkSuccess; /* recorded into a graph: the graph's launches are the user's */
+    return cuda_fail(e, "cudaEventQuery", __LINE__); /* a sticky error: the context is lost */
+}
+
+static blinkResult_t wait_last(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    int old = quiet_enter(be->dev), done = 0;
+    long pause_ns = 2000;
+    blinkResult_t r;
+    while ((r = query_last(be, &done)) == blinkSuccess && !done) {
+        check_gone(c);
+        struct timespec ts = {0, pause_ns};
+        nanosleep(&ts, NULL);
+        pause_ns = pause_ns < 1000000 ? pause_ns * 2 : pause_ns;
+    }
+    quiet_leave(old);
+    return r != blinkSuccess ? r : status_error(be);
+}
+
+static blinkResult_t async_error(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    blinkResult_t r = status_error(be);
+    if (r != blinkSuccess)
+        return r;
+    int old = quiet_enter(be->dev), done = 1;
+    r = query_last(be, &done);
+    if (r == blinkSuccess && !done)
+        check_gone(c);
+    quiet_leave(old);
+    return r;
+}
+
+static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, configure, stream_create, stream_destroy, stream_synchronize, mem_alloc, mem_free,
-    copy, reduce, divide, event_create, event_destroy, event_record, stream_wait,
-    event_synchronize, user_record, user_wait,
+    "cuda", 0, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 
 extern "C" const struct bk_backend *bk_backend(void) { return &cuda_backend; }

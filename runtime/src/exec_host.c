@@ -108,9 +108,10 @@ void bk_hx_abort(blinkComm_t c, const char *msg)
 
 /* ------------------------------------------------------------------ failing */
 
-static int fail(struct worker *w, blinkResult_t r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct worker *w, blinkResult_t r, const char *fmt, ...)
+/* Fail this launch; unless the failure was heard from another rank's abort, tell them all. */
+static int fail_how(struct worker *w, blinkResult_t r, int heard, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_how(struct worker *w, blinkResult_t r, int heard, const char *fmt, ...)
 {
     struct bk_hx *x = w->x;
     va_list ap;
@@ -124,10 +125,11 @@ static int fail(struct worker *w, blinkResult_t r, const char *fmt, ...)
     }
     pthread_mutex_unlock(&x->mu);
     __atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
-    if (r != blinkRemoteError)
+    if (!heard)
         bk_hx_abort(x->c, w->msg);
     return -1;
 }
+#define fail(w, r, ...) fail_how(w, r, 0, __VA_ARGS__)
 
 /* This rank's header says some rank aborted: fail with that rank's reason. */
 static int fail_aborted(struct worker *w, uint32_t who)
@@ -135,8 +137,9 @@ static int fail_aborted(struct worker *w, uint32_t who)
     blinkComm_t c = w->x->c;
     int q = (int)who - 1;
     if (q == c->prank)
-        return fail(w, blinkRemoteError, "%s", hdr(c, q)->abort_msg);
-    return fail(w, blinkRemoteError, "rank %d gave up: %s", c->user_of[q], hdr(c, q)->abort_msg);
+        return fail_how(w, blinkRemoteError, 1, "%s", hdr(c, q)->abort_msg);
+    return fail_how(w, blinkRemoteError, 1, "rank %d gave up: %s", c->user_of[q],
+                    hdr(c, q)->abort_msg);
 }
 
 /* ------------------------------------------------------------------ buffers */
@@ -354,13 +357,11 @@ static int tree_done(const struct bk_launch *L, const struct tree_state *s)
     return (!has_up(coll) || s->up >= s->nchunks) && (!has_down(coll) || s->down >= s->nchunks);
 }
 
-/* A peer whose process is gone, or -1. */
-static int gone_peer(blinkComm_t c)
+/* Whether peer q's process is gone. Only a peer this rank waits for counts: a peer that has
+ * done its part of the call may well have exited. */
+static int gone(blinkComm_t c, int q)
 {
-    for (int q = 0; q < c->nranks; q++)
-        if (c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid))
-            return q;
-    return -1;
+    return q >= 0 && c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid);
 }
 
 /* Sleep on this rank's bell until something is stored into its segment (or 10 ms pass). */
@@ -393,6 +394,7 @@ static void work(struct worker *w)
     while (mine > 0) {
         uint32_t bell = __atomic_load_n(&me->bell, __ATOMIC_SEQ_CST);
         int moved = 0, done = 1;
+        w->waiting_for = -1;
         if (__atomic_load_n(&x->failed, __ATOMIC_ACQUIRE))
             return;
         for (int ti = w->index; ti < nt; ti += x->nthreads) {
@@ -424,21 +426,27 @@ static void work(struct worker *w)
             continue;
         }
         sleep_on_bell(me, bell);
+        if ((who = __atomic_load_n(&me->abort, __ATOMIC_ACQUIRE)) != 0) {
+            fail_aborted(w, who);
+            return;
+        }
         double now = bk_now();
         if (idle_since == 0)
             idle_since = last_check = now;
+        int q = w->waiting_for;
         if (now - idle_since > c->env.timeout_s) {
-            int q = w->waiting_for;
-            fail(w, blinkSystemError, "rank %d (device %d): no progress for %g s in %s (call %u)"
-                 ", waiting for rank %d (device %d) (BLINK_TIMEOUT_S)", c->rank,
-                 c->peer[c->prank].topo_dev, c->env.timeout_s, bk_coll_name((int)L->d.coll),
-                 (uint32_t)L->d.seq, c->user_of[q], c->peer[q].topo_dev);
+            char peer[64] = "";
+            if (q >= 0)
+                snprintf(peer, sizeof peer, ", waiting for rank %d (device %d)", c->user_of[q],
+                         c->peer[q].topo_dev);
+            fail(w, blinkSystemError, "rank %d (device %d): no progress for %g s in %s (call "
+                 "%u)%s (BLINK_TIMEOUT_S)", c->rank, c->peer[c->prank].topo_dev,
+                 c->env.timeout_s, bk_coll_name((int)L->d.coll), (uint32_t)L->d.seq, peer);
             return;
         }
         if (now - last_check > 0.1) {
             last_check = now;
-            int q = gone_peer(c);
-            if (q >= 0) {
+            if (gone(c, q)) {
                 fail(w, blinkRemoteError, "rank %d (pid %d, device %d) exited during %s (call "
                      "%u)", c->user_of[q], c->peer[q].pid, c->peer[q].topo_dev,
                      bk_coll_name((int)L->d.coll), (uint32_t)L->d.seq);

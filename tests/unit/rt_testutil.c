@@ -289,60 +289,62 @@ static void run_jobs(struct job *jobs, int n, const struct rt_case *c)
         finish(&jobs[v], r != blinkSuccess ? r : g);
 }
 
-/* Buffers of one run: recv[v] (whole output area) and where send points. */
-struct bufs {
-    char **big, **send, **recv;
-    size_t sendn, recvn, bign;
+/* One rank's buffers: big is its whole output area; send and recv point into it or not. */
+struct rank_bufs {
+    char *big, *send, *recv;
+    size_t sendn, recvn;       /* elements of the input and of the output area */
 };
 
-static void setup(struct bufs *b, int n, const struct rt_case *c)
+static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *c)
 {
     size_t es = rt_size(c->dt), cnt = c->count, N = (size_t)n;
     b->sendn = c->coll == BLINK_PLAN_REDUCESCATTER ? cnt * N : cnt;
     b->recvn = c->coll == BLINK_PLAN_ALLGATHER ? cnt * N : cnt;
-    b->bign = b->sendn > b->recvn ? b->sendn : b->recvn;
-    b->big = calloc(N, sizeof *b->big);
-    b->send = calloc(N, sizeof *b->send);
-    b->recv = calloc(N, sizeof *b->recv);
-    for (int v = 0; v < n; v++) {
-        b->big[v] = malloc(b->bign * es + 1);
-        memset(b->big[v], POISON, b->bign * es + 1);
-        char *other = malloc(b->bign * es + 1);
-        memset(other, POISON, b->bign * es + 1);
-        /* In place: NCCL's offsets (allgather's input and reducescatter's output inside). */
-        size_t off = (size_t)v * cnt * es;
-        if (!c->inplace) {
-            b->send[v] = other;
-            b->recv[v] = b->big[v];
-        } else if (c->coll == BLINK_PLAN_ALLGATHER) {
-            b->recv[v] = b->big[v];
-            b->send[v] = b->big[v] + off;
-            free(other);
-        } else if (c->coll == BLINK_PLAN_REDUCESCATTER) {
-            b->send[v] = b->big[v];
-            b->recv[v] = b->big[v] + off;
-            free(other);
-        } else {
-            b->send[v] = b->recv[v] = b->big[v];
-            free(other);
-        }
-        for (size_t i = 0; i < b->sendn; i++) {
-            double x = gen(c, v, i);
-            put(b->send[v], i, c->dt, x, (uint64_t)(int64_t)x);
-        }
+    size_t bign = b->sendn > b->recvn ? b->sendn : b->recvn;
+    b->big = malloc(bign * es + 1);
+    memset(b->big, POISON, bign * es + 1);
+    /* In place: NCCL's offsets (allgather's input and reducescatter's output inside). */
+    size_t off = (size_t)v * cnt * es;
+    if (!c->inplace) {
+        b->send = malloc(bign * es + 1);
+        memset(b->send, POISON, bign * es + 1);
+        b->recv = b->big;
+    } else if (c->coll == BLINK_PLAN_ALLGATHER) {
+        b->recv = b->big;
+        b->send = b->big + off;
+    } else if (c->coll == BLINK_PLAN_REDUCESCATTER) {
+        b->send = b->big;
+        b->recv = b->big + off;
+    } else {
+        b->send = b->recv = b->big;
+    }
+    for (size_t i = 0; i < b->sendn; i++) {
+        double x = gen(c, v, i);
+        put(b->send, i, c->dt, x, (uint64_t)(int64_t)x);
     }
 }
 
-static void teardown(struct bufs *b, int n, const struct rt_case *c)
+static void teardown_rank(struct rank_bufs *b, const struct rt_case *c)
 {
-    for (int v = 0; v < n; v++) {
-        if (!c->inplace)
-            free(b->send[v]);
-        free(b->big[v]);
-    }
+    if (!c->inplace)
+        free(b->send);
     free(b->big);
-    free(b->send);
-    free(b->recv);
+}
+
+/* Buffers of one run: b[n], one set per rank. */
+static struct rank_bufs *setup(int n, const struct rt_case *c)
+{
+    struct rank_bufs *b = calloc((size_t)n, sizeof *b);
+    for (int v = 0; v < n; v++)
+        setup_rank(&b[v], v, n, c);
+    return b;
+}
+
+static void teardown(struct rank_bufs *b, int n, const struct rt_case *c)
+{
+    for (int v = 0; v < n; v++)
+        teardown_rank(&b[v], c);
+    free(b);
 }
 
 /* Relative tolerance. Half types hold the small integer inputs and their sums exactly; only
@@ -383,57 +385,66 @@ static int check_elem(const struct rt_case *c, int n, const void *out, size_t i,
     return 0;
 }
 
-static int check(const struct bufs *b, int n, const struct rt_case *c, char *why, size_t len)
+/* Rank v's output of n ranks against the reference. */
+static int check_rank(const struct rank_bufs *b, int v, int n, const struct rt_case *c,
+                      char *why, size_t len)
 {
     int all[64], one[1];
-    for (int v = 0; v < n; v++)
-        all[v] = v;
+    for (int u = 0; u < n; u++)
+        all[u] = u;
     size_t es = rt_size(c->dt);
-    for (int v = 0; v < n; v++) {
-        const char *out = b->recv[v];
-        if (c->coll == BLINK_PLAN_REDUCE && v != c->root) {
-            /* Untouched: still poison (out of place) or still the input (in place). */
-            for (size_t i = 0; i < c->count; i++) {
-                one[0] = v;
-                if (c->inplace ? check_elem(c, n, out, i, one, 1, i, why, len, v)
-                               : (unsigned char)out[i * es] != POISON) {
-                    if (!c->inplace)
-                        snprintf(why, len, "rank %d element %zu: not root, but written", v, i);
-                    return 1;
-                }
-            }
-            continue;
-        }
-        for (size_t i = 0; i < b->recvn; i++) {
-            int bad;
-            switch (c->coll) {
-            case BLINK_PLAN_BROADCAST:
-                one[0] = c->root;
-                bad = check_elem(c, n, out, i, one, 1, i, why, len, v);
-                break;
-            case BLINK_PLAN_ALLGATHER:
-                one[0] = (int)(i / c->count);
-                bad = check_elem(c, n, out, i, one, 1, i % c->count, why, len, v);
-                break;
-            case BLINK_PLAN_REDUCESCATTER:
-                bad = check_elem(c, n, out, i, all, n, (size_t)v * c->count + i, why, len, v);
-                break;
-            default:
-                bad = check_elem(c, n, out, i, all, n, i, why, len, v);
-                break;
-            }
-            if (bad)
+    const char *out = b->recv;
+    if (c->coll == BLINK_PLAN_REDUCE && v != c->root) {
+        /* Untouched: still poison (out of place) or still the input (in place). */
+        for (size_t i = 0; i < c->count; i++) {
+            one[0] = v;
+            if (c->inplace ? check_elem(c, n, out, i, one, 1, i, why, len, v)
+                           : (unsigned char)out[i * es] != POISON) {
+                if (!c->inplace)
+                    snprintf(why, len, "rank %d element %zu: not root, but written", v, i);
                 return 1;
+            }
         }
+        return 0;
+    }
+    for (size_t i = 0; i < b->recvn; i++) {
+        int bad;
+        switch (c->coll) {
+        case BLINK_PLAN_BROADCAST:
+            one[0] = c->root;
+            bad = check_elem(c, n, out, i, one, 1, i, why, len, v);
+            break;
+        case BLINK_PLAN_ALLGATHER:
+            one[0] = (int)(i / c->count);
+            bad = check_elem(c, n, out, i, one, 1, i % c->count, why, len, v);
+            break;
+        case BLINK_PLAN_REDUCESCATTER:
+            bad = check_elem(c, n, out, i, all, n, (size_t)v * c->count + i, why, len, v);
+            break;
+        default:
+            bad = check_elem(c, n, out, i, all, n, i, why, len, v);
+            break;
+        }
+        if (bad)
+            return 1;
     }
     return 0;
 }
 
-static void run_bufs(blinkComm_t *comms, int n, const struct rt_case *c, struct bufs *b,
-                     struct job *jobs)
+static int check(const struct rank_bufs *b, int n, const struct rt_case *c, char *why,
+                 size_t len)
+{
+    for (int v = 0; v < n; v++)
+        if (check_rank(&b[v], v, n, c, why, len))
+            return 1;
+    return 0;
+}
+
+static void run_bufs(blinkComm_t *comms, int n, const struct rt_case *c,
+                     const struct rank_bufs *b, struct job *jobs)
 {
     for (int v = 0; v < n; v++) {
-        jobs[v] = (struct job){c, b->send[v], b->recv[v], comms[v], NULL, blinkSuccess, ""};
+        jobs[v] = (struct job){c, b[v].send, b[v].recv, comms[v], NULL, blinkSuccess, ""};
         if (c->streams)
             blinkHostStreamCreate(&jobs[v].stream);
     }
@@ -445,10 +456,9 @@ static void run_bufs(blinkComm_t *comms, int n, const struct rt_case *c, struct 
 
 int rt_run_check(blinkComm_t *comms, int n, const struct rt_case *c, char *why, size_t len)
 {
-    struct bufs b;
+    struct rank_bufs *b = setup(n, c);
     struct job *jobs = calloc((size_t)n, sizeof *jobs);
-    setup(&b, n, c);
-    run_bufs(comms, n, c, &b, jobs);
+    run_bufs(comms, n, c, b, jobs);
     int bad = 0;
     for (int v = 0; v < n && !bad; v++)
         if (jobs[v].res != blinkSuccess) {
@@ -456,24 +466,49 @@ int rt_run_check(blinkComm_t *comms, int n, const struct rt_case *c, char *why, 
             bad = 1;
         }
     if (!bad)
-        bad = check(&b, n, c, why, len);
-    teardown(&b, n, c);
+        bad = check(b, n, c, why, len);
+    teardown(b, n, c);
     free(jobs);
+    return bad;
+}
+
+int rt_rank_run_check(blinkComm_t comm, int rank, int n, const struct rt_case *c, char *why,
+                      size_t len)
+{
+    struct rank_bufs b;
+    setup_rank(&b, rank, n, c);
+    struct job j = {c, b.send, b.recv, comm, NULL, blinkSuccess, ""};
+    if (c->streams)
+        blinkHostStreamCreate(&j.stream);
+    /* One rank of a group is a group of one call; otherwise this thread is the rank's. */
+    if (c->style == RT_GROUP)
+        run_jobs(&j, 1, c);
+    else
+        job_main(&j);
+    if (j.stream)
+        blinkHostStreamDestroy(j.stream);
+    int bad = 0;
+    if (j.res != blinkSuccess) {
+        snprintf(why, len, "rank %d: result %d: %s", rank, j.res, j.msg);
+        bad = 1;
+    }
+    if (!bad)
+        bad = check_rank(&b, rank, n, c, why, len);
+    teardown_rank(&b, c);
     return bad;
 }
 
 void rt_run(blinkComm_t *comms, int n, const struct rt_case *c, blinkResult_t *res,
             char (*msgs)[512])
 {
-    struct bufs b;
+    struct rank_bufs *b = setup(n, c);
     struct job *jobs = calloc((size_t)n, sizeof *jobs);
-    setup(&b, n, c);
-    run_bufs(comms, n, c, &b, jobs);
+    run_bufs(comms, n, c, b, jobs);
     for (int v = 0; v < n; v++) {
         res[v] = jobs[v].res;
         if (msgs)
             snprintf(msgs[v], sizeof msgs[v], "%s", jobs[v].msg);
     }
-    teardown(&b, n, c);
+    teardown(b, n, c);
     free(jobs);
 }

@@ -46,6 +46,12 @@ struct rt_case {
 /* Run c on comms[n] and compare with the reference: 0, or 1 with a reason in why. */
 int rt_run_check(blinkComm_t *comms, int n, const struct rt_case *c, char *why, size_t len);
 
+/* One rank of n, each in its own process: only this rank's buffers, its call (RT_GROUP: a group
+ * of this one call; streams: a user stream, then synchronized) and its output checked against
+ * the same reference: 0, or 1 with a reason in why. Every rank must run the same c. */
+int rt_rank_run_check(blinkComm_t comm, int rank, int n, const struct rt_case *c, char *why,
+                      size_t len);
+
 /* Run c without checking data: each rank's result (call, then stream synchronize) in res[n],
  * and its last error message in msgs[n] (may be NULL). */
 void rt_run(blinkComm_t *comms, int n, const struct rt_case *c, blinkResult_t *res,

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_rt_procs.c - ranks as separate processes, as NCCL runs them: the test makes an id with
+ * blinkGetUniqueId and forks one child per rank; child r joins with blinkCommInitRank (the
+ * generated source's, renamed e2e_rank_NAME by templates/local.mk), playing topology device
+ * devs[r] through BLINK_DEVICE where the ranks are an allocation's. Each child runs the same
+ * seeded sweep as test_e2e (every collective x datatype x op; counts 0, 1, primes and many
+ * chunks; in place or not; one call or a group of one; NULL or user streams), on its own
+ * buffers only (rt_rank_run_check), and exits with a status that the parent checks, writing its
+ * first failure into a pipe. Then faults, each of which must end in an error on every rank within
+ * seconds, never a hang: a rank killed mid-call or during init, a damaged id, another valid id,
+ * two processes as one rank, another rank count, mismatched counts. After every case nothing
+ * of its id is left in /dev/shm.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_testutil.h"
+
+typedef blinkResult_t (*rank_fn)(blinkComm_t *, int, blinkUniqueId, int);
+blinkResult_t e2e_rank_dgx1p(blinkComm_t *, int, blinkUniqueId, int);
+blinkResult_t e2e_rank_dgx2(blinkComm_t *, int, blinkUniqueId, int);
+blinkResult_t e2e_rank_hgx_h100(blinkComm_t *, int, blinkUniqueId, int);
+blinkResult_t e2e_rank_dgx1v_all(blinkComm_t *, int, blinkUniqueId, int);
+
+#define MAX_RANKS 16
+#define MSG_BYTES 512
+
+/* A child's exit status: passed; failed (its reason in the pipe); or a call or init returned
+ * result r, an error the test asked for (its message in the pipe). */
+#define CHILD_OK 0
+#define CHILD_FAILED 1
+#define CHILD_GOT(r) (16 + (int)(r))
+
+static int got_error(int status)
+{
+    return status > CHILD_GOT(blinkSuccess) && status < CHILD_GOT(blinkNumResults);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ launching ranks */
+
+/* The body of child `rank`: its exit status, with a message in msg. */
+typedef int (*child_fn)(int rank, const void *arg, char *msg, size_t len);
+
+struct procs {
+    int n;
+    pid_t pid[MAX_RANKS];      /* 0 once reaped */
+    int fd[MAX_RANKS];         /* read end of each child's pipe */
+    int status[MAX_RANKS];     /* exit status, or 128 + the signal that ended it */
+    double secs[MAX_RANKS];    /* from the start to its exit (as the parent saw it) */
+    double start;
+    char msg[MAX_RANKS][MSG_BYTES];
+};
+
+static void spawn(struct procs *p, int n, child_fn body, const void *arg)
+{
+    pid_t parent = getpid();
+    cr_assert(n <= MAX_RANKS);
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    p->start = now();
+    for (int r = 0; r < n; r++) {
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1, "fork");
+        if (pid == 0) {
+            close(fds[0]);
+            /* Criterion's timeout kills only the test's process: its ranks must go with it. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(CHILD_FAILED);
+            char msg[MSG_BYTES] = "";
+            int code = body(r, arg, msg, sizeof msg);
+            ssize_t w = write(fds[1], msg, strlen(msg));
+            /* _exit, not exit: the test process's stdio buffers and Criterion's atexit
+             * handlers are not the child's to run. */
+            _exit(w < 0 ? CHILD_FAILED : code);
+        }
+        close(fds[1]);
+        p->pid[r] = pid;
+        p->fd[r] = fds[0];
+    }
+}
+
+static void reaped(struct procs *p, int r, int st)
+{
+    p->status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    p->secs[r] = now() - p->start;
+    p->pid[r] = 0;
+}
+
+/* Wait for every child but `except` (-1: none) until deadline_s from the start; then kill them
+ * all. 1 if they all exited in time. */
+static int wait_children(struct procs *p, double deadline_s, int except)
+{
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    for (;;) {
+        int left = 0, st;
+        for (int r = 0; r < p->n; r++)
+            if (p->pid[r] && r != except) {
+                if (waitpid(p->pid[r], &st, WNOHANG) == p->pid[r])
+                    reaped(p, r, st);
+                else
+                    left++;
+            }
+        if (!left)
+            return 1;
+        if (now() - p->start > deadline_s)
+            break;
+        nanosleep(&tick, NULL);
+    }
+    for (int r = 0; r < p->n; r++)
+        if (p->pid[r])
+            kill(p->pid[r], SIGKILL);
+    for (int r = 0; r < p->n; r++) {
+        int st;
+        if (p->pid[r] && waitpid(p->pid[r], &st, 0) == p->pid[r])
+            reaped(p, r, st);
+    }
+    return 0;
+}
+
+/* Every child's message, once all have exited. */
+static void read_messages(struct procs *p)
+{
+    for (int r = 0; r < p->n; r++) {
+        ssize_t got = read(p->fd[r], p->msg[r], MSG_BYTES - 1);
+        p->msg[r][got > 0 ? got : 0] = '\0';
+        close(p->fd[r]);
+    }
+}
+
+/* Run n children to the end (deadline_s, then killed): 1 if all exited in time. */
+static int run_children(struct procs *p, int n, child_fn body, const void *arg, double deadline_s)
+{
+    spawn(p, n, body, arg);
+    int ok = wait_children(p, deadline_s, -1);
+    read_messages(p);
+    return ok;
+}
+
+/* Names in /dev/shm of the id's token: its rendezvous and its segments (blink-TOKEN...).
+ * Other tests of this program run beside this one, so only this id's names count. */
+static int shm_left(const blinkUniqueId *id, char *names, size_t len)
+{
+    char token[17];
+    memcpy(token, id->internal + 8, 16); /* after the magic "blinkid1" (rendezvous.h) */
+    token[16] = '\0';
+    DIR *d = opendir("/dev/shm");
+    int count = 0;
+    names[0] = '\0';
+    cr_assert(d != NULL, "/dev/shm");
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, "blink-", 6) == 0 && strstr(e->d_name, token)) {
+            size_t at = strlen(names);
+            snprintf(names + at, len - at, "%s%s", at ? " " : "", e->d_name);
+            count++;
+        }
+    closedir(d);
+    return count;
+}
+
+static void expect_shm_clean(const blinkUniqueId *id)
+{
+    char names[1024];
+    cr_expect_eq(shm_left(id, names, sizeof names), 0, "left in /dev/shm: %s", names);
+}
+
+/* This child plays topology device dev (-1: its rank, the default). */
+static void set_device(int dev)
+{
+    char s[16];
+    snprintf(s, sizeof s, "%d", dev);
+    if (dev >= 0)
+        setenv("BLINK_DEVICE", s, 1);
+    else
+        unsetenv("BLINK_DEVICE");
+}
+
+/* ------------------------------------------------------------------ the sweep */
+
+/* 4-byte chunks of a float are 16 bytes: a count of a few hundred crosses dozens of chunks. */
+#define CHUNK_BYTES "64"
+static const size_t counts[] = {0, 1, 2, 3, 7, 13, 31, 97, 251, 509, 1021};
+#define NCOUNTS (sizeof counts / sizeof counts[0])
+
+static unsigned next_random(unsigned long long *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (unsigned)(*s >> 32);
+}
+
+struct sweep {
+    const char *label;
+    rank_fn init;
+    int n;
+    const int *devs;           /* the device each rank plays, or NULL: its rank number */
+    const char *algo;          /* BLINK_ALGO: "trees" or "rings" */
+    blinkUniqueId id;
+};
+
+/* Every child draws the same sequence from the same seed, so all ranks make the same calls. */
+static int sweep_child(int rank, const void *arg, char *why, size_t len)
+{
+    const struct sweep *s = arg;
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    /* Far below the deadline: a rank that waits in vain says for whom, rather than be killed. */
+    setenv("BLINK_TIMEOUT_S", "60", 1);
+    setenv("BLINK_ALGO", s->algo, 1);
+    set_device(s->devs ? s->devs[rank] : -1);
+    blinkComm_t comm;
+    blinkResult_t res = s->init(&comm, s->n, s->id, rank);
+    if (res != blinkSuccess) {
+        snprintf(why, len, "rank %d: init: result %d: %s", rank, res, blinkGetLastError(NULL));
+        return CHILD_FAILED;
+    }
+    int dev = -1, bad = 0;
+    blinkCommCuDevice(comm, &dev);
+    if (dev != (s->devs ? s->devs[rank] : rank)) {
+        snprintf(why, len, "rank %d: device %d", rank, dev);
+        bad = 1;
+    }
+    unsigned long long seed = 0x9e3779b97f4a7c15ull;
+    int runs = 0;
+    for (int coll = 0; coll < BLINK_PLAN_COLLS && !bad; coll++) {
+        int has_op = coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
+        for (int dt = 0; dt < blinkNumTypes && !bad; dt++)
+            for (int op = 0; op < (has_op ? blinkNumOps : 1) && !bad; op++) {
+                unsigned r = next_random(&seed);
+                struct rt_case c = {coll, (int)(r % (unsigned)s->n), (blinkDataType_t)dt,
+                                    (blinkRedOp_t)op, counts[(r >> 8) % NCOUNTS],
+                                    (int)((r >> 16) & 1), (r >> 17) & 1 ? RT_GROUP : RT_THREADS,
+                                    (int)((r >> 18) & 1)};
+                char what[MSG_BYTES] = "";
+                bad = rt_rank_run_check(comm, rank, s->n, &c, what, sizeof what);
+                runs++;
+                if (bad)
+                    snprintf(why, len, "coll %d dt %d op %d count %zu root %d inplace %d style "
+                             "%d streams %d: %s", coll, dt, op, c.count, c.root, c.inplace,
+                             c.style, c.streams, what);
+            }
+    }
+    int want = 2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps;
+    if (!bad && runs != want) {
+        snprintf(why, len, "rank %d: %d calls, not %d", rank, runs, want);
+        bad = 1;
+    }
+    blinkCommDestroy(comm);
+    return bad ? CHILD_FAILED : CHILD_OK;
+}
+
+static void run_sweep(struct sweep *s)
+{
+    struct procs p;
+    cr_assert_eq(blinkGetUniqueId(&s->id), blinkSuccess);
+    cr_expect(run_children(&p, s->n, sweep_child, s, 240), "%s: not done in 240 s (killed)",
+              s->label);
+    for (int r = 0; r < s->n; r++)
+        cr_expect_eq(p.status[r], CHILD_OK, "%s: rank %d: status %d: %s", s->label, r,
+                     p.status[r], p.msg[r]);
+    expect_shm_clean(&s->id);
+}
+
+/* DGX-1V allocations through the library of every allocation. GPUs 0, 1 and 4 have no NVLink
+ * ring (1-4 is not a link), and their ranks name them out of order, so the plan's ranks are
+ * relabelled across processes. */
+Test(procs, dgx1v_3_gpus_without_ring, .timeout = 300)
+{
+    static const int devs[] = {4, 0, 1};
+    struct sweep s = {"DGX-1V GPUs 4,0,1", e2e_rank_dgx1v_all, 3, devs, "trees", {{0}}};
+    run_sweep(&s);
+}
+
+/* GPUs 0-1-2-3 are an NVLink ring: run the plan's rings (as chains, with no NCCL here). */
+Test(procs, dgx1v_4_gpus_rings, .timeout = 300)
+{
+    static const int devs[] = {0, 1, 2, 3};
+    struct sweep s = {"DGX-1V GPUs 0-3, rings", e2e_rank_dgx1v_all, 4, devs, "rings", {{0}}};
+    run_sweep(&s);
+}
+
+/* The whole machine, rank r on GPU 7 - r. */
+Test(procs, dgx1v_8_gpus, .timeout = 300)
+{
+    static const int devs[] = {7, 6, 5, 4, 3, 2, 1, 0};
+    struct sweep s = {"DGX-1V all GPUs reversed", e2e_rank_dgx1v_all, 8, devs, "trees",
+                      {{0}}};
+    run_sweep(&s);
+}
+
+/* The committed DGX-1P source: the rings of the whole machine. */
+Test(procs, dgx1p_rings, .timeout = 300)
+{
+    struct sweep s = {"DGX-1P, rings", e2e_rank_dgx1p, 8, NULL, "rings", {{0}}};
+    run_sweep(&s);
+}
+
+Test(procs, hgx_h100, .timeout = 300)
+{
+    struct sweep s = {"HGX H100", e2e_rank_hgx_h100, 8, NULL, "trees", {{0}}};
+    run_sweep(&s);
+}
+
+/* 16 processes, on however few cores. */
+Test(procs, dgx2, .timeout = 300)
+{
+    struct sweep s = {"DGX-2", e2e_rank_dgx2, 16, NULL, "trees", {{0}}};
+    run_sweep(&s);
+}
+
+/* ------------------------------------------------------------------ faults */
+
+/* Four ranks of the DGX-1V library on GPUs 0-3, each rank on the device of its number. */
+#define FAULT_RANKS 4
+
+/* 0.3 s from now, kill child `victim`; the others must each give up with blinkRemoteError within
+ * seconds, saying the victim exited: the first to notice aborts the communicator with that
+ * reason, so every survivor names the victim, not a survivor that already gave up and left.
+ * The victim stays an unreaped zombie until the others are done: gone all the same. */
+static void kill_and_check(struct procs *p, int victim)
+{
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    double killed_at = now();
+    kill(p->pid[victim], SIGKILL);
+    int in_time = wait_children(p, killed_at - p->start + 10, victim), st;
+    double took = now() - killed_at;
+    if (p->pid[victim] && waitpid(p->pid[victim], &st, 0) == p->pid[victim])
+        reaped(p, victim, st);
+    read_messages(p);
+    cr_expect(in_time, "the survivors were still running 10 s after the kill");
+    cr_expect_lt(took, 5.0, "the survivors took %.2f s to give up", took);
+    cr_expect_eq(p->status[victim], 128 + SIGKILL);
+    char name[16];
+    snprintf(name, sizeof name, "rank %d (", victim);
+    int named = 0;
+    for (int r = 0; r < p->n; r++)
+        if (r != victim) {
+            cr_expect_eq(p->status[r], CHILD_GOT(blinkRemoteError), "rank %d: status %d: %s", r,
+                         p->status[r], p->msg[r]);
+            cr_expect(strstr(p->msg[r], "exited") != NULL, "rank %d: '%s'", r, p->msg[r]);
+            named += strstr(p->msg[r], name) != NULL;
+        }
+    cr_expect_eq(named, p->n - 1, "not every survivor named rank %d", victim);
+}
+
+/* a. A rank killed mid-call: big allreduces in small chunks, so that every rank is in a call
+ * when rank 2 dies. The test waits for all ranks to finish init (a byte each on `ready`). */
+#define BIG_COUNT ((size_t)4 << 20)
+
+struct kill_arg {
+    blinkUniqueId id;
+    int ready;                 /* write end of the pipe that says a rank is past init */
+};
+
+static int kill_child(int rank, const void *arg, char *msg, size_t len)
+{
+    const struct kill_arg *a = arg;
+    setenv("BLINK_CHUNK_BYTES", "4096", 1);
+    /* Longer than the test allows: the survivors must notice the death by its pid. */
+    setenv("BLINK_TIMEOUT_S", "30", 1);
+    unsetenv("BLINK_ALGO");
+    set_device(-1);
+    blinkComm_t comm;
+    blinkResult_t res = e2e_rank_dgx1v_all(&comm, FAULT_RANKS, a->id, rank);
+    if (res != blinkSuccess) {
+        snprintf(msg, len, "init: result %d: %s", res, blinkGetLastError(NULL));
+        return CHILD_FAILED;
+    }
+    float *send = calloc(BIG_COUNT, sizeof *send), *recv = malloc(BIG_COUNT * sizeof *recv);
+    if (!send || !recv || write(a->ready, "r", 1) != 1) {
+        snprintf(msg, len, "out of memory, or the ready pipe failed");
+        return CHILD_FAILED;
+    }
+    int code = CHILD_OK;
+    snprintf(msg, len, "every call succeeded");
+    for (int i = 0; i < 10000; i++) {
+        res = blinkAllReduce(send, recv, BIG_COUNT, blinkFloat32, blinkSum, comm, NULL);
+        if (res != blinkSuccess) {
+            snprintf(msg, len, "call %d: %s", i, blinkGetLastError(comm));
+            code = CHILD_GOT(res);
+            break;
+        }
+    }
+    free(send);
+    free(recv);
+    blinkCommDestroy(comm);
+    return code;
+}
+
+Test(procs_fault, rank_killed_mid_call, .timeout = 60)
+{
+    struct kill_arg a;
+    struct procs p;
+    int ready[2];
+    cr_assert_eq(blinkGetUniqueId(&a.id), blinkSuccess);
+    cr_assert_eq(pipe(ready), 0);
+    a.ready = ready[1];
+    spawn(&p, FAULT_RANKS, kill_child, &a);
+    close(ready[1]);
+    char bytes[FAULT_RANKS];
+    size_t got = 0;
+    for (ssize_t k; got < FAULT_RANKS && (k = read(ready[0], bytes + got, FAULT_RANKS - got)) > 0;)
+        got += (size_t)k;
+    close(ready[0]);
+    cr_expect_eq(got, FAULT_RANKS, "only %zu ranks got past init", got);
+    kill_and_check(&p, 2);
+    expect_shm_clean(&a.id);
+}
+
+/* b, d. Init with one rank given something else: its own id, rank, nranks or BLINK_TIMEOUT_S. */
+struct init_arg {
+    blinkUniqueId id[FAULT_RANKS];
+    int rank[FAULT_RANKS];     /* the rank each child joins as */
+    int nranks[FAULT_RANKS];
+    const char *timeout[FAULT_RANKS];
+};
+
+static int init_child(int rank, const void *arg, char *msg, size_t len)
+{
+    const struct init_arg *a = arg;
+    setenv("BLINK_TIMEOUT_S", a->timeout[rank], 1);
+    set_device(-1);
+    blinkComm_t comm;
+    blinkResult_t res = e2e_rank_dgx1v_all(&comm, a->nranks[rank], a->id[rank], a->rank[rank]);
+    if (res == blinkSuccess) {
+        snprintf(msg, len, "init succeeded");
+        blinkCommDestroy(comm);
+        return CHILD_OK;
+    }
+    snprintf(msg, len, "%s", blinkGetLastError(NULL));
+    return CHILD_GOT(res);
+}
+
+/* Four ranks of one id, each told its rank, nranks 4 and BLINK_TIMEOUT_S=timeout. */
+static void init_arg_base(struct init_arg *a, const char *timeout)
+{
+    blinkUniqueId id;
+    cr_assert_eq(blinkGetUniqueId(&id), blinkSuccess);
+    for (int r = 0; r < FAULT_RANKS; r++) {
+        a->id[r] = id;
+        a->rank[r] = r;
+        a->nranks[r] = FAULT_RANKS;
+        a->timeout[r] = timeout;
+    }
+}
+
+/* Every rank fails init within 10 s, with a message; nothing of any id is left. */
+static void expect_init_fails(const struct init_arg *a, struct procs *p, const char *label)
+{
+    cr_expect(run_children(p, FAULT_RANKS, init_child, a, 30), "%s: not done in 30 s", label);
+    for (int r = 0; r < FAULT_RANKS; r++) {
+        cr_expect(got_error(p->status[r]), "%s: rank %d: status %d: %s", label, r,
+                  p->status[r], p->msg[r]);
+        cr_expect_lt(p->secs[r], 10.0, "%s: rank %d took %.2f s", label, r, p->secs[r]);
+        cr_expect(p->msg[r][0], "%s: rank %d: no message", label, r);
+    }
+    for (int r = 0; r < FAULT_RANKS; r++)
+        expect_shm_clean(&a->id[r]);
+}
+
+/* A rank whose call is done may leave (its process ends) while a peer is still in that call:
+ * the peer must finish, not blame it. DGX-1V GPUs 0, 1, 4 have one tree, the path 1 - 0 - 4;
+ * rank 1 (GPU 1) broadcasts one element and leaves at once, rank 2 (GPU 4) enters 0.5 s late,
+ * so rank 0 (GPU 0) sits idle in the call meanwhile. */
+static int early_exit_child(int rank, const void *arg, char *msg, size_t len)
+{
+    static const int devs[] = {0, 1, 4};
+    const blinkUniqueId *id = arg;
+    setenv("BLINK_TIMEOUT_S", "30", 1);
+    setenv("BLINK_ALGO", "trees", 1);
+    set_device(devs[rank]);
+    blinkComm_t comm;
+    blinkResult_t res = e2e_rank_dgx1v_all(&comm, 3, *id, rank);
+    if (res != blinkSuccess) {
+        snprintf(msg, len, "init: %s", blinkGetLastError(NULL));
+        return CHILD_FAILED;
+    }
+    struct timespec late = {0, 500 * 1000 * 1000};
+    if (rank == 2)
+        nanosleep(&late, NULL);
+    float x = (float)rank;
+    res = blinkBroadcast(&x, &x, 1, blinkFloat32, 1, comm, NULL);
+    snprintf(msg, len, "result %d, x %g: %s", res, x, res ? blinkGetLastError(comm) : "");
+    blinkCommDestroy(comm);
+    return res == blinkSuccess && x == 1 ? CHILD_OK : CHILD_FAILED;
+}
+
+Test(procs_fault, rank_leaves_after_its_part, .timeout = 60)
+{
+    blinkUniqueId id;
+    struct procs p;
+    cr_assert_eq(blinkGetUniqueId(&id), blinkSuccess);
+    cr_expect(run_children(&p, 3, early_exit_child, &id, 30));
+    for (int r = 0; r < 3; r++)
+        cr_expect_eq(p.status[r], CHILD_OK, "rank %d: %s", r, p.msg[r]);
+    expect_shm_clean(&id);
+}
+
+/* A damaged id (its magic, or its token) is refused at once, before any waiting (its rank may
+ * wait 30 s, and does not); the others wait out BLINK_TIMEOUT_S for it. */
+Test(procs_fault, damaged_id, .timeout = 60)
+{
+    static const int at[] = {0, 8 + 5}; /* a byte of "blinkid1", a hex digit of the token */
+    for (int k = 0; k < 2; k++) {
+        struct init_arg a;
+        struct procs p;
+        char label[32];
+        init_arg_base(&a, "1");
+        a.id[3].internal[at[k]] = 'z';
+        a.timeout[3] = "30";
+        snprintf(label, sizeof label, "id damaged at byte %d", at[k]);
+        expect_init_fails(&a, &p, label);
+        cr_expect_eq(p.status[3], CHILD_GOT(blinkInvalidArgument), "%s: %s", label, p.msg[3]);
+    }
+}
+
+/* A valid id, but another one: two rendezvous, neither complete; all time out. */
+Test(procs_fault, another_valid_id, .timeout = 60)
+{
+    struct init_arg a;
+    struct procs p;
+    init_arg_base(&a, "1");
+    cr_assert_eq(blinkGetUniqueId(&a.id[3]), blinkSuccess);
+    expect_init_fails(&a, &p, "another id");
+}
+
+/* d. A rank told another rank count, more or less: whichever rank arrives first sets the count;
+ * the others are refused, or wait out BLINK_TIMEOUT_S for ranks that never come. */
+Test(procs_fault, mismatched_nranks, .timeout = 60)
+{
+    static const int rank[] = {3, 0}, nranks[] = {FAULT_RANKS + 1, FAULT_RANKS - 1};
+    for (int k = 0; k < 2; k++) {
+        struct init_arg a;
+        struct procs p;
+        char label[32];
+        init_arg_base(&a, "1");
+        a.nranks[rank[k]] = nranks[k];
+        snprintf(label, sizeof label, "nranks %d at rank %d", nranks[k], rank[k]);
+        expect_init_fails(&a, &p, label);
+    }
+}
+
+/* Two processes that join as the same rank: the second to register is refused and the rest
+ * fail with it. (A rank that reaches init only after that finds no rendezvous left and waits
+ * out BLINK_TIMEOUT_S.) */
+Test(procs_fault, same_rank_twice, .timeout = 60)
+{
+    struct init_arg a;
+    struct procs p;
+    init_arg_base(&a, "1");
+    a.rank[3] = 2;
+    expect_init_fails(&a, &p, "rank 2 twice");
+    cr_expect(p.status[2] == CHILD_GOT(blinkInvalidUsage) ||
+              p.status[3] == CHILD_GOT(blinkInvalidUsage), "'%s' '%s'", p.msg[2], p.msg[3]);
+}
+
+/* A rank killed in init while all wait for rank 3, which never comes: the others notice by the
+ * pid it registered (BLINK_TIMEOUT_S is 30) and give up, leaving nothing behind. */
+Test(procs_fault, rank_killed_during_init, .timeout = 60)
+{
+    struct init_arg a;
+    struct procs p;
+    init_arg_base(&a, "30");
+    spawn(&p, FAULT_RANKS - 1, init_child, &a);
+    kill_and_check(&p, 1);
+    expect_shm_clean(&a.id[0]);
+}
+
+/* c. Counts that differ across ranks: every rank's call fails (none hangs), and the ranks that
+ * compared descriptions say "mismatched". */
+struct count_arg {
+    blinkUniqueId id;
+    int streams;
+};
+
+static int count_child(int rank, const void *arg, char *msg, size_t len)
+{
+    const struct count_arg *a = arg;
+    setenv("BLINK_TIMEOUT_S", "30", 1);
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    set_device(-1);
+    blinkComm_t comm;
+    blinkResult_t res = e2e_rank_dgx1v_all(&comm, FAULT_RANKS, a->id, rank);
+    if (res != blinkSuccess) {
+        snprintf(msg, len, "init: result %d: %s", res, blinkGetLastError(NULL));
+        return CHILD_FAILED;
+    }
+    float send[1000] = {0}, recv[1000];
+    blinkStream_t stream = NULL;
+    if (a->streams)
+        blinkHostStreamCreate(&stream);
+    res = blinkAllReduce(send, recv, rank == 1 ? 999 : 1000, blinkFloat32, blinkSum, comm, stream);
+    if (res == blinkSuccess && stream)
+        res = blinkHostStreamSynchronize(stream);
+    snprintf(msg, len, "%s", res == blinkSuccess ? "the call succeeded" : blinkGetLastError(comm));
+    if (stream)
+        blinkHostStreamDestroy(stream);
+    blinkCommDestroy(comm);
+    return res == blinkSuccess ? CHILD_OK : CHILD_GOT(res);
+}
+
+Test(procs_fault, mismatched_counts, .timeout = 60)
+{
+    for (int streams = 0; streams <= 1; streams++) {
+        struct count_arg a = {{{0}}, streams};
+        struct procs p;
+        cr_assert_eq(blinkGetUniqueId(&a.id), blinkSuccess);
+        cr_expect(run_children(&p, FAULT_RANKS, count_child, &a, 30), "not done in 30 s");
+        int said = 0;
+        for (int r = 0; r < FAULT_RANKS; r++) {
+            cr_expect(got_error(p.status[r]), "streams %d: rank %d: status %d: %s",
+                      streams, r, p.status[r], p.msg[r]);
+            cr_expect_lt(p.secs[r], 10.0, "streams %d: rank %d took %.2f s", streams, r,
+                         p.secs[r]);
+            said += strstr(p.msg[r], "mismatched") != NULL;
+        }
+        cr_expect_gt(said, 0, "streams %d: no rank said 'mismatched': '%s'", streams, p.msg[0]);
+        expect_shm_clean(&a.id);
+    }
+}
