@@ -20,7 +20,7 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 	runtime/src/reduce_host.c runtime/src/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend.
-EXTRA_DIST += runtime/src/backend_cuda.cu \
+EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -35,6 +35,7 @@ runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
+		$(top_srcdir)/runtime/src/kernel_cuda.cuh \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/include/blink.h
 	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu

@@ -446,6 +446,11 @@ static void work(struct worker *w)
         }
         if (now - last_check > 0.1) {
             last_check = now;
+            /* A peer that aborted may have exited since: its reason, not its exit, counts. */
+            if (gone(c, q) && (who = __atomic_load_n(&me->abort, __ATOMIC_ACQUIRE)) != 0) {
+                fail_aborted(w, who);
+                return;
+            }
             if (gone(c, q)) {
                 fail(w, blinkRemoteError, "rank %d (pid %d, device %d) exited during %s (call "
                      "%u)", c->user_of[q], c->peer[q].pid, c->peer[q].topo_dev,

@@ -22,9 +22,16 @@
  * (everything of the last call was consumed). A sender writes into a receiver only once the
  * receiver's entered equals seq, and then compares the two descriptions, so ranks that disagree
  * about a call (count, type, op, root, chunk) fail it instead of corrupting memory or hanging.
+ * The CUDA backend takes the call number from a counter in device memory (kernel_cuda.cuh), so a
+ * captured CUDA graph that is replayed numbers its calls anew.
  *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
+ *
+ * The header's bell and sleepers words are used by the host backend only (exec_host.c's futex).
+ *
+ * The inline functions are BK_HD: __host__ __device__ under nvcc, so the CUDA kernel uses these
+ * very functions; plain C (C11) sees ordinary static inline functions.
  */
 #ifndef BK_PROTO_H
 #define BK_PROTO_H
@@ -32,15 +39,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __CUDACC__
+#define BK_HD __host__ __device__
+#else
+#define BK_HD
+#endif
+
 #define BK_SLOTS 4                          /* staging slots per connection */
 #define BK_SEG_MAGIC 0x626c696e6b736567ull  /* "blinkseg" */
 #define BK_SLOT_ALIGN 64                    /* slots start on 64-byte boundaries */
 #define BK_DEFAULT_STAGING ((size_t)64 << 20)
 
 /* A flag value: the call's sequence number and a count of chunks. */
-static inline uint64_t bk_tag(uint32_t seq, uint32_t n) { return ((uint64_t)seq << 32) | n; }
+static inline BK_HD uint64_t bk_tag(uint32_t seq, uint32_t n) { return ((uint64_t)seq << 32) | n; }
 /* Has the word reached n chunks of call seq? Values of other calls count as none. */
-static inline int bk_tag_reached(uint64_t word, uint32_t seq, uint32_t n)
+static inline BK_HD int bk_tag_reached(uint64_t word, uint32_t seq, uint32_t n)
 {
     return (uint32_t)(word >> 32) == seq && (uint32_t)word >= n;
 }
@@ -86,34 +99,34 @@ struct bk_layout {
     const size_t *seg_bytes;      /* [nranks] segment size */
 };
 
-static inline size_t bk_lx(const struct bk_layout *L, int v, int ti)
+static inline BK_HD size_t bk_lx(const struct bk_layout *L, int v, int ti)
 {
     return (size_t)v * (size_t)L->ntrees + (size_t)ti;
 }
 
 /* Byte offsets into rank v's segment. */
-static inline size_t bk_off_up_ready(const struct bk_layout *L, int v, int ti, int j)
+static inline BK_HD size_t bk_off_up_ready(const struct bk_layout *L, int v, int ti, int j)
 {
     return L->flags_off[v] + 8 * (L->flag_base[bk_lx(L, v, ti)] + (size_t)j);
 }
-static inline size_t bk_off_down_ready(const struct bk_layout *L, int v, int ti)
+static inline BK_HD size_t bk_off_down_ready(const struct bk_layout *L, int v, int ti)
 {
     return L->flags_off[v] + 8 * (L->flag_base[bk_lx(L, v, ti)] + (size_t)L->fanin[bk_lx(L, v, ti)]);
 }
-static inline size_t bk_off_up_freed(const struct bk_layout *L, int v, int ti, int parent)
+static inline BK_HD size_t bk_off_up_freed(const struct bk_layout *L, int v, int ti, int parent)
 {
     return bk_off_down_ready(L, v, ti) + 8 * (1 + (size_t)parent);
 }
-static inline size_t bk_off_down_freed(const struct bk_layout *L, int v, int ti, int child)
+static inline BK_HD size_t bk_off_down_freed(const struct bk_layout *L, int v, int ti, int child)
 {
     return bk_off_down_ready(L, v, ti) + 8 * (1 + (size_t)L->nranks + (size_t)child);
 }
-static inline size_t bk_off_up_slot(const struct bk_layout *L, int v, int ti, int j, int k)
+static inline BK_HD size_t bk_off_up_slot(const struct bk_layout *L, int v, int ti, int j, int k)
 {
     return L->slots_off[v] +
            L->slot_bytes * (L->slot_base[bk_lx(L, v, ti)] + (size_t)j * BK_SLOTS + (size_t)k);
 }
-static inline size_t bk_off_down_slot(const struct bk_layout *L, int v, int ti, int k)
+static inline BK_HD size_t bk_off_down_slot(const struct bk_layout *L, int v, int ti, int k)
 {
     return bk_off_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
 }

@@ -240,6 +240,9 @@ blinkResult_t bk_rv_allgather(struct bk_rv *rv, int round, const void *rec, void
         if (now - checked > 0.05) {
             checked = now;
             int q = dead_rank(rv);
+            /* A rank that gave up may have exited since: its reason, not its exit, counts. */
+            if (q >= 0 && __atomic_load_n(&rv->h->failed, __ATOMIC_ACQUIRE))
+                return failed_error(rv, fn);
             if (q >= 0) {
                 bk_error(blinkRemoteError, "%s: rank %d: rank %d (pid %d) exited during init",
                          fn, rv->rank, q, ((const struct bk_rv_who *)(slot(rv, 0, q) + 8))->pid);

@@ -1,0 +1,982 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * kernel_cuda.cuh - the device side of the CUDA backend: the protocol kernel that runs this
+ * rank's part of the protocol of proto.h in one launch per call, its instantiations (one per
+ * datatype) and the table that picks one, its device helpers (flag loads and stores, messages,
+ * failing and aborting, description checks, element types, the fused reduce and copy loops), and
+ * the structures it shares with the host (launch arguments, device counters, status block).
+ * backend_cuda.cu, the host side, includes it: the backend stays one nvcc compile
+ * (runtime/local.mk), kept in two files so that each holds one job. Tag and layout functions are
+ * proto.h's own (BK_HD), the same the host backend uses.
+ *
+ * The kernel (one instantiation per datatype, so each holds only its own reductions): one
+ * threadblock per tree of the set, at most as many as are resident on the device at once beside the
+ * other ranks sharing it, and MAX_BLOCKS (backend_cuda.cu; a block then plays several trees, taking
+ * each a step at a time, as the host's threads do). Thread 0 of a block decides, from the flag
+ * words, whether a tree's next chunk can move up or down (never blocking on one while another could
+ * move); the block's threads then move it together, with 16-byte accesses where alignment allows:
+ * going up, one fused pass reads this rank's input and every child's in-slot, reduces in registers
+ * and writes the parent's slot (the output at the root, divided there for avg), combining in
+ * exec_host.c's order with reduce_host.c's arithmetic (integers wrap, float16/bfloat16 go through
+ * float and are rounded after every combine, max/min let a number win over a NaN), so both backends
+ * should agree bit for bit, NaN payloads aside; going down, the chunk is copied to the output and
+ * to every child's down slot. Then every thread fences at system scope and thread 0 stores the
+ * ready and freed words. Data a peer wrote is read with ld.volatile (never a stale L1 line).
+ *
+ * Call numbers: the kernel takes its call number from a counter in device memory that the last
+ * block of each launch advances, not from the launch's arguments, so a captured graph that is
+ * replayed numbers each replay anew (on every rank alike, as long as all replay in the same
+ * order, NCCL's rule). Outside graphs the numbers are those call.c gives.
+ *
+ * Faults: wait loops watch this rank's abort word and a timeout (BLINK_TIMEOUT_S without
+ * progress, by %globaltimer). A rank that gives up writes its reason into its header's
+ * abort_msg and 1 + its rank into every reachable peer's abort word (atomicCAS where the link
+ * has native atomics); the first failure of the rank's life goes to the status block, which
+ * async_error and wait turn into the result and message (the kernel formats the message, so
+ * the text the peers read and the text this rank reports are the same, as on the host).
+ */
+#ifndef BK_KERNEL_CUDA_CUH
+#define BK_KERNEL_CUDA_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+#define KTHREADS 512     /* threads per block */
+#define UNROLL 4         /* 16-byte vectors in flight per thread: copies */
+#define UNROLL_UP 2      /* and the up pass (unpacked 8-bit lanes take a register each) */
+
+/* ------------------------------------------------------------------ shared with the host */
+
+/* Device words the kernel keeps between launches. */
+struct kctl {
+    unsigned int seq;       /* the last launch's call number */
+    unsigned int done;      /* blocks of the running launch that have finished */
+    unsigned int failed;    /* 1 once a failure was written into the status block (sticky) */
+};
+
+/* Pinned, mapped: the kernel's report (the first failure of this rank's life). */
+struct kstatus {
+    unsigned int code;      /* blinkResult_t: 0 none */
+    int peer;               /* plan rank waited for or blamed, or -1 */
+    unsigned int seq;       /* the call */
+    unsigned int coll;
+    char msg[BK_MSG_MAX];
+};
+
+/* One launch's arguments (by value). */
+struct kparams {
+    uint64_t d[BK_DESC_WORDS];   /* the description; d[0] is replaced by the device's number */
+    const unsigned char *send;
+    unsigned char *recv;
+    uint64_t chunk_elems;
+    const struct bk_role *roles;
+    const int *kids;
+    int ntrees, tpb;             /* trees of the set; tree slots per block */
+    int prank, nranks;
+    struct bk_layout lay;        /* the staging layout: device copies of c->layout's arrays
+                                  * (seg_bytes NULL: the kernel never needs it) */
+    unsigned char *const *seg;   /* [nranks] every rank's segment, mapped here */
+    const unsigned char *reach;  /* [nranks] 1: this device can load and store there */
+    const unsigned char *atom;   /* [nranks] 1: and has native atomics there */
+    const int *user_of;          /* [nranks] */
+    const int *topo_dev;         /* [nranks] */
+    const char *timeout_str;     /* BLINK_TIMEOUT_S as "%g" */
+    uint64_t timeout_ns;
+    struct kstatus *status;      /* device pointer of the pinned block */
+    struct kctl *ctl;
+};
+
+/* A tree's progress in this launch (block-shared, written by thread 0 only). */
+struct tstate {
+    unsigned long long lo, hi;
+    unsigned int nchunks, up, down, pad;
+};
+
+#define H_ENTERED offsetof(struct bk_seg_header, entered)
+#define H_ABORT offsetof(struct bk_seg_header, abort)
+#define H_DESC offsetof(struct bk_seg_header, desc)
+#define H_MSG offsetof(struct bk_seg_header, abort_msg)
+#define H_MSG_BYTES sizeof(((struct bk_seg_header *)0)->abort_msg)
+
+/* ------------------------------------------------------------------ device: flags */
+
+__device__ __forceinline__ uint64_t ld64(const void *p) { return *(const volatile uint64_t *)p; }
+__device__ __forceinline__ uint32_t ld32(const void *p) { return *(const volatile uint32_t *)p; }
+__device__ __forceinline__ void st64(void *p, uint64_t v) { *(volatile uint64_t *)p = v; }
+__device__ __forceinline__ void st32(void *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+
+__device__ __forceinline__ uint64_t gtimer()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* ------------------------------------------------------------------ device: messages */
+
+/* Thread 0's message under construction (block-shared: no stack for it). */
+static __shared__ char s_msg[BK_MSG_MAX];
+
+struct dmsg {
+    char *b;
+    int n, cap;
+};
+
+__device__ void put_s(dmsg &m, const char *s)
+{
+    while (*s && m.n < m.cap - 1)
+        m.b[m.n++] = *s++;
+    m.b[m.n] = '\0';
+}
+
+__device__ void put_u(dmsg &m, unsigned long long v)
+{
+    char t[24];
+    int k = 0;
+    do {
+        t[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k && m.n < m.cap - 1)
+        m.b[m.n++] = t[--k];
+    m.b[m.n] = '\0';
+}
+
+__device__ void put_i(dmsg &m, long long v)
+{
+    if (v < 0) {
+        put_s(m, "-");
+        put_u(m, 0ull - (unsigned long long)v);
+    } else {
+        put_u(m, (unsigned long long)v);
+    }
+}
+
+/* Bytes of a string another agent wrote (volatile: never a stale line). */
+__device__ void put_vol(dmsg &m, const unsigned char *s, int max)
+{
+    for (int i = 0; i < max && m.n < m.cap - 1; i++) {
+        char ch = (char)*(const volatile unsigned char *)(s + i);
+        if (!ch)
+            break;
+        m.b[m.n++] = ch;
+    }
+    m.b[m.n] = '\0';
+}
+
+/* errors.c's names. */
+__device__ const char *d_coll_name(uint64_t c)
+{
+    switch (c) {
+    case 0: return "broadcast";
+    case 1: return "reduce";
+    case 2: return "allreduce";
+    case 3: return "allgather";
+    case 4: return "reducescatter";
+    default: return "invalid collective";
+    }
+}
+
+__device__ const char *d_dtype_name(uint64_t dt)
+{
+    switch (dt) {
+    case 0: return "int8";
+    case 1: return "uint8";
+    case 2: return "int32";
+    case 3: return "uint32";
+    case 4: return "int64";
+    case 5: return "uint64";
+    case 6: return "float16";
+    case 7: return "float32";
+    case 8: return "float64";
+    case 9: return "bfloat16";
+    default: return "invalid datatype";
+    }
+}
+
+__device__ const char *d_op_name(uint64_t op)
+{
+    switch (op) {
+    case 0: return "sum";
+    case 1: return "prod";
+    case 2: return "max";
+    case 3: return "min";
+    case 4: return "avg";
+    default: return "invalid op";
+    }
+}
+
+/* exec_host.c's describe(). */
+__device__ void d_describe(dmsg &m, const uint64_t *d)
+{
+    int coll = (int)d[1];
+    put_s(m, d_coll_name(d[1]));
+    put_s(m, " count ");
+    put_u(m, d[5]);
+    put_s(m, " ");
+    put_s(m, d_dtype_name(d[3]));
+    if (coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER) {
+        put_s(m, " ");
+        put_s(m, d_op_name(d[4]));
+    }
+    if ((int64_t)d[2] >= 0) {
+        put_s(m, " root (plan rank) ");
+        put_i(m, (long long)(int64_t)d[2]);
+    }
+    put_s(m, d[6] ? ", rings" : ", trees");
+    put_s(m, ", chunk ");
+    put_u(m, d[7]);
+}
+
+/* ------------------------------------------------------------------ device: failing */
+
+/* This rank gives up: reason into its header, then 1 + prank into every reachable header
+ * (this rank's first), as bk_hx_abort does. */
+__device__ void d_abort_all(const kparams &p, const char *msg)
+{
+    unsigned char *me = p.seg[p.prank];
+    uint32_t mine = (uint32_t)p.prank + 1;
+    if (ld32(me + H_ABORT) == 0) {
+        int i = 0;
+        for (; msg[i] && i < (int)H_MSG_BYTES - 1; i++)
+            *(volatile char *)(me + H_MSG + i) = msg[i];
+        *(volatile char *)(me + H_MSG + i) = '\0';
+        __threadfence_system();
+    }
+    for (int i = 0; i < p.nranks; i++) {
+        int v = (i + p.prank) % p.nranks;
+        unsigned char *h = p.seg[v];
+        if (!h || !p.reach[v])
+            continue;
+        if (p.atom[v])
+            atomicCAS_system((unsigned int *)(h + H_ABORT), 0u, mine);
+        else if (ld32(h + H_ABORT) == 0)
+            st32(h + H_ABORT, mine);
+    }
+    __threadfence_system();
+}
+
+/* Record a failure (the first of this rank's life wins the status block); spread: abort the
+ * communicator too (every failure but a remote one, as exec_host.c's fail()). */
+__device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t seq, const char *msg,
+                       bool spread)
+{
+    if (atomicCAS(&p.ctl->failed, 0u, 1u) == 0u) {
+        volatile struct kstatus *st = p.status;
+        st->peer = peer;
+        st->seq = seq;
+        st->coll = (unsigned int)p.d[1];
+        int i = 0;
+        for (; msg[i] && i < BK_MSG_MAX - 1; i++)
+            st->msg[i] = msg[i];
+        st->msg[i] = '\0';
+        __threadfence_system();
+        st->code = res;
+        __threadfence_system();
+    }
+    if (spread)
+        d_abort_all(p, msg);
+}
+
+/* This rank's header says rank who - 1 aborted (exec_host.c's fail_aborted). */
+__device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
+{
+    char *buf = s_msg;
+    dmsg m = {buf, 0, BK_MSG_MAX};
+    buf[0] = '\0';
+    int q = (int)who - 1;
+    if (q < 0 || q >= p.nranks) {
+        put_s(m, "the communicator was aborted (abort word ");
+        put_u(m, who);
+        put_s(m, ")");
+    } else {
+        if (q != p.prank) {
+            put_s(m, "rank ");
+            put_i(m, p.user_of[q]);
+            put_s(m, " gave up: ");
+        }
+        if (p.seg[q] && p.reach[q])
+            put_vol(m, p.seg[q] + H_MSG, (int)H_MSG_BYTES);
+    }
+    d_fail(p, blinkRemoteError, q, seq, buf, false);
+}
+
+/* ------------------------------------------------------------------ device: descriptions */
+
+/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. */
+__device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *checked, int q,
+                            int &waiting)
+{
+    if (checked[q])
+        return 1;
+    const unsigned char *h = p.seg[q];
+    uint32_t e = ld32(h + H_ENTERED);
+    if (e != seq) {
+        waiting = q;
+        if ((int32_t)(e - seq) > 0) {
+            char *buf = s_msg;
+            dmsg m = {buf, 0, BK_MSG_MAX};
+            put_s(m, "mismatched collective calls: rank ");
+            put_i(m, p.user_of[q]);
+            put_s(m, " is at call ");
+            put_u(m, e);
+            put_s(m, " of the communicator, rank ");
+            put_i(m, p.user_of[p.prank]);
+            put_s(m, " at call ");
+            put_u(m, seq);
+            d_fail(p, blinkInvalidUsage, q, seq, buf, true);
+            return -1;
+        }
+        return 0;
+    }
+    __threadfence_system(); /* entered before the description it makes valid */
+    uint64_t theirs[BK_DESC_WORDS], mine[BK_DESC_WORDS];
+    bool same = true;
+    for (int i = 0; i < BK_DESC_WORDS; i++) {
+        theirs[i] = ld64(h + H_DESC + 8 * i);
+        mine[i] = i == 0 ? (uint64_t)seq : p.d[i];
+        same = same && theirs[i] == mine[i];
+    }
+    __threadfence_system();
+    if (ld32(h + H_ENTERED) != seq)
+        return 0; /* moved on while we read: look again */
+    if (!same) {
+        char *buf = s_msg;
+        dmsg m = {buf, 0, BK_MSG_MAX};
+        put_s(m, "mismatched collective calls (call ");
+        put_u(m, seq);
+        put_s(m, " of the communicator): rank ");
+        put_i(m, p.user_of[p.prank]);
+        put_s(m, ": ");
+        d_describe(m, mine);
+        put_s(m, "; rank ");
+        put_i(m, p.user_of[q]);
+        put_s(m, ": ");
+        d_describe(m, theirs);
+        d_fail(p, blinkInvalidUsage, q, seq, buf, true);
+        return -1;
+    }
+    checked[q] = 1;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ device: element types */
+
+/* T's raw bits R, its arithmetic type A, and the conversions between them. */
+template <typename T> struct num;
+#define INT_NUM(T, U)                                                                         \
+    template <> struct num<T> {                                                               \
+        typedef U R;                                                                          \
+        typedef T A;                                                                          \
+        enum { is_int = 1, is_signed = (T)(-1) < (T)0 };                                      \
+        static __device__ __forceinline__ A get(R r) { return (A)r; }                         \
+        static __device__ __forceinline__ R put(A a) { return (R)a; }                         \
+    }
+INT_NUM(int8_t, uint8_t);
+INT_NUM(uint8_t, uint8_t);
+INT_NUM(int32_t, uint32_t);
+INT_NUM(uint32_t, uint32_t);
+INT_NUM(int64_t, unsigned long long);
+INT_NUM(uint64_t, unsigned long long);
+template <> struct num<float> {
+    typedef uint32_t R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __uint_as_float(r); }
+    static __device__ __forceinline__ R put(A a) { return __float_as_uint(a); }
+};
+template <> struct num<double> {
+    typedef unsigned long long R;
+    typedef double A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __longlong_as_double((long long)r); }
+    static __device__ __forceinline__ R put(A a) { return (R)__double_as_longlong(a); }
+};
+template <> struct num<__half> {
+    typedef unsigned short R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r) { return __half2float(__ushort_as_half(r)); }
+    static __device__ __forceinline__ R put(A a) { return __half_as_ushort(__float2half_rn(a)); }
+};
+template <> struct num<__nv_bfloat16> {
+    typedef unsigned short R;
+    typedef float A;
+    enum { is_int = 0, is_signed = 1 };
+    static __device__ __forceinline__ A get(R r)
+    {
+        return __bfloat162float(__ushort_as_bfloat16(r));
+    }
+    static __device__ __forceinline__ R put(A a)
+    {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(a));
+    }
+};
+
+/* reduce_host.c's fmax and fmin: the number wins over a NaN; equal values give q. */
+template <typename A> __device__ __forceinline__ A d_fmax(A p, A q)
+{
+    return q != q ? p : p != p ? q : p > q ? p : q;
+}
+template <typename A> __device__ __forceinline__ A d_fmin(A p, A q)
+{
+    return q != q ? p : p != p ? q : p < q ? p : q;
+}
+
+/* One combine, on raw bits: integers wrap (in the unsigned twin), 16-bit floats round once. */
+template <typename T, int OP>
+__device__ __forceinline__ typename num<T>::R combine(typename num<T>::R a, typename num<T>::R b)
+{
+    typedef num<T> N;
+    typedef typename N::R R;
+    typedef typename N::A A;
+    if (N::is_int) {
+        if (OP == blinkSum)
+            return (R)(a + b);
+        if (OP == blinkProd)
+            return (R)(a * b); /* uint8 promotes to int: 255 * 255 fits */
+        A p = N::get(a), q = N::get(b);
+        if (OP == blinkMax)
+            return p > q ? a : b;
+        return p < q ? a : b;
+    }
+    A p = N::get(a), q = N::get(b);
+    if (OP == blinkSum)
+        return N::put(p + q);
+    if (OP == blinkProd)
+        return N::put(p * q);
+    if (OP == blinkMax)
+        return N::put(d_fmax(p, q));
+    return N::put(d_fmin(p, q));
+}
+
+/* avg at the root: the (wrapped) sum divided by nranks, as reduce_host.c's bk_host_divide:
+ * integers as mathematical integers truncating toward zero, never nranks cast to T. */
+template <typename T>
+__device__ __forceinline__ typename num<T>::R divide(typename num<T>::R a, int d)
+{
+    typedef num<T> N;
+    typedef typename N::R R;
+    typedef typename N::A A;
+    if (N::is_int) {
+        if (N::is_signed)
+            return (R)(T)((long long)(T)a / (long long)d);
+        return (R)((unsigned long long)a / (unsigned long long)d);
+    }
+    return N::put(N::get(a) / (A)d);
+}
+
+/* ------------------------------------------------------------------ device: moving bytes */
+
+__device__ __forceinline__ uint4 ldv16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+template <typename W> __device__ __forceinline__ W ldw(const unsigned char *p)
+{
+    return *(const volatile W *)p;
+}
+template <> __device__ __forceinline__ uint4 ldw<uint4>(const unsigned char *p) { return ldv16(p); }
+
+/* A raw element at p: typed where aligned, else byte by byte (little-endian). */
+template <typename R> __device__ __forceinline__ R ld_el(const unsigned char *p, bool aligned)
+{
+    if (aligned)
+        return *(const volatile R *)p;
+    R r = 0;
+    for (int b = 0; b < (int)sizeof(R); b++)
+        r = (R)(r | (R)((R)*(const volatile unsigned char *)(p + b) << (8 * b)));
+    return r;
+}
+template <typename R> __device__ __forceinline__ void st_el(unsigned char *p, R v, bool aligned)
+{
+    if (aligned) {
+        *(R *)p = v;
+        return;
+    }
+    for (int b = 0; b < (int)sizeof(R); b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
+/* n bytes from src to dst by the block, in words of W where both are W-aligned. */
+template <typename W>
+__device__ __forceinline__ void copy_w(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    const size_t tid = threadIdx.x, nth = blockDim.x, w = sizeof(W);
+    size_t head = (w - ((uintptr_t)src & (w - 1))) & (w - 1);
+    head = head < n ? head : n;
+    size_t nw = (n - head) / w, tail = head + nw * w;
+    for (size_t i = tid; i < head; i += nth)
+        dst[i] = *(const volatile unsigned char *)(src + i);
+    const unsigned char *s = src + head;
+    unsigned char *d = dst + head;
+    for (size_t b = tid; b < nw; b += UNROLL * nth) {
+        W v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (b + u * nth < nw)
+                v[u] = ldw<W>(s + (b + u * nth) * w);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            if (b + u * nth < nw)
+                *(W *)(d + (b + u * nth) * w) = v[u];
+    }
+    for (size_t i = tail + tid; i < n; i += nth)
+        dst[i] = *(const volatile unsigned char *)(src + i);
+}
+
+__device__ void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    uintptr_t diff = (uintptr_t)dst ^ (uintptr_t)src;
+    if ((diff & 15) == 0)
+        copy_w<uint4>(dst, src, n);
+    else if ((diff & 7) == 0)
+        copy_w<unsigned long long>(dst, src, n);
+    else if ((diff & 3) == 0)
+        copy_w<uint32_t>(dst, src, n);
+    else if ((diff & 1) == 0)
+        copy_w<unsigned short>(dst, src, n);
+    else
+        copy_w<unsigned char>(dst, src, n);
+}
+
+/* The fused up pass: dst[i] = in[i] (op) slot_0[i] (op) ... (op) slot_{nk-1}[i], slot_j at
+ * k0 + j * kstride, combined left to right as exec_host.c does; divided by divd if non-zero. */
+template <typename T, int OP>
+__device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char *in,
+                                        const unsigned char *k0, size_t kstride, int nk, size_t m,
+                                        int divd)
+{
+    typedef typename num<T>::R R;
+    const int V = 16 / (int)sizeof(R);
+    const size_t tid = threadIdx.x, nth = blockDim.x, es = sizeof(R);
+    uintptr_t al = (uintptr_t)dst | (uintptr_t)in | (nk ? (uintptr_t)k0 | (uintptr_t)kstride : 0);
+    size_t nv = (al & 15) == 0 ? m / V : 0;
+    union vec {
+        uint4 v;
+        R r[16 / sizeof(R)];
+    };
+    for (size_t b = tid; b < nv; b += UNROLL_UP * nth) {
+        vec acc[UNROLL_UP];
+#pragma unroll
+        for (int u = 0; u < UNROLL_UP; u++)
+            if (b + u * nth < nv)
+                acc[u].v = ldv16(in + (b + u * nth) * 16);
+        for (int j = 0; j < nk; j++) {
+            const unsigned char *s = k0 + (size_t)j * kstride;
+            vec x[UNROLL_UP];
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+                if (b + u * nth < nv)
+                    x[u].v = ldv16(s + (b + u * nth) * 16);
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    acc[u].r[e] = combine<T, OP>(acc[u].r[e], x[u].r[e]);
+        }
+        if (divd)
+#pragma unroll
+            for (int u = 0; u < UNROLL_UP; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    acc[u].r[e] = divide<T>(acc[u].r[e], divd);
+#pragma unroll
+        for (int u = 0; u < UNROLL_UP; u++)
+            if (b + u * nth < nv)
+                *(uint4 *)(dst + (b + u * nth) * 16) = acc[u].v;
+    }
+    bool ea = (al & (es - 1)) == 0;
+    for (size_t i = nv * V + tid; i < m; i += nth) {
+        R a = ld_el<R>(in + i * es, ea);
+        for (int j = 0; j < nk; j++)
+            a = combine<T, OP>(a, ld_el<R>(k0 + (size_t)j * kstride + i * es, ea));
+        if (divd)
+            a = divide<T>(a, divd);
+        st_el<R>(dst + i * es, a, ea);
+    }
+}
+
+template <typename T>
+__device__ void up_pass_op(int op, unsigned char *dst, const unsigned char *in,
+                           const unsigned char *k0, size_t kstride, int nk, size_t m, int divd)
+{
+    switch (op) {
+    case blinkProd: up_pass<T, blinkProd>(dst, in, k0, kstride, nk, m, divd); break;
+    case blinkMax: up_pass<T, blinkMax>(dst, in, k0, kstride, nk, m, divd); break;
+    case blinkMin: up_pass<T, blinkMin>(dst, in, k0, kstride, nk, m, divd); break;
+    default: up_pass<T, blinkSum>(dst, in, k0, kstride, nk, m, divd); break; /* sum, avg */
+    }
+}
+
+__device__ __forceinline__ size_t d_dtype_size(uint64_t dt)
+{
+    switch (dt) {
+    case blinkInt8: case blinkUint8: return 1;
+    case blinkFloat16: case blinkBfloat16: return 2;
+    case blinkInt32: case blinkUint32: case blinkFloat32: return 4;
+    default: return 8;
+    }
+}
+
+/* ------------------------------------------------------------------ device: the protocol */
+
+__device__ __forceinline__ bool d_has_up(uint64_t coll)
+{
+    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+__device__ __forceinline__ bool d_has_down(uint64_t coll)
+{
+    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+
+/* This rank's input and output at element x of tree t's group (exec_host.c's in_at, out_at). */
+__device__ __forceinline__ const unsigned char *d_in_at(const kparams &p, const bk_role &t,
+                                                        size_t x)
+{
+    size_t es = d_dtype_size(p.d[3]);
+    size_t base = p.d[1] == BLINK_PLAN_REDUCESCATTER ? (size_t)p.user_of[t.root] * p.d[5] : 0;
+    return p.send + (base + x) * es;
+}
+__device__ __forceinline__ unsigned char *d_out_at(const kparams &p, const bk_role &t, size_t x)
+{
+    size_t es = d_dtype_size(p.d[3]);
+    size_t base = p.d[1] == BLINK_PLAN_ALLGATHER ? (size_t)p.user_of[t.root] * p.d[5] : 0;
+    return p.recv + (base + x) * es;
+}
+
+/* Chunk s->up of tree ti: may it go up now? (thread 0; exec_host.c's up_step checks) */
+__device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                        unsigned char *checked, int &waiting)
+{
+    const bk_role &t = p.roles[ti];
+    const int *kids = p.kids + t.kids_at;
+    const unsigned char *me = p.seg[p.prank];
+    uint32_t ch = s->up;
+    if (ch >= s->nchunks || !d_has_up(p.d[1]))
+        return 0;
+    for (int j = 0; j < t.nkids; j++)
+        if (!bk_tag_reached(ld64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)), seq, ch + 1)) {
+            waiting = kids[j];
+            return 0;
+        }
+    if (t.parent >= 0) {
+        int r = d_peer_ready(p, seq, checked, t.parent, waiting);
+        if (r <= 0)
+            return r;
+        if (ch >= BK_SLOTS &&
+            !bk_tag_reached(ld64(me + bk_off_up_freed(&p.lay, p.prank, ti, t.parent)), seq,
+                       ch - BK_SLOTS + 1)) {
+            waiting = t.parent;
+            return 0;
+        }
+    }
+    __threadfence_system(); /* the flags before the data they release */
+    return 1;
+}
+
+/* Chunk s->down of tree ti: may it go down now? */
+__device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                          unsigned char *checked, int &waiting)
+{
+    const bk_role &t = p.roles[ti];
+    const int *kids = p.kids + t.kids_at;
+    const unsigned char *me = p.seg[p.prank];
+    uint32_t ch = s->down;
+    if (ch >= s->nchunks || !d_has_down(p.d[1]))
+        return 0;
+    if (t.parent < 0) {
+        if (p.d[1] == BLINK_PLAN_ALLREDUCE && s->up <= ch)
+            return 0;
+    } else if (!bk_tag_reached(ld64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq, ch + 1)) {
+        waiting = t.parent;
+        return 0;
+    }
+    for (int j = 0; j < t.nkids; j++) {
+        int r = d_peer_ready(p, seq, checked, kids[j], waiting);
+        if (r <= 0)
+            return r;
+        if (ch >= BK_SLOTS &&
+            !bk_tag_reached(ld64(me + bk_off_down_freed(&p.lay, p.prank, ti, kids[j])), seq,
+                       ch - BK_SLOTS + 1)) {
+            waiting = kids[j];
+            return 0;
+        }
+    }
+    __threadfence_system();
+    return 1;
+}
+
+/* One step of tree ti going up, by the whole block: 1 moved, 0 not ready, -1 failed.
+ * Thread 0 decides; exactly two barriers on every path, so the block stays in step. */
+template <typename T>
+__device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsigned char *checked,
+                       int &waiting, volatile int *dec_sh)
+{
+    if (threadIdx.x == 0)
+        *dec_sh = up_ready(p, ti, s, seq, checked, waiting);
+    __syncthreads();
+    int dec = *dec_sh;
+    if (dec == 1) {
+        const bk_role &t = p.roles[ti];
+        uint32_t ch = s->up;
+        int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
+        size_t x0 = s->lo + (size_t)ch * p.chunk_elems;
+        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        const unsigned char *in = d_in_at(p, t, x0);
+        unsigned char *dst = root ? d_out_at(p, t, x0)
+                                  : p.seg[t.parent] +
+                                        bk_off_up_slot(&p.lay, t.parent, ti, t.kpos, k);
+        const unsigned char *k0 = p.seg[p.prank] + bk_off_up_slot(&p.lay, p.prank, ti, 0, k);
+        int avg = p.d[4] == blinkAvg, divd = root && avg ? p.nranks : 0;
+        if (t.nkids == 0 && !divd) {
+            if (dst != in)
+                copy_bytes(dst, in, m * d_dtype_size(p.d[3]));
+        } else {
+            up_pass_op<T>(avg ? blinkSum : (int)p.d[4], dst, in, k0,
+                          (size_t)BK_SLOTS * p.lay.slot_bytes, t.nkids, m, divd);
+        }
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (dec == 1 && threadIdx.x == 0) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->up;
+        if (t.parent >= 0)
+            st64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
+                 bk_tag(seq, ch + 1));
+        for (int j = 0; j < t.nkids; j++)
+            st64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
+                 bk_tag(seq, ch + 1));
+        s->up = ch + 1;
+    }
+    return dec;
+}
+
+/* One step of tree ti going down, by the whole block. */
+__device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
+                         unsigned char *checked, int &waiting, volatile int *dec_sh)
+{
+    if (threadIdx.x == 0)
+        *dec_sh = down_ready(p, ti, s, seq, checked, waiting);
+    __syncthreads();
+    int dec = *dec_sh;
+    if (dec == 1) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->down;
+        int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
+        size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
+        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        const unsigned char *src;
+        if (root)
+            src = p.d[1] == BLINK_PLAN_ALLREDUCE ? d_out_at(p, t, x0) : d_in_at(p, t, x0);
+        else
+            src = p.seg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
+        unsigned char *out = d_out_at(p, t, x0);
+        if (out != src)
+            copy_bytes(out, src, m * es);
+        for (int j = 0; j < t.nkids; j++)
+            copy_bytes(p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k), src, m * es);
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (dec == 1 && threadIdx.x == 0) {
+        const bk_role &t = p.roles[ti];
+        const int *kids = p.kids + t.kids_at;
+        uint32_t ch = s->down;
+        for (int j = 0; j < t.nkids; j++)
+            st64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti), bk_tag(seq, ch + 1));
+        if (t.parent >= 0)
+            st64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
+                 bk_tag(seq, ch + 1));
+        s->down = ch + 1;
+    }
+    return dec;
+}
+
+/* floor(n * s / w) without overflow (exec_host.c's split_at). */
+__device__ size_t d_split_at(size_t n, uint64_t s, uint64_t w)
+{
+    if (w == 0)
+        return 0;
+    uint64_t q = n / w, r = n % w;
+    return (size_t)(q * s + (uint64_t)((unsigned __int128)r * s / w));
+}
+
+#if defined(__CUDACC_VER_MAJOR__) &&                                                         \
+    (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 7))
+#define GRID_CONSTANT __grid_constant__
+#else
+#define GRID_CONSTANT
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kparams p)
+{
+    extern __shared__ unsigned long long dsm[];
+    __shared__ int dec_sh;
+    __shared__ uint32_t seq_sh;
+    tstate *ts = (tstate *)dsm;
+    unsigned char *checked = (unsigned char *)(ts + p.tpb);
+    const int tid = threadIdx.x;
+    unsigned char *me = p.seg[p.prank];
+    int waiting = 0; /* thread 0: the peer the last blocked step waited for */
+
+    for (int i = tid; i < p.nranks; i += blockDim.x)
+        checked[i] = 0;
+    if (tid == 0) {
+        uint32_t seq = ld32(&p.ctl->seq) + 1;
+        seq = seq ? seq : 1; /* 0 is what a fresh segment holds */
+        seq_sh = seq;
+        uint32_t who = ld32(me + H_ABORT);
+        if (who) {
+            char *buf = s_msg;
+            dmsg m = {buf, 0, BK_MSG_MAX};
+            int q = (int)who - 1;
+            put_s(m, d_coll_name(p.d[1]));
+            put_s(m, ": the communicator was aborted: ");
+            if (q >= 0 && q < p.nranks && p.seg[q] && p.reach[q])
+                put_vol(m, p.seg[q] + H_MSG, (int)H_MSG_BYTES);
+            d_fail(p, blinkRemoteError, q, seq, buf, false);
+            dec_sh = -1;
+        } else {
+            if (blockIdx.x == 0) {
+                /* Enter: the description first, then the call number that makes it valid. */
+                for (int i = 0; i < BK_DESC_WORDS; i++)
+                    st64(me + H_DESC + 8 * i, i == 0 ? (uint64_t)seq : p.d[i]);
+                __threadfence_system();
+                st32(me + H_ENTERED, seq);
+                __threadfence_system();
+            }
+            for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
+                const bk_role &t = p.roles[ti];
+                tstate *s = &ts[i];
+                s->lo = d_split_at(p.d[5], t.lo_w, t.total_w);
+                s->hi = d_split_at(p.d[5], t.hi_w, t.total_w);
+                s->nchunks = (unsigned int)((s->hi - s->lo + p.chunk_elems - 1) / p.chunk_elems);
+                s->up = s->down = 0;
+            }
+            dec_sh = 0;
+        }
+    }
+    __syncthreads();
+    const uint32_t seq = seq_sh;
+    int go = dec_sh == 0;
+    __syncthreads();
+
+    uint64_t idle_since = 0;
+    unsigned int spins = 0;
+    while (go) {
+        int moved = 0, done = 1, failed = 0;
+        for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
+            tstate *s = &ts[i];
+            int r;
+            while ((r = up_step<T>(p, ti, s, seq, checked, waiting, &dec_sh)) > 0)
+                moved = 1;
+            if (r == 0)
+                while ((r = down_step(p, ti, s, seq, checked, waiting, &dec_sh)) > 0)
+                    moved = 1;
+            if (r < 0) {
+                failed = 1;
+                break;
+            }
+            done &= (!d_has_up(p.d[1]) || s->up >= s->nchunks) &&
+                    (!d_has_down(p.d[1]) || s->down >= s->nchunks);
+        }
+        if (failed || done)
+            break;
+        if (moved) {
+            idle_since = 0;
+            spins = 0;
+            continue;
+        }
+        /* Nothing could move: an abort, the timeout, or look again. */
+        if (tid == 0) {
+            int stop = 0;
+            uint32_t who = ld32(me + H_ABORT);
+            uint64_t now = gtimer();
+            if (who) {
+                d_fail_aborted(p, seq, who);
+                stop = 1;
+            } else if (idle_since == 0) {
+                idle_since = now;
+            } else if (now - idle_since > p.timeout_ns) {
+                char *buf = s_msg;
+                dmsg m = {buf, 0, BK_MSG_MAX};
+                int q = waiting;
+                put_s(m, "rank ");
+                put_i(m, p.user_of[p.prank]);
+                put_s(m, " (device ");
+                put_i(m, p.topo_dev[p.prank]);
+                put_s(m, "): no progress for ");
+                put_s(m, p.timeout_str);
+                put_s(m, " s in ");
+                put_s(m, d_coll_name(p.d[1]));
+                put_s(m, " (call ");
+                put_u(m, seq);
+                put_s(m, "), waiting for rank ");
+                put_i(m, p.user_of[q]);
+                put_s(m, " (device ");
+                put_i(m, p.topo_dev[q]);
+                put_s(m, ") (BLINK_TIMEOUT_S)");
+                d_fail(p, blinkSystemError, q, seq, buf, true);
+                stop = 1;
+            }
+#if __CUDA_ARCH__ >= 700
+            if (!stop && ++spins > 64)
+                __nanosleep(spins > 4096 ? 1000 : 100);
+#endif
+            dec_sh = stop;
+        }
+        __syncthreads();
+        go = !dec_sh;
+        __syncthreads();
+    }
+
+    /* The last block out advances the call number the next launch takes. */
+    if (tid == 0) {
+        __threadfence();
+        if (atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1) {
+            st32(&p.ctl->seq, seq);
+            st32(&p.ctl->done, 0);
+            __threadfence();
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the table */
+
+typedef void (*kernel_fn)(const kparams);
+
+/* The kernel of a datatype (one per type: each holds only its own reductions). */
+static kernel_fn kernel_for(int dt)
+{
+    switch (dt) {
+    case blinkInt8: return bk_kernel<int8_t>;
+    case blinkUint8: return bk_kernel<uint8_t>;
+    case blinkInt32: return bk_kernel<int32_t>;
+    case blinkUint32: return bk_kernel<uint32_t>;
+    case blinkInt64: return bk_kernel<int64_t>;
+    case blinkUint64: return bk_kernel<uint64_t>;
+    case blinkFloat16: return bk_kernel<__half>;
+    case blinkBfloat16: return bk_kernel<__nv_bfloat16>;
+    case blinkFloat64: return bk_kernel<double>;
+    default: return bk_kernel<float>;
+    }
+}
+
+#endif
