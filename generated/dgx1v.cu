@@ -45,17 +45,19 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.4 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.0 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 157.7 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 390.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1206.8 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4166.7 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s0_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 213.2 us, NCCL 241.2 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 628.1 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1146.9 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2125.5 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4061.3 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7808.2 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
@@ -88,17 +90,19 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 63.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.5 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s1_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 54.0 us, NCCL 62.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 96.5 us, NCCL 107.0 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -131,17 +135,19 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 63.1 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.5 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s2_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.9 us, NCCL 62.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 96.5 us, NCCL 107.0 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
@@ -174,17 +180,20 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.0 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 42.3 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 51.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.4 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.0 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 159.5 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s3_ranges[13] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 31.0 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.2 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 37.5 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.9 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
@@ -217,17 +226,19 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 49.3 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.8 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.9 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 163.0 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1227.7 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4211.4 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s4_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.6 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.7 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
@@ -260,17 +271,20 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.1 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 36.7 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 39.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 45.8 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 59.5 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 75.4 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 106.0 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s5_ranges[13] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.3 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 41.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.6 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.7 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
@@ -303,17 +317,20 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.3 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.1 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 40.6 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 47.6 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 61.6 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.1 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 109.5 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 397.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1213.8 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4183.5 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s6_ranges[13] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.5 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.3 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.8 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 42.8 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
@@ -346,20 +363,19 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[13] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.0 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.7 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 71.5 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.3 us, NCCL 107.0 us */
-    { 8388608u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 148.6 us, NCCL 154.6 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 232.5 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 381.1 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 666.4 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1187.2 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4135.9 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s7_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.4 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.3 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 33.3 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 40.3 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.5 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 207.9 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 356.5 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1136.4 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2104.6 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4040.3 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7766.3 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -392,17 +408,19 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.9 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 68.1 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.6 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.7 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 95.0 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 109.8 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 145.3 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 440.4 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1272.9 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4283.0 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s8_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.5 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.5 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 67.3 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.7 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.6 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 639.1 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1158.4 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2145.3 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7841.9 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
@@ -435,15 +453,17 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 67.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 79.3 us, NCCL 52.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 140.1 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 422.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1240.9 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4210.2 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.7 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 210.2 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 357.6 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1136.0 us, NCCL 1199.9 us */
+    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 4035.0 us, NCCL 4157.1 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -476,15 +496,19 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 65.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 67.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 79.3 us, NCCL 52.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 140.1 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 422.2 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1239.3 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4210.2 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s10_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 65.3 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 210.2 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 357.6 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1137.5 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2105.6 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4041.5 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7768.6 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
@@ -517,15 +541,18 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.7 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.8 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 76.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.2 us, NCCL 52.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 144.8 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 427.6 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1240.9 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4217.2 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s11_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 79.4 us */
+    { 8388608u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 137.0 us, NCCL 154.6 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 354.1 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1134.0 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2096.3 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 4032.0 us, NCCL 4157.1 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
@@ -558,17 +585,19 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.7 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 72.8 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 76.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.2 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 98.8 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 113.5 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 145.6 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 424.3 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1245.0 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4222.9 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s12_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 208.4 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 354.3 us, NCCL 392.3 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1134.2 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2103.5 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4038.1 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7765.2 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
@@ -601,17 +630,19 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 73.0 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 77.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.4 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 101.9 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 115.6 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 151.8 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 451.5 us, NCCL 392.3 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2321.5 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8188.8 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s13_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.8 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.9 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.2 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 224.3 us, NCCL 241.2 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 373.2 us, NCCL 392.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 645.9 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1165.3 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2155.6 us, NCCL 2210.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7859.3 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
@@ -644,17 +675,19 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 70.2 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 71.8 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 75.0 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 81.7 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 95.6 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 115.1 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 141.5 us, NCCL 107.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 435.8 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1279.7 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4275.7 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s14_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.1 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.2 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 39.9 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 62.2 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 214.4 us, NCCL 241.2 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 629.2 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1149.2 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4063.6 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7812.9 us, NCCL 7967.5 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
@@ -687,17 +720,19 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 64.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 66.2 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.4 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 75.8 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 88.6 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.9 us, NCCL 79.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 134.5 us, NCCL 107.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 275.7 us, NCCL 241.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2291.1 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4278.7 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s15_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.0 us, NCCL 35.3 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.5 us, NCCL 38.3 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 31.7 us, NCCL 44.4 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 37.9 us, NCCL 52.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 45.0 us, NCCL 62.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 57.8 us, NCCL 79.4 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 214.4 us, NCCL 241.2 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 629.2 us, NCCL 673.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1149.2 us, NCCL 1199.9 us */
+    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2210.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4063.6 us, NCCL 4157.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7812.9 us, NCCL 7967.5 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */
@@ -835,16 +870,17 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 7, 187500u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 40.8 us, NCCL 32.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 42.4 us, NCCL 33.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 45.6 us, NCCL 33.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.1 us, NCCL 35.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 102.0 us, NCCL 56.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 148.4 us, NCCL 81.1 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1090.5 us, NCCL 815.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3887.9 us, NCCL 3163.9 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7589.1 us, NCCL 6295.7 us */
+static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 32.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 33.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.8 us, NCCL 33.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.1 us, NCCL 35.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 52.7 us, NCCL 38.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.0 us, NCCL 44.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 87.9 us, NCCL 56.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 337.7 us, NCCL 227.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1073.9 us, NCCL 815.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7797.6 us, NCCL 6295.7 us */
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
@@ -983,17 +1019,17 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 75.9 us, NCCL 32.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 77.7 us, NCCL 33.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.2 us, NCCL 33.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 88.2 us, NCCL 35.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.2 us, NCCL 38.3 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 110.1 us, NCCL 44.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 137.4 us, NCCL 56.7 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 253.3 us, NCCL 130.1 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1108.0 us, NCCL 815.1 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2027.4 us, NCCL 1598.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 3932.4 us, NCCL 3163.9 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 32.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 33.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 33.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.2 us, NCCL 35.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.9 us, NCCL 38.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.8 us, NCCL 44.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.1 us, NCCL 81.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 319.5 us, NCCL 227.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1000.7 us, NCCL 815.1 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1943.0 us, NCCL 1598.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7464.8 us, NCCL 6295.7 us */
 };
 
 /* allreduce: 12 trees, 16 ring chains */
@@ -1087,15 +1123,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.2 us, NCCL 56.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 125.1 us, NCCL 57.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 136.6 us, NCCL 59.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 146.7 us, NCCL 62.1 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 186.4 us, NCCL 80.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 326.3 us, NCCL 153.9 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1312.7 us, NCCL 838.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2396.9 us, NCCL 1621.9 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 16214.2 us, NCCL 12583.0 us */
+    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 56.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 66.8 us, NCCL 57.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.7 us, NCCL 59.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.7 us, NCCL 62.1 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 93.0 us, NCCL 68.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 169.6 us, NCCL 104.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 409.2 us, NCCL 251.7 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1225.0 us, NCCL 838.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4225.5 us, NCCL 3187.7 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1103,55 +1139,55 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      10, blinkgen_p0s0_ranges },
+      12, blinkgen_p0s0_ranges },
     { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
       2, blinkgen_p0s1_ring_trees,
-      10, blinkgen_p0s1_ranges },
+      12, blinkgen_p0s1_ranges },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      10, blinkgen_p0s2_ranges },
+      12, blinkgen_p0s2_ranges },
     { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
       2, blinkgen_p0s3_ring_trees,
-      10, blinkgen_p0s3_ranges },
+      13, blinkgen_p0s3_ranges },
     { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
       2, blinkgen_p0s4_ring_trees,
-      10, blinkgen_p0s4_ranges },
+      12, blinkgen_p0s4_ranges },
     { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
       2, blinkgen_p0s5_ring_trees,
-      10, blinkgen_p0s5_ranges },
+      13, blinkgen_p0s5_ranges },
     { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
       2, blinkgen_p0s6_ring_trees,
-      10, blinkgen_p0s6_ranges },
+      13, blinkgen_p0s6_ranges },
     { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
       2, blinkgen_p0s7_ring_trees,
-      13, blinkgen_p0s7_ranges },
+      12, blinkgen_p0s7_ranges },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      10, blinkgen_p0s8_ranges },
+      12, blinkgen_p0s8_ranges },
     { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees,
       2, blinkgen_p0s9_ring_trees,
-      8, blinkgen_p0s9_ranges },
+      10, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      8, blinkgen_p0s10_ranges },
+      12, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      8, blinkgen_p0s11_ranges },
+      11, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
-      10, blinkgen_p0s12_ranges },
+      12, blinkgen_p0s12_ranges },
     { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees,
       2, blinkgen_p0s13_ring_trees,
-      10, blinkgen_p0s13_ranges },
+      12, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      10, blinkgen_p0s14_ranges },
+      12, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      10, blinkgen_p0s15_ranges },
+      12, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
-      9, blinkgen_p0s16_ranges },
+      10, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
       11, blinkgen_p0s17_ranges },

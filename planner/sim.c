@@ -16,11 +16,11 @@ void sim_params_default(struct sim_params *p)
     p->alpha_us[TOPO_PCIE] = 1.0;
     p->alpha_us[TOPO_SMP] = 1.0;
     p->alpha_us[TOPO_NET] = 2.7;
-    /* Blink's runtime issues one cudaMemcpyPeerAsync per chunk and edge and one small kernel
-     * per reduction; the paper puts the cost of each call at "several us" (blink-and-peers.md
-     * 3, chunk-size tuning). 5 us for both. */
-    p->copy_launch_us = 5.0;
-    p->reduce_launch_us = 5.0;
+    /* The runtime launches one kernel per call, as NCCL does: NCCL's base latency (below).
+     * A chunk's hand-over is NCCL's Simple protocol step (data, fence, flag; 3.4 us on
+     * NVLink) less the NVLink latency that alpha adds per arc (0.6 us). */
+    p->launch_us = 8.4;
+    p->step_us = 3.4 - 0.6;
     /* An out-of-place add reads two operands and writes one: a third of a V100's 900 GB/s of
      * HBM2 (NVIDIA V100 datasheet), so 300 GB/s of output. */
     p->reduce_gbps = 300.0;
@@ -62,7 +62,7 @@ static int params_ok(const struct sim_params *p)
     for (int k = 0; k < TOPO_LINK_KINDS; k++)
         if (!(p->alpha_us[k] >= 0) || !(p->nccl_step_us[k] >= 0))
             return 0;
-    return p->copy_launch_us >= 0 && p->reduce_launch_us >= 0 && p->reduce_gbps >= 0 &&
+    return p->launch_us >= 0 && p->step_us >= 0 && p->reduce_gbps >= 0 &&
            p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps);
 }
 

@@ -4,24 +4,20 @@
  * flow-level model of the topology.
  *
  * Model (issue 5). Every directed arc of the planning graph is a resource of its capacity (GB/s,
- * 1e9 B/s, per direction); concurrent copies share each arc max-min fairly. A copy over a path
- * costs a launch overhead plus the latency alpha of each arc's link kind, then moves its bytes
- * as a flow over every arc of the path at once (switches store nothing). A reduction costs a
- * kernel launch, then its bytes at the GPU's reduction rate, which concurrent reductions on one
- * GPU share. The engine is sim_engine.h.
+ * 1e9 B/s, per direction); concurrent flows share each arc max-min fairly. A chunk handed over a
+ * tree edge costs the protocol's step plus the latency alpha of each arc's link kind, then
+ * moves its bytes as a flow over every arc of the path at once (switches store nothing); going
+ * up, the same flow also runs through the sender's reduction unit (the runtime receives,
+ * reduces and sends in one pass), whose rate concurrent passes on one GPU share. The engine is
+ * sim_engine.h.
  *
- * Trees (sim_trees) follow the runtime's schedule exactly (runtime/src/exec.c and blink_plan.h):
- * weights are the rates in whole units of 1e-4 GB/s, the elements are split among the trees
- * (per root for allgather and reduce-scatter) by the same integer rule, each tree's share is cut
- * into chunks; per (rank, tree) one "down" stream copies chunk c from the parent once the parent
- * has it and its own chunk c-1 is in, one "up" stream reduces in what each child pushed
- * (children in rank order) into one of two accumulators, once the rank's own push of chunk c-2
- * has left that accumulator, and one "push" stream copies the rank's partial (a leaf's input)
- * over its own edge into the parent's in-slot once it is reduced and the parent has reduced
- * chunk c-2 (two in-slots per child); so siblings send in parallel, and a rank reduces chunk
- * c+1 while pushing chunk c. Allreduce's root starts chunk c down once it is reduced. Calls are
- * taken as in place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not
- * simulated: the runtime does not run it either.
+ * Trees (sim_trees) follow the runtime's protocol (runtime/src/proto.h and blink_plan.h, the
+ * work graph in sim_tree.c): weights are the rates in whole units of 1e-4 GB/s, the elements
+ * are split among the trees (per root for allgather and reduce-scatter) by the same integer
+ * rule, each tree's share is cut into chunks that move up and down the tree through four
+ * staging slots per connection, and the call costs one kernel launch. Calls are taken as in
+ * place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated: the
+ * runtime does not run it either.
  *
  * Rings (sim_rings) follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
  * result: ring.h records the summed ring rate B and the ring count but not the orders, so each
@@ -50,9 +46,9 @@
 struct sim_params {
     /* Latency of one arc of each link kind, us, added once per copy for each arc on its path. */
     double alpha_us[TOPO_LINK_KINDS];
-    double copy_launch_us;   /* fixed cost of one cudaMemcpyPeerAsync (per chunk, per edge) */
-    double reduce_launch_us; /* fixed cost of one reduction kernel */
-    double reduce_gbps;      /* reduction rate of one GPU, GB/s of output */
+    double launch_us;        /* the runtime's one kernel launch per call */
+    double step_us;          /* one chunk handed over an edge: fence, flag and poll */
+    double reduce_gbps;      /* fused reduction rate of one GPU, GB/s of output */
     size_t elem_bytes;       /* element size: the runtime splits data in whole elements */
     /* NCCL baseline: a per-collective launch and a per-step cost by the slowest link kind on
      * the hop (NCCL's hwLat, which includes the wire latency); NCCL reduces inside its copy

@@ -28,7 +28,7 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
     } keys[] = {
         {"alpha-nvlink", &p->alpha_us[TOPO_NVLINK]}, {"alpha-pcie", &p->alpha_us[TOPO_PCIE]},
         {"alpha-smp", &p->alpha_us[TOPO_SMP]},       {"alpha-net", &p->alpha_us[TOPO_NET]},
-        {"copy-launch", &p->copy_launch_us},         {"reduce-launch", &p->reduce_launch_us},
+        {"launch", &p->launch_us},                   {"step", &p->step_us},
         {"reduce-gbps", &p->reduce_gbps},            {"nccl-launch", &p->nccl_launch_us},
         {"nccl-step-nvlink", &p->nccl_step_us[TOPO_NVLINK]},
         {"nccl-step-pcie", &p->nccl_step_us[TOPO_PCIE]},
@@ -54,8 +54,8 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         *keys[i].at = v;
         return 1;
     }
-    *why = "unknown parameter (alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, copy-launch, "
-           "reduce-launch, reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie, "
+    *why = "unknown parameter (alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, "
+           "reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie, "
            "nccl-step-smp, nccl-step-net)";
     return 0;
 }
@@ -76,10 +76,10 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
     const struct sim_params *p = &o->params;
     sb_printf(sb, "# blinkc --simulate: %d GPUs, flow-level model (blinkc(1), SIMULATION)\n",
               ps->topo->ngpus);
-    sb_printf(sb, "# alpha us: nvlink %g pcie %g smp %g net %g; copy launch %g us; reduce "
-                  "launch %g us at %g GB/s\n",
+    sb_printf(sb, "# alpha us: nvlink %g pcie %g smp %g net %g; launch %g us per call; step %g "
+                  "us per chunk and edge; reduce %g GB/s\n",
               p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],
-              p->alpha_us[TOPO_NET], p->copy_launch_us, p->reduce_launch_us, p->reduce_gbps);
+              p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->reduce_gbps);
     sb_printf(sb, "# NCCL: launch %g us; step us: nvlink %g pcie %g smp %g net %g\n",
               p->nccl_launch_us, p->nccl_step_us[TOPO_NVLINK], p->nccl_step_us[TOPO_PCIE],
               p->nccl_step_us[TOPO_SMP], p->nccl_step_us[TOPO_NET]);

@@ -33,7 +33,7 @@ enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
                           const struct sim_report_opts *o, struct diag *d);
 
 /* Set one parameter from "KEY=VALUE": alpha-nvlink, alpha-pcie, alpha-smp, alpha-net,
- * copy-launch, reduce-launch, reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie,
+ * launch, step, reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie,
  * nccl-step-smp, nccl-step-net (us, or GB/s for reduce-gbps). 0 and a reason if invalid. */
 int sim_params_set(struct sim_params *p, const char *key_value, const char **why);
 

@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * sim_tree.c - a plan's tree set turned into the runtime's work graph (runtime/src/exec.c),
- * then run on the flow engine.
+ * sim_tree.c - a plan's tree set turned into the work graph of the runtime's protocol
+ * (runtime/src/proto.h: one kernel per call, chunks handed over through the receiver's staging
+ * slots with a flag each, SIM_SLOTS slots per connection), then run on the flow engine.
  *
- * Every (rank, tree) has an up, a push and a down stream, so the tasks of one stream are chained
- * in order; each wait of exec.c becomes a dependency on the task that recorded the event (slot
- * k = c % 2):
- *   down, rank v, chunk c:  copy parent -> v after v's chunk c-1 copy and the parent's chunk c
- *                           (the root has it at once; for allreduce once it has reduced c);
- *   up, rank v, chunk c:    for each child in rank order, reduce its pushed chunk c into v's
- *                           accumulator on v's reduction units (after that child's push of c;
- *                           the first, unless v is the root, also after v's own push of c-2,
- *                           which frees out-slot k); the last reduction frees v's in-slots k;
- *   push, rank v != root:   push v's partial of chunk c (a leaf's input) over v's edge into the
- *                           parent's in-slot, after v's last reduction of c (if v has children)
- *                           and, for c >= 2, after the parent's last reduction of c-2.
- * Children push in parallel, each on its own stream and edge, and a rank reduces chunk c+1 in
- * while its push of chunk c is on the wire.
+ * Per tree and chunk c (a rank's steps of one phase run in chunk order, its two phases
+ * independently, as the runtime's threadblocks run them):
+ *   up, rank v != root:  one fused pass reads v's input and its children's slots, reduces, and
+ *                        writes the parent's slot over v's edge: a flow over the edge's arcs and
+ *                        (if v has children) v's reduction unit, after v's chunk c-1, every
+ *                        child's chunk c, and (c >= SIM_SLOTS) the parent's chunk c-SIM_SLOTS,
+ *                        which freed the slot;
+ *   up, the root:        the same pass into the output, on its reduction unit only;
+ *   down, v to child u:  v writes chunk c into u's slot once v has it (the root at once, or for
+ *                        allreduce once it has reduced c) and v's pass of chunk c-1 is over,
+ *                        and (c >= SIM_SLOTS) u is done with chunk c-SIM_SLOTS: u copied it out
+ *                        (a leaf) or passed it on to all its children.
+ * Each hand-over costs the protocol's step (fence, flag, poll) plus each arc's latency. The
+ * call's one kernel launch is added once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 
 #include "sim.h"
 #include "sim_engine.h"
+
+/* Staging slots per connection: BK_SLOTS in runtime/src/proto.h. */
+#define SIM_SLOTS 4
 
 struct tb {
     const struct sim_job *j;
@@ -33,9 +37,11 @@ struct tb {
     int n, up, down;
     int *kids, *kstart, *order, *queue;
     int *down_res, *down_off, *up_res; /* per rank, its parent edge's arcs (down and up) */
-    double *lat;                       /* per rank, launch + path latency of its edge */
-    int *prev_up, *prev_push, *prev_down, *down_done; /* [n]: each stream's last task */
-    int *cons, *pushed; /* [2n]: per rank and slot, its last reduction and its push */
+    double *lat;                       /* per rank, step + path latency of its edge */
+    int *prev_up, *pass, *have;        /* [n]: last up step, last down pass, the chunk here */
+    int *up_t, *done_t;                /* [SIM_SLOTS n]: up step and down "done" by slot */
+    int *kid_t;                        /* [n]: one pass's tasks, one per child */
+    int *res;                          /* [arcs + 1]: a task's resources */
 };
 
 static double arc_alpha(const struct tb *b, int a)
@@ -79,7 +85,7 @@ static enum bk_status tree_shape(struct tb *b, const struct ptree *tr, struct di
     int off = 0;
     for (int v = 0; v < n; v++) {
         b->down_off[v] = off;
-        b->lat[v] = b->p->copy_launch_us;
+        b->lat[v] = b->p->step_us;
         if (v == tr->root)
             continue;
         for (int i = tr->path_off[v]; i < tr->path_off[v + 1]; i++, off++) {
@@ -110,50 +116,61 @@ static enum bk_status task(struct tb *b, double delay, double bytes, const int *
     return sim_eng_task(&b->e, delay, bytes, res, nres, id);
 }
 
-/* One chunk of one tree, in exec.c's enqueue order: up children first, then down parents
- * first. */
-static enum bk_status chunk_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
+/* Chunk c of tree tr going up: leaves first, so a rank's children have their step of chunk c
+ * and its parent still holds the step of chunk c - SIM_SLOTS. */
+static enum bk_status up_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
 {
-    int n = b->n, root = tr->root;
-    int k = (int)(c % 2);
-    for (int i = n - 1; b->up && i >= 0; i--) {
-        int v = b->order[i];
-        for (int j = b->kstart[v]; j < b->kstart[v + 1]; j++) {
-            int unit = b->g->narcs + v, rd;
-            BK_CHECK(task(b, b->p->reduce_launch_us, bytes, &unit, b->p->reduce_gbps > 0, &rd));
-            BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], rd));
-            BK_CHECK(sim_eng_dep(&b->e, b->pushed[2 * b->kids[j] + k], rd));
-            if (j == b->kstart[v] && v != root && c >= 2)
-                BK_CHECK(sim_eng_dep(&b->e, b->pushed[2 * v + k], rd));
-            b->prev_up[v] = b->cons[2 * v + k] = rd;
-        }
-        if (v != root) {
-            int cp, nres = b->down_off[v + 1] - b->down_off[v];
-            BK_CHECK(task(b, b->lat[v], bytes, b->up_res + b->down_off[v], nres, &cp));
-            BK_CHECK(sim_eng_dep(&b->e, b->prev_push[v], cp));
-            if (b->kstart[v + 1] > b->kstart[v])
-                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * v + k], cp));
-            if (c >= 2)
-                BK_CHECK(sim_eng_dep(&b->e, b->cons[2 * tr->parent[v] + k], cp));
-            b->prev_push[v] = b->pushed[2 * v + k] = cp;
-        }
-    }
-    for (int i = 0; b->down && i < n; i++) {
-        int v = b->order[i], cp;
-        if (v == root) {
-            b->down_done[v] = b->up ? b->prev_up[v] : -1;
-            continue;
-        }
-        int nres = b->down_off[v + 1] - b->down_off[v];
-        BK_CHECK(task(b, b->lat[v], bytes, b->down_res + b->down_off[v], nres, &cp));
-        BK_CHECK(sim_eng_dep(&b->e, b->prev_down[v], cp));
-        BK_CHECK(sim_eng_dep(&b->e, b->down_done[tr->parent[v]], cp));
-        b->prev_down[v] = b->down_done[v] = cp;
+    int n = b->n, k = (int)(c % SIM_SLOTS);
+    for (int i = n - 1; i >= 0; i--) {
+        int v = b->order[i], nk = b->kstart[v + 1] - b->kstart[v], nres = 0, t;
+        if (v != tr->root)
+            for (int x = b->down_off[v]; x < b->down_off[v + 1]; x++)
+                b->res[nres++] = b->up_res[x];
+        if (nk > 0 && b->p->reduce_gbps > 0)
+            b->res[nres++] = b->g->narcs + v; /* the reduction unit */
+        BK_CHECK(task(b, v == tr->root ? 0 : b->lat[v], bytes, b->res, nres, &t));
+        BK_CHECK(sim_eng_dep(&b->e, b->prev_up[v], t));
+        for (int x = b->kstart[v]; x < b->kstart[v + 1]; x++)
+            BK_CHECK(sim_eng_dep(&b->e, b->up_t[SIM_SLOTS * b->kids[x] + k], t));
+        if (v != tr->root && c >= SIM_SLOTS)
+            BK_CHECK(sim_eng_dep(&b->e, b->up_t[SIM_SLOTS * tr->parent[v] + k], t));
+        b->prev_up[v] = b->up_t[SIM_SLOTS * v + k] = t;
     }
     return BK_OK;
 }
 
-/* floor(n * s / w) without overflow, as exec.c's split_at. */
+/* Chunk c of tree tr going down: the root first, so a rank has chunk c before it passes it on
+ * and its children still hold their "done" of chunk c - SIM_SLOTS. */
+static enum bk_status down_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
+{
+    int n = b->n, k = (int)(c % SIM_SLOTS);
+    for (int i = 0; i < n; i++) {
+        int v = b->order[i], nk = b->kstart[v + 1] - b->kstart[v];
+        if (v == tr->root)
+            b->have[v] = b->up ? b->up_t[SIM_SLOTS * v + k] : -1;
+        for (int x = 0; x < nk; x++) {
+            int u = b->kids[b->kstart[v] + x], t;
+            BK_CHECK(task(b, b->lat[u], bytes, b->down_res + b->down_off[u],
+                          b->down_off[u + 1] - b->down_off[u], &t));
+            BK_CHECK(sim_eng_dep(&b->e, b->have[v], t));
+            BK_CHECK(sim_eng_dep(&b->e, b->pass[v], t));
+            if (c >= SIM_SLOTS)
+                BK_CHECK(sim_eng_dep(&b->e, b->done_t[SIM_SLOTS * u + k], t));
+            b->kid_t[x] = b->have[u] = t;
+        }
+        int done = b->have[v];
+        if (nk > 0) { /* the pass ends when every child has the chunk */
+            BK_CHECK(task(b, 0, 0, NULL, 0, &done));
+            for (int x = 0; x < nk; x++)
+                BK_CHECK(sim_eng_dep(&b->e, b->kid_t[x], done));
+            b->pass[v] = done;
+        }
+        b->done_t[SIM_SLOTS * v + k] = done;
+    }
+    return BK_OK;
+}
+
+/* floor(n * s / w) without overflow, as the runtime's split_at (exec_host.c). */
 static size_t split_at(size_t n, unsigned long long s, unsigned long long w)
 {
     unsigned long long q = n / w, r = n % w;
@@ -189,13 +206,17 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
             continue;
         BK_CHECK(tree_shape(b, tr, d));
         for (int v = 0; v < b->n; v++) {
-            b->prev_up[v] = b->prev_push[v] = b->prev_down[v] = b->down_done[v] = -1;
-            b->cons[2 * v] = b->cons[2 * v + 1] = b->pushed[2 * v] = b->pushed[2 * v + 1] = -1;
+            b->prev_up[v] = b->pass[v] = b->have[v] = -1;
+            for (int k = 0; k < SIM_SLOTS; k++)
+                b->up_t[SIM_SLOTS * v + k] = b->done_t[SIM_SLOTS * v + k] = -1;
         }
         size_t nchunks = (hi - lo + chunk - 1) / chunk;
         for (size_t c = 0; c < nchunks; c++) {
             size_t x = lo + c * chunk, m = hi - x < chunk ? hi - x : chunk;
-            BK_CHECK(chunk_tasks(b, tr, c, (double)(m * es)));
+            if (b->up)
+                BK_CHECK(up_tasks(b, tr, c, (double)(m * es)));
+            if (b->down)
+                BK_CHECK(down_tasks(b, tr, c, (double)(m * es)));
         }
     }
     return BK_OK;
@@ -228,15 +249,15 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     b.up_res = malloc(arcs * sizeof *b.up_res);
     b.lat = malloc(n * sizeof *b.lat);
     b.prev_up = malloc(n * sizeof *b.prev_up);
-    b.prev_down = malloc(n * sizeof *b.prev_down);
-    b.prev_push = malloc(n * sizeof *b.prev_push);
-    b.down_done = malloc(n * sizeof *b.down_done);
-    b.cons = malloc(2 * n * sizeof *b.cons);
-    b.pushed = malloc(2 * n * sizeof *b.pushed);
+    b.pass = malloc(n * sizeof *b.pass);
+    b.have = malloc(n * sizeof *b.have);
+    b.kid_t = malloc(n * sizeof *b.kid_t);
+    b.up_t = malloc(SIM_SLOTS * n * sizeof *b.up_t);
+    b.done_t = malloc(SIM_SLOTS * n * sizeof *b.done_t);
+    b.res = malloc((arcs + 1) * sizeof *b.res);
     enum bk_status st = BK_ENOMEM;
     if (cap && b.kids && b.kstart && b.order && b.queue && b.down_off && b.down_res && b.up_res &&
-        b.lat && b.prev_up && b.prev_push && b.prev_down && b.down_done && b.cons &&
-        b.pushed) {
+        b.lat && b.prev_up && b.pass && b.have && b.kid_t && b.up_t && b.done_t && b.res) {
         /* Resources: the graph's arcs, then one reduction unit per GPU. */
         for (int a = 0; a < j->g->narcs; a++)
             cap[a] = j->g->cap[a];
@@ -248,6 +269,8 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
         st = build(&b, bytes, chunk_bytes, d);
     if (st == BK_OK)
         st = sim_eng_run(&b.e, us);
+    if (st == BK_OK)
+        *us += p->launch_us; /* the call's one kernel */
     if (st == BK_EINTERNAL && !diag_first_error(d))
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: the work graph did not finish");
     sim_eng_free(&b.e);
@@ -261,10 +284,11 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     free(b.up_res);
     free(b.lat);
     free(b.prev_up);
-    free(b.prev_down);
-    free(b.prev_push);
-    free(b.down_done);
-    free(b.cons);
-    free(b.pushed);
+    free(b.pass);
+    free(b.have);
+    free(b.kid_t);
+    free(b.up_t);
+    free(b.done_t);
+    free(b.res);
     return st;
 }

@@ -2,9 +2,9 @@
 /*
  * test_sim.c - the simulator against closed forms (issue 5: within 1%) on hand-made
  * topologies: a single link, a chain, a ring and a star; plus the engine's fair sharing and
- * determinism. Closed forms are written here from the model's own parameters: a copy of C bytes
- * over one tree edge costs tau = launch + sum of alphas + C / b, and a pipeline of K chunks
- * through d edges in series takes (K + d - 1) tau.
+ * determinism. Closed forms are written here from the model's own parameters: a chunk of C
+ * bytes handed over one tree edge costs tau = step + sum of alphas + C / b, a pipeline of K
+ * chunks through d edges in series takes (K + d - 1) tau, and a call adds one launch.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -81,7 +81,7 @@ static double tau(double alpha_sum, double chunk, double gbps)
 {
     struct sim_params p;
     sim_params_default(&p);
-    return p.copy_launch_us + alpha_sum + chunk / (gbps * 1e3);
+    return p.step_us + alpha_sum + chunk / (gbps * 1e3);
 }
 
 static const char one_link[] = "topology one\ngpu g0\ngpu g1\nlink g0 g1 bw=10\n";
@@ -97,19 +97,19 @@ Test(sim, single_link_broadcast_and_reduce)
     ptree_set_init(&s);
     add_tree(&s, &g, 0, (int[]){-1, 0}, -1, 10);
     double K = M / (double)C, a = p.alpha_us[TOPO_NVLINK];
-    double want = K * tau(a, C, 10);
+    double want = p.launch_us + K * tau(a, C, 10);
     double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
     cr_expect(WITHIN(got, want, 0.01), "broadcast %g us, closed form %g", got, want);
-    /* Reduce: the leaf pushes its chunks back to back (a reduction is shorter than a copy, so
-     * the root frees each in-slot in time); the root reduces the last one in after it. */
+    /* Reduce: the leaf sends its chunks back to back (the root's pass over each is shorter than
+     * a hand-over, so slots free in time); the root reduces the last one after it. */
     cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
-    double red = p.reduce_launch_us + C / (p.reduce_gbps * 1e3);
-    want = K * tau(a, C, 10) + red;
+    double red = C / (p.reduce_gbps * 1e3);
+    want = p.launch_us + K * tau(a, C, 10) + red;
     got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
     /* Allreduce: the same way up, and the child pulls each reduced chunk back on the other
      * arc while the next one comes up: K tau + reduce + tau. */
-    want = K * tau(a, C, 10) + red + tau(a, C, 10);
+    want = p.launch_us + K * tau(a, C, 10) + red + tau(a, C, 10);
     got = run_trees(&t, &g, &s, COLL_ALLREDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "allreduce %g us, closed form %g", got, want);
     /* Chunk search: with nothing to pipeline, one chunk is best. */
@@ -120,7 +120,7 @@ Test(sim, single_link_broadcast_and_reduce)
     diag_init(&d);
     cr_assert_eq(sim_best_chunk(&j, M, &p, &best, &us, &d), BK_OK);
     cr_expect_eq(best, (size_t)M, "best chunk %zu", best);
-    cr_expect(WITHIN(us, tau(a, M, 10), 0.01));
+    cr_expect(WITHIN(us, p.launch_us + tau(a, M, 10), 0.01));
     diag_free(&d);
     ptree_set_free(&s);
     pgraph_free(&g);
@@ -133,9 +133,8 @@ static const char fan[] = "topology fan\ngpu g0\ngpu g1\ngpu g2\n"
 
 Test(sim, fan_in_children_push_in_parallel)
 {
-    /* exec.c has each child push its chunk to the parent on its own stream and link, so two
-     * children take as long as one (a parent that pulled them in turn took twice as long);
-     * the parent then reduces both in. */
+    /* Each child sends its chunk to the parent over its own link, so two children take as
+     * long as one; the parent then reduces both in one pass. */
     struct topo t;
     struct pgraph g, rg;
     struct ptree_set s;
@@ -146,12 +145,12 @@ Test(sim, fan_in_children_push_in_parallel)
     ptree_set_init(&s);
     add_tree(&s, &g, 0, (int[]){-1, 0, 0}, -1, 10);
     double K = M / (double)C;
-    double want = K * tau(p.alpha_us[TOPO_NVLINK], C, 10) +
-                  2 * (p.reduce_launch_us + C / (p.reduce_gbps * 1e3));
+    double want = p.launch_us + K * tau(p.alpha_us[TOPO_NVLINK], C, 10) +
+                  C / (p.reduce_gbps * 1e3);
     double got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "reduce %g us, closed form %g", got, want);
-    /* Going down, each child pulls on its own stream: both at once. */
-    want = K * tau(p.alpha_us[TOPO_NVLINK], C, 10);
+    /* Going down, the parent writes both children's slots at once, over two links. */
+    want = p.launch_us + K * tau(p.alpha_us[TOPO_NVLINK], C, 10);
     got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
     cr_expect(WITHIN(got, want, 0.01), "broadcast %g us, closed form %g", got, want);
     ptree_set_free(&s);
@@ -175,26 +174,26 @@ Test(sim, chain_pipelines_by_depth)
     add_tree(&s, &g, 0, (int[]){-1, 0, 1, 2}, -1, 10);
     double K = M / (double)C, d = 3, tu = tau(p.alpha_us[TOPO_NVLINK], C, 10);
     double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
-    cr_expect(WITHIN(got, (K + d - 1) * tu, 0.01), "%g against %g", got, (K + d - 1) * tu);
-    /* The best chunk is near the continuous optimum sqrt(M (launch + alpha) b / (d - 1)). */
+    double want = p.launch_us + (K + d - 1) * tu;
+    cr_expect(WITHIN(got, want, 0.01), "%g against %g", got, want);
+    /* The best chunk is near the continuous optimum sqrt(M (step + alpha) b / (d - 1)). */
     struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL};
     size_t best;
     double us;
     struct diag dg;
     diag_init(&dg);
     cr_assert_eq(sim_best_chunk(&j, M, &p, &best, &us, &dg), BK_OK);
-    double opt = sqrt(M * (p.copy_launch_us + p.alpha_us[TOPO_NVLINK]) * 1e4 / (d - 1));
+    double opt = sqrt(M * (p.step_us + p.alpha_us[TOPO_NVLINK]) * 1e4 / (d - 1));
     cr_expect(best >= opt / 2 && best <= opt * 2, "best %zu, optimum %g", best, opt);
     cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best / 2));
     cr_expect(us <= run_trees(&t, &g, &s, COLL_BROADCAST, M, best * 2));
-    /* Reduce up the chain: each middle rank reduces chunk c + 1 in while its push of chunk c
-     * is on the wire (separate up and push streams), so the pushes pipeline back to back
-     * like the broadcast's copies, plus one reduction per level: (K + d - 1) tau + d red.
-     * (Reductions and pushes alternating on one stream took about K (tau + red).) */
+    /* Reduce up the chain: each middle rank receives, reduces and sends a chunk in one pass,
+     * at the link's rate (its reduction unit is faster), so the chunks pipeline like the
+     * broadcast's, and the root's last pass into the output follows: (K + d - 1) tau + red. */
     struct pgraph rg;
     cr_assert_eq(pgraph_reverse(&rg, &g), BK_OK);
-    double red = p.reduce_launch_us + C / (p.reduce_gbps * 1e3);
-    double want = (K + d - 1) * tu + d * red;
+    double red = C / (p.reduce_gbps * 1e3);
+    want = p.launch_us + (K + d - 1) * tu + red;
     got = run_trees(&t, &rg, &s, COLL_REDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "reduce %g against %g", got, want);
     pgraph_free(&rg);
@@ -222,7 +221,8 @@ Test(sim, ring_topology_trees_and_nccl_rings)
     add_tree(&s, &g, 0, (int[]){-1, 2, 3, 0}, -1, 10);
     double K = M / 2 / (double)C, tu = tau(p.alpha_us[TOPO_NVLINK], C, 10);
     double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
-    cr_expect(WITHIN(got, (K + 2) * tu, 0.01), "trees %g against %g", got, (K + 2) * tu);
+    cr_expect(WITHIN(got, p.launch_us + (K + 2) * tu, 0.01), "trees %g against %g", got,
+              p.launch_us + (K + 2) * tu);
 
     /* NCCL rings: the two directed cycles at 10 GB/s each. */
     struct ring_result r;
@@ -274,9 +274,9 @@ Test(sim, star_shares_the_root_uplink)
     int sw = tu_node(&t, "nvs0");
     ptree_set_init(&s);
     add_tree(&s, &g, 0, (int[]){-1, 0, 0, 0}, sw, 10);
-    /* One hop through the switch: three copies share g0's uplink, in lockstep. */
+    /* One hop through the switch: three hand-overs share g0's uplink, in lockstep. */
     double K = M / (double)C, a = 2 * p.alpha_us[TOPO_NVLINK];
-    double want = K * (p.copy_launch_us + a + 3 * C / 10e3);
+    double want = p.launch_us + K * (p.step_us + a + 3 * C / 10e3);
     double got = run_trees(&t, &g, &s, COLL_BROADCAST, M, C);
     cr_expect(WITHIN(got, want, 0.01), "star %g against %g", got, want);
     /* Double binary trees run here (every pair meets at the switch), no faster than any

@@ -134,8 +134,8 @@ Test(sim_plan, deterministic_and_nccl_pick)
     cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, -1, 32e6, 1 << 20, &p, &y, &d), BK_OK);
     cr_expect(x.ring_us == y.ring_us && x.dbt_us == y.dbt_us);
     cr_expect(x.dbt_us > 0 && x.best_us == fmin(x.ring_us, x.dbt_us));
-    /* A slower copy launch can only slow the schedule down. */
-    p.copy_launch_us *= 2;
+    /* A slower hand-over of each chunk can only slow the schedule down. */
+    p.step_us *= 2;
     cr_assert_eq(sim_tree_plan(&ps, pl, 32e6, 1 << 20, &p, &b, &d), BK_OK);
     cr_expect_gt(b, a);
     diag_free(&d);

@@ -86,13 +86,13 @@ Test(simulate, overrides_usage_and_determinism)
     cr_expect_str_eq(a.out, b.out);
     const char *slow_args[] = {"builtin:dgx1v", "--gpus", "0-3", "--simulate", "--collective",
                                "allreduce", "-b", "64K", "-e", "64K", "--sim-param",
-                               "copy-launch=500", NULL};
+                               "step=500", NULL};
     tu_run_blinkc(&slow, slow_args);
     cr_assert_eq(slow.status, 0, "%s", slow.err);
     double t_fast, t_slow;
     const char *fa = strstr(a.out, "\n       65536"), *fs = strstr(slow.out, "\n       65536");
     cr_assert(fa && fs, "%s\n%s", a.out, slow.out);
-    /* tree_time_us: the plan hands 64 KiB to NCCL anyway once launches cost this much. */
+    /* tree_time_us: the plan hands 64 KiB to NCCL anyway once hand-overs cost this much. */
     const char *fmt = "%*f %*s %*s %*s %*f %*f %*f %*f %lf";
     cr_assert_eq(sscanf(fa, fmt, &t_fast), 1);
     cr_assert_eq(sscanf(fs, fmt, &t_slow), 1);
