@@ -224,22 +224,54 @@ static int peer_ready(struct worker *w, int q)
 
 /* ------------------------------------------------------------------ the two phases */
 
-static int has_up(int coll) { return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER || coll == BLINK_PLAN_ALLREDUCE; }
-static int has_down(int coll) { return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER || coll == BLINK_PLAN_ALLREDUCE; }
+static int has_up(int coll)
+{
+    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
 
-/* Chunk st->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
+static int has_down(int coll)
+{
+    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+
+/* What a step of tree ti on chunk ch works with. */
+struct step {
+    blinkComm_t c;
+    const struct bk_launch *L;
+    const struct bk_layout *lay;
+    const struct bk_role *t;
+    const int *kids;
+    uint32_t seq, ch;
+    int me, k, root;
+    size_t es, x0, m;          /* element size; the chunk's first element and length */
+};
+
+static struct step step_of(const struct worker *w, int ti, const struct tree_state *s,
+                           uint32_t ch)
+{
+    const struct bk_launch *L = w->x->L;
+    const struct bk_role *t = &L->set->roles[ti];
+    size_t x0 = s->lo + (size_t)ch * L->chunk_elems;
+    return (struct step){w->x->c, L, &w->x->c->layout, t, L->set->kids + t->kids_at,
+                         (uint32_t)L->d.seq, ch, w->x->c->prank, (int)(ch % BK_SLOTS),
+                         t->parent < 0, bk_dtype_size((blinkDataType_t)L->d.dt), x0,
+                         s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems};
+}
+
+/* Chunk s->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
 static int up_step(struct worker *w, int ti, struct tree_state *s)
 {
-    struct bk_hx *x = w->x;
-    blinkComm_t c = x->c;
-    const struct bk_launch *L = x->L;
-    const struct bk_layout *lay = &c->layout;
-    const struct bk_role *t = &L->set->roles[ti];
-    const int *kids = L->set->kids + t->kids_at;
-    uint32_t seq = (uint32_t)L->d.seq, ch = s->up;
-    int me = c->prank, k = (int)(ch % BK_SLOTS), root = t->parent < 0;
-    if (ch >= s->nchunks || !has_up((int)L->d.coll))
+    if (s->up >= s->nchunks || !has_up((int)w->x->L->d.coll))
         return 0;
+    struct step p = step_of(w, ti, s, s->up);
+    blinkComm_t c = p.c;
+    const struct bk_layout *lay = p.lay;
+    const struct bk_role *t = p.t;
+    const int *kids = p.kids;
+    uint32_t seq = p.seq, ch = p.ch;
+    int me = p.me, k = p.k, root = p.root;
     for (int j = 0; j < t->nkids; j++)
         if (!bk_tag_reached(ld(word(c, me, bk_off_up_ready(lay, me, ti, j))), seq, ch + 1)) {
             w->waiting_for = kids[j];
@@ -255,10 +287,10 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
             return 0;
         }
     }
+    const struct bk_launch *L = p.L;
     blinkDataType_t dt = (blinkDataType_t)L->d.dt;
     blinkRedOp_t op = (blinkRedOp_t)L->d.op == blinkAvg ? blinkSum : (blinkRedOp_t)L->d.op;
-    size_t es = bk_dtype_size(dt), x0 = s->lo + (size_t)ch * L->chunk_elems;
-    size_t m = s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems;
+    size_t es = p.es, x0 = p.x0, m = p.m;
     const unsigned char *in = in_at(c, L, t, x0);
     unsigned char *dst = root ? out_at(c, L, t, x0)
                               : at(c, t->parent, bk_off_up_slot(lay, t->parent, ti, t->kpos, k));
@@ -286,22 +318,21 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     return 1;
 }
 
-/* Chunk st->down of tree ti going down. */
+/* Chunk s->down of tree ti going down. */
 static int down_step(struct worker *w, int ti, struct tree_state *s)
 {
-    struct bk_hx *x = w->x;
-    blinkComm_t c = x->c;
-    const struct bk_launch *L = x->L;
-    const struct bk_layout *lay = &c->layout;
-    const struct bk_role *t = &L->set->roles[ti];
-    const int *kids = L->set->kids + t->kids_at;
-    uint32_t seq = (uint32_t)L->d.seq, ch = s->down;
-    int me = c->prank, k = (int)(ch % BK_SLOTS), root = t->parent < 0;
-    int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE;
-    if (ch >= s->nchunks || !has_down((int)L->d.coll))
+    if (s->down >= s->nchunks || !has_down((int)w->x->L->d.coll))
         return 0;
-    size_t es = bk_dtype_size((blinkDataType_t)L->d.dt), x0 = s->lo + (size_t)ch * L->chunk_elems;
-    size_t m = s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems;
+    struct step p = step_of(w, ti, s, s->down);
+    blinkComm_t c = p.c;
+    const struct bk_launch *L = p.L;
+    const struct bk_layout *lay = p.lay;
+    const struct bk_role *t = p.t;
+    const int *kids = p.kids;
+    uint32_t seq = p.seq, ch = p.ch;
+    int me = p.me, k = p.k, root = p.root;
+    int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE;
+    size_t es = p.es, x0 = p.x0, m = p.m;
     const unsigned char *src;
     if (root) {
         if (allreduce && s->up <= ch)
