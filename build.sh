@@ -13,7 +13,7 @@ job=${1:-demo}
 
 PACKAGES="gcc make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
 libhwloc-dev libhwloc-plugins libcriterion-dev groff-base mandoc graphviz gnuplot-nox locales
-valgrind"
+valgrind libopenmpi-dev openmpi-bin"
 
 install_missing() {
     missing=

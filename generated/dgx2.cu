@@ -2467,3 +2467,9 @@ blinkResult_t blinkCommInitRank(blinkComm_t *comm, int nranks, blinkUniqueId com
 {
     return blinkrtCommInitRankFrom(&blinkgen_library, comm, nranks, commId, rank);
 }
+
+/* The whole library, for libblink-nccl: NCCL's calls choose their plan from it. */
+const struct blink_plan_library *blinkPlanLibrary(void)
+{
+    return &blinkgen_library;
+}

@@ -6,8 +6,10 @@ RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
 	runtime/src/errors.c runtime/src/env.c runtime/src/comm.c runtime/src/rendezvous.c \
 	runtime/src/plan_check.c runtime/src/library.c runtime/src/roles.c \
-	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c
-RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src
+	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
+	runtime/src/nccl_real.c runtime/src/nccl_real.h
+RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src \
+	-I$(top_srcdir)/runtime/nccl
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
 pkgconfigdir = $(libdir)/pkgconfig
@@ -27,9 +29,6 @@ if HAVE_NVCC
 lib_LIBRARIES += runtime/libblinkrt-cuda.a
 pkgconfig_DATA += runtime/blinkrt-cuda.pc
 runtime_libblinkrt_cuda_a_CPPFLAGS = $(RT_CPPFLAGS) -DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include
-if HAVE_NCCL
-runtime_libblinkrt_cuda_a_CPPFLAGS += -DBLINK_WITH_NCCL=1
-endif
 runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
 runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)

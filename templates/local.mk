@@ -68,21 +68,21 @@ tests/e2e/dgx1v_all.cu: planner/blinkc
 
 E2E_INCLUDES = $(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
 tests/e2e/dgx1p.o: $(top_srcdir)/generated/dgx1p.cu $(E2E_INCLUDES)
-	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1p -DblinkCommInitRank=e2e_rank_dgx1p -o $@ $(top_srcdir)/generated/dgx1p.cu
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1p -DblinkCommInitRank=e2e_rank_dgx1p -DblinkPlanLibrary=e2e_lib_dgx1p -o $@ $(top_srcdir)/generated/dgx1p.cu
 tests/e2e/dgx1v.o: $(top_srcdir)/generated/dgx1v.cu $(E2E_INCLUDES)
-	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v -DblinkCommInitRank=e2e_rank_dgx1v -o $@ $(top_srcdir)/generated/dgx1v.cu
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v -DblinkCommInitRank=e2e_rank_dgx1v -DblinkPlanLibrary=e2e_lib_dgx1v -o $@ $(top_srcdir)/generated/dgx1v.cu
 tests/e2e/dgx2.o: $(top_srcdir)/generated/dgx2.cu $(E2E_INCLUDES)
-	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx2 -DblinkCommInitRank=e2e_rank_dgx2 -o $@ $(top_srcdir)/generated/dgx2.cu
+	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx2 -DblinkCommInitRank=e2e_rank_dgx2 -DblinkPlanLibrary=e2e_lib_dgx2 -o $@ $(top_srcdir)/generated/dgx2.cu
 tests/e2e/dgx_a100.o: tests/e2e/dgx_a100.cu $(E2E_INCLUDES)
-	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx_a100 -DblinkCommInitRank=e2e_rank_dgx_a100 -o $@ tests/e2e/dgx_a100.cu
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx_a100 -DblinkCommInitRank=e2e_rank_dgx_a100 -DblinkPlanLibrary=e2e_lib_dgx_a100 -o $@ tests/e2e/dgx_a100.cu
 tests/e2e/hgx_h100.o: tests/e2e/hgx_h100.cu $(E2E_INCLUDES)
-	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_hgx_h100 -DblinkCommInitRank=e2e_rank_hgx_h100 -o $@ tests/e2e/hgx_h100.cu
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_hgx_h100 -DblinkCommInitRank=e2e_rank_hgx_h100 -DblinkPlanLibrary=e2e_lib_hgx_h100 -o $@ tests/e2e/hgx_h100.cu
 tests/e2e/pcie8.o: tests/e2e/pcie8.cu $(E2E_INCLUDES)
-	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_pcie8 -DblinkCommInitRank=e2e_rank_pcie8 -o $@ tests/e2e/pcie8.cu
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_pcie8 -DblinkCommInitRank=e2e_rank_pcie8 -DblinkPlanLibrary=e2e_lib_pcie8 -o $@ tests/e2e/pcie8.cu
 tests/e2e/cluster.o: tests/e2e/cluster.cu $(E2E_INCLUDES)
-	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_cluster -DblinkCommInitRank=e2e_rank_cluster -o $@ tests/e2e/cluster.cu
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_cluster -DblinkCommInitRank=e2e_rank_cluster -DblinkPlanLibrary=e2e_lib_cluster -o $@ tests/e2e/cluster.cu
 tests/e2e/dgx1v_all.o: tests/e2e/dgx1v_all.cu $(E2E_INCLUDES)
-	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v_all -DblinkCommInitRank=e2e_rank_dgx1v_all -o $@ tests/e2e/dgx1v_all.cu
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v_all -DblinkCommInitRank=e2e_rank_dgx1v_all -DblinkPlanLibrary=e2e_lib_dgx1v_all -o $@ tests/e2e/dgx1v_all.cu
 CLEANFILES += $(E2E_OBJS) $(E2E_GEN)
 
 # test_rt_procs runs the same sources with each rank a process of its own (blinkCommInitRank).

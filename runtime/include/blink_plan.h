@@ -114,6 +114,10 @@ blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blink
 blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,
                                       int nranks, blinkUniqueId id, int rank);
 
+/* Defined by the generated source too: its library of plans (libblink-nccl's NCCL calls
+ * choose their plan from it). */
+const struct blink_plan_library *blinkPlanLibrary(void);
+
 /* What a communicator holds, for tests, benchmarks and BLINK_DEBUG=INFO. */
 struct blinkrt_stats {
     int plan_rank;                 /* the plan's rank this rank plays */

@@ -64,9 +64,12 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     const struct bk_backend *be = bk_backend();
     blinkResult_t r = check_local(c, a, fn);
     if (r != blinkSuccess) {
-        be->abort(c, bk_last_error());
+        if (c->be)
+            be->abort(c, bk_last_error());
         return r;
     }
+    if (!c->plan)
+        return bk_nccl_launch(c, a);
     int root = is_rooted(a->coll) ? c->plan_of[a->root] : -1;
     const struct blink_plan_schedule *sch = bk_schedule(c->plan, a->coll, root);
     if (!sch) /* the plan is the same on every rank: they all fail here, and nothing waits */
@@ -76,7 +79,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
                         "?", bk_coll_name(a->coll), root >= 0 ? " for this root" : "");
     struct bk_choice ch;
     bk_choose(c, sch, a, 1, &ch);
-    if (ch.algo == BLINK_PLAN_RINGS && c->nccl)
+    if ((ch.algo == BLINK_PLAN_RINGS && c->nccl) || ch.algo == BK_ALGO_NCCL)
         return bk_nccl_launch(c, a);
     if (++c->seq == 0)
         c->seq = 1; /* 0 is what a fresh segment holds */

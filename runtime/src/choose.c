@@ -5,7 +5,8 @@
  * environment's overrides. A plan that hands sizes to NCCL does it visibly: BLINK_DEBUG=INFO
  * says what runs, once per schedule and range, and BLINK_DEBUG=WARN says where rings were
  * planned but this runtime has no NCCL, so it runs the rings itself.
- * With NCCL (nccl_call.c) ring sizes go to NCCL, which picks its own rings.
+ * With NCCL (nccl_call.c) ring sizes go to NCCL, which picks its own rings; BLINK_ALGO=nccl
+ * hands every size to it.
  */
 #include <stdio.h>
 
@@ -68,19 +69,24 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     size_text(ri >= 0 ? sch->ranges[ri].min_bytes : 0, from, sizeof from);
     size_text(chunk, ch, sizeof ch);
     const char *coll = bk_coll_name(sch->coll);
-    if (algo == BLINK_PLAN_RINGS && c->nccl) {
-        if (c->env.log_level >= 2)
-            fprintf(stderr, "blink INFO %s%s from %s: NCCL\n", coll,
-                    sch->root >= 0 ? " (rooted)" : "", from);
+    const char *rooted = sch->root >= 0 ? " (rooted)" : "";
+    const char *by = c->env.algo_env >= 0 || c->env.chunk_env ? "set by the environment"
+                                                              : "the plan's per-size choice";
+    if (algo == BK_ALGO_NCCL || (algo == BLINK_PLAN_RINGS && c->nccl)) {
+        if (c->env.log_level >= 2 || !c->nccl)
+            fprintf(stderr, "blink %s %s%s from %s: NCCL (%s)%s%s\n", c->nccl ? "INFO" : "WARN",
+                    coll, rooted, from, algo == BK_ALGO_NCCL ? "BLINK_ALGO=nccl" :
+                    "the plan's per-size choice: NCCL's rings are faster here",
+                    c->nccl ? "" : "; there is no NCCL, so the call fails: ",
+                    c->nccl ? "" : bk_nccl_missing(c));
     } else if (algo == BLINK_PLAN_RINGS)
         fprintf(stderr, "blink WARN %s%s from %s: NCCL's rings were planned; this runtime has no "
-                "NCCL, so it runs %s itself (%d chains, %s chunks)\n", coll,
-                sch->root >= 0 ? " (rooted)" : "", from,
-                rings ? "the rings" : "the trees (no ring set)", out->ntrees, ch);
+                "NCCL (%s), so it runs %s itself (%d chains, %s chunks)\n", coll, rooted, from,
+                bk_nccl_missing(c), rings ? "the rings" : "the trees (no ring set)",
+                out->ntrees, ch);
     else if (c->env.log_level >= 2)
-        fprintf(stderr, "blink INFO %s%s from %s: %d trees, %s chunks%s\n", coll,
-                sch->root >= 0 ? " (rooted)" : "", from, out->ntrees, ch,
-                c->env.algo_env >= 0 || c->env.chunk_env ? " (set by the environment)" : "");
+        fprintf(stderr, "blink INFO %s%s from %s: blinkc's plan, %d trees, %s chunks (%s)\n",
+                coll, rooted, from, out->ntrees, ch, by);
 }
 
 blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,

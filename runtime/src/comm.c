@@ -62,72 +62,103 @@ static void say_info(blinkComm_t c)
             c->layout.seg_bytes[c->prank], slots, c->layout.slot_bytes, c->env.timeout_s);
 }
 
-/* Everything after round 0: plan, relabelling, roles, layout, segments. */
-static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, struct bk_rv *rv,
-                          const char *token, const struct bk_rv_who *who, const char *fn)
+/* The plan for the ranks' devices and the relabelling onto it; or, where flags allow, no plan:
+ * the ranks keep their numbers and the communicator is NCCL's alone. */
+static blinkResult_t choose_plan(const struct blink_plan_library *lib, blinkComm_t c,
+                                 const struct bk_rv_who *who, unsigned flags, const char *fn)
 {
-    const struct bk_backend *be = bk_backend();
     int n = c->nranks;
     int *topo = malloc(sizeof *topo * (size_t)n);
-    c->plan_of = malloc(sizeof *c->plan_of * (size_t)n);
-    c->user_of = malloc(sizeof *c->user_of * (size_t)n);
-    c->peer = calloc((size_t)n, sizeof *c->peer);
-    unsigned char *all = malloc((size_t)n * BK_RV_REC);
-    blinkResult_t r = blinkSuccess;
-    if (!topo || !c->plan_of || !c->user_of || !c->peer || !all)
-        r = bk_error(blinkSystemError, "%s: out of memory", fn);
-    for (int u = 0; u < n && r == blinkSuccess; u++)
+    if (!topo)
+        return bk_error(blinkSystemError, "%s: out of memory", fn);
+    for (int u = 0; u < n; u++)
         topo[u] = who[u].topo_dev;
-    if (r == blinkSuccess)
+    blinkResult_t r = blinkSuccess;
+    if (!(flags & BK_INIT_NCCL_ONLY))
         r = bk_pick_plan(lib, n, topo, &c->plan, c->plan_of);
     free(topo);
-    if (r == blinkSuccess)
-        r = bk_check_plan(c->plan, fn);
-    if (r == blinkSuccess) {
-        for (int u = 0; u < n; u++) {
-            c->user_of[c->plan_of[u]] = u;
-            struct bk_peer *p = &c->peer[c->plan_of[u]];
-            p->pid = who[u].pid;
-            p->topo_dev = who[u].topo_dev;
-            p->phys_dev = who[u].phys_dev;
-            memcpy(p->host, who[u].host, sizeof p->host);
-            memcpy(p->busid, who[u].busid, sizeof p->busid);
-        }
-        c->prank = c->plan_of[c->rank];
-        c->chunk_bytes = c->plan->chunk_bytes ? c->plan->chunk_bytes : DEFAULT_CHUNK_BYTES;
-        c->said_stride = 1;
-        for (int i = 0; i < c->plan->nschedules; i++)
-            if (c->plan->schedules[i].nranges + 1 > c->said_stride)
-                c->said_stride = c->plan->schedules[i].nranges + 1;
-        c->said = calloc((size_t)c->plan->nschedules * (size_t)c->said_stride + 1, 1);
-        if (!c->said)
-            r = bk_error(blinkSystemError, "%s: out of memory", fn);
+    if (r != blinkSuccess)
+        return r;
+    if (!c->plan && !(flags & (BK_INIT_PLANLESS | BK_INIT_NCCL_ONLY)))
+        return blinkInvalidUsage; /* bk_pick_plan stored why */
+    if (!c->plan) {
+        snprintf(c->plan_why, sizeof c->plan_why, "%s", (flags & BK_INIT_NCCL_ONLY) ?
+                 "the communicator's config asks for NCCL" : bk_last_error());
+        for (int u = 0; u < n; u++)
+            c->plan_of[u] = u;
     }
+    for (int u = 0; u < n; u++) {
+        c->user_of[c->plan_of[u]] = u;
+        struct bk_peer *p = &c->peer[c->plan_of[u]];
+        p->pid = who[u].pid;
+        p->topo_dev = who[u].topo_dev;
+        p->phys_dev = who[u].phys_dev;
+        memcpy(p->host, who[u].host, sizeof p->host);
+        memcpy(p->busid, who[u].busid, sizeof p->busid);
+    }
+    c->prank = c->plan_of[c->rank];
+    return c->plan ? bk_check_plan(c->plan, fn) : blinkSuccess;
+}
+
+/* What a plan needs of this rank before round 1: roles, layout, resources, the segment. */
+static blinkResult_t prepare(blinkComm_t c, const char *name, void **seg, struct seg_rec *mine,
+                             const char *fn)
+{
+    const struct bk_backend *be = bk_backend();
+    c->chunk_bytes = c->plan->chunk_bytes ? c->plan->chunk_bytes : DEFAULT_CHUNK_BYTES;
+    c->said_stride = 1;
+    for (int i = 0; i < c->plan->nschedules; i++)
+        if (c->plan->schedules[i].nranges + 1 > c->said_stride)
+            c->said_stride = c->plan->schedules[i].nranges + 1;
+    c->said = calloc((size_t)c->plan->nschedules * (size_t)c->said_stride + 1, 1);
+    blinkResult_t r = c->said ? blinkSuccess : bk_error(blinkSystemError, "%s: out of memory",
+                                                        fn);
     if (r == blinkSuccess)
         r = bk_roles_build(c);
     if (r == blinkSuccess)
         r = bk_layout_build(c);
     if (r == blinkSuccess)
         r = be->rank_init(c);
+    if (r == blinkSuccess) {
+        mine->bytes = c->layout.seg_bytes[c->prank];
+        r = be->seg_create(c, name, (size_t)mine->bytes, seg, mine->handle);
+    }
+    if (r == blinkSuccess) {
+        c->peer[c->prank].seg = *seg;
+        mine->ptr = (uint64_t)(uintptr_t)*seg;
+    }
+    return r;
+}
+
+/* Everything after round 0: plan, relabelling, roles, layout, segments, NCCL. */
+static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, struct bk_rv *rv,
+                          const char *token, const struct bk_rv_who *who, unsigned flags,
+                          const char *fn)
+{
+    const struct bk_backend *be = bk_backend();
+    int n = c->nranks;
+    c->plan_of = malloc(sizeof *c->plan_of * (size_t)n);
+    c->user_of = malloc(sizeof *c->user_of * (size_t)n);
+    c->peer = calloc((size_t)n, sizeof *c->peer);
+    unsigned char *all = malloc((size_t)n * BK_RV_REC);
+    blinkResult_t r = blinkSuccess;
+    if (!c->plan_of || !c->user_of || !c->peer || !all)
+        r = bk_error(blinkSystemError, "%s: out of memory", fn);
+    if (r == blinkSuccess)
+        r = choose_plan(lib, c, who, flags, fn);
     char name[64];
     bk_rv_seg_name(token, c->prank, name, sizeof name);
     struct seg_rec mine = {{0}, 0, 0, 0, {0}};
     void *seg = NULL;
-    if (r == blinkSuccess) {
-        mine.bytes = c->layout.seg_bytes[c->prank];
-        r = be->seg_create(c, name, (size_t)mine.bytes, &seg, mine.handle);
-    }
-    if (r == blinkSuccess) {
-        c->peer[c->prank].seg = seg;
-        mine.ptr = (uint64_t)(uintptr_t)seg;
-        if (c->rank == 0)
-            mine.has_nccl = bk_nccl_id(mine.nccl_id);
-    }
+    if (r == blinkSuccess && c->plan)
+        r = prepare(c, name, &seg, &mine, fn);
+    if (r == blinkSuccess && c->rank == 0)
+        mine.has_nccl = bk_nccl_id(mine.nccl_id);
     unsigned char rec[BK_RV_REC] = {0};
     memcpy(rec, &mine, sizeof mine);
     if (r == blinkSuccess)
         r = bk_rv_allgather(rv, 1, rec, all, fn);
-    for (int u = 0; u < n && r == blinkSuccess; u++) {
+    for (int u = 0; u < n && r == blinkSuccess && c->plan; u++) {
         int q = c->plan_of[u];
         struct seg_rec peer;
         memcpy(&peer, all + (size_t)u * BK_RV_REC, sizeof peer);
@@ -153,12 +184,15 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
     /* Every rank is past the rendezvous: NCCL's init, a collective of its own, can start. */
     if (r == blinkSuccess && first.has_nccl)
         bk_nccl_init(c, first.nccl_id);
+    if (r == blinkSuccess && !c->plan && !c->nccl)
+        r = bk_error(blinkInvalidUsage, "%s: %s; and there is no NCCL to hand the calls to (%s)",
+                     fn, c->plan_why, bk_nccl_missing(c));
     return r;
 }
 
 blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
                            const blinkUniqueId *id, int rank, int topo_dev, int phys_dev,
-                           const char *fn)
+                           unsigned flags, const char *fn)
 {
     const struct bk_backend *be = bk_backend();
     if (!out)
@@ -178,6 +212,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         r = be->configure();
     if (r == blinkSuccess)
         r = bk_rv_token(id, token, fn);
+    snprintf(c->token, sizeof c->token, "%s", r == blinkSuccess ? token : "");
     struct bk_rv *rv = NULL;
     if (r == blinkSuccess)
         r = bk_rv_open(token, nranks, rank, c->env.timeout_s, &rv, fn);
@@ -204,7 +239,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         /* Records are BK_RV_REC apart; pack them into an array of struct bk_rv_who. */
         for (int u = 1; u < nranks; u++)
             memmove(&who[u], (unsigned char *)who + (size_t)u * BK_RV_REC, sizeof *who);
-        r = join(lib, c, rv, token, who, fn);
+        r = join(lib, c, rv, token, who, flags, fn);
     }
     free(who);
     if (r != blinkSuccess) {
@@ -217,8 +252,11 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         return r;
     }
     bk_rv_close(rv);
-    if (c->env.log_level >= 2)
+    if (c->env.log_level >= 2 && c->plan)
         say_info(c);
+    else if (c->env.log_level >= 2)
+        fprintf(stderr, "blink INFO rank %d/%d: every call goes to NCCL: %s\n", c->rank,
+                c->nranks, c->plan_why);
     *out = c;
     return blinkSuccess;
 }
@@ -226,7 +264,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
 blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,
                                       int nranks, blinkUniqueId id, int rank)
 {
-    return bk_init_rank(lib, comm, nranks, &id, rank, -1, -1, "blinkCommInitRank");
+    return bk_init_rank(lib, comm, nranks, &id, rank, -1, -1, 0, "blinkCommInitRank");
 }
 
 /* ------------------------------------------------------------------ ranks as threads */
@@ -253,6 +291,8 @@ struct init_job {
     const struct blink_plan_library *lib;
     blinkComm_t *out;
     int n, rank, topo_dev, phys_dev;
+    unsigned flags;
+    const char *fn;
     blinkUniqueId id;
     blinkResult_t res;
     char msg[BK_MSG_MAX];
@@ -262,24 +302,24 @@ static void *init_thread(void *arg)
 {
     struct init_job *j = arg;
     j->res = bk_init_rank(j->lib, j->out, j->n, &j->id, j->rank, j->topo_dev, j->phys_dev,
-                          "blinkCommInitAll");
+                          j->flags, j->fn);
     snprintf(j->msg, sizeof j->msg, "%s", j->res == blinkSuccess ? "" : bk_last_error());
     return NULL;
 }
 
-blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
-                                     int ndev, const int *devlist)
+blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *comms, int ndev,
+                          const int *devlist, unsigned flags, const char *fn)
 {
     if (!comms)
-        return bk_error(blinkInvalidArgument, "blinkCommInitAll: comms is NULL");
+        return bk_error(blinkInvalidArgument, "%s: comms is NULL", fn);
     if (ndev < 1 || ndev > 4096)
-        return bk_error(blinkInvalidArgument, "blinkCommInitAll: ndev is %d", ndev);
+        return bk_error(blinkInvalidArgument, "%s: ndev is %d", fn, ndev);
     int *phys = malloc(sizeof *phys * (size_t)ndev);
     struct init_job *jobs = calloc((size_t)ndev, sizeof *jobs);
     pthread_t *th = calloc((size_t)ndev, sizeof *th);
     blinkUniqueId id;
     blinkResult_t r = phys && jobs && th ? blinkGetUniqueId(&id)
-                      : bk_error(blinkSystemError, "blinkCommInitAll: out of memory");
+                      : bk_error(blinkSystemError, "%s: out of memory", fn);
     const char *map = getenv("BLINK_DEVICE_MAP");
     for (int i = 0; i < ndev && r == blinkSuccess; i++)
         phys[i] = -1;
@@ -291,10 +331,10 @@ blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blink
     int started = 0;
     for (int i = 0; i < ndev && r == blinkSuccess; i++) {
         int topo = virt ? lib->plans[0]->devices[i] : devlist ? devlist[i] : i;
-        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, topo, phys[i], id, blinkSuccess,
-                                    ""};
+        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, topo, phys[i], flags, fn, id,
+                                    blinkSuccess, ""};
         if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
-            r = bk_error(blinkSystemError, "blinkCommInitAll: cannot start a thread");
+            r = bk_error(blinkSystemError, "%s: cannot start a thread", fn);
             /* The ranks already started time out; give them an id no one else has. */
         } else {
             started++;
@@ -331,6 +371,12 @@ blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blink
     return r;
 }
 
+blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
+                                     int ndev, const int *devlist)
+{
+    return bk_init_all(lib, comms, ndev, devlist, 0, "blinkCommInitAll");
+}
+
 blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *comms, int ndev,
                                  const int *devlist)
 {
@@ -359,7 +405,9 @@ blinkResult_t blinkCommAbort(blinkComm_t comm)
         return bk_error(blinkInvalidArgument, "blinkCommAbort: comm is NULL");
     char msg[128];
     snprintf(msg, sizeof msg, "blinkCommAbort was called on rank %d", comm->rank);
-    bk_backend()->abort(comm, msg);
+    if (comm->be)
+        bk_backend()->abort(comm, msg);
+    bk_nccl_abort(comm);
     bk_comm_free(comm);
     return blinkSuccess;
 }
@@ -369,7 +417,8 @@ blinkResult_t blinkCommGetAsyncError(blinkComm_t comm, blinkResult_t *asyncError
     if (!comm || !asyncError)
         return bk_error(blinkInvalidArgument, "blinkCommGetAsyncError: %s is NULL",
                         comm ? "asyncError" : "comm");
-    *asyncError = bk_backend()->async_error(comm);
+    /* A communicator without a plan has no backend state: its errors are NCCL's. */
+    *asyncError = comm->be ? bk_backend()->async_error(comm) : blinkSuccess;
     return blinkSuccess;
 }
 

@@ -2,7 +2,8 @@
 /*
  * env.c - the runtime's environment, read at every init (blink(3), ENVIRONMENT):
  *   BLINK_CHUNK_BYTES=N       the pipeline chunk in bytes (overrides the plan's)
- *   BLINK_ALGO=trees|rings    run the trees, or the rings, at every size
+ *   BLINK_ALGO=trees|rings|nccl  run the trees, the rings, or NCCL itself, at every size
+ *   BLINK_NCCL_LIB=PATH|none  the real NCCL to hand calls to (nccl_real.c)
  *   BLINK_DEBUG=WARN|INFO     say on stderr what runs; unset: silent
  *   BLINK_TIMEOUT_S=S         how long a rank waits for a peer before the call fails
  *   BLINK_STAGING_BYTES=N     staging memory per rank
@@ -45,10 +46,15 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
         return r;
     const char *env = getenv("BLINK_ALGO");
     if (env && *env) {
-        if (strcmp(env, "trees") && strcmp(env, "rings"))
-            return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees' or "
-                            "'rings'", fn, env);
-        e->algo_env = strcmp(env, "rings") ? BLINK_PLAN_TREES : BLINK_PLAN_RINGS;
+        if (!strcmp(env, "trees"))
+            e->algo_env = BLINK_PLAN_TREES;
+        else if (!strcmp(env, "rings"))
+            e->algo_env = BLINK_PLAN_RINGS;
+        else if (!strcmp(env, "nccl"))
+            e->algo_env = BK_ALGO_NCCL;
+        else
+            return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees', 'rings' "
+                            "or 'nccl'", fn, env);
     }
     env = getenv("BLINK_DEBUG");
     e->log_level = !env ? 0 : !strcmp(env, "INFO") ? 2 : !strcmp(env, "WARN") ? 1 : 0;

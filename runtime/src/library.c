@@ -54,17 +54,20 @@ blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int n, const in
             *plan = lib->plans[k];
             return blinkSuccess;
         }
+    *plan = NULL;
     const struct blink_plan *p0 = lib->plans[0];
     const char *topo = p0->topology ? p0->topology : "?";
     list(got, sizeof got, topo_dev, n);
     if (lib->nplans == 1) {
         list(want, sizeof want, p0->devices, p0->nranks);
-        return bk_error(blinkInvalidUsage, "blinkCommInitRank: the plan for topology '%s' "
-                        "(fingerprint %s) was compiled for %d ranks on devices %s; the ranks are "
-                        "on devices %s (compile a plan for this allocation, or set BLINK_DEVICE)",
-                        topo, p0->fingerprint ? p0->fingerprint : "?", p0->nranks, want, got);
+        bk_error(blinkInvalidUsage, "blinkCommInitRank: the plan for topology '%s' "
+                 "(fingerprint %s) was compiled for %d ranks on devices %s; the ranks are on "
+                 "devices %s (compile a plan for this allocation, or set BLINK_DEVICE)",
+                 topo, p0->fingerprint ? p0->fingerprint : "?", p0->nranks, want, got);
+        return blinkSuccess;
     }
-    return bk_error(blinkInvalidUsage, "blinkCommInitRank: none of the %d plans for topology "
-                    "'%s' is for devices {%s} (plans cover every connected set of devices)",
-                    lib->nplans, topo, got);
+    bk_error(blinkInvalidUsage, "blinkCommInitRank: none of the %d plans for topology '%s' is "
+             "for devices {%s} (plans cover every connected set of devices)", lib->nplans, topo,
+             got);
+    return blinkSuccess;
 }

@@ -1,23 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * nccl_call.c - handing a call to NCCL, for the message sizes where blinkc's plan found NCCL's
- * rings faster than its trees (blink_plan.h, ranges). Built with NCCL only into libblinkrt-cuda
- * where configure found NCCL beside nvcc (BLINK_WITH_NCCL); everywhere else the functions say
- * there is no NCCL and the runtime runs the planner's rings itself (choose.c).
+ * nccl_call.c - each rank's communicator of the real NCCL (nccl_real.h), for what the plan
+ * does not run: the message sizes where blinkc's plan found NCCL's rings faster than its trees
+ * (blink_plan.h, ranges), and in libblink-nccl every call the plan cannot serve.
  *
- * Each rank holds one NCCL communicator from ncclCommInitRank, with the ncclUniqueId that user
- * rank 0 made and the init rendezvous carried (comm.c). NCCL refuses two ranks on one device
- * (virtual ranks); then, or on any other NCCL failure at init, the rank goes on without NCCL
- * and says so under BLINK_DEBUG=WARN. A call goes to NCCL on the user's stream.
+ * Each rank holds one NCCL communicator from ncclCommInitRankConfig, with the ncclUniqueId that
+ * user rank 0 made and the init rendezvous carried (comm.c). NCCL refuses two ranks on one
+ * device (virtual ranks); then, or on any other NCCL failure at init, the rank goes on without
+ * NCCL and says so under BLINK_DEBUG=WARN. A call goes to NCCL on the user's stream.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl_real.h"
 #include "rt.h"
-
-#if defined(BLINK_BACKEND_CUDA) && defined(BLINK_WITH_NCCL)
-#include <nccl.h>
 
 struct bk_nccl {
     ncclComm_t comm;
@@ -25,8 +22,9 @@ struct bk_nccl {
 
 int bk_nccl_id(void *id)
 {
+    const struct bk_real_nccl *n = bk_real_nccl();
     ncclUniqueId u;
-    if (ncclGetUniqueId(&u) != ncclSuccess)
+    if (!n || n->GetUniqueId(&u) != ncclSuccess)
         return 0;
     memcpy(id, &u, sizeof u < BK_NCCL_ID_BYTES ? sizeof u : BK_NCCL_ID_BYTES);
     return 1;
@@ -34,113 +32,90 @@ int bk_nccl_id(void *id)
 
 void bk_nccl_init(blinkComm_t c, const void *id)
 {
+    const struct bk_real_nccl *real = bk_real_nccl();
     const char *why = NULL;
     struct bk_nccl *n = calloc(1, sizeof *n);
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
-    if (!n) {
+    if (!real) {
+        why = bk_real_nccl_why();
+    } else if (!n) {
         why = "out of memory";
     } else {
-        ncclResult_t r = ncclCommInitRank(&n->comm, c->nranks, u, c->rank);
+        ncclResult_t r = real->CommInitRankConfig(&n->comm, c->nranks, u, c->rank, NULL);
         if (r != ncclSuccess)
-            why = ncclGetErrorString(r);
+            why = real->GetErrorString(r);
     }
     if (!why) {
         c->nccl = n;
         return;
     }
     free(n);
+    snprintf(c->nccl_why, sizeof c->nccl_why, "NCCL's init failed: %s", why);
     if (c->env.log_level >= 1)
-        fprintf(stderr, "blink WARN rank %d: no NCCL (%s): the plan's ring sizes run the "
-                "planner's rings\n", c->rank, why);
+        fprintf(stderr, "blink WARN rank %d: no NCCL (%s)\n", c->rank, c->nccl_why);
 }
 
 void bk_nccl_free(blinkComm_t c)
 {
     if (!c->nccl)
         return;
-    ncclCommDestroy(c->nccl->comm);
+    bk_real_nccl()->CommDestroy(c->nccl->comm);
     free(c->nccl);
     c->nccl = NULL;
 }
 
-/* blink's datatypes and operations carry NCCL's numbers; the switches keep that explicit. */
-static ncclDataType_t nccl_type(blinkDataType_t dt)
+void bk_nccl_abort(blinkComm_t c)
 {
-    switch (dt) {
-    case blinkInt8: return ncclInt8;
-    case blinkUint8: return ncclUint8;
-    case blinkInt32: return ncclInt32;
-    case blinkUint32: return ncclUint32;
-    case blinkInt64: return ncclInt64;
-    case blinkUint64: return ncclUint64;
-    case blinkFloat16: return ncclFloat16;
-    case blinkFloat32: return ncclFloat32;
-    case blinkFloat64: return ncclFloat64;
-    default: return ncclBfloat16;
-    }
+    if (!c->nccl)
+        return;
+    bk_real_nccl()->CommAbort(c->nccl->comm);
+    free(c->nccl);
+    c->nccl = NULL;
 }
 
-static ncclRedOp_t nccl_op(blinkRedOp_t op)
+void *bk_nccl_comm(blinkComm_t c)
 {
-    switch (op) {
-    case blinkSum: return ncclSum;
-    case blinkProd: return ncclProd;
-    case blinkMax: return ncclMax;
-    case blinkMin: return ncclMin;
-    default: return ncclAvg;
-    }
+    return c && c->nccl ? c->nccl->comm : NULL;
 }
 
-static ncclResult_t one_call(const struct bk_args *a, ncclComm_t c)
+const char *bk_nccl_missing(blinkComm_t c)
+{
+    if (c && c->nccl)
+        return "";
+    if (c && c->nccl_why[0])
+        return c->nccl_why;
+    const char *why = bk_real_nccl_why();
+    return why[0] ? why : "no NCCL communicator";
+}
+
+static ncclResult_t one_call(const struct bk_real_nccl *n, const struct bk_args *a,
+                             ncclComm_t c)
 {
     cudaStream_t s = (cudaStream_t)a->stream;
-    ncclDataType_t t = nccl_type(a->dt);
+    /* blink's datatypes and operations carry NCCL's numbers. */
+    ncclDataType_t t = (ncclDataType_t)a->dt;
+    ncclRedOp_t op = (ncclRedOp_t)a->op;
     switch (a->coll) {
-    case BLINK_PLAN_BROADCAST: return ncclBroadcast(a->send, a->recv, a->count, t, a->root, c, s);
-    case BLINK_PLAN_REDUCE:
-        return ncclReduce(a->send, a->recv, a->count, t, nccl_op(a->op), a->root, c, s);
-    case BLINK_PLAN_ALLREDUCE:
-        return ncclAllReduce(a->send, a->recv, a->count, t, nccl_op(a->op), c, s);
-    case BLINK_PLAN_ALLGATHER: return ncclAllGather(a->send, a->recv, a->count, t, c, s);
-    default: return ncclReduceScatter(a->send, a->recv, a->count, t, nccl_op(a->op), c, s);
+    case BLINK_PLAN_BROADCAST: return n->Broadcast(a->send, a->recv, a->count, t, a->root, c, s);
+    case BLINK_PLAN_REDUCE: return n->Reduce(a->send, a->recv, a->count, t, op, a->root, c, s);
+    case BLINK_PLAN_ALLREDUCE: return n->AllReduce(a->send, a->recv, a->count, t, op, c, s);
+    case BLINK_PLAN_ALLGATHER: return n->AllGather(a->send, a->recv, a->count, t, c, s);
+    default: return n->ReduceScatter(a->send, a->recv, a->count, t, op, c, s);
     }
 }
 
 blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a)
 {
-    ncclResult_t r = one_call(a, c->nccl->comm);
+    if (!c->nccl)
+        return bk_error(blinkInvalidUsage, "%s: this call goes to NCCL, and there is none (%s)",
+                        bk_coll_name(a->coll), bk_nccl_missing(c));
+    const struct bk_real_nccl *n = bk_real_nccl();
+    ncclResult_t r = one_call(n, a, c->nccl->comm);
     if (r == ncclSuccess)
         return blinkSuccess;
     /* NCCL's result codes and blink's share their values. */
-    return bk_error((blinkResult_t)r, "%s: NCCL failed: %s", bk_coll_name(a->coll),
-                    ncclGetErrorString(r));
+    return bk_error((blinkResult_t)r, "%s: NCCL failed: %s%s%s", bk_coll_name(a->coll),
+                    n->GetErrorString(r), n->GetLastError ? ": " : "",
+                    n->GetLastError ? n->GetLastError(c->nccl->comm) : "");
 }
-
-#else
-
-int bk_nccl_id(void *id)
-{
-    (void)id;
-    return 0;
-}
-
-void bk_nccl_init(blinkComm_t c, const void *id)
-{
-    (void)c;
-    (void)id;
-}
-
-void bk_nccl_free(blinkComm_t c)
-{
-    (void)c;
-}
-
-blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a)
-{
-    (void)c;
-    return bk_error(blinkInternalError, "%s: this runtime was built without NCCL",
-                    bk_coll_name(a->coll));
-}
-
-#endif

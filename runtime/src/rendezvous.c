@@ -111,6 +111,45 @@ blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, const char *fn)
     return blinkSuccess;
 }
 
+void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b,
+                     blinkUniqueId *id)
+{
+    /* FNV-1a over the parent's token, the salt and the numbers: the same on every rank. */
+    uint64_t h = 0xcbf29ce484222325ull;
+    char text[128];
+    int len = snprintf(text, sizeof text, "%s/%s/%llu/%llu", token, salt, (unsigned long long)a,
+                       (unsigned long long)b);
+    for (int i = 0; i < len && i < (int)sizeof text - 1; i++)
+        h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+    memset(id, 0, sizeof *id);
+    memcpy(id->internal, ID_MAGIC, 8);
+    snprintf(id->internal + 8, BK_TOKEN_CHARS + 1, "%016llx", (unsigned long long)h);
+}
+
+blinkResult_t bk_rv_exchange(const char *token, int nranks, int rank, double timeout_s,
+                             const void *rec, void *all, const char *fn)
+{
+    struct bk_rv *rv = NULL;
+    blinkResult_t r = bk_rv_open(token, nranks, rank, timeout_s, &rv, fn);
+    if (r != blinkSuccess)
+        return r;
+    unsigned char *none = calloc((size_t)nranks + 1, BK_RV_REC);
+    r = none ? bk_rv_allgather(rv, 0, rec, all, fn)
+             : bk_error(blinkSystemError, "%s: out of memory", fn);
+    /* Rounds 1 and 2 are empty: after round 2 every rank removes the name. */
+    for (int k = 1; k < BK_RV_ROUNDS && r == blinkSuccess; k++)
+        r = bk_rv_allgather(rv, k, none, none + BK_RV_REC, fn);
+    free(none);
+    if (r != blinkSuccess) {
+        char msg[BK_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", bk_last_error());
+        bk_rv_fail(rv, msg);
+        bk_set_last_error(msg);
+    }
+    bk_rv_close(rv);
+    return r;
+}
+
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len)
 {
     snprintf(name, len, "/blink-%s-%d", token, rank);

@@ -49,6 +49,13 @@ void bk_rv_close(struct bk_rv *rv);
 int bk_pid_gone(int pid);
 /* Monotonic seconds. */
 double bk_now(void);
+/* An id derived from a token, a salt and two numbers: the same on every rank that derives it
+ * (a split communicator's id from its parent's). */
+void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b,
+                     blinkUniqueId *id);
+/* One all-gather of rec among nranks under token (open, rounds, close): all[nranks*BK_RV_REC]. */
+blinkResult_t bk_rv_exchange(const char *token, int nranks, int rank, double timeout_s,
+                             const void *rec, void *all, const char *fn);
 /* The shared-memory name of rank r's segment ("/blink-TOKEN-r"). */
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len);
 

@@ -62,11 +62,14 @@ struct bk_env {
     int device;              /* BLINK_DEVICE, or -1 */
 };
 
+/* BLINK_ALGO=nccl: hand every call to NCCL (not a plan's algo, so outside blink_plan_algo). */
+#define BK_ALGO_NCCL 2
+
 struct bk_be;                /* the backend's per-rank state */
 struct bk_nccl;              /* NCCL's communicator for the ring sizes (nccl_call.c) */
 
 struct blinkComm {
-    const struct blink_plan *plan;
+    const struct blink_plan *plan; /* NULL: no plan for the devices (BK_INIT_PLANLESS) */
     int nranks, rank, prank; /* rank: the user's; prank: the plan's */
     int *plan_of, *user_of;  /* [nranks] user rank -> plan rank and back */
     struct bk_peer *peer;    /* [nranks] by plan rank */
@@ -81,6 +84,10 @@ struct blinkComm {
     unsigned long long ops;  /* backend operations the last call issued */
     int nstreams, nworkers;  /* what rank_init made: streams, threads (threadblocks on CUDA) */
     struct bk_nccl *nccl;
+    char plan_why[BK_MSG_MAX]; /* why plan is NULL */
+    char nccl_why[192];      /* why nccl is NULL, where its init failed */
+    char token[20];          /* the rendezvous token of this communicator's id */
+    unsigned nsplits;        /* communicators split from this one so far */
     struct bk_be *be;
 };
 
@@ -124,7 +131,9 @@ const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int
 blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn);
 
 /* library.c: the plan of lib for the ranks' devices topo_dev[nranks] (by user rank), in any
- * order: plan_of[r] is the plan rank of user rank r. */
+ * order: plan_of[r] is the plan rank of user rank r. Where lib is sound but has no plan for
+ * these devices, *plan is NULL, the reason is stored as the last error, and the result is
+ * blinkSuccess: the caller decides whether that is an error. */
 blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int nranks,
                            const int *topo_dev, const struct blink_plan **plan, int *plan_of);
 
@@ -133,24 +142,33 @@ blinkResult_t bk_roles_build(blinkComm_t c);
 void bk_roles_free(blinkComm_t c);
 blinkResult_t bk_layout_build(blinkComm_t c);
 
-/* nccl_call.c: NCCL for the ring sizes, where the runtime was built with it. bk_nccl_id makes
- * an ncclUniqueId (0: no NCCL); bk_nccl_init joins it (leaves c->nccl NULL where NCCL is
- * missing or refuses, and says why under BLINK_DEBUG=WARN). */
+/* nccl_call.c: the real NCCL's communicator of this rank (nccl_real.h). bk_nccl_id makes an
+ * ncclUniqueId (0: no NCCL); bk_nccl_init joins it (leaves c->nccl NULL where NCCL is missing
+ * or refuses, says why under BLINK_DEBUG=WARN and keeps the reason for bk_nccl_missing). */
 #define BK_NCCL_ID_BYTES 128
 int bk_nccl_id(void *id);
 void bk_nccl_init(blinkComm_t c, const void *id);
 void bk_nccl_free(blinkComm_t c);
+void bk_nccl_abort(blinkComm_t c);
 blinkResult_t bk_nccl_launch(blinkComm_t c, const struct bk_args *a);
+/* The rank's ncclComm_t, or NULL; and why there is none ("" when there is). */
+void *bk_nccl_comm(blinkComm_t c);
+const char *bk_nccl_missing(blinkComm_t c);
 
 /* call.c */
 blinkResult_t bk_call(blinkComm_t comm, const struct bk_args *a, const char *fn);
 
 /* comm.c: read the environment; the init of one rank (rank, nranks, id, or for InitAll the
- * device that rank i of this process plays and its physical device). */
+ * device that rank i of this process plays and its physical device, else -1), and of ndev
+ * ranks as threads of this process. Flags: */
+#define BK_INIT_PLANLESS 1  /* no plan for the devices: a communicator of NCCL alone */
+#define BK_INIT_NCCL_ONLY 2 /* do not look for a plan: NCCL alone */
 blinkResult_t bk_read_env(struct bk_env *env, const char *fn);
 blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
                            const blinkUniqueId *id, int rank, int topo_dev, int phys_dev,
-                           const char *fn);
+                           unsigned flags, const char *fn);
+blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *comms, int ndev,
+                          const int *devlist, unsigned flags, const char *fn);
 void bk_comm_free(blinkComm_t c);
 
 #ifdef __cplusplus

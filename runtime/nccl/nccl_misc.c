@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * nccl_misc.c - libblink-nccl's version, errors, memory and registration.
+ *
+ * The version is the real NCCL's where one is loaded (programs gate features on it), else the
+ * NCCL API version nccl.h declares. Registration is a hint: the real NCCL gets it where its
+ * communicator exists; otherwise the call succeeds with a handle that Deregister accepts.
+ */
+#include <stdlib.h>
+
+#include "shim.h"
+
+#ifdef BLINK_BACKEND_CUDA
+#include <cuda_runtime.h>
+#endif
+
+/* What Register returns where the real NCCL does not take it. */
+static char no_handle;
+
+ncclResult_t ncclGetVersion(int *version)
+{
+    if (!version)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclGetVersion: version is NULL"));
+    const struct bk_real_nccl *real = bk_real_nccl();
+    *version = real && real->version ? real->version : NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+
+const char *ncclGetErrorString(ncclResult_t result)
+{
+    return blinkGetErrorString((blinkResult_t)result);
+}
+
+const char *ncclGetLastError(ncclComm_t comm)
+{
+    (void)comm;
+    return bk_last_error();
+}
+
+void ncclResetDebugInit(void)
+{
+}
+
+ncclResult_t ncclMemAlloc(void **ptr, size_t size)
+{
+    if (!ptr)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclMemAlloc: ptr is NULL"));
+#ifdef BLINK_BACKEND_CUDA
+    const struct bk_real_nccl *real = bk_real_nccl();
+    if (real && real->MemAlloc)
+        return real->MemAlloc(ptr, size);
+    cudaError_t e = cudaMalloc(ptr, size);
+    if (e != cudaSuccess)
+        return shim_result(bk_error(blinkUnhandledCudaError, "ncclMemAlloc: cudaMalloc of %zu "
+                                    "bytes: %s", size, cudaGetErrorString(e)));
+    return ncclSuccess;
+#else
+    /* Host backend: device memory is host memory, aligned as NCCL's windows want it. */
+    if (posix_memalign(ptr, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
+        *ptr = NULL;
+        return shim_result(bk_error(blinkSystemError, "ncclMemAlloc: out of memory (%zu "
+                                    "bytes)", size));
+    }
+    return ncclSuccess;
+#endif
+}
+
+ncclResult_t ncclMemFree(void *ptr)
+{
+#ifdef BLINK_BACKEND_CUDA
+    const struct bk_real_nccl *real = bk_real_nccl();
+    if (real && real->MemFree)
+        return real->MemFree(ptr);
+    cudaError_t e = cudaFree(ptr);
+    if (e != cudaSuccess)
+        return shim_result(bk_error(blinkUnhandledCudaError, "ncclMemFree: %s",
+                                    cudaGetErrorString(e)));
+#else
+    free(ptr);
+#endif
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
+{
+    if (!comm || !handle)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclCommRegister: %s is NULL",
+                                    comm ? "handle" : "comm"));
+    ncclComm_t real = shim_real_comm(comm);
+    if (real && bk_real_nccl()->CommRegister)
+        return bk_real_nccl()->CommRegister(real, buff, size, handle);
+    *handle = &no_handle;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
+{
+    if (!comm)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclCommDeregister: comm is NULL"));
+    ncclComm_t real = shim_real_comm(comm);
+    if (handle != &no_handle && real && bk_real_nccl()->CommDeregister)
+        return bk_real_nccl()->CommDeregister(real, handle);
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
+                                    int winFlags)
+{
+    if (!comm || !win)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclCommWindowRegister: %s is NULL",
+                                    comm ? "win" : "comm"));
+    ncclComm_t real = shim_real_comm(comm);
+    if (real && bk_real_nccl()->CommWindowRegister)
+        return bk_real_nccl()->CommWindowRegister(real, buff, size, win, winFlags);
+    *win = (ncclWindow_t)(void *)&no_handle;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+    if (!comm)
+        return shim_result(bk_error(blinkInvalidArgument, "ncclCommWindowDeregister: comm is "
+                                    "NULL"));
+    ncclComm_t real = shim_real_comm(comm);
+    if ((void *)win != (void *)&no_handle && real && bk_real_nccl()->CommWindowDeregister)
+        return bk_real_nccl()->CommWindowDeregister(real, win);
+    return ncclSuccess;
+}
