@@ -59,3 +59,77 @@ runtime/libblink-nccl.so: tests/e2e/dgx1v_all.cu runtime/libblink-nccl-cuda.a
 		-Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
 		-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
 endif
+
+# ---------------------------------------------------------------- tests
+# test_nccl_abi: our nccl.h against NVIDIA's; test_nccl_symbols: what the drop-ins export;
+# test_nccl_mpi: an NCCL-only MPI program (tests/nccl/nccl_client.c) under mpirun with the
+# host drop-in in LD_PRELOAD, on DGX-1V allocations, DGX-1P and DGX-2.
+UNIT_TESTS += tests/unit/test_nccl_abi tests/unit/test_nccl_symbols tests/unit/test_nccl_mpi
+EXTRA_DIST += tests/nccl/abi_facts.c tests/nccl/abi_facts.h tests/nccl/nccl_client.c
+
+ABI_FACTS_DEPS = $(top_srcdir)/tests/nccl/abi_facts.c $(top_srcdir)/tests/nccl/abi_facts.h
+tests/nccl/abi_ours.$(OBJEXT): $(ABI_FACTS_DEPS) $(top_srcdir)/runtime/nccl/nccl.h
+	$(AM_V_CC)mkdir -p tests/nccl && $(COMPILE) -I$(top_srcdir)/runtime/nccl \
+		-DABI_TABLE=abi_ours -c -o $@ $(top_srcdir)/tests/nccl/abi_facts.c
+CLEANFILES += tests/nccl/abi_ours.$(OBJEXT) tests/nccl/abi_real.$(OBJEXT)
+tests_unit_test_nccl_abi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_nccl_abi_LDADD = tests/nccl/abi_ours.$(OBJEXT) $(CRITERION_LIBS)
+tests_unit_test_nccl_abi_DEPENDENCIES = tests/nccl/abi_ours.$(OBJEXT)
+
+DROPIN_TEST_FLAGS = -DDROPIN_HOST='"$(abs_builddir)/runtime/libblink-nccl-host.so"'
+tests_unit_test_nccl_symbols_LDADD = $(CRITERION_LIBS) $(DL_LIBS)
+tests_unit_test_nccl_symbols_DEPENDENCIES = runtime/libblink-nccl-host.so
+
+if HAVE_NCCL
+tests/nccl/abi_real.$(OBJEXT): $(ABI_FACTS_DEPS)
+	$(AM_V_CC)mkdir -p tests/nccl && $(COMPILE) -isystem $(CUDA_PREFIX)/include \
+		-DABI_TABLE=abi_real -c -o $@ $(top_srcdir)/tests/nccl/abi_facts.c
+tests_unit_test_nccl_abi_CPPFLAGS += -DHAVE_REAL_NCCL=1
+tests_unit_test_nccl_abi_LDADD += tests/nccl/abi_real.$(OBJEXT)
+tests_unit_test_nccl_abi_DEPENDENCIES += tests/nccl/abi_real.$(OBJEXT)
+DROPIN_TEST_FLAGS += -DREAL_NCCL='"$(NCCL_LIBDIR)/libnccl.so"'
+endif
+if HAVE_NVCC
+DROPIN_TEST_FLAGS += -DDROPIN_CUDA='"$(abs_builddir)/runtime/libblink-nccl.so"'
+tests_unit_test_nccl_symbols_DEPENDENCIES += runtime/libblink-nccl.so
+endif
+tests_unit_test_nccl_symbols_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) $(DROPIN_TEST_FLAGS)
+
+# The client is built against NVIDIA's nccl.h and libnccl.so where they are (a real NCCL
+# program, whose calls LD_PRELOAD takes over), else against our header and the drop-in.
+# Never with sanitizers: an instrumented drop-in is preloaded after libasan instead.
+DROPIN_TESTS = tests/nccl/libblink-nccl-host-dgx1p.so tests/nccl/libblink-nccl-host-dgx2.so
+CLEANFILES += tests/nccl/nccl_client $(DROPIN_TESTS)
+tests/nccl/libblink-nccl-host-dgx1p.so: $(top_srcdir)/generated/dgx1p.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+tests/nccl/libblink-nccl-host-dgx2.so: $(top_srcdir)/generated/dgx2.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+if HAVE_NCCL
+CLIENT_NCCL = -isystem $(CUDA_PREFIX)/include -L$(NCCL_LIBDIR) -lnccl -Wl,-rpath,$(NCCL_LIBDIR)
+CLIENT_DEPS =
+else
+CLIENT_NCCL = -I$(top_srcdir)/runtime/nccl -Lruntime -l:libblink-nccl-host.so \
+	-Wl,-rpath,$(abs_builddir)/runtime
+CLIENT_DEPS = runtime/libblink-nccl-host.so
+endif
+tests/nccl/nccl_client: $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_DEPS)
+	$(AM_V_CCLD)mkdir -p tests/nccl && $(MPICC) -std=c11 $(WARN_CFLAGS) -O2 \
+		-D_POSIX_C_SOURCE=200809L -o $@ $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_NCCL)
+
+tests_unit_test_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) \
+	-DDROPIN_DGX1V='"$(abs_builddir)/runtime/libblink-nccl-host.so"' \
+	-DDROPIN_DGX1P='"$(abs_builddir)/tests/nccl/libblink-nccl-host-dgx1p.so"' \
+	-DDROPIN_DGX2='"$(abs_builddir)/tests/nccl/libblink-nccl-host-dgx2.so"' \
+	-DSAN_PRELOAD='"$(SAN_PRELOAD)"'
+tests_unit_test_nccl_mpi_LDADD = $(CRITERION_LIBS)
+tests_unit_test_nccl_mpi_DEPENDENCIES = runtime/libblink-nccl-host.so $(DROPIN_TESTS)
+if HAVE_MPI
+tests_unit_test_nccl_mpi_CPPFLAGS += -DNCCL_CLIENT='"$(abs_builddir)/tests/nccl/nccl_client"' \
+	-DMPIRUN='"$(MPIRUN)"'
+tests_unit_test_nccl_mpi_DEPENDENCIES += tests/nccl/nccl_client
+else
+tests_unit_test_nccl_mpi_CPPFLAGS += -DNCCL_CLIENT='"(not built: no mpicc)"'
+endif
+if HAVE_NCCL
+tests_unit_test_nccl_mpi_CPPFLAGS += -DREAL_NCCL='"$(NCCL_LIBDIR)/libnccl.so.2"'
+endif

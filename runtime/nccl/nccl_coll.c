@@ -8,6 +8,10 @@
 
 #include "shim.h"
 
+#ifdef BLINK_BACKEND_CUDA
+#include <cuda_runtime.h>
+#endif
+
 static const char *const call_names[CALL_COUNT] = {
     "ncclBroadcast", "ncclReduce", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter",
     "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter",
@@ -15,7 +19,7 @@ static const char *const call_names[CALL_COUNT] = {
 
 static const char *const why_text[WHY_COUNT] = {
     "blinkc's plan", "no plan", "datatype", "reduction op", "no schedule",
-    "not a collective blinkc plans"};
+    "blinkc does not plan it"};
 
 const char *shim_type_name(ncclDataType_t t)
 {
@@ -74,6 +78,35 @@ static enum shim_why route(const struct ncclComm *c, const struct bk_args *a, ch
     return WHY_PLAN;
 }
 
+/* A communicator of one rank has no plan and needs none: every collective is a copy. */
+static ncclResult_t solo(ncclComm_t comm, enum shim_call call, const struct bk_args *a)
+{
+    const char *fn = call_names[call];
+    if (is_rooted(a->coll) && a->root != 0)
+        return shim_result(bk_error(blinkInvalidArgument, "%s: root %d of a communicator of "
+                                    "one rank", fn, a->root));
+    if (comm->bk->env.log_level >= 2 && !comm->said[call][WHY_NO_PLAN]) {
+        comm->said[call][WHY_NO_PLAN] = 1;
+        fprintf(stderr, "blink INFO %s: one rank, so a copy\n", fn);
+    }
+    size_t es = (unsigned)a->dt < blinkNumTypes ? bk_dtype_size(a->dt) : 1; /* fp8 */
+    size_t bytes = a->count * es;
+    if (!bytes || a->send == a->recv)
+        return ncclSuccess;
+#ifdef BLINK_BACKEND_CUDA
+    cudaError_t e = cudaMemcpyAsync(a->recv, a->send, bytes, cudaMemcpyDefault,
+                                    (cudaStream_t)a->stream);
+    if (e != cudaSuccess)
+        return shim_result(bk_error(blinkUnhandledCudaError, "%s: cudaMemcpyAsync: %s", fn,
+                                    cudaGetErrorString(e)));
+#else
+    if (a->stream && blinkHostStreamSynchronize((blinkStream_t)a->stream) != blinkSuccess)
+        return shim_result(blinkInvalidArgument);
+    memmove(a->recv, a->send, bytes);
+#endif
+    return ncclSuccess;
+}
+
 static ncclResult_t collective(ncclComm_t comm, enum shim_call call, struct bk_args *a)
 {
     const char *fn = call_names[call];
@@ -86,6 +119,9 @@ static ncclResult_t collective(ncclComm_t comm, enum shim_call call, struct bk_a
     enum shim_why why = route(comm, a, detail, sizeof detail);
     if (why == WHY_PLAN)
         return shim_result(bk_call(comm->bk, a, fn));
+    if (why == WHY_NO_PLAN && comm->bk->nranks == 1 && !shim_real_comm(comm) &&
+        (!has_op(a->coll) || (unsigned)a->op < blinkNumOps))
+        return solo(comm, call, a);
     if (!shim_hand_off(comm, call, why, detail, fn))
         return ncclInvalidUsage;
     return shim_result(bk_nccl_launch(comm->bk, a));

@@ -11,12 +11,16 @@
 /* The real NCCL and this rank's communicator in it, or NULL with the error stored. */
 static ncclComm_t take(ncclComm_t comm, enum shim_call call, const char *fn)
 {
+    static const char *const what[CALL_COUNT] = {
+        [CALL_SEND] = "point-to-point", [CALL_RECV] = "point-to-point",
+        [CALL_ALLTOALL] = "all-to-all", [CALL_GATHER] = "gather", [CALL_SCATTER] = "scatter",
+        [CALL_PREMULSUM] = "NCCL's own reduction ops"};
     if (!comm) {
         bk_error(blinkInvalidArgument, "%s: comm is NULL", fn);
         return NULL;
     }
-    return shim_hand_off(comm, call, WHY_NOT_PLANNED, "NCCL runs it", fn) ? shim_real_comm(comm)
-                                                                          : NULL;
+    return shim_hand_off(comm, call, WHY_NOT_PLANNED, what[call], fn) ? shim_real_comm(comm)
+                                                                      : NULL;
 }
 
 /* A function this NCCL may be too old to have. */

@@ -184,7 +184,8 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
     /* Every rank is past the rendezvous: NCCL's init, a collective of its own, can start. */
     if (r == blinkSuccess && first.has_nccl)
         bk_nccl_init(c, first.nccl_id);
-    if (r == blinkSuccess && !c->plan && !c->nccl)
+    /* One rank needs no one: its collectives are copies (libblink-nccl). */
+    if (r == blinkSuccess && !c->plan && !c->nccl && n > 1)
         r = bk_error(blinkInvalidUsage, "%s: %s; and there is no NCCL to hand the calls to (%s)",
                      fn, c->plan_why, bk_nccl_missing(c));
     return r;
