@@ -30,7 +30,7 @@
  *    rings where blinkc's simulator found them faster, and the chunk size. The last range whose
  *    min_bytes is at most S applies; without ranges, the trees with the plan's chunk_bytes.
  *    BLINK_ALGO=trees|rings and BLINK_CHUNK_BYTES=N in the environment override both.
- *  - Rings go to NCCL where the runtime was built with it (CUDA). Elsewhere the runtime runs
+ *  - Rings go to NCCL where the runtime loaded one (nccl_real.h). Elsewhere the runtime runs
  *    the schedule's ring_trees itself: NCCL's ring algorithms as chains round each ring of the
  *    planner's ring set, under the same rules as the trees.
  */

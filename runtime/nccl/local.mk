@@ -133,3 +133,10 @@ endif
 if HAVE_NCCL
 tests_unit_test_nccl_mpi_CPPFLAGS += -DREAL_NCCL='"$(NCCL_LIBDIR)/libnccl.so.2"'
 endif
+
+# test_nccl_api: one process, NCCL's API only, linked against the host drop-in.
+UNIT_TESTS += tests/unit/test_nccl_api
+tests_unit_test_nccl_api_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/runtime/nccl
+tests_unit_test_nccl_api_LDFLAGS = $(AM_LDFLAGS) -Lruntime -Wl,-rpath,$(abs_builddir)/runtime
+tests_unit_test_nccl_api_LDADD = -l:libblink-nccl-host.so $(CRITERION_LIBS) $(PTHREAD_LIBS)
+tests_unit_test_nccl_api_DEPENDENCIES = runtime/libblink-nccl-host.so

@@ -114,8 +114,9 @@ Test(cli, man_pages_pass_lint)
     /* blinkc.1 as built, with its version and date filled in. */
     const char *build = getenv("BLINKC_BUILDDIR");
     char *pages[] = {bk_asprintf("%s/man/blinkc.1", build ? build : "."),
-                     tu_src_path("man/blinkc-topology.5"), tu_src_path("man/blink.3")};
-    for (int i = 0; i < 3; i++) {
+                     tu_src_path("man/blinkc-topology.5"), tu_src_path("man/blink.3"),
+                     tu_src_path("man/blink-nccl.7")};
+    for (int i = 0; i < 4; i++) {
         struct tu_run r;
         tu_run_argv(&r, (const char *const[]){"groff", "-man", "-ww", "-z", pages[i], NULL});
         cr_assert_eq(r.status, 0, "%s", pages[i]);
