@@ -53,12 +53,32 @@ runtime/src/backend_cuda_pic.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.c
 		-c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
 CLEANFILES += runtime/src/backend_cuda_pic.$(OBJEXT) runtime/libblink-nccl.so
 noinst_DATA += runtime/libblink-nccl.so
+dropin_cuda = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
+	-DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include -I$(top_srcdir)/runtime/include \
+	-o $@ -x c $< -x none -Wl,--whole-archive runtime/libblink-nccl-cuda.a \
+	-Wl,--no-whole-archive -L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
 runtime/libblink-nccl.so: tests/e2e/dgx1v_all.cu runtime/libblink-nccl-cuda.a
-	$(AM_V_CCLD)$(CC) -std=c11 -shared -fPIC -Wl,-z,defs -DBLINK_BACKEND_CUDA=1 \
-		-isystem $(CUDA_PREFIX)/include -I$(top_srcdir)/runtime/include -o $@ -x c $< -x none \
-		-Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
-		-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
+	$(dropin_cuda)
+DROPIN_SKU_CUDA = blink-nccl/libblink-nccl.so
+blink-nccl/libblink-nccl.so: blink-nccl/plans.cu runtime/libblink-nccl-cuda.a
+	$(dropin_cuda)
 endif
+
+# `make blink-nccl [TOPO=builtin:dgx1v]`: the drop-ins for one server type, every allocation,
+# tuned (about two CPU minutes for a DGX-1V), into blink-nccl/. Planned anew every time.
+TOPO = builtin:dgx1v
+blink-nccl/plans.cu: planner/blinkc blink-nccl-plan
+	$(AM_V_GEN)mkdir -p blink-nccl && planner/blinkc -q --all-allocations -o $@ '$(TOPO)'
+blink-nccl/libblink-nccl-host.so: blink-nccl/plans.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+blink-nccl: blink-nccl/libblink-nccl-host.so $(DROPIN_SKU_CUDA)
+	@echo "blink-nccl/: the NCCL drop-ins for $(TOPO) (LD_PRELOAD=$$PWD/blink-nccl/libblink-nccl.so)"
+blink-nccl-plan:
+.PHONY: blink-nccl blink-nccl-plan
+clean-local: clean-blink-nccl
+clean-blink-nccl:
+	rm -rf blink-nccl
+.PHONY: clean-blink-nccl
 
 # ---------------------------------------------------------------- tests
 # test_nccl_abi: our nccl.h against NVIDIA's; test_nccl_symbols: what the drop-ins export;

@@ -43,18 +43,20 @@ blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int n, const in
         return bk_error(blinkInvalidUsage, "blinkCommInitRank: the generated plan library is "
                         "missing or was built for another runtime (ABI %d, runtime %d)",
                         lib ? lib->abi : -1, BLINK_PLAN_ABI);
+    *plan = NULL;
     for (int r = 0; r < n; r++)
         for (int q = 0; q < r; q++)
-            if (topo_dev[q] == topo_dev[r])
-                return bk_error(blinkInvalidUsage, "blinkCommInitRank: ranks %d and %d are both "
-                                "device %d (give each rank its own device, or set BLINK_DEVICE "
-                                "to the device of the plan each rank plays)", q, r, topo_dev[r]);
+            if (topo_dev[q] == topo_dev[r]) {
+                bk_error(blinkInvalidUsage, "blinkCommInitRank: ranks %d and %d are both device "
+                         "%d (give each rank its own device, or set BLINK_DEVICE to the device "
+                         "of the plan each rank plays)", q, r, topo_dev[r]);
+                return blinkSuccess;
+            }
     for (int k = 0; k < lib->nplans; k++)
         if (match(lib->plans[k], n, topo_dev, plan_of)) {
             *plan = lib->plans[k];
             return blinkSuccess;
         }
-    *plan = NULL;
     const struct blink_plan *p0 = lib->plans[0];
     const char *topo = p0->topology ? p0->topology : "?";
     list(got, sizeof got, topo_dev, n);

@@ -56,23 +56,19 @@ void bk_nccl_init(blinkComm_t c, const void *id)
         fprintf(stderr, "blink WARN rank %d: no NCCL (%s)\n", c->rank, c->nccl_why);
 }
 
-void bk_nccl_free(blinkComm_t c)
+/* Destroy, or abort, the rank's NCCL communicator. */
+static void drop(blinkComm_t c, int abort)
 {
     if (!c->nccl)
         return;
-    bk_real_nccl()->CommDestroy(c->nccl->comm);
+    const struct bk_real_nccl *n = bk_real_nccl();
+    (abort ? n->CommAbort : n->CommDestroy)(c->nccl->comm);
     free(c->nccl);
     c->nccl = NULL;
 }
 
-void bk_nccl_abort(blinkComm_t c)
-{
-    if (!c->nccl)
-        return;
-    bk_real_nccl()->CommAbort(c->nccl->comm);
-    free(c->nccl);
-    c->nccl = NULL;
-}
+void bk_nccl_free(blinkComm_t c) { drop(c, 0); }
+void bk_nccl_abort(blinkComm_t c) { drop(c, 1); }
 
 void *bk_nccl_comm(blinkComm_t c)
 {

@@ -132,8 +132,8 @@ blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn);
 
 /* library.c: the plan of lib for the ranks' devices topo_dev[nranks] (by user rank), in any
  * order: plan_of[r] is the plan rank of user rank r. Where lib is sound but has no plan for
- * these devices, *plan is NULL, the reason is stored as the last error, and the result is
- * blinkSuccess: the caller decides whether that is an error. */
+ * these devices (or two ranks claim one device), *plan is NULL, the reason is stored as the
+ * last error, and the result is blinkSuccess: the caller decides whether that is an error. */
 blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int nranks,
                            const int *topo_dev, const struct blink_plan **plan, int *plan_of);
 
