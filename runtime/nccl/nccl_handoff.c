@@ -23,6 +23,16 @@ static ncclComm_t take(ncclComm_t comm, enum shim_call call, const char *fn)
                                                                       : NULL;
 }
 
+/* The real NCCL's result, its message kept as this thread's last error where it failed. */
+static ncclResult_t passed(ncclResult_t r, ncclComm_t real, const char *fn)
+{
+    const struct bk_real_nccl *n = bk_real_nccl();
+    if (r != ncclSuccess && r != ncclInProgress)
+        bk_error((blinkResult_t)r, "%s: NCCL failed: %s%s%s", fn, n->GetErrorString(r),
+                 n->GetLastError ? ": " : "", n->GetLastError ? n->GetLastError(real) : "");
+    return r;
+}
+
 /* A function this NCCL may be too old to have. */
 static ncclResult_t missing(const char *fn)
 {
@@ -36,7 +46,8 @@ ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatyp
     ncclComm_t real = take(comm, CALL_SEND, "ncclSend");
     if (!real)
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
-    return bk_real_nccl()->Send(sendbuff, count, datatype, peer, real, stream);
+    return passed(bk_real_nccl()->Send(sendbuff, count, datatype, peer, real, stream), real,
+                  "ncclSend");
 }
 
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -45,7 +56,8 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
     ncclComm_t real = take(comm, CALL_RECV, "ncclRecv");
     if (!real)
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
-    return bk_real_nccl()->Recv(recvbuff, count, datatype, peer, real, stream);
+    return passed(bk_real_nccl()->Recv(recvbuff, count, datatype, peer, real, stream), real,
+                  "ncclRecv");
 }
 
 ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
@@ -56,7 +68,8 @@ ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
     if (!bk_real_nccl()->AlltoAll)
         return missing("ncclAlltoAll");
-    return bk_real_nccl()->AlltoAll(sendbuff, recvbuff, count, datatype, real, stream);
+    return passed(bk_real_nccl()->AlltoAll(sendbuff, recvbuff, count, datatype, real, stream),
+                  real, "ncclAlltoAll");
 }
 
 ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
@@ -67,7 +80,8 @@ ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
     if (!bk_real_nccl()->Gather)
         return missing("ncclGather");
-    return bk_real_nccl()->Gather(sendbuff, recvbuff, count, datatype, root, real, stream);
+    return passed(bk_real_nccl()->Gather(sendbuff, recvbuff, count, datatype, root, real,
+                                         stream), real, "ncclGather");
 }
 
 ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
@@ -79,7 +93,8 @@ ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
     if (!bk_real_nccl()->Scatter)
         return missing("ncclScatter");
-    return bk_real_nccl()->Scatter(sendbuff, recvbuff, count, datatype, root, real, stream);
+    return passed(bk_real_nccl()->Scatter(sendbuff, recvbuff, count, datatype, root, real,
+                                          stream), real, "ncclScatter");
 }
 
 /* The op made here is NCCL's number: every later call with it is handed to NCCL too. */
@@ -89,7 +104,8 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataTyp
     ncclComm_t real = take(comm, CALL_PREMULSUM, "ncclRedOpCreatePreMulSum");
     if (!real)
         return comm ? ncclInvalidUsage : ncclInvalidArgument;
-    return bk_real_nccl()->RedOpCreatePreMulSum(op, scalar, datatype, residence, real);
+    return passed(bk_real_nccl()->RedOpCreatePreMulSum(op, scalar, datatype, residence, real),
+                  real, "ncclRedOpCreatePreMulSum");
 }
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
@@ -99,5 +115,5 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
         return shim_result(bk_error(blinkInvalidArgument, "ncclRedOpDestroy: op %d was not made "
                                     "by ncclRedOpCreatePreMulSum on this communicator",
                                     (int)op));
-    return bk_real_nccl()->RedOpDestroy(op, real);
+    return passed(bk_real_nccl()->RedOpDestroy(op, real), real, "ncclRedOpDestroy");
 }
