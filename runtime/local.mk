@@ -21,7 +21,8 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 	runtime/src/backend_host.c runtime/src/exec_host.c runtime/src/exec_host.h \
 	runtime/src/reduce_host.c runtime/src/reduce_host.h
 
-# CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend.
+# CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
+# (position-independent and hidden: libblink-nccl.so links the same object).
 EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
@@ -37,7 +38,8 @@ runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
 		$(top_srcdir)/runtime/src/kernel_cuda.cuh \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/include/blink.h
-	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
+	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
+		-c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
 CLEANFILES += runtime/src/backend_cuda.$(OBJEXT)
 endif
 

@@ -26,7 +26,8 @@ runtime_libblink_nccl_host_a_CFLAGS = $(SHIM_CFLAGS)
 runtime_libblink_nccl_host_a_SOURCES = $(runtime_libblinkrt_host_a_SOURCES) $(NCCL_SHIM_SOURCES)
 
 # The library is the generated source and the whole archive (nothing in the source calls
-# NCCL's names, so only --whole-archive keeps them).
+# NCCL's names, so only --whole-archive keeps them). The default drop-ins link the object of
+# the DGX-1V source that blink-perf links (bench/dgx1v_all.o, position-independent).
 DROPIN_LINK_HOST = -Wl,--whole-archive runtime/libblink-nccl-host.a -Wl,--no-whole-archive \
 	$(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_host = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
@@ -34,8 +35,9 @@ dropin_host = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs
 
 noinst_DATA = runtime/libblink-nccl-host.so
 CLEANFILES += runtime/libblink-nccl-host.so
-runtime/libblink-nccl-host.so: tests/e2e/dgx1v_all.cu runtime/libblink-nccl-host.a
-	$(dropin_host)
+runtime/libblink-nccl-host.so: bench/dgx1v_all.o runtime/libblink-nccl-host.a
+	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -shared -Wl,-z,defs -o $@ bench/dgx1v_all.o \
+		$(DROPIN_LINK_HOST)
 
 if HAVE_NVCC
 pkgconfig_DATA += runtime/blink-nccl-cuda.pc
@@ -43,22 +45,19 @@ lib_LIBRARIES += runtime/libblink-nccl-cuda.a
 runtime_libblink_nccl_cuda_a_CPPFLAGS = $(runtime_libblinkrt_cuda_a_CPPFLAGS)
 runtime_libblink_nccl_cuda_a_CFLAGS = $(SHIM_CFLAGS)
 runtime_libblink_nccl_cuda_a_SOURCES = $(RT_SOURCES) $(NCCL_SHIM_SOURCES)
-runtime_libblink_nccl_cuda_a_LIBADD = runtime/src/backend_cuda_pic.$(OBJEXT)
-runtime_libblink_nccl_cuda_a_DEPENDENCIES = runtime/src/backend_cuda_pic.$(OBJEXT)
-runtime/src/backend_cuda_pic.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
-		$(top_srcdir)/runtime/src/kernel_cuda.cuh \
-		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
-		$(top_srcdir)/runtime/include/blink.h
-	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
-		-c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
-CLEANFILES += runtime/src/backend_cuda_pic.$(OBJEXT) runtime/libblink-nccl.so
+runtime_libblink_nccl_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
+runtime_libblink_nccl_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
+CLEANFILES += runtime/libblink-nccl.so
 noinst_DATA += runtime/libblink-nccl.so
+DROPIN_LINK_CUDA = -Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
+	-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_cuda = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
 	-DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include -I$(top_srcdir)/runtime/include \
-	-o $@ -x c $< -x none -Wl,--whole-archive runtime/libblink-nccl-cuda.a \
-	-Wl,--no-whole-archive -L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
-runtime/libblink-nccl.so: tests/e2e/dgx1v_all.cu runtime/libblink-nccl-cuda.a
-	$(dropin_cuda)
+	-o $@ -x c $< -x none $(DROPIN_LINK_CUDA)
+# The generated tables are the same C for both backends.
+runtime/libblink-nccl.so: bench/dgx1v_all.o runtime/libblink-nccl-cuda.a
+	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -shared -Wl,-z,defs -o $@ bench/dgx1v_all.o \
+		$(DROPIN_LINK_CUDA)
 DROPIN_SKU_CUDA = blink-nccl/libblink-nccl.so
 blink-nccl/libblink-nccl.so: blink-nccl/plans.cu runtime/libblink-nccl-cuda.a
 	$(dropin_cuda)
