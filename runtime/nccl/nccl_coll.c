@@ -50,8 +50,6 @@ int shim_hand_off(struct ncclComm *c, enum shim_call call, enum shim_why why,
     return real != NULL;
 }
 
-static int is_rooted(int coll) { return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_REDUCE; }
-static int has_op(int coll) { return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER; }
 
 /* Where a call runs, and the detail of why for a hand-off. */
 static enum shim_why route(const struct ncclComm *c, const struct bk_args *a, char *detail,
@@ -66,11 +64,11 @@ static enum shim_why route(const struct ncclComm *c, const struct bk_args *a, ch
         snprintf(detail, len, "%s is not one the runtime has", shim_type_name((ncclDataType_t)a->dt));
         return WHY_TYPE;
     }
-    if (has_op(a->coll) && (unsigned)a->op >= blinkNumOps) {
+    if (bk_has_op(a->coll) && (unsigned)a->op >= blinkNumOps) {
         snprintf(detail, len, "op %d is NCCL's own", (int)a->op);
         return WHY_OP;
     }
-    if (is_rooted(a->coll) && a->root >= 0 && a->root < b->nranks &&
+    if (bk_is_rooted(a->coll) && a->root >= 0 && a->root < b->nranks &&
         !bk_schedule(b->plan, a->coll, b->plan_of[a->root])) {
         snprintf(detail, len, "the plan has no %s from rank %d", bk_coll_name(a->coll), a->root);
         return WHY_NO_SCHEDULE;
@@ -82,7 +80,7 @@ static enum shim_why route(const struct ncclComm *c, const struct bk_args *a, ch
 static ncclResult_t solo(ncclComm_t comm, enum shim_call call, const struct bk_args *a)
 {
     const char *fn = call_names[call];
-    if (is_rooted(a->coll) && a->root != 0)
+    if (bk_is_rooted(a->coll) && a->root != 0)
         return shim_result(bk_error(blinkInvalidArgument, "%s: root %d of a communicator of "
                                     "one rank", fn, a->root));
     if (comm->bk->env.log_level >= 2 && !comm->said[call][WHY_NO_PLAN]) {
@@ -120,7 +118,7 @@ static ncclResult_t collective(ncclComm_t comm, enum shim_call call, struct bk_a
     if (why == WHY_PLAN)
         return shim_result(bk_call(comm->bk, a, fn));
     if (why == WHY_NO_PLAN && comm->bk->nranks == 1 && !shim_real_comm(comm) &&
-        (!has_op(a->coll) || (unsigned)a->op < blinkNumOps))
+        (!bk_has_op(a->coll) || (unsigned)a->op < blinkNumOps))
         return solo(comm, call, a);
     if (!shim_hand_off(comm, call, why, detail, fn))
         return ncclInvalidUsage;

@@ -30,8 +30,6 @@ static _Thread_local int group_depth;
 static _Thread_local struct group_call *group_calls;
 static _Thread_local int group_n, group_cap;
 
-static int is_rooted(int coll) { return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_REDUCE; }
-static int has_op(int coll) { return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER; }
 
 /* A call's own checks: what one rank can see without the others. */
 static blinkResult_t check_local(blinkComm_t c, const struct bk_args *a, const char *fn)
@@ -39,10 +37,10 @@ static blinkResult_t check_local(blinkComm_t c, const struct bk_args *a, const c
     if (bk_dtype_size(a->dt) == 0)
         return bk_error(blinkInvalidArgument, "%s: rank %d: datatype %d invalid", fn, c->rank,
                         (int)a->dt);
-    if (has_op(a->coll) && (unsigned)a->op >= blinkNumOps)
+    if (bk_has_op(a->coll) && (unsigned)a->op >= blinkNumOps)
         return bk_error(blinkInvalidArgument, "%s: rank %d: reduction op %d invalid", fn,
                         c->rank, (int)a->op);
-    if (is_rooted(a->coll) && (a->root < 0 || a->root >= c->nranks))
+    if (bk_is_rooted(a->coll) && (a->root < 0 || a->root >= c->nranks))
         return bk_error(blinkInvalidArgument, "%s: rank %d: root %d out of range 0..%d", fn,
                         c->rank, a->root, c->nranks - 1);
     int needs_send = a->coll != BLINK_PLAN_BROADCAST || c->rank == a->root;
@@ -70,7 +68,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     }
     if (!c->plan)
         return bk_nccl_launch(c, a);
-    int root = is_rooted(a->coll) ? c->plan_of[a->root] : -1;
+    int root = bk_is_rooted(a->coll) ? c->plan_of[a->root] : -1;
     const struct blink_plan_schedule *sch = bk_schedule(c->plan, a->coll, root);
     if (!sch) /* the plan is the same on every rank: they all fail here, and nothing waits */
         return bk_error(blinkInvalidUsage, "%s: the plan for topology '%s' (fingerprint %s) has "

@@ -96,7 +96,7 @@ blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size
         return bk_error(blinkInvalidArgument, "blinkrtCommChoice: comm is NULL");
     if (bk_dtype_size(dt) == 0)
         return bk_error(blinkInvalidArgument, "blinkrtCommChoice: datatype %d unknown", (int)dt);
-    int rooted = coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_REDUCE;
+    int rooted = bk_is_rooted(coll);
     if (rooted && (root < 0 || root >= comm->nranks))
         return bk_error(blinkInvalidUsage, "blinkrtCommChoice: root %d out of range", root);
     const struct blink_plan_schedule *sch =

@@ -175,7 +175,7 @@ static int write_allowed(struct worker *w)
 
 static void describe(const uint64_t *d, char *buf, size_t len)
 {
-    int coll = (int)d[1], has_op = coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
+    int coll = (int)d[1], has_op = bk_has_op(coll);
     int n = snprintf(buf, len, "%s count %llu %s", bk_coll_name(coll), (unsigned long long)d[5],
                      bk_dtype_name((blinkDataType_t)d[3]));
     if (has_op && n > 0 && (size_t)n < len)

@@ -140,12 +140,8 @@ blinkResult_t bk_rv_exchange(const char *token, int nranks, int rank, double tim
     for (int k = 1; k < BK_RV_ROUNDS && r == blinkSuccess; k++)
         r = bk_rv_allgather(rv, k, none, none + BK_RV_REC, fn);
     free(none);
-    if (r != blinkSuccess) {
-        char msg[BK_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", bk_last_error());
-        bk_rv_fail(rv, msg);
-        bk_set_last_error(msg);
-    }
+    if (r != blinkSuccess)
+        bk_rv_fail(rv, bk_last_error()); /* neither fail nor close touches the last error */
     bk_rv_close(rv);
     return r;
 }

@@ -101,6 +101,16 @@ struct bk_launch {
     size_t chunk_elems;      /* elements per chunk (fits a slot) */
 };
 
+/* Broadcast and reduce have a root; every collective but broadcast and allgather an op. */
+static inline int bk_is_rooted(int coll)
+{
+    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_REDUCE;
+}
+static inline int bk_has_op(int coll)
+{
+    return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
+}
+
 /* What one call runs (choose.c): the trees or the ring trees of its schedule, and the chunk,
  * by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES; said once
  * per schedule and range under BLINK_DEBUG. */
