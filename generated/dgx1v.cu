@@ -1205,6 +1205,8 @@ static const struct blink_plan blinkgen_p0 = {
     1048576u, /* chunk bytes where a schedule has no ranges (BLINK_CHUNK_BYTES overrides) */
     19, /* schedules */
     blinkgen_p0_schedules,
+    1, /* servers */
+    NULL,
 };
 
 /* Every plan of this source; init picks the one for the job's set of devices. */

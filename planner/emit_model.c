@@ -62,6 +62,41 @@ static int device_of(const struct topo *t, int k)
     return *end || v < 0 || v > INT_MAX ? k : (int)v;
 }
 
+/*
+ * Where each rank runs: dev[r] its device and srv[r] its server, servers numbered 0.. in the
+ * topology's order among those with GPUs of the allocation. On one server a device is its
+ * ordinal; in a cluster it is numbered within its server, from the server's first GPU of the
+ * allocation, since that is what a rank there sees (BLINK_DEVICE, CUDA's ordinal). Returns the
+ * number of servers.
+ */
+static int rank_places(const struct topo *t, int *dev, int *srv)
+{
+    int n = t->ngpus, nservers = 0;
+    for (int r = 0; r < n; r++) {
+        int k = topo_gpu_node(t, r);
+        dev[r] = k >= 0 ? device_of(t, k) : r;
+        srv[r] = k >= 0 ? t->nodes[k].server : 0;
+    }
+    for (int s = 0; s < t->nservers; s++) {
+        int first = -1;
+        for (int r = 0; r < n; r++)
+            if (srv[r] == s && (first < 0 || dev[r] < first))
+                first = dev[r];
+        if (first < 0)
+            continue; /* no GPU of the allocation there */
+        for (int r = 0; r < n; r++)
+            if (srv[r] == s) {
+                srv[r] = -1 - nservers; /* renumbered, told apart from the indices left */
+                if (t->nservers > 1)
+                    dev[r] -= first;
+            }
+        nservers++;
+    }
+    for (int r = 0; r < n; r++)
+        srv[r] = -1 - srv[r];
+    return nservers;
+}
+
 static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char *why)
 {
     diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: the %s plan (root %d) %s",
@@ -273,10 +308,9 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
     char fp[17], id[32];
     emit_fingerprint(t, fp);
     snprintf(id, sizeof id, "p%d", k);
-    int *dev = malloc((size_t)n * sizeof *dev);
-    enum bk_status st = dev ? BK_OK : BK_ENOMEM;
-    for (int r = 0; dev && r < n; r++)
-        dev[r] = topo_gpu_node(t, r) >= 0 ? device_of(t, topo_gpu_node(t, r)) : r;
+    int *dev = malloc((size_t)n * sizeof *dev), *srv = malloc((size_t)n * sizeof *srv);
+    enum bk_status st = dev && srv ? BK_OK : BK_ENOMEM;
+    int nservers = st == BK_OK ? rank_places(t, dev, srv) : 0;
     if (st == BK_OK)
         st = tv_set(root, "id", tv_string(id));
     if (st == BK_OK)
@@ -285,6 +319,10 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
         st = tv_set(root, "nranks", tv_int(n));
     if (st == BK_OK)
         st = tv_set(root, "devices", int_list(dev, n));
+    if (st == BK_OK)
+        st = tv_set(root, "nservers", tv_int(nservers));
+    if (st == BK_OK) /* empty on one server: the template then names no table */
+        st = tv_set(root, "servers", int_list(srv, nservers > 1 ? n : 0));
     if (st == BK_OK)
         st = tv_set(root, "chunk_bytes", tv_int(EMIT_CHUNK_BYTES));
     int nplans = ps ? ps->n : 0;
@@ -304,6 +342,7 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
     else
         tv_free(scheds);
     free(dev);
+    free(srv);
     return st;
 }
 

@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The runtime: libblinkrt-host, libblinkrt-cuda, their .pc files and tests.
-# The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads (and CUDA).
+# The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads, MPI (and CUDA).
 
 RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
 	runtime/src/errors.c runtime/src/env.c runtime/src/comm.c runtime/src/rendezvous.c \
 	runtime/src/plan_check.c runtime/src/library.c runtime/src/roles.c \
 	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
-	runtime/src/nccl_real.c runtime/src/nccl_real.h
+	runtime/src/nccl_real.c runtime/src/nccl_real.h \
+	runtime/src/net.h runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
+if HAVE_MPI_C
+RT_SOURCES += runtime/src/net_mpi.c
+else
+RT_SOURCES += runtime/src/net_none.c
+endif
+EXTRA_DIST += runtime/src/net_mpi.c runtime/src/net_none.c
 RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src \
-	-I$(top_srcdir)/runtime/nccl
+	-I$(top_srcdir)/runtime/nccl $(MPI_CFLAGS)
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
 pkgconfigdir = $(libdir)/pkgconfig
@@ -45,7 +52,8 @@ endif
 
 # ---------------------------------------------------------------- runtime tests
 RT_TEST_CPPFLAGS = $(RT_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CRITERION_CFLAGS)
-RT_TEST_LIBS = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
+RT_TEST_LIBS = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a $(RT_NET_LIBS) $(CRITERION_LIBS) \
+	$(PTHREAD_LIBS) -lm
 RT_TESTS = \
 	tests/unit/test_rt_api \
 	tests/unit/test_rt_reduce \

@@ -38,7 +38,8 @@ tests_unit_test_emit_golden_LDADD = $(TEST_LIBS)
 tests_unit_test_emit_golden_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc \
 	$(E2E_GEN)
 # The link test builds a program against the runtime with the same sanitizer flags.
-tests_unit_test_emit_cli_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"'
+tests_unit_test_emit_cli_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"' \
+	-DBK_RT_NET_LIBS='"$(RT_NET_LIBS)"'
 tests_unit_test_emit_cli_LDADD = $(TEST_LIBS)
 tests_unit_test_emit_cli_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc \
 	runtime/libblinkrt-host.a

@@ -33,6 +33,10 @@
  *  - Rings go to NCCL where the runtime loaded one (nccl_real.h). Elsewhere the runtime runs
  *    the schedule's ring_trees itself: NCCL's ring algorithms as chains round each ring of the
  *    planner's ring set, under the same rules as the trees.
+ *  - A cluster plan (nservers > 1) names each rank's server. Ranks that report the same server
+ *    (BLINK_SERVER, else their host name) play one of the plan's servers whose devices are
+ *    theirs; a tree edge inside a server moves through shared memory, an edge between servers
+ *    through the network engine (MPI), never both.
  */
 #ifndef BLINK_PLAN_H
 #define BLINK_PLAN_H
@@ -43,7 +47,7 @@
 extern "C" {
 #endif
 
-#define BLINK_PLAN_ABI 2
+#define BLINK_PLAN_ABI 3
 
 /* The same order as blinkc's collectives. */
 enum blink_plan_coll {
@@ -93,6 +97,9 @@ struct blink_plan {
     size_t chunk_bytes;      /* pipeline chunk where a schedule has no ranges */
     int nschedules;
     const struct blink_plan_schedule *schedules; /* at most one per (coll, root) */
+    int nservers;            /* 0 or 1: one server; otherwise a cluster plan */
+    const int *servers;      /* [nranks] server of each rank (NULL on one server); devices are
+                                then numbered within each server */
 };
 
 /* Every plan of a generated source: one, or one per allocation (blinkc --all-allocations), so a

@@ -29,7 +29,7 @@ runtime_libblink_nccl_host_a_SOURCES = $(runtime_libblinkrt_host_a_SOURCES) $(NC
 # NCCL's names, so only --whole-archive keeps them). The default drop-ins link the object of
 # the DGX-1V source that blink-perf links (bench/dgx1v_all.o, position-independent).
 DROPIN_LINK_HOST = -Wl,--whole-archive runtime/libblink-nccl-host.a -Wl,--no-whole-archive \
-	$(PTHREAD_LIBS) $(DL_LIBS) -lm
+	$(RT_NET_LIBS) $(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_host = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
 	-I$(top_srcdir)/runtime/include -o $@ -x c $< -x none $(DROPIN_LINK_HOST)
 
@@ -50,7 +50,7 @@ runtime_libblink_nccl_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 CLEANFILES += runtime/libblink-nccl.so
 noinst_DATA += runtime/libblink-nccl.so
 DROPIN_LINK_CUDA = -Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
-	-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
+	-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(RT_NET_LIBS) $(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_cuda = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
 	-DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include -I$(top_srcdir)/runtime/include \
 	-o $@ -x c $< -x none $(DROPIN_LINK_CUDA)

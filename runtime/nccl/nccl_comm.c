@@ -160,16 +160,19 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     unsigned seq = ++p->nsplits;
     blinkUniqueId xid;
     char token[BK_TOKEN_CHARS + 1];
-    bk_rv_derive_id(p->token, "split", seq, 0, &xid);
-    r = bk_rv_token(&xid, token, fn);
+    int xroot = -1, croot = -1;
+    bk_rv_derive_id(p->token, "split", seq, 0, p->mpi_root, &xid);
+    r = bk_rv_token(&xid, token, &xroot, fn);
     unsigned char rec[BK_RV_REC] = {0};
     struct split_rec mine = {color, key, p->rank};
     memcpy(rec, &mine, sizeof mine);
     unsigned char *all = malloc((size_t)p->nranks * BK_RV_REC);
     if (r == blinkSuccess)
-        r = all ? bk_rv_exchange(token, p->nranks, p->rank, p->env.timeout_s, rec, all, fn)
+        r = all ? bk_rv_exchange(token, xroot, p->nranks, p->rank, p->env.timeout_s, rec, all,
+                                 fn)
                 : bk_error(blinkSystemError, "%s: out of memory", fn);
     int n = 0, me = 0;
+    struct split_rec first = {0, 0, -1};
     for (int u = 0; u < p->nranks && r == blinkSuccess; u++) {
         struct split_rec o;
         memcpy(&o, all + (size_t)u * BK_RV_REC, sizeof o);
@@ -177,12 +180,17 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
             continue;
         n++;
         me += by_key(&o, &mine) < 0;
+        if (first.rank < 0 || by_key(&o, &first) < 0)
+            first = o;
     }
+    /* Over MPI, the child's ranks meet at its rank 0. */
+    if (p->mpi_root >= 0 && first.rank >= 0)
+        croot = p->peer[p->plan_of[first.rank]].world;
     free(all);
     if (r != blinkSuccess || color == NCCL_SPLIT_NOCOLOR)
         return shim_result(r);
     blinkUniqueId cid;
-    bk_rv_derive_id(p->token, "child", seq, (uint64_t)color, &cid);
+    bk_rv_derive_id(p->token, "child", seq, (uint64_t)color, croot, &cid);
     const struct bk_peer *self = &p->peer[p->prank];
     return init_one(newcomm, n, &cid, me, self->topo_dev, self->phys_dev, blocking, flags, fn);
 }
@@ -198,7 +206,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
                                     : !newcomm ? "newcomm is NULL" : "bad exclude list"));
     *newcomm = NULL;
     blinkComm_t p = comm->bk;
-    int n = p->nranks, me = p->rank;
+    int n = p->nranks, me = p->rank, first = -1;
     for (int i = 0; i < excludeRanksCount; i++) {
         int x = excludeRanksList[i];
         if (x < 0 || x >= p->nranks || x == p->rank)
@@ -206,6 +214,13 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
                                         "range or this rank", fn, x));
         n--;
         me -= x < p->rank;
+    }
+    /* Over MPI, the child's ranks meet at its rank 0: the first rank not excluded. */
+    for (int u = 0; u < p->nranks && first < 0; u++) {
+        first = u;
+        for (int i = 0; i < excludeRanksCount; i++)
+            if (excludeRanksList[i] == u)
+                first = -1;
     }
     if (shrinkFlags & NCCL_SHRINK_ABORT && p->be)
         bk_backend()->abort(p, "ncclCommShrink with NCCL_SHRINK_ABORT");
@@ -215,7 +230,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
     if (r != blinkSuccess)
         return shim_result(r);
     blinkUniqueId cid;
-    bk_rv_derive_id(p->token, "shrink", ++p->nsplits, (uint64_t)n, &cid);
+    bk_rv_derive_id(p->token, "shrink", ++p->nsplits, (uint64_t)n,
+                    p->mpi_root >= 0 ? p->peer[p->plan_of[first]].world : -1, &cid);
     const struct bk_peer *self = &p->peer[p->prank];
     return init_one(newcomm, n, &cid, me, self->topo_dev, self->phys_dev, blocking, flags, fn);
 }

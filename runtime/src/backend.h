@@ -26,6 +26,8 @@ struct bk_backend {
     /* Non-zero where a NULL user stream means "synchronous" (host): the call then returns
      * once this rank's part is done. */
     int null_stream_sync;
+    /* Non-zero where launch moves a cluster plan's edges between servers (net.h). */
+    int net;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
     /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */

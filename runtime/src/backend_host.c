@@ -418,10 +418,13 @@ static blinkResult_t async_error(blinkComm_t c)
     return r;
 }
 
-static void abort_rank(blinkComm_t c, const char *msg) { bk_hx_abort(c, msg); }
+static void abort_rank(blinkComm_t c, const char *msg)
+{
+    bk_hx_abort(c, c->be ? c->be->hx : NULL, msg);
+}
 
 static const struct bk_backend host_backend = {
-    "host", 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    "host", 1, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
     seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

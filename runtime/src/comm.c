@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "net.h"
 #include "rendezvous.h"
 #include "rt.h"
 
@@ -38,6 +39,7 @@ void bk_comm_free(blinkComm_t c)
     if (c->be)
         bk_backend()->rank_free(c);
     bk_nccl_free(c);
+    bk_net_comm_free(c->net);
     if (c->plan)
         bk_roles_free(c);
     free(c->plan_of);
@@ -62,21 +64,76 @@ static void say_info(blinkComm_t c)
             c->layout.seg_bytes[c->prank], slots, c->layout.slot_bytes, c->env.timeout_s);
 }
 
+/* lib is one plan of several servers, for n ranks. */
+static int one_cluster_plan(const struct blink_plan_library *lib, int n)
+{
+    return lib && lib->abi == BLINK_PLAN_ABI && lib->nplans == 1 && lib->plans &&
+           lib->plans[0] && lib->plans[0]->nservers > 1 && lib->plans[0]->nranks == n &&
+           lib->plans[0]->devices;
+}
+
+/* A cluster plan's edges between servers go over MPI: on a backend that moves them, with ranks
+ * that met over MPI, and an MPI that lets the executor's threads call it. Else NCCL alone runs
+ * the calls where flags allow it. */
+static blinkResult_t cluster_ready(blinkComm_t c, unsigned flags, const char *fn)
+{
+    const char *level = "";
+    char why[BK_MSG_MAX] = "";
+    if (!bk_backend()->net)
+        snprintf(why, sizeof why, "the plan spans %d servers, and the %s backend does not move "
+                 "data between servers yet", c->plan->nservers, bk_backend()->name);
+    else if (c->mpi_root < 0)
+        snprintf(why, sizeof why, "the plan spans %d servers, but the unique id was not made in "
+                 "an MPI job (make it with MPI running: the ranks meet and move data over MPI)",
+                 c->plan->nservers);
+    else if (!bk_net_threads_ok(&level))
+        snprintf(why, sizeof why, "the plan spans %d servers, and MPI was started with %s "
+                 "(start it with MPI_Init_thread and MPI_THREAD_SERIALIZED or more)",
+                 c->plan->nservers, level);
+    if (!why[0])
+        return blinkSuccess;
+    if (!(flags & BK_INIT_PLANLESS))
+        return bk_error(blinkInvalidUsage, "%s: %s", fn, why);
+    bk_set_last_error(why);
+    c->plan = NULL;
+    return blinkSuccess;
+}
+
 /* The plan for the ranks' devices and the relabelling onto it; or, where flags allow, no plan:
  * the ranks keep their numbers and the communicator is NCCL's alone. */
 static blinkResult_t choose_plan(const struct blink_plan_library *lib, blinkComm_t c,
                                  const struct bk_rv_who *who, unsigned flags, const char *fn)
 {
-    int n = c->nranks;
-    int *topo = malloc(sizeof *topo * (size_t)n);
-    if (!topo)
+    int n = c->nranks, ngroups = 0;
+    int *topo = malloc(sizeof *topo * (size_t)n), *group = malloc(sizeof *group * (size_t)n);
+    if (!topo || !group) {
+        free(topo);
+        free(group);
         return bk_error(blinkSystemError, "%s: out of memory", fn);
-    for (int u = 0; u < n; u++)
+    }
+    /* Ranks that name one server share it; servers are numbered as their first rank comes. */
+    for (int u = 0; u < n; u++) {
         topo[u] = who[u].topo_dev;
+        group[u] = -1;
+        for (int v = 0; v < u && group[u] < 0; v++)
+            if (!strncmp(who[u].server, who[v].server, sizeof who[u].server))
+                group[u] = group[v];
+        if (group[u] < 0)
+            group[u] = ngroups++;
+    }
     blinkResult_t r = blinkSuccess;
-    if (!(flags & BK_INIT_NCCL_ONLY))
-        r = bk_pick_plan(lib, n, topo, &c->plan, c->plan_of);
+    if ((flags & BK_INIT_ONE_PROCESS) && one_cluster_plan(lib, n)) {
+        /* A cluster emulated by threads: rank u plays plan rank u, all in shared memory. */
+        c->plan = lib->plans[0];
+        for (int u = 0; u < n; u++)
+            c->plan_of[u] = u;
+    } else if (!(flags & BK_INIT_NCCL_ONLY)) {
+        r = bk_pick_plan(lib, n, topo, group, ngroups, &c->plan, c->plan_of);
+    }
     free(topo);
+    free(group);
+    if (r == blinkSuccess && c->plan && c->plan->nservers > 1 && !(flags & BK_INIT_ONE_PROCESS))
+        r = cluster_ready(c, flags, fn);
     if (r != blinkSuccess)
         return r;
     if (!c->plan && !(flags & (BK_INIT_PLANLESS | BK_INIT_NCCL_ONLY)))
@@ -93,10 +150,16 @@ static blinkResult_t choose_plan(const struct blink_plan_library *lib, blinkComm
         p->pid = who[u].pid;
         p->topo_dev = who[u].topo_dev;
         p->phys_dev = who[u].phys_dev;
+        p->world = who[u].world;
+        p->server = c->plan && c->plan->servers ? c->plan->servers[c->plan_of[u]] : 0;
         memcpy(p->host, who[u].host, sizeof p->host);
         memcpy(p->busid, who[u].busid, sizeof p->busid);
     }
     c->prank = c->plan_of[c->rank];
+    for (int q = 0; q < n && !(flags & BK_INIT_ONE_PROCESS); q++) {
+        c->peer[q].remote = c->peer[q].server != c->peer[c->prank].server;
+        c->nremote += c->peer[q].remote;
+    }
     return c->plan ? bk_check_plan(c->plan, fn) : blinkSuccess;
 }
 
@@ -128,6 +191,24 @@ static blinkResult_t prepare(blinkComm_t c, const char *name, void **seg, struct
         mine->ptr = (uint64_t)(uintptr_t)*seg;
     }
     return r;
+}
+
+/* The MPI communicator of a cluster plan's ranks, rank q being plan rank q. */
+static blinkResult_t open_net(blinkComm_t c, const char *fn)
+{
+    int *world = malloc(sizeof *world * (size_t)c->nranks);
+    if (!world)
+        return bk_error(blinkSystemError, "%s: out of memory", fn);
+    for (int q = 0; q < c->nranks; q++)
+        world[q] = c->peer[q].world;
+    unsigned h = 0;
+    for (const char *p = c->token; *p; p++)
+        h = h * 31u + (unsigned char)*p;
+    char msg[BK_MSG_MAX];
+    int rc = bk_net_comm_create(world, c->nranks, (int)(h % BK_NET_TAG_MAX), &c->net, msg,
+                                sizeof msg);
+    free(world);
+    return rc ? bk_error(blinkSystemError, "%s: %s", fn, msg) : blinkSuccess;
 }
 
 /* Everything after round 0: plan, relabelling, roles, layout, segments, NCCL. */
@@ -165,7 +246,7 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
         char pname[64];
         bk_rv_seg_name(token, q, pname, sizeof pname);
         void *p = NULL;
-        if (q != c->prank) {
+        if (q != c->prank && !c->peer[q].remote) {
             r = be->seg_open(c, q, pname, peer.handle, (size_t)peer.bytes,
                              c->peer[q].pid == getpid(), (void *)(uintptr_t)peer.ptr, &p);
             c->peer[q].seg = p;
@@ -181,6 +262,9 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
     if (seg)
         be->seg_unlink(name);
     free(all);
+    /* Every rank has passed round 2 with the same plan: all make its MPI communicator. */
+    if (r == blinkSuccess && c->plan && c->plan->nservers > 1 && !(flags & BK_INIT_ONE_PROCESS))
+        r = open_net(c, fn);
     /* Every rank is past the rendezvous: NCCL's init, a collective of its own, can start. */
     if (r == blinkSuccess && first.has_nccl)
         bk_nccl_init(c, first.nccl_id);
@@ -212,23 +296,25 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
     if (r == blinkSuccess)
         r = be->configure();
     if (r == blinkSuccess)
-        r = bk_rv_token(id, token, fn);
+        r = bk_rv_token(id, token, &c->mpi_root, fn);
     snprintf(c->token, sizeof c->token, "%s", r == blinkSuccess ? token : "");
     struct bk_rv *rv = NULL;
     if (r == blinkSuccess)
-        r = bk_rv_open(token, nranks, rank, c->env.timeout_s, &rv, fn);
+        r = bk_rv_open(token, c->mpi_root, nranks, rank, c->env.timeout_s, &rv, fn);
     if (r != blinkSuccess) {
         bk_comm_free(c);
         return r;
     }
     int current = be->current_device();
     unsigned char rec[BK_RV_REC] = {0};
-    struct bk_rv_who me = {getpid(), 0, 0, 0, "", ""};
+    struct bk_rv_who me = {getpid(), 0, 0, c->mpi_root >= 0 ? bk_net_world_rank() : -1, "", "",
+                           ""};
     me.topo_dev = topo_dev >= 0 ? topo_dev : c->env.device >= 0 ? c->env.device
                 : current >= 0 ? current : rank;
     me.phys_dev = phys_dev >= 0 ? phys_dev : current >= 0 ? current : me.topo_dev;
     if (gethostname(me.host, sizeof me.host - 1) != 0)
         snprintf(me.host, sizeof me.host, "?");
+    snprintf(me.server, sizeof me.server, "%s", c->env.server[0] ? c->env.server : me.host);
     be->bus_id(me.phys_dev, me.busid, sizeof me.busid);
     memcpy(rec, &me, sizeof me);
     struct bk_rv_who *who = malloc((size_t)nranks * BK_RV_REC);
@@ -321,19 +407,26 @@ blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *com
     blinkUniqueId id;
     blinkResult_t r = phys && jobs && th ? blinkGetUniqueId(&id)
                       : bk_error(blinkSystemError, "%s: out of memory", fn);
+    /* Threads of one process meet in shared memory, even in an MPI job. */
+    char token[BK_TOKEN_CHARS + 1];
+    int mpi_root = -1;
+    if (r == blinkSuccess && bk_rv_token(&id, token, &mpi_root, fn) == blinkSuccess)
+        bk_rv_make_id(token, -1, &id);
     const char *map = getenv("BLINK_DEVICE_MAP");
     for (int i = 0; i < ndev && r == blinkSuccess; i++)
         phys[i] = -1;
     if (r == blinkSuccess && map && *map)
         r = parse_device_map(map, ndev, phys);
-    /* Virtual ranks on a one-plan source: rank i plays the plan's rank i, wherever it runs. */
-    int virt = map && *map && lib && lib->nplans == 1 && lib->plans && lib->plans[0] &&
-               lib->plans[0]->nranks == ndev && lib->plans[0]->devices;
+    /* Virtual ranks on a one-plan source: rank i plays the plan's rank i, wherever it runs;
+     * so do the ranks of a cluster plan, whose devices repeat on every server. */
+    int virt = (map && *map && lib && lib->nplans == 1 && lib->plans && lib->plans[0] &&
+                lib->plans[0]->nranks == ndev && lib->plans[0]->devices) ||
+               one_cluster_plan(lib, ndev);
     int started = 0;
     for (int i = 0; i < ndev && r == blinkSuccess; i++) {
         int topo = virt ? lib->plans[0]->devices[i] : devlist ? devlist[i] : i;
-        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, topo, phys[i], flags, fn, id,
-                                    blinkSuccess, ""};
+        jobs[i] = (struct init_job){lib, &comms[i], ndev, i, topo, phys[i],
+                                    flags | BK_INIT_ONE_PROCESS, fn, id, blinkSuccess, ""};
         if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
             r = bk_error(blinkSystemError, "%s: cannot start a thread", fn);
             /* The ranks already started time out; give them an id no one else has. */

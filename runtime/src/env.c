@@ -8,6 +8,8 @@
  *   BLINK_TIMEOUT_S=S         how long a rank waits for a peer before the call fails
  *   BLINK_STAGING_BYTES=N     staging memory per rank
  *   BLINK_DEVICE=D            the topology device this rank plays (blinkCommInitRank)
+ *   BLINK_SERVER=NAME         the server this rank is on (default: its host name); ranks
+ *                             with one name share memory, others meet over MPI
  * A value that does not parse is an error that names the variable, never a silent default.
  */
 #include <errno.h>
@@ -75,6 +77,12 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_DEVICE='%s' is not a device "
                             "ordinal", fn, env);
         e->device = (int)d;
+    }
+    if ((env = getenv("BLINK_SERVER")) != NULL && *env) {
+        if (strlen(env) >= sizeof e->server)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_SERVER is longer than %zu "
+                            "characters", fn, sizeof e->server - 1);
+        memcpy(e->server, env, strlen(env) + 1);
     }
     return blinkSuccess;
 }

@@ -10,6 +10,12 @@
  * the mapped segments (acquire loads, release stores); a thread with nothing to do sleeps on
  * its rank's futex word, which every store into the segment bumps. While it waits it watches
  * for an abort, for BLINK_TIMEOUT_S without progress, and for peers whose process is gone.
+ *
+ * Edges to a peer on another server (a cluster plan) go over MPI (net.h) instead, with the same
+ * pipeline: a receiver posts a receive into the staging slot of chunk c once chunk c - S has
+ * left it, so the posted receives are its credits; a sender keeps at most S sends in flight
+ * on an edge. Before the first message of a call each side checks the other's description,
+ * exchanged as a message of its own; an abort is a message too.
  */
 #define _DEFAULT_SOURCE /* syscall(2), for the futex */
 #include <errno.h>
@@ -25,13 +31,22 @@
 #include <unistd.h>
 
 #include "exec_host.h"
+#include "net.h"
 #include "reduce_host.h"
 #include "rendezvous.h"
 
 struct tree_state {
     size_t lo, hi;             /* the tree's elements */
     uint32_t nchunks, up, down; /* chunks; chunks done going up and going down */
+    struct bk_net_req *req;    /* edges over MPI: [S] up out, [S] down in, [F*S] up in,
+                                  [F*S] down out (F: the most children of this rank) */
+    uint32_t *posted;          /* [F + 1] receives posted: from each child, from the parent */
 };
+
+/* Message tags on a cluster communicator's MPI communicator. */
+#define TAG_DESC 0
+#define TAG_ABORT 1
+static int tag_of(int ti, int down) { return 2 + 2 * ti + down; }
 
 struct worker {
     struct bk_hx *x;
@@ -46,7 +61,16 @@ struct worker {
 struct bk_hx {
     blinkComm_t c;
     int nthreads;
+    int fmax;                  /* the most children this rank has in any tree */
     struct worker *w;
+    /* Edges over MPI (c->nremote > 0); net_mu guards the description exchange. */
+    pthread_mutex_t net_mu;
+    unsigned char *net_slots;  /* [ntrees * S] slots of chunks sent up to a remote parent */
+    uint32_t *desc_seq;        /* [nranks] the call whose description matched that peer's */
+    uint64_t *desc_in;         /* [nranks * BK_DESC_WORDS] a remote peer's description */
+    struct bk_net_req *desc_req; /* [2 * nranks] receive and send of the descriptions */
+    struct bk_net_req *abort_req; /* [nranks] abort messages sent */
+    unsigned long long *sent, *recvd; /* [nranks] bytes over MPI, for BLINK_DEBUG */
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     unsigned long long gen;
@@ -87,7 +111,8 @@ static void ring(blinkComm_t c, int q)
         futex(&h->bell, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-void bk_hx_abort(blinkComm_t c, const char *msg)
+/* Mark every mapped segment aborted by this rank, with msg. */
+static void abort_local(blinkComm_t c, const char *msg)
 {
     uint32_t mine = (uint32_t)c->prank + 1;
     struct bk_seg_header *me = hdr(c, c->prank);
@@ -104,6 +129,43 @@ void bk_hx_abort(blinkComm_t c, const char *msg)
                                     __ATOMIC_ACQUIRE);
         ring(c, v);
     }
+}
+
+void bk_hx_abort(blinkComm_t c, struct bk_hx *x, const char *msg)
+{
+    abort_local(c, msg);
+    struct bk_seg_header *me = hdr(c, c->prank);
+    if (!x || !c->net || !me)
+        return;
+    /* The other servers hear it as a message (the reason, from this rank's header). */
+    char why[BK_MSG_MAX];
+    pthread_mutex_lock(&x->net_mu);
+    for (int q = 0; q < c->nranks; q++)
+        if (c->peer[q].remote && !x->abort_req[q].live)
+            bk_net_isend(c->net, q, TAG_ABORT, me->abort_msg, sizeof me->abort_msg,
+                         &x->abort_req[q], why, sizeof why);
+    pthread_mutex_unlock(&x->net_mu);
+}
+
+/* An abort message from another server: 1 + the rank that sent it (its reason in msg), or 0. */
+static int heard_abort(struct bk_hx *x, char *msg, size_t len)
+{
+    blinkComm_t c = x->c;
+    int q = -1;
+    if (!c->net || !bk_net_probe(c->net, TAG_ABORT, &q))
+        return 0;
+    char text[sizeof hdr(c, c->prank)->abort_msg] = "", why[128];
+    struct bk_net_req req = {0};
+    int done = 0;
+    if (bk_net_irecv(c->net, q, TAG_ABORT, text, sizeof text, &req, why, sizeof why) == 0)
+        for (double t0 = bk_now(); (done = bk_net_test(&req, NULL, NULL, why, sizeof why)) == 0 &&
+                                   bk_now() - t0 < 1;)
+            sched_yield();
+    bk_net_drop(&req);
+    text[sizeof text - 1] = '\0';
+    snprintf(msg, len, "rank %d (server %d) gave up: %s", c->user_of[q], c->peer[q].server,
+             done == 1 ? text : "(its reason was lost)");
+    return q + 1;
 }
 
 /* ------------------------------------------------------------------ failing */
@@ -126,10 +188,17 @@ static int fail_how(struct worker *w, blinkResult_t r, int heard, const char *fm
     pthread_mutex_unlock(&x->mu);
     __atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
     if (!heard)
-        bk_hx_abort(x->c, w->msg);
+        bk_hx_abort(x->c, x, w->msg);
     return -1;
 }
 #define fail(w, r, ...) fail_how(w, r, 0, __VA_ARGS__)
+
+/* Another server's rank aborted: this server's ranks hear it from this one. */
+static int fail_remote_abort(struct worker *w, const char *msg)
+{
+    abort_local(w->x->c, msg);
+    return fail_how(w, blinkRemoteError, 1, "%s", msg);
+}
 
 /* This rank's header says some rank aborted: fail with that rank's reason. */
 static int fail_aborted(struct worker *w, uint32_t who)
@@ -222,7 +291,7 @@ static int peer_ready(struct worker *w, int q)
     return 1;
 }
 
-/* ------------------------------------------------------------------ the two phases */
+/* ------------------------------------------------------------------ steps */
 
 static int has_up(int coll)
 {
@@ -260,6 +329,131 @@ static struct step step_of(const struct worker *w, int ti, const struct tree_sta
                          s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems};
 }
 
+/* ------------------------------------------------------------------ edges over MPI */
+
+/* Remote peer q's description of this call matches this rank's: 1; not here yet: 0; -1. */
+static int remote_ready(struct worker *w, int q)
+{
+    struct bk_hx *x = w->x;
+    blinkComm_t c = x->c;
+    const uint64_t *mine = &x->L->d.seq;
+    uint32_t seq = (uint32_t)x->L->d.seq;
+    if (w->checked[q] == seq)
+        return 1;
+    char why[BK_MSG_MAX];
+    pthread_mutex_lock(&x->net_mu);
+    int t = x->desc_seq[q] == seq ? 2 : bk_net_test(&x->desc_req[q], NULL, NULL, why, sizeof why);
+    uint64_t theirs[BK_DESC_WORDS];
+    memcpy(theirs, x->desc_in + (size_t)q * BK_DESC_WORDS, sizeof theirs);
+    if (t == 1 && memcmp(theirs, mine, sizeof theirs) == 0)
+        x->desc_seq[q] = seq, t = 2;
+    pthread_mutex_unlock(&x->net_mu);
+    if (t == 0) {
+        w->waiting_for = q;
+        return 0;
+    }
+    if (t < 0)
+        return fail(w, blinkSystemError, "rank %d: %s", c->rank, why);
+    if (t == 1) {
+        char a[160], b[160];
+        describe(mine, a, sizeof a);
+        describe(theirs, b, sizeof b);
+        return fail(w, blinkInvalidUsage, "mismatched collective calls (call %u of the "
+                    "communicator): rank %d: %s; rank %d (server %d): %s (call %u)", seq,
+                    c->rank, a, c->user_of[q], c->peer[q].server, b, (uint32_t)theirs[0]);
+    }
+    w->checked[q] = seq;
+    return 1;
+}
+
+static size_t chunk_bytes(const struct bk_launch *L, const struct tree_state *s, uint32_t ch)
+{
+    size_t x0 = s->lo + (size_t)ch * L->chunk_elems;
+    size_t m = s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems;
+    return m * bk_dtype_size((blinkDataType_t)L->d.dt);
+}
+
+/* The requests of tree state s: up out k, down in k, up in (child j, k), down out (j, k). */
+static struct bk_net_req *req_up_out(struct tree_state *s, int k) { return &s->req[k]; }
+static struct bk_net_req *req_down_in(struct tree_state *s, int k) { return &s->req[BK_SLOTS + k]; }
+static struct bk_net_req *req_up_in(struct tree_state *s, int j, int k)
+{
+    return &s->req[2 * BK_SLOTS + j * BK_SLOTS + k];
+}
+static struct bk_net_req *req_down_out(const struct bk_hx *x, struct tree_state *s, int j, int k)
+{
+    return &s->req[2 * BK_SLOTS + (x->fmax + j) * BK_SLOTS + k];
+}
+
+/* Chunk ch from remote peer q (child j going up, or the parent going down) is in its slot: 1;
+ * not yet: 0; failed: -1. Receives are posted ahead into the free slots: chunk c into slot
+ * c % S once chunk c - S has left it (the chunks before ch have). */
+static int remote_arrived(struct worker *w, int ti, struct tree_state *s, int q, int down, int j,
+                          uint32_t ch)
+{
+    struct bk_hx *x = w->x;
+    blinkComm_t c = x->c;
+    const struct bk_layout *lay = &c->layout;
+    int r = remote_ready(w, q);
+    if (r <= 0)
+        return r;
+    char why[BK_MSG_MAX];
+    uint32_t *posted = &s->posted[down ? x->fmax : j];
+    for (; *posted < s->nchunks && *posted < ch + BK_SLOTS; (*posted)++) {
+        int k = (int)(*posted % BK_SLOTS);
+        void *slot = at(c, c->prank, down ? bk_off_down_slot(lay, c->prank, ti, k)
+                                          : bk_off_up_slot(lay, c->prank, ti, j, k));
+        if (bk_net_irecv(c->net, q, tag_of(ti, down), slot, chunk_bytes(x->L, s, *posted),
+                         down ? req_down_in(s, k) : req_up_in(s, j, k), why, sizeof why) != 0)
+            return fail(w, blinkSystemError, "rank %d: %s", c->rank, why);
+    }
+    struct bk_net_req *rq = down ? req_down_in(s, (int)(ch % BK_SLOTS))
+                                 : req_up_in(s, j, (int)(ch % BK_SLOTS));
+    int live = rq->live;
+    size_t got = 0;
+    int t = bk_net_test(rq, NULL, &got, why, sizeof why);
+    if (t < 0)
+        return fail(w, blinkSystemError, "rank %d: receiving from rank %d: %s", c->rank,
+                    c->user_of[q], why);
+    if (t == 0) {
+        w->waiting_for = q;
+        return 0;
+    }
+    if (live)
+        __atomic_add_fetch(&x->recvd[q], got, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The edge's send of chunk ch - S (request rq) has left: chunk ch may go. 1, 0 or -1. */
+static int send_room(struct worker *w, struct bk_net_req *rq, int q)
+{
+    char why[BK_MSG_MAX];
+    int t = bk_net_test(rq, NULL, NULL, why, sizeof why);
+    if (t < 0)
+        return fail(w, blinkSystemError, "rank %d: sending to rank %d: %s", w->x->c->rank,
+                    w->x->c->user_of[q], why);
+    if (t == 0)
+        w->waiting_for = q;
+    return t;
+}
+
+static int send_chunk(struct worker *w, int q, int tag, const void *buf, size_t bytes,
+                      struct bk_net_req *rq)
+{
+    char why[BK_MSG_MAX];
+    if (!write_allowed(w))
+        return -1;
+    if (bk_net_isend(w->x->c->net, q, tag, buf, bytes, rq, why, sizeof why) != 0)
+        return fail(w, blinkSystemError, "rank %d: sending to rank %d: %s", w->x->c->rank,
+                    w->x->c->user_of[q], why);
+    __atomic_add_fetch(&w->x->sent[q], bytes, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the two phases */
+
+static int remote(blinkComm_t c, int q) { return c->peer[q].remote; }
+
 /* Chunk s->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
 static int up_step(struct worker *w, int ti, struct tree_state *s)
 {
@@ -271,18 +465,27 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     const struct bk_role *t = p.t;
     const int *kids = p.kids;
     uint32_t seq = p.seq, ch = p.ch;
-    int me = p.me, k = p.k, root = p.root;
-    for (int j = 0; j < t->nkids; j++)
-        if (!bk_tag_reached(ld(word(c, me, bk_off_up_ready(lay, me, ti, j))), seq, ch + 1)) {
+    int me = p.me, k = p.k, root = p.root, r;
+    for (int j = 0; j < t->nkids; j++) {
+        if (remote(c, kids[j])) {
+            if ((r = remote_arrived(w, ti, s, kids[j], 0, j, ch)) <= 0)
+                return r;
+        } else if (!bk_tag_reached(ld(word(c, me, bk_off_up_ready(lay, me, ti, j))), seq,
+                                   ch + 1)) {
             w->waiting_for = kids[j];
             return 0;
         }
+    }
+    int net = !root && remote(c, t->parent);
     if (!root) {
-        int r = peer_ready(w, t->parent);
+        r = net ? remote_ready(w, t->parent) : peer_ready(w, t->parent);
         if (r <= 0)
             return r;
-        if (ch >= BK_SLOTS && !bk_tag_reached(ld(word(c, me, bk_off_up_freed(lay, me, ti, t->parent))),
-                                              seq, ch - BK_SLOTS + 1)) {
+        if (net && (r = send_room(w, req_up_out(s, k), t->parent)) <= 0)
+            return r;
+        if (!net && ch >= BK_SLOTS &&
+            !bk_tag_reached(ld(word(c, me, bk_off_up_freed(lay, me, ti, t->parent))), seq,
+                            ch - BK_SLOTS + 1)) {
             w->waiting_for = t->parent;
             return 0;
         }
@@ -293,8 +496,11 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     size_t es = p.es, x0 = p.x0, m = p.m;
     const unsigned char *in = in_at(c, L, t, x0);
     unsigned char *dst = root ? out_at(c, L, t, x0)
-                              : at(c, t->parent, bk_off_up_slot(lay, t->parent, ti, t->kpos, k));
-    if (!root && !write_allowed(w))
+                         : net && t->nkids == 0 ? (unsigned char *)in /* sent as it is */
+                         : net ? w->x->net_slots + ((size_t)ti * BK_SLOTS + (size_t)k) *
+                                                   lay->slot_bytes
+                               : at(c, t->parent, bk_off_up_slot(lay, t->parent, ti, t->kpos, k));
+    if (!root && !net && !write_allowed(w))
         return -1;
     if (t->nkids == 0) {
         if (dst != in)
@@ -306,11 +512,15 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     }
     if (root && (blinkRedOp_t)L->d.op == blinkAvg)
         bk_host_divide(dst, m, dt, c->nranks);
-    if (!root) {
+    if (net && send_chunk(w, t->parent, tag_of(ti, 0), dst, m * es, req_up_out(s, k)) < 0)
+        return -1;
+    if (!root && !net) {
         st(word(c, t->parent, bk_off_up_ready(lay, t->parent, ti, t->kpos)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
     for (int j = 0; j < t->nkids; j++) {
+        if (remote(c, kids[j]))
+            continue; /* its next receive is posted when chunk ch + 1 is awaited */
         st(word(c, kids[j], bk_off_up_freed(lay, kids[j], ti, me)), bk_tag(seq, ch + 1));
         ring(c, kids[j]);
     }
@@ -330,7 +540,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     const struct bk_role *t = p.t;
     const int *kids = p.kids;
     uint32_t seq = p.seq, ch = p.ch;
-    int me = p.me, k = p.k, root = p.root;
+    int me = p.me, k = p.k, root = p.root, r;
     int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE;
     size_t es = p.es, x0 = p.x0, m = p.m;
     const unsigned char *src;
@@ -339,15 +549,23 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             return 0;
         src = allreduce ? out_at(c, L, t, x0) : in_at(c, L, t, x0);
     } else {
-        if (!bk_tag_reached(ld(word(c, me, bk_off_down_ready(lay, me, ti))), seq, ch + 1)) {
+        if (remote(c, t->parent)) {
+            if ((r = remote_arrived(w, ti, s, t->parent, 1, 0, ch)) <= 0)
+                return r;
+        } else if (!bk_tag_reached(ld(word(c, me, bk_off_down_ready(lay, me, ti))), seq, ch + 1)) {
             w->waiting_for = t->parent;
             return 0;
         }
         src = at(c, me, bk_off_down_slot(lay, me, ti, k));
     }
     for (int j = 0; j < t->nkids; j++) {
-        int r = peer_ready(w, kids[j]);
-        if (r <= 0)
+        if (remote(c, kids[j])) {
+            if ((r = remote_ready(w, kids[j])) <= 0 ||
+                (r = send_room(w, req_down_out(w->x, s, j, k), kids[j])) <= 0)
+                return r;
+            continue;
+        }
+        if ((r = peer_ready(w, kids[j])) <= 0)
             return r;
         if (ch >= BK_SLOTS && !bk_tag_reached(ld(word(c, me, bk_off_down_freed(lay, me, ti, kids[j]))),
                                               seq, ch - BK_SLOTS + 1)) {
@@ -359,13 +577,19 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     if (out != src)
         memmove(out, src, m * es);
     for (int j = 0; j < t->nkids; j++) {
+        /* To another server from the output, which stays put until the call ends. */
+        if (remote(c, kids[j])) {
+            if (send_chunk(w, kids[j], tag_of(ti, 1), out, m * es, req_down_out(w->x, s, j, k)) < 0)
+                return -1;
+            continue;
+        }
         if (!write_allowed(w))
             return -1;
         memcpy(at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k)), src, m * es);
         st(word(c, kids[j], bk_off_down_ready(lay, kids[j], ti)), bk_tag(seq, ch + 1));
         ring(c, kids[j]);
     }
-    if (!root) {
+    if (!root && !remote(c, t->parent)) {
         st(word(c, t->parent, bk_off_down_freed(lay, t->parent, ti, me)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
@@ -392,7 +616,37 @@ static int tree_done(const struct bk_launch *L, const struct tree_state *s)
  * done its part of the call may well have exited. */
 static int gone(blinkComm_t c, int q)
 {
-    return q >= 0 && c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid);
+    return q >= 0 && !c->peer[q].remote && c->peer[q].pid != getpid() &&
+           bk_pid_gone(c->peer[q].pid);
+}
+
+/* Every request of this worker's trees is done (sends to other servers have left). */
+static int net_settled(struct worker *w, int *waiting_for)
+{
+    struct bk_hx *x = w->x;
+    int per_tree = 2 * BK_SLOTS + 2 * x->fmax * BK_SLOTS;
+    char why[BK_MSG_MAX];
+    for (int ti = w->index; ti < x->L->set->ntrees; ti += x->nthreads)
+        for (int i = 0; i < per_tree; i++) {
+            int t = bk_net_test(&w->ts[ti].req[i], NULL, NULL, why, sizeof why);
+            if (t < 0)
+                return fail(w, blinkSystemError, "rank %d: %s", x->c->rank, why);
+            if (t == 0) {
+                *waiting_for = -1;
+                return 0;
+            }
+        }
+    return 1;
+}
+
+/* A failed worker gives up its messages still pending. */
+static void net_drop_all(struct worker *w)
+{
+    struct bk_hx *x = w->x;
+    int per_tree = 2 * BK_SLOTS + 2 * x->fmax * BK_SLOTS;
+    for (int ti = w->index; x->c->nremote && ti < x->L->set->ntrees; ti += x->nthreads)
+        for (int i = 0; i < per_tree; i++)
+            bk_net_drop(&w->ts[ti].req[i]);
 }
 
 /* Sleep on this rank's bell until something is stored into its segment (or 10 ms pass). */
@@ -404,7 +658,16 @@ static void sleep_on_bell(struct bk_seg_header *me, uint32_t seen)
     __atomic_sub_fetch(&me->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
+static void work_trees(struct worker *w);
+
 static void work(struct worker *w)
+{
+    work_trees(w);
+    if (__atomic_load_n(&w->x->failed, __ATOMIC_ACQUIRE))
+        net_drop_all(w);
+}
+
+static void work_trees(struct worker *w)
 {
     struct bk_hx *x = w->x;
     blinkComm_t c = x->c;
@@ -418,8 +681,11 @@ static void work(struct worker *w)
         s->hi = split_at(L->d.count, t->hi_w, t->total_w);
         s->nchunks = (uint32_t)((s->hi - s->lo + L->chunk_elems - 1) / L->chunk_elems);
         s->up = s->down = 0;
+        if (s->posted)
+            memset(s->posted, 0, sizeof *s->posted * (size_t)(x->fmax + 1));
         mine++;
     }
+    int settled = !c->nremote;
     double idle_since = 0, last_check = 0;
     int spins = 0;
     while (mine > 0) {
@@ -440,7 +706,13 @@ static void work(struct worker *w)
                 return;
             done &= tree_done(L, s);
         }
-        if (done)
+        if (done && !settled) {
+            int r = net_settled(w, &w->waiting_for);
+            if (r < 0)
+                return;
+            settled = r;
+        }
+        if (done && settled)
             return;
         if (moved) {
             idle_since = 0;
@@ -456,7 +728,18 @@ static void work(struct worker *w)
             sched_yield();
             continue;
         }
-        sleep_on_bell(me, bell);
+        if (c->nremote) {
+            /* MPI rings no bell here: poll it, and listen for the other servers' aborts. */
+            char msg[BK_MSG_MAX];
+            if (heard_abort(x, msg, sizeof msg)) {
+                fail_remote_abort(w, msg);
+                return;
+            }
+            struct timespec ts = {0, spins < 1000 ? 2000 : 50000};
+            nanosleep(&ts, NULL);
+        } else {
+            sleep_on_bell(me, bell);
+        }
         if ((who = __atomic_load_n(&me->abort, __ATOMIC_ACQUIRE)) != 0) {
             fail_aborted(w, who);
             return;
@@ -516,6 +799,36 @@ static void *helper(void *arg)
     return NULL;
 }
 
+/* What edges over MPI need: per tree its requests and receive counts, per peer the description
+ * exchange and the byte counts, and the slots of chunks sent up. */
+static int net_alloc(struct bk_hx *x)
+{
+    blinkComm_t c = x->c;
+    const struct bk_layout *lay = &c->layout;
+    size_t n = (size_t)c->nranks, maxt = (size_t)lay->ntrees;
+    for (size_t ti = 0; ti < maxt; ti++)
+        if (lay->fanin[bk_lx(lay, c->prank, (int)ti)] > x->fmax)
+            x->fmax = lay->fanin[bk_lx(lay, c->prank, (int)ti)];
+    size_t per_tree = 2 * BK_SLOTS + 2 * (size_t)x->fmax * BK_SLOTS;
+    for (int i = 0; i < x->nthreads; i++)
+        for (size_t ti = 0; ti < maxt; ti++) {
+            struct tree_state *s = &x->w[i].ts[ti];
+            s->req = calloc(per_tree, sizeof *s->req);
+            s->posted = calloc((size_t)x->fmax + 1, sizeof *s->posted);
+            if (!s->req || !s->posted)
+                return 0;
+        }
+    x->net_slots = malloc(maxt * BK_SLOTS * lay->slot_bytes + 1);
+    x->desc_seq = calloc(n, sizeof *x->desc_seq);
+    x->desc_in = calloc(n * BK_DESC_WORDS, sizeof *x->desc_in);
+    x->desc_req = calloc(2 * n, sizeof *x->desc_req);
+    x->abort_req = calloc(n, sizeof *x->abort_req);
+    x->sent = calloc(n, sizeof *x->sent);
+    x->recvd = calloc(n, sizeof *x->recvd);
+    return x->net_slots && x->desc_seq && x->desc_in && x->desc_req && x->abort_req && x->sent &&
+           x->recvd;
+}
+
 blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
 {
     struct bk_hx *x = calloc(1, sizeof *x);
@@ -524,6 +837,7 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
     x->c = c;
     x->nthreads = nthreads;
     pthread_mutex_init(&x->mu, NULL);
+    pthread_mutex_init(&x->net_mu, NULL);
     pthread_cond_init(&x->go, NULL);
     pthread_cond_init(&x->done, NULL);
     x->w = calloc((size_t)nthreads, sizeof *x->w);
@@ -541,6 +855,10 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
         free(x);
         return bk_error(blinkSystemError, "host backend: out of memory");
     }
+    if (c->nremote && !net_alloc(x)) {
+        bk_hx_stop(x);
+        return bk_error(blinkSystemError, "host backend: out of memory");
+    }
     for (int i = 1; i < nthreads; i++)
         if (pthread_create(&x->w[i].th, NULL, helper, &x->w[i]) != 0) {
             x->nthreads = i;
@@ -549,6 +867,18 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
         }
     *out = x;
     return blinkSuccess;
+}
+
+/* BLINK_DEBUG=INFO: what went over MPI, per peer on another server. */
+static void say_net(const struct bk_hx *x)
+{
+    blinkComm_t c = x->c;
+    for (int q = 0; q < c->nranks; q++)
+        if (c->peer[q].remote && (x->sent[q] || x->recvd[q]))
+            fprintf(stderr, "blink INFO rank %d/%d (server %d): MPI with rank %d (server %d): "
+                    "sent %llu bytes, received %llu bytes\n", c->rank, c->nranks,
+                    c->peer[c->prank].server, c->user_of[q], c->peer[q].server, x->sent[q],
+                    x->recvd[q]);
 }
 
 void bk_hx_stop(struct bk_hx *x)
@@ -562,15 +892,110 @@ void bk_hx_stop(struct bk_hx *x)
     for (int i = 1; i < x->nthreads; i++)
         if (x->w[i].th)
             pthread_join(x->w[i].th, NULL);
+    if (x->sent && x->c->env.log_level >= 2)
+        say_net(x);
+    for (int q = 0; x->abort_req && q < x->c->nranks; q++) {
+        /* An abort's few bytes leave at once; give them a moment, then let them go. */
+        char why[64];
+        for (double t0 = bk_now(); bk_net_test(&x->abort_req[q], NULL, NULL, why, sizeof why) == 0 &&
+                                   bk_now() - t0 < 1;)
+            sched_yield();
+        bk_net_drop(&x->abort_req[q]);
+        bk_net_drop(&x->desc_req[2 * q]);
+        bk_net_drop(&x->desc_req[2 * q + 1]);
+    }
     for (int i = 0; i < x->nthreads && x->w; i++) {
+        for (int ti = 0; x->w[i].ts && ti < x->c->layout.ntrees; ti++) {
+            free(x->w[i].ts[ti].req);
+            free(x->w[i].ts[ti].posted);
+        }
         free(x->w[i].checked);
         free(x->w[i].ts);
     }
     free(x->w);
+    free(x->net_slots);
+    free(x->desc_seq);
+    free(x->desc_in);
+    free(x->desc_req);
+    free(x->abort_req);
+    free(x->sent);
+    free(x->recvd);
     pthread_mutex_destroy(&x->mu);
+    pthread_mutex_destroy(&x->net_mu);
     pthread_cond_destroy(&x->go);
     pthread_cond_destroy(&x->done);
     free(x);
+}
+
+/* The launch's neighbours on other servers: post the exchange of descriptions with each. */
+static blinkResult_t post_descs(struct bk_hx *x, const struct bk_launch *L, char *msg, size_t len)
+{
+    blinkComm_t c = x->c;
+    uint32_t seq = (uint32_t)L->d.seq;
+    for (int ti = 0; ti < L->set->ntrees; ti++) {
+        const struct bk_role *t = &L->set->roles[ti];
+        for (int i = -1; i < t->nkids; i++) {
+            int q = i < 0 ? t->parent : L->set->kids[t->kids_at + i];
+            if (q < 0 || !c->peer[q].remote || x->desc_req[2 * q].live ||
+                x->desc_req[2 * q + 1].live || x->desc_seq[q] == seq)
+                continue;
+            char why[BK_MSG_MAX];
+            if (bk_net_irecv(c->net, q, TAG_DESC, x->desc_in + (size_t)q * BK_DESC_WORDS,
+                             BK_DESC_WORDS * 8, &x->desc_req[2 * q], why, sizeof why) != 0 ||
+                bk_net_isend(c->net, q, TAG_DESC, &L->d.seq, BK_DESC_WORDS * 8,
+                             &x->desc_req[2 * q + 1], why, sizeof why) != 0) {
+                snprintf(msg, len, "%s: rank %d: %s", bk_coll_name((int)L->d.coll), c->rank, why);
+                return blinkSystemError;
+            }
+        }
+    }
+    return blinkSuccess;
+}
+
+/* After the call: every description exchanged with a neighbour on another server has
+ * arrived and matched (a tree with no elements never looked at its own), or the call fails. */
+static blinkResult_t settle_descs(struct bk_hx *x, blinkResult_t r, char *msg, size_t len)
+{
+    blinkComm_t c = x->c;
+    struct worker *w = &x->w[0];
+    double start = bk_now();
+    for (int q = 0; q < c->nranks && r == blinkSuccess; q++) {
+        if (!x->desc_req[2 * q].live && !x->desc_req[2 * q + 1].live)
+            continue;
+        int t = 0;
+        char why[BK_MSG_MAX];
+        w->checked[q] = 0;
+        while (r == blinkSuccess && (t = remote_ready(w, q)) == 0) {
+            if (heard_abort(x, why, sizeof why)) {
+                fail_remote_abort(w, why);
+            } else if (bk_now() - start > c->env.timeout_s) {
+                fail(w, blinkSystemError, "rank %d: no word from rank %d (server %d) about %s "
+                     "(call %u) for %g s (BLINK_TIMEOUT_S)", c->rank, c->user_of[q],
+                     c->peer[q].server, bk_coll_name((int)x->L->d.coll), (uint32_t)x->L->d.seq,
+                     c->env.timeout_s);
+            } else {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            t = -1;
+            break;
+        }
+        while (t == 1 && x->desc_req[2 * q + 1].live &&
+               bk_net_test(&x->desc_req[2 * q + 1], NULL, NULL, why, sizeof why) == 0) {
+            if (bk_now() - start > c->env.timeout_s)
+                break;
+            sched_yield();
+        }
+        if (t < 0) {
+            r = x->res;
+            snprintf(msg, len, "%s", x->msg);
+        }
+    }
+    if (r != blinkSuccess)
+        for (int q = 0; q < 2 * c->nranks; q++)
+            bk_net_drop(&x->desc_req[q]);
+    return r;
 }
 
 blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, size_t len)
@@ -590,8 +1015,15 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
         __atomic_store_n(&me->desc[i], d[i], __ATOMIC_RELAXED);
     __atomic_store_n(&me->entered, (uint32_t)L->d.seq, __ATOMIC_RELEASE);
     for (int q = 0; q < c->nranks; q++)
-        if (q != c->prank)
+        if (q != c->prank && !c->peer[q].remote)
             ring(c, q);
+    if (c->nremote) {
+        blinkResult_t r = post_descs(x, L, msg, len);
+        if (r != blinkSuccess) {
+            bk_hx_abort(c, x, msg);
+            return r;
+        }
+    }
     pthread_mutex_lock(&x->mu);
     x->L = L;
     x->res = blinkSuccess;
@@ -608,5 +1040,7 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
     blinkResult_t r = x->res;
     snprintf(msg, len, "%s", x->msg);
     pthread_mutex_unlock(&x->mu);
+    if (c->nremote)
+        r = settle_descs(x, r, msg, len);
     return r;
 }

@@ -150,6 +150,13 @@ blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn)
         return PLAN_ERR("%d ranks", plan->nranks);
     if (plan->nschedules < 0 || (plan->nschedules > 0 && !plan->schedules))
         return PLAN_ERR("%d schedules", plan->nschedules);
+    if (plan->nservers < 0 || plan->nservers > plan->nranks ||
+        (plan->nservers > 1) != (plan->servers != NULL))
+        return PLAN_ERR("%d servers", plan->nservers);
+    for (int q = 0; plan->servers && q < plan->nranks; q++)
+        if (plan->servers[q] < 0 || plan->servers[q] >= plan->nservers)
+            return PLAN_ERR("rank %d is on server %d of %d", q, plan->servers[q],
+                            plan->nservers);
     int *pos = malloc(sizeof *pos * (size_t)plan->nranks);
     if (!pos)
         return bk_error(blinkSystemError, "%s: out of memory", fn);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * rendezvous.c - blinkGetUniqueId and the shared-memory meeting behind it (rendezvous.h).
+ * rendezvous.c - blinkGetUniqueId and the shared-memory meeting behind it (rendezvous.h), or
+ * the meeting over MPI (rendezvous_mpi.h) for an id made in an MPI job.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "rendezvous.h"
+#include "rendezvous_mpi.h"
 
 #define ID_MAGIC "blinkid1"
+#define ID_MAGIC_MPI "blinkid2" /* the token, then ":" and the maker's MPI world rank */
 #define RV_MAGIC 0x626c696e6b727631ull /* "blinkrv1" */
 #define FAILING UINT32_MAX              /* failed, while the first failer writes its message */
 
@@ -28,6 +32,7 @@ struct rv_header {
 };
 
 struct bk_rv {
+    struct bk_rvm *mpi;             /* the ranks meet over MPI instead (rendezvous_mpi.h) */
     char token[BK_TOKEN_CHARS + 1];
     char name[64];
     int nranks, rank;
@@ -89,16 +94,27 @@ blinkResult_t blinkGetUniqueId(blinkUniqueId *id)
     if (got != (ssize_t)sizeof rnd)
         return bk_error(blinkSystemError, "blinkGetUniqueId: cannot read /dev/urandom: %s",
                         strerror(errno));
-    memset(id, 0, sizeof *id);
-    memcpy(id->internal, ID_MAGIC, 8);
+    char token[BK_TOKEN_CHARS + 1];
     for (size_t i = 0; i < sizeof rnd; i++)
-        snprintf(id->internal + 8 + 2 * i, 3, "%02x", rnd[i]);
+        snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+    /* In an MPI job the ranks may be on several servers: they meet through this process. */
+    bk_rv_make_id(token, bk_net_world_size() > 1 ? bk_net_world_rank() : -1, id);
     return blinkSuccess;
 }
 
-blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, const char *fn)
+void bk_rv_make_id(const char *token, int mpi_root, blinkUniqueId *id)
 {
-    if (memcmp(id->internal, ID_MAGIC, 8) != 0)
+    memset(id, 0, sizeof *id);
+    memcpy(id->internal, mpi_root >= 0 ? ID_MAGIC_MPI : ID_MAGIC, 8);
+    snprintf(id->internal + 8, BK_TOKEN_CHARS + 1, "%s", token);
+    if (mpi_root >= 0)
+        snprintf(id->internal + 8 + BK_TOKEN_CHARS, 16, ":%d", mpi_root);
+}
+
+blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, int *mpi_root, const char *fn)
+{
+    int mpi = memcmp(id->internal, ID_MAGIC_MPI, 8) == 0;
+    if (!mpi && memcmp(id->internal, ID_MAGIC, 8) != 0)
         return bk_error(blinkInvalidArgument, "%s: the unique id was not made by "
                         "blinkGetUniqueId (or was damaged on the way)", fn);
     for (int i = 0; i < BK_TOKEN_CHARS; i++) {
@@ -108,11 +124,22 @@ blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, const char *fn)
         token[i] = ch;
     }
     token[BK_TOKEN_CHARS] = '\0';
+    *mpi_root = -1;
+    if (mpi) {
+        const char *p = id->internal + 8 + BK_TOKEN_CHARS;
+        long v = 0;
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9' && digits < 9; p++, digits++)
+            v = v * 10 + (*p - '0');
+        if (id->internal[8 + BK_TOKEN_CHARS] != ':' || digits == 0 || *p != '\0')
+            return bk_error(blinkInvalidArgument, "%s: the unique id is damaged", fn);
+        *mpi_root = (int)v;
+    }
     return blinkSuccess;
 }
 
 void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b,
-                     blinkUniqueId *id)
+                     int mpi_root, blinkUniqueId *id)
 {
     /* FNV-1a over the parent's token, the salt and the numbers: the same on every rank. */
     uint64_t h = 0xcbf29ce484222325ull;
@@ -121,16 +148,16 @@ void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b
                        (unsigned long long)b);
     for (int i = 0; i < len && i < (int)sizeof text - 1; i++)
         h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
-    memset(id, 0, sizeof *id);
-    memcpy(id->internal, ID_MAGIC, 8);
-    snprintf(id->internal + 8, BK_TOKEN_CHARS + 1, "%016llx", (unsigned long long)h);
+    char derived[BK_TOKEN_CHARS + 1];
+    snprintf(derived, sizeof derived, "%016llx", (unsigned long long)h);
+    bk_rv_make_id(derived, mpi_root, id);
 }
 
-blinkResult_t bk_rv_exchange(const char *token, int nranks, int rank, double timeout_s,
-                             const void *rec, void *all, const char *fn)
+blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int rank,
+                             double timeout_s, const void *rec, void *all, const char *fn)
 {
     struct bk_rv *rv = NULL;
-    blinkResult_t r = bk_rv_open(token, nranks, rank, timeout_s, &rv, fn);
+    blinkResult_t r = bk_rv_open(token, mpi_root, nranks, rank, timeout_s, &rv, fn);
     if (r != blinkSuccess)
         return r;
     unsigned char *none = calloc((size_t)nranks + 1, BK_RV_REC);
@@ -207,8 +234,8 @@ static blinkResult_t attach(struct bk_rv *rv, const char *fn)
     return blinkSuccess;
 }
 
-blinkResult_t bk_rv_open(const char *token, int nranks, int rank, double timeout_s,
-                         struct bk_rv **out, const char *fn)
+blinkResult_t bk_rv_open(const char *token, int mpi_root, int nranks, int rank,
+                         double timeout_s, struct bk_rv **out, const char *fn)
 {
     struct bk_rv *rv = calloc(1, sizeof *rv);
     if (!rv)
@@ -218,7 +245,9 @@ blinkResult_t bk_rv_open(const char *token, int nranks, int rank, double timeout
     rv->nranks = nranks;
     rv->rank = rank;
     rv->timeout_s = timeout_s;
-    blinkResult_t r = attach(rv, fn);
+    blinkResult_t r = mpi_root >= 0
+                      ? bk_rvm_open(token, mpi_root, nranks, rank, timeout_s, &rv->mpi, fn)
+                      : attach(rv, fn);
     if (r != blinkSuccess) {
         if (rv->h)
             munmap(rv->h, rv->bytes);
@@ -255,6 +284,8 @@ static blinkResult_t failed_error(struct bk_rv *rv, const char *fn)
 blinkResult_t bk_rv_allgather(struct bk_rv *rv, int round, const void *rec, void *all,
                               const char *fn)
 {
+    if (rv->mpi)
+        return bk_rvm_allgather(rv->mpi, round, rec, all, fn);
     unsigned char *mine = slot(rv, round, rv->rank);
     uint64_t was = 0;
     memcpy(mine + 8, rec, BK_RV_REC);
@@ -311,25 +342,34 @@ blinkResult_t bk_rv_allgather(struct bk_rv *rv, int round, const void *rec, void
 
 void bk_rv_fail(struct bk_rv *rv, const char *msg)
 {
+    if (rv->mpi)
+        bk_rvm_fail(rv->mpi, msg);
+    /* Nothing of this token may outlive the failure, whoever created it. */
+    for (int q = 0; q < rv->nranks; q++) {
+        char name[64];
+        bk_rv_seg_name(rv->token, q, name, sizeof name);
+        shm_unlink(name);
+    }
+    if (rv->mpi)
+        return;
     uint32_t none = 0;
     if (__atomic_compare_exchange_n(&rv->h->failed, &none, FAILING, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         snprintf(rv->h->fail_msg, sizeof rv->h->fail_msg, "%s", msg);
         __atomic_store_n(&rv->h->failed, (uint32_t)rv->rank + 1, __ATOMIC_RELEASE);
     }
-    /* Nothing of this token may outlive the failure, whoever created it. */
     shm_unlink(rv->name);
-    for (int q = 0; q < rv->nranks; q++) {
-        char name[64];
-        bk_rv_seg_name(rv->token, q, name, sizeof name);
-        shm_unlink(name);
-    }
 }
 
 void bk_rv_close(struct bk_rv *rv)
 {
     if (!rv)
         return;
+    if (rv->mpi) {
+        bk_rvm_close(rv->mpi);
+        free(rv);
+        return;
+    }
     if (rv->passed)
         shm_unlink(rv->name); /* the first rank past round 2 removes it; the rest find none */
     munmap(rv->h, rv->bytes);

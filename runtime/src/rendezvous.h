@@ -2,7 +2,10 @@
 /*
  * rendezvous.h - how the ranks of one server meet at init, behind a blinkUniqueId.
  *
- * The id holds a magic string and 16 random hex digits, the token. Every rank opens the POSIX
+ * The id holds a magic string and 16 random hex digits, the token; an id made while MPI runs
+ * with more than one process also names its maker's MPI world rank, and its ranks meet over
+ * MPI instead (rendezvous_mpi.h: the same rounds, so they may be on several servers). Otherwise
+ * every rank opens the POSIX
  * shared-memory object /blink-TOKEN (the first to arrive creates it, sized for the rank count it
  * was given, and marks it ready last). The object holds BK_RV_ROUNDS rounds of one fixed-size
  * record per rank; a round is an all-gather: each rank writes its record, counts itself in,
@@ -30,14 +33,18 @@ struct bk_rv;
 
 /* Round 0's record. */
 struct bk_rv_who {
-    int32_t pid, topo_dev, phys_dev, pad;
+    int32_t pid, topo_dev, phys_dev, world; /* world: MPI world rank, or -1 */
     char host[64], busid[32];
+    char server[64];                        /* BLINK_SERVER, else the host name */
 };
 
-/* The token of a valid id (BK_TOKEN_CHARS hex digits and a NUL), or an error. */
-blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, const char *fn);
-blinkResult_t bk_rv_open(const char *token, int nranks, int rank, double timeout_s,
-                         struct bk_rv **out, const char *fn);
+/* The token of a valid id (BK_TOKEN_CHARS hex digits and a NUL) and the MPI world rank of its
+ * maker (-1: the ranks meet in shared memory), or an error. */
+blinkResult_t bk_rv_token(const blinkUniqueId *id, char *token, int *mpi_root, const char *fn);
+/* The id of a token (mpi_root as bk_rv_token gives it). */
+void bk_rv_make_id(const char *token, int mpi_root, blinkUniqueId *id);
+blinkResult_t bk_rv_open(const char *token, int mpi_root, int nranks, int rank,
+                         double timeout_s, struct bk_rv **out, const char *fn);
 /* Publish rec (BK_RV_REC bytes) for round k; all[nranks * BK_RV_REC] gets every rank's. */
 blinkResult_t bk_rv_allgather(struct bk_rv *rv, int round, const void *rec, void *all,
                               const char *fn);
@@ -50,12 +57,12 @@ int bk_pid_gone(int pid);
 /* Monotonic seconds. */
 double bk_now(void);
 /* An id derived from a token, a salt and two numbers: the same on every rank that derives it
- * (a split communicator's id from its parent's). */
+ * (a split communicator's id from its parent's), meeting over MPI at mpi_root (or not: -1). */
 void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b,
-                     blinkUniqueId *id);
+                     int mpi_root, blinkUniqueId *id);
 /* One all-gather of rec among nranks under token (open, rounds, close): all[nranks*BK_RV_REC]. */
-blinkResult_t bk_rv_exchange(const char *token, int nranks, int rank, double timeout_s,
-                             const void *rec, void *all, const char *fn);
+blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int rank,
+                             double timeout_s, const void *rec, void *all, const char *fn);
 /* The shared-memory name of rank r's segment ("/blink-TOKEN-r"). */
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len);
 

@@ -48,8 +48,12 @@ struct bk_roleset {
 /* Another rank of the communicator (or this one), by plan rank. */
 struct bk_peer {
     int pid, topo_dev, phys_dev;
+    int world;               /* MPI world rank, or -1 */
+    int server;              /* the plan's server it plays (0 on one server) */
+    int remote;              /* on another server than this rank: its edges go over MPI */
     char host[64], busid[32];
-    unsigned char *seg;      /* its segment, mapped here (a device pointer on CUDA) */
+    unsigned char *seg;      /* its segment, mapped here (NULL when remote; a device pointer
+                                on CUDA) */
 };
 
 /* Environment settings, read once per init (comm.c). */
@@ -60,12 +64,14 @@ struct bk_env {
     double timeout_s;        /* BLINK_TIMEOUT_S */
     size_t staging;          /* BLINK_STAGING_BYTES */
     int device;              /* BLINK_DEVICE, or -1 */
+    char server[64];         /* BLINK_SERVER, or "" */
 };
 
 /* BLINK_ALGO=nccl: hand every call to NCCL (not a plan's algo, so outside blink_plan_algo). */
 #define BK_ALGO_NCCL 2
 
 struct bk_be;                /* the backend's per-rank state */
+struct bk_net_comm;          /* the MPI communicator of a cluster plan's ranks (net.h) */
 struct bk_nccl;              /* NCCL's communicator for the ring sizes (nccl_call.c) */
 
 struct blinkComm {
@@ -88,6 +94,9 @@ struct blinkComm {
     char nccl_why[192];      /* why nccl is NULL, where its init failed */
     char token[20];          /* the rendezvous token of this communicator's id */
     unsigned nsplits;        /* communicators split from this one so far */
+    int mpi_root;            /* the id's maker's MPI world rank, or -1 (shared memory) */
+    struct bk_net_comm *net; /* cluster plans: the ranks' MPI communicator, by plan rank */
+    int nremote;             /* peers on other servers */
     struct bk_be *be;
 };
 
@@ -140,12 +149,15 @@ const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int
 /* plan_check.c: a compiled plan's tables, all checked before any rank uses them. */
 blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn);
 
-/* library.c: the plan of lib for the ranks' devices topo_dev[nranks] (by user rank), in any
- * order: plan_of[r] is the plan rank of user rank r. Where lib is sound but has no plan for
- * these devices (or two ranks claim one device), *plan is NULL, the reason is stored as the
- * last error, and the result is blinkSuccess: the caller decides whether that is an error. */
+/* library.c: the plan of lib for the ranks' devices topo_dev[nranks] on their servers
+ * group[nranks] (0..ngroups-1: ranks of one group share a server), in any order: plan_of[r]
+ * is the plan rank of user rank r. Where lib is sound but has no plan for these devices (or
+ * two ranks of a server claim one device), *plan is NULL, the reason is stored as the last
+ * error, and the result is blinkSuccess: the caller decides whether that is an error. */
+#define BK_MAX_SERVERS 512
 blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int nranks,
-                           const int *topo_dev, const struct blink_plan **plan, int *plan_of);
+                           const int *topo_dev, const int *group, int ngroups,
+                           const struct blink_plan **plan, int *plan_of);
 
 /* roles.c: this rank's roles in every schedule's tree sets, and the staging layout. */
 blinkResult_t bk_roles_build(blinkComm_t c);
@@ -173,6 +185,7 @@ blinkResult_t bk_call(blinkComm_t comm, const struct bk_args *a, const char *fn)
  * ranks as threads of this process. Flags: */
 #define BK_INIT_PLANLESS 1  /* no plan for the devices: a communicator of NCCL alone */
 #define BK_INIT_NCCL_ONLY 2 /* do not look for a plan: NCCL alone */
+#define BK_INIT_ONE_PROCESS 4 /* ranks as threads: a cluster plan runs all in shared memory */
 blinkResult_t bk_read_env(struct bk_env *env, const char *fn);
 blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
                            const blinkUniqueId *id, int rank, int topo_dev, int phys_dev,

@@ -14,6 +14,9 @@
 #ifndef BK_SAN_CFLAGS
 #define BK_SAN_CFLAGS ""
 #endif
+#ifndef BK_RT_NET_LIBS
+#define BK_RT_NET_LIBS ""
+#endif
 
 #include "strbuf.h"
 #include "testutil.h"
@@ -120,12 +123,13 @@ Test(emit_cli, generated_source_links_with_the_host_runtime)
              "  int d;\n  if (blinkCommCuDevice(c[2], &d) != blinkSuccess || d != 6) return 3;\n"
              "  for (int i = 0; i < 3; i++) blinkCommDestroy(c[i]);\n  return 0;\n}\n");
     char *main_c = bk_asprintf("%s/main.c", dir), *inc = tu_src_path("runtime/include");
-    /* The runtime was built with the build's sanitizer flags (if any): link with them too. */
-    const char *argv[32] = {"cc", "-std=c11", "-x", "c", gen, "-x", "none", main_c, "-I", inc,
+    /* The runtime was built with the build's sanitizer flags (if any): link with them too,
+     * and with the MPI it moves data between servers with. */
+    const char *argv[48] = {"cc", "-std=c11", "-x", "c", gen, "-x", "none", main_c, "-I", inc,
                             lib, "-lpthread", "-lm", "-o", exe};
-    char *san = bk_strndup(BK_SAN_CFLAGS, strlen(BK_SAN_CFLAGS));
+    char *san = bk_asprintf("%s %s", BK_RT_NET_LIBS, BK_SAN_CFLAGS);
     int n = 15;
-    for (char *p = san, *e; *p && n < 31; p = e) {
+    for (char *p = san, *e; *p && n < 47; p = e) {
         while (*p == ' ')
             *p++ = '\0';
         if (!*p)
