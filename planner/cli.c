@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo_join.h"
+
 enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_BENCH, G_DIAG, G_COUNT };
 static const char *const group_names[G_COUNT] = {"Input", "Optimisation", "Output",
                                                  "Simulation", "Diagnostics"};
@@ -37,6 +39,8 @@ enum opt_id {
     OPT_DOT,
     OPT_SIMULATE,
     OPT_SIM_PARAM,
+    OPT_SERVERS,
+    OPT_NIC_GBPS,
 };
 
 struct cli_option {
@@ -50,7 +54,11 @@ struct cli_option {
 
 static const struct cli_option options[] = {
     {"format", OPT_FORMAT, required_argument, G_INPUT, "FMT",
-     "input format: text, hwloc, nccl, smi (default: detect)"},
+     "input format: text, hwloc, nccl, smi, cluster (default: detect)"},
+    {"servers", OPT_SERVERS, required_argument, G_INPUT, "N",
+     "N copies (2-1024) of the one-server TOPOLOGY, their NICs on one switch"},
+    {"nic-gbps", OPT_NIC_GBPS, required_argument, G_INPUT, "GBITS",
+     "with --servers: every NIC's line rate in Gb/s (default: the topology's)"},
     {"gpus", OPT_GPUS, required_argument, G_INPUT, "LIST",
      "plan for these GPUs only (0,1,3 or 0-3,6), in rank order"},
     {"all-allocations", OPT_ALL_ALLOCATIONS, no_argument, G_INPUT, NULL,
@@ -107,8 +115,8 @@ void cli_print_help(FILE *out)
           "Plan GPU collectives by packing spanning trees over a server's or cluster's links.\n"
           "\n"
           "TOPOLOGY is hwloc XML (lstopo), NCCL topology XML, 'nvidia-smi topo -m' output or a\n"
-          "blinkc .topo file; - reads standard input, builtin:NAME an embedded fixture. Without\n"
-          "it, blinkc uses the built-in DGX-1V.\n",
+          "blinkc .topo or cluster file; - reads standard input, builtin:NAME an embedded\n"
+          "fixture. Without it, blinkc uses the built-in DGX-1V.\n",
           out);
     for (int g = 0; g < G_COUNT; g++) {
         fprintf(out, "\n%s:\n", group_names[g]);
@@ -267,6 +275,25 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
         }
         return 1;
     }
+    case OPT_SERVERS:
+        if (!parse_number(arg, 2, TOPO_JOIN_MAX_SERVERS, &v) || v != (int)v) {
+            snprintf(buf, cap,
+                     "--servers: '%.40s' is not a whole number of servers from 2 to %d", arg,
+                     TOPO_JOIN_MAX_SERVERS);
+            break;
+        }
+        c->servers = (int)v;
+        return 1;
+    case OPT_NIC_GBPS:
+        /* Gb/s, as NICs are sold; the model counts GB/s, and TOPO_MAX_GBPS bounds any link. */
+        if (!parse_number(arg, 0, 8 * TOPO_MAX_GBPS, &v) || !(v > 0)) {
+            snprintf(buf, cap, "--nic-gbps: '%.40s' is not a line rate in Gb/s (above 0, at "
+                               "most %g)", arg, 8 * TOPO_MAX_GBPS);
+            break;
+        }
+        c->nic_gbps = v / 8;
+        c->nic_arg = arg;
+        return 1;
     case OPT_TDPA:
         if (!parse_number(arg, 0, 1e6, &v)) {
             snprintf(buf, cap, "--tdpa: '%.40s' is not a number of microseconds (0 to 1e6)", arg);
@@ -325,7 +352,8 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         switch (ch) {
         case OPT_FORMAT:
             if (!topo_format_parse(optarg, &c->read.format)) {
-                snprintf(buf, cap, "--format: unknown format '%.40s' (text, hwloc, nccl, smi)",
+                snprintf(buf, cap,
+                         "--format: unknown format '%.40s' (text, hwloc, nccl, smi, cluster)",
                          optarg);
                 *why = buf;
                 return BK_EUSAGE;
@@ -357,6 +385,8 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_EPSILON:
         case OPT_TIME_LIMIT:
         case OPT_TDPA:
+        case OPT_SERVERS:
+        case OPT_NIC_GBPS:
         case 'b':
         case 'e':
         case 'f':
@@ -399,6 +429,12 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                                c->dump_ilp || c->print_topology || c->dot)) {
         snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
                            "--plan-json, --explain, --dump-ilp, --dot or --print-topology)");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->nic_gbps > 0 && !c->servers) {
+        snprintf(buf, cap, "--nic-gbps goes with --servers (a cluster file sets its NICs' rate "
+                           "with a nic-speed line)");
         *why = buf;
         return BK_EUSAGE;
     }

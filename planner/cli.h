@@ -19,6 +19,9 @@
 struct cli {
     const char *topology;   /* path, "-", builtin:NAME, or NULL for the built-in default */
     struct topo_read_opts read;
+    int servers;            /* --servers N: N copies of TOPOLOGY joined by a network; 0: off */
+    double nic_gbps;        /* --nic-gbps X, in GB/s (the option takes Gb/s); 0: the input's */
+    const char *nic_arg;    /* --nic-gbps as given, for messages */
     int gpus[CLI_MAX_GPUS]; /* --gpus, canonical GPU numbers in rank order */
     int ngpus;              /* 0: every GPU */
     struct plan_opts plan;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * main.c - the blinkc command: parse options, read the topology, restrict it to the allocation,
- * write what was asked for. Only this file prints diagnostics and chooses exit codes.
+ * main.c - the blinkc command: parse options, read the topology (replicated into a cluster for
+ * --servers), restrict it to the allocation, write what was asked for. Only this file prints
+ * diagnostics and chooses exit codes.
  *
  * Data flows one way: input -> model -> (plan) -> outputs. Every output is rendered in memory
  * and written atomically, so a failing run leaves no partial file.
@@ -28,6 +29,7 @@
 #include "plan_json.h"
 #include "strbuf.h"
 #include "topo.h"
+#include "topo_join.h"
 #include "topo_print.h"
 #include "topo_read.h"
 
@@ -269,6 +271,19 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     input_free(&in);
     if (st != BK_OK)
         return st;
+    if (c->servers) {
+        /* --servers: the topology read is one server; the cluster replaces it. */
+        char what[80];
+        snprintf(what, sizeof what, "--nic-gbps %.40s", c->nic_arg ? c->nic_arg : "");
+        struct topo_join_opts jo = {NULL, DIAG_NOWHERE, c->nic_gbps, &c->read.rates, what,
+                                    NULL, DIAG_NOWHERE};
+        struct topo cluster;
+        st = topo_replicate(&full, c->servers, &jo, &cluster, d);
+        topo_free(&full);
+        if (st != BK_OK)
+            return st;
+        full = cluster;
+    }
     if (c->all_allocations) {
         st = write_library(c, &full, d);
         topo_free(&full);

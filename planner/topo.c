@@ -133,6 +133,7 @@ enum bk_status topo_add_node(struct topo *t, enum topo_node_kind kind, const cha
         return BK_ENOMEM;
     n->kind = kind;
     n->server = server;
+    n->local_gpu = -1;
     n->gpu_order = -1;
     n->rank = -1;
     n->socket = -1;
@@ -238,6 +239,8 @@ enum bk_status topo_copy(const struct topo *in, struct topo *out)
         n->rank = s->rank;
         n->socket = s->socket;
         n->nvlink_gen = s->nvlink_gen;
+        n->local_gpu = s->local_gpu;
+        n->nic_gbps = s->nic_gbps;
         if ((s->id && !(n->id = strdup(s->id))) ||
             (s->busid && !(n->busid = strdup(s->busid))) ||
             (s->model && !(n->model = strdup(s->model))))

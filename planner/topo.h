@@ -37,13 +37,18 @@ struct topo_node {
     enum topo_node_kind kind;
     char *name;     /* the input's own label: untrusted text, never NULL */
     char *id;       /* canonical ASCII id, set by topo_finalize */
-    int server;     /* server index, 0 on one box */
+    int server;     /* server index, 0 on one box: servers are numbered 0.. in input order */
+    int local_gpu;  /* GPUs: number within its server, its position among that server's GPUs
+                       in canonical order (every reader numbers a server's GPUs consecutively, so
+                       this is the GPU number minus the GPUs of earlier servers); set by
+                       topo_finalize and kept by topo_restrict; -1 for other nodes */
     int gpu_order;  /* GPUs: sort key of the input's own GPU order (nvmlN, dev=, GPUk, or
                        declaration order); -1 for other nodes */
     int rank;       /* GPUs: rank within the planned allocation; -1 otherwise and before
                        topo_finalize */
     int socket;     /* CPUs: socket or NUMA number when known, else -1 */
     int nvlink_gen; /* GPUs: NVLink generation 1..5, 0 when unknown */
+    double nic_gbps; /* NICs: line rate in GB/s per direction when the input gives one, else 0 */
     char *busid;    /* PCI bus id "dddd:bb:dd.f" when known, else NULL */
     char *model;    /* GPU or CPU model text when known, else NULL (untrusted) */
     struct diag_loc loc; /* where the input declared it */
@@ -113,8 +118,8 @@ int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind k
  * Validate and canonicalise. Checks: every GPU has a link, capacities are finite and positive,
  * counts >= 1, GPU orders are distinct, no link joins a node to itself. Then sorts nodes (kind,
  * then GPU order or nearest-GPU anchor, then bus id, then input order), renames them to canonical
- * ids, sorts links by (src, dst, kind) and sets rank = GPU position. Errors name the input
- * position of the offending declaration.
+ * ids, sorts links by (src, dst, kind) and sets rank = GPU position and local_gpu. Errors name
+ * the input position of the offending declaration.
  */
 enum bk_status topo_finalize(struct topo *t, struct diag *d);
 

@@ -152,6 +152,7 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d)
     int *anchor = malloc((size_t)n * sizeof *anchor);
     int *newpos = malloc((size_t)n * sizeof *newpos);
     struct topo_node *nodes = malloc((size_t)n * sizeof *nodes);
+    int *local = NULL;
     if (!keys || !gpu_pos || !dist || !anchor || !newpos || !nodes)
         goto out;
 
@@ -184,7 +185,13 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d)
     int counter[TOPO_NODE_KINDS] = {0};
     static const char *const prefix[TOPO_NODE_KINDS] = {"gpu", "nvs", "pcisw",
                                                         "cpu", "nic", "netsw"};
+    /* local[s]: GPUs of server s numbered so far (local_gpu). */
     int nservers = 1;
+    for (int i = 0; i < n; i++)
+        if (t->nodes[i].server + 1 > nservers)
+            nservers = t->nodes[i].server + 1;
+    if (!(local = calloc((size_t)nservers, sizeof *local)))
+        goto out;
     for (int k = 0; k < n; k++) {
         nodes[k] = t->nodes[keys[k].node];
         newpos[keys[k].node] = k;
@@ -201,8 +208,7 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d)
             goto out;
         }
         nd->rank = nd->kind == TOPO_GPU ? k : -1;
-        if (nd->server + 1 > nservers)
-            nservers = nd->server + 1;
+        nd->local_gpu = nd->kind == TOPO_GPU ? local[nd->server]++ : -1;
     }
     free(t->nodes);
     t->nodes = nodes;
@@ -228,6 +234,6 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d)
     if (st == BK_OK)
         st = topo_reindex(t);
 out:
-    free(keys), free(gpu_pos), free(dist), free(anchor), free(newpos), free(nodes);
+    free(keys), free(gpu_pos), free(dist), free(anchor), free(newpos), free(nodes), free(local);
     return st;
 }

@@ -475,12 +475,16 @@ static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, 
     return BK_OK;
 }
 
-/* One NIC node called `name` hanging from `parent`. */
+/* One NIC node called `name` hanging from `parent`; speed_mbps is its <net speed=> (NCCL
+ * writes Mb/s), 0 when unknown. */
 static enum bk_status add_nic(struct ctx *c, xmlNodePtr el, const char *name, const char *busid,
-                              int parent, double gbps, xmlNodePtr link_el)
+                              int parent, double gbps, xmlNodePtr link_el, long speed_mbps)
 {
     int node;
     BK_CHECK(add_node(c, el, TOPO_NIC, name, busid, &node));
+    double rate = (double)speed_mbps / 8000.0;
+    /* A rate no link could carry is no rate: left unknown rather than failing later. */
+    c->t->nodes[node].nic_gbps = rate <= TOPO_MAX_GBPS ? rate : 0;
     return topo_add_link(c->t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(link_el));
 }
 
@@ -491,9 +495,9 @@ static enum bk_status read_nic(struct ctx *c, xmlNodePtr el, const char *busid, 
     for (xmlNodePtr k = el->children; k; k = k->next) {
         if (!is_el(k, "net"))
             continue;
-        long v;
+        long v, speed;
         BK_CHECK(int_attr(c, k, "dev", 0, 0, INT_MAX, 0, &v));
-        BK_CHECK(int_attr(c, k, "speed", 0, 0, LONG_MAX, 0, &v));
+        BK_CHECK(int_attr(c, k, "speed", 0, 0, LONG_MAX, 0, &speed));
         char *name = xml_attr(k, "name");
         size_t len = name ? strlen(name) : 0;
         enum bk_status st;
@@ -502,7 +506,7 @@ static enum bk_status read_nic(struct ctx *c, xmlNodePtr el, const char *busid, 
                                 "characters)",
                           name ? "bad" : "missing", NAME_MAX_LEN);
         else
-            st = add_nic(c, k, name, busid, parent, gbps, link_el);
+            st = add_nic(c, k, name, busid, parent, gbps, link_el, speed);
         xmlFree(name);
         BK_CHECK(st);
         (*made)++;
@@ -575,7 +579,7 @@ static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_
             if (is_el(k, "nic"))
                 BK_CHECK(read_nic(c, k, busid, parent, gbps, el, &made));
         /* A NIC without <net> children is still a NIC; name it by its bus id. */
-        return made ? BK_OK : add_nic(c, el, busid, busid, parent, gbps, el);
+        return made ? BK_OK : add_nic(c, el, busid, busid, parent, gbps, el, 0);
     case PCI_BRIDGE: {
         if (npci == 1) /* a root port or a chain element, not a switch chip */
             return walk_pci(c, only_pci, cpu, up);

@@ -5,7 +5,8 @@
  *
  * Detection looks at content only, never at file names: an XML root of <topology> is hwloc,
  * <system> is NCCL; a "GPU0 ..." header row is nvidia-smi topo -m; a first statement that is a
- * .topo keyword is blinkc's own format.
+ * .topo keyword is blinkc's own format, and a first statement "cluster" a cluster file (which
+ * the .topo format has no keyword for).
  */
 #include "topo_read.h"
 
@@ -15,7 +16,7 @@
 
 #include "strbuf.h"
 
-static const char *const format_names[] = {"auto", "text", "hwloc", "nccl", "smi"};
+static const char *const format_names[] = {"auto", "text", "hwloc", "nccl", "smi", "cluster"};
 
 const char *topo_format_name(enum topo_format f) { return format_names[f]; }
 
@@ -166,12 +167,14 @@ enum topo_format topo_detect_format(const struct input *in, struct diag *d)
             /* A .topo file starts with a keyword; an smi paste may start with a prompt line. */
             if (seen == 1 && is_text_keyword(tok))
                 return TOPO_FMT_TEXT;
+            if (seen == 1 && strcmp(tok, "cluster") == 0)
+                return TOPO_FMT_CLUSTER;
         }
         line = eol + 1;
     }
     diag_error(d, in->name, DIAG_AT(1, 0),
                "unknown format: not hwloc XML, NCCL topology XML, 'nvidia-smi topo -m' output or "
-               "a blinkc .topo file (see blinkc-topology(5); --format forces one)");
+               "a blinkc .topo or cluster file (see blinkc-topology(5); --format forces one)");
     return TOPO_FMT_AUTO;
 }
 
@@ -223,6 +226,7 @@ enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o,
     case TOPO_FMT_HWLOC: st = topo_read_hwloc(in, o, t, d); break;
     case TOPO_FMT_NCCL: st = topo_read_nccl(in, o, t, d); break;
     case TOPO_FMT_SMI: st = topo_read_smi(in, o, t, d); break;
+    case TOPO_FMT_CLUSTER: st = topo_read_cluster(in, o, t, d); break;
     default: return BK_EINTERNAL;
     }
     t->format = format_names[f];

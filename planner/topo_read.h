@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * topo_read.h - the four topology readers and format detection.
+ * topo_read.h - the four topology readers, the cluster file, and format detection.
  *
  * Every reader fills an initialised, empty struct topo from one input buffer and returns
  * BK_OK, or an error status with a diagnostic naming FILE:LINE:COL or the XML element. A reader
@@ -16,7 +16,14 @@
 #include "topo.h"
 #include "topo_rates.h"
 
-enum topo_format { TOPO_FMT_AUTO, TOPO_FMT_TEXT, TOPO_FMT_HWLOC, TOPO_FMT_NCCL, TOPO_FMT_SMI };
+enum topo_format {
+    TOPO_FMT_AUTO,
+    TOPO_FMT_TEXT,
+    TOPO_FMT_HWLOC,
+    TOPO_FMT_NCCL,
+    TOPO_FMT_SMI,
+    TOPO_FMT_CLUSTER
+};
 
 struct topo_read_opts {
     enum topo_format format;    /* TOPO_FMT_AUTO: detect from the content */
@@ -29,7 +36,7 @@ void topo_read_opts_default(struct topo_read_opts *o);
 /* Detect the format from the content. Returns TOPO_FMT_AUTO and records an error if unknown. */
 enum topo_format topo_detect_format(const struct input *in, struct diag *d);
 
-/* "text", "hwloc", "nccl", "smi"; parse returns 1 on success. */
+/* "text", "hwloc", "nccl", "smi", "cluster"; parse returns 1 on success. */
 const char *topo_format_name(enum topo_format f);
 int topo_format_parse(const char *s, enum topo_format *out);
 
@@ -46,6 +53,10 @@ enum bk_status topo_read_nccl(const struct input *in, const struct topo_read_opt
                               struct topo *t, struct diag *d);
 enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o,
                              struct topo *t, struct diag *d);
+/* A cluster file (topo_cluster.c): reads the server files it names (detected on their own, with
+ * o's GPU model and rates) and joins them; paths are relative to in->name's directory. */
+enum bk_status topo_read_cluster(const struct input *in, const struct topo_read_opts *o,
+                                 struct topo *t, struct diag *d);
 
 /*
  * NVLink generation for a GPU whose input gives no usable model: --gpu-model if set, else

@@ -6,9 +6,10 @@
  * It is the one format a person writes by hand, so it is strict and says exactly where it stops:
  * every error names LINE:COL of the offending token (columns count bytes from 1), and reading stops
  * at the first error. Lines are checked for NUL bytes, control characters and invalid UTF-8
- * before they are split into tokens. Declarations become nodes at once; links are collected and
- * their default capacities computed only at the end of the file, because an NVSwitch trunk takes
- * the NVLink generation of GPUs that may be declared after it. Like every reader it only adds
+ * before they are split into tokens (text_lex.c, shared with the cluster file). Declarations
+ * become nodes at once; links are collected and their default capacities computed only at the
+ * end of the file, because an NVSwitch trunk takes the NVLink generation of GPUs that may be
+ * declared after it. Like every reader it only adds
  * nodes and links; topo_read() finalizes. It never prints and never trusts a number it has not
  * range-checked.
  */
@@ -21,14 +22,7 @@
 #include <string.h>
 
 #include "strbuf.h"
-
-/* One token of a line, unescaped into the reader's line buffer. */
-struct tok {
-    const char *text;
-    int col, end; /* column of the first byte, and the column just past the token */
-    int eq;       /* offset in text of the first unquoted '=', or -1: not an attribute */
-    int vcol;     /* column of the value after that '=' */
-};
+#include "text_lex.h"
 
 enum attr {
     AT_MODEL, AT_BUS, AT_SOCKET, AT_VENDOR, AT_FAMILY, AT_CPUMODEL, AT_ARCH, AT_SPEED,
@@ -53,7 +47,7 @@ static const unsigned link_attrs = BIT(AT_KIND) | BIT(AT_COUNT) | BIT(AT_GEN) | 
 
 /* The attribute tokens of one statement, NULL where absent. */
 struct attrs {
-    const struct tok *at[AT_N];
+    const struct lex_tok *at[AT_N];
 };
 
 /* A link as declared; capacities are computed once the whole file is read. */
@@ -65,9 +59,8 @@ struct pend_link {
     struct diag_loc loc;
 };
 
-/* What the model has no field for, per node index: a NIC's speed and a CPU's family. */
+/* What the model has no field for, per node index: a CPU's family. */
 struct extra {
-    double nic_gbps; /* 0: unknown */
     enum topo_cpu_family fam;
 };
 
@@ -86,12 +79,7 @@ struct reader {
     const struct topo_read_opts *o;
     struct topo *t;
     struct diag *d;
-    int line;
-    char *buf; /* unescaped token text of the current line */
-    size_t buf_cap;
-    struct tok *toks;
-    int ntoks;
-    size_t toks_cap;
+    struct lexer lx;     /* the current line's tokens, and the line number */
     int server;          /* current server index */
     int server_lines;    /* `server` statements seen */
     int section_nodes;   /* nodes declared in the current section */
@@ -188,111 +176,10 @@ static enum bk_status err(struct reader *r, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = bk_vasprintf(fmt, ap);
+    enum bk_status st = lex_verror(&r->lx, col, fmt, ap);
     va_end(ap);
-    diag_error(r->d, r->in->name, DIAG_AT(r->line, col), "%s",
-               msg ? msg : "(out of memory while formatting this message)");
-    free(msg);
-    return BK_EINPUT;
+    return st;
 }
-
-/* Reject what no text file should hold, before anything is split: a UTF-8 decoder per byte. */
-static enum bk_status check_bytes(struct reader *r, const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned c = s[i];
-        int col = (int)i + 1;
-        if (c == 0)
-            return err(r, col, "embedded NUL byte: this is not a text file");
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return err(r, col, "control character 0x%02x; only spaces and tabs separate tokens",
-                       c);
-        if (c < 0x80)
-            continue;
-        /* Lead byte, number of continuation bytes, and the allowed range of the second byte
-           (which excludes overlong forms, surrogates and code points above U+10FFFF). */
-        size_t more = 0;
-        unsigned lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf)
-            more = 1;
-        else if (c >= 0xe0 && c <= 0xef) {
-            more = 2;
-            lo = c == 0xe0 ? 0xa0 : 0x80;
-            hi = c == 0xed ? 0x9f : 0xbf;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            more = 3;
-            lo = c == 0xf0 ? 0x90 : 0x80;
-            hi = c == 0xf4 ? 0x8f : 0xbf;
-        } else
-            return err(r, col, "invalid UTF-8 (byte 0x%02x)", c);
-        for (size_t k = 1; k <= more; k++) {
-            unsigned b = i + k < n ? s[i + k] : 0;
-            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf))
-                return err(r, col, "invalid UTF-8 (byte 0x%02x)", c);
-        }
-        i += more;
-    }
-    return BK_OK;
-}
-
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
-
-/* Split one line into tokens; quotes and escapes are resolved here. */
-static enum bk_status tokenize(struct reader *r, const char *s, size_t n)
-{
-    r->ntoks = 0;
-    char *out = grow(r->buf, &r->buf_cap, n + 1, 1);
-    if (!out)
-        return BK_ENOMEM;
-    r->buf = out;
-    size_t i = 0;
-    for (;;) {
-        while (i < n && is_blank(s[i]))
-            i++;
-        if (i >= n || s[i] == '#')
-            return BK_OK;
-        struct tok *toks = grow(r->toks, &r->toks_cap, (size_t)r->ntoks + 1, sizeof *toks);
-        if (!toks)
-            return BK_ENOMEM;
-        r->toks = toks;
-        struct tok *tk = &r->toks[r->ntoks++];
-        char *start = out;
-        *tk = (struct tok){start, (int)i + 1, 0, -1, 0};
-        while (i < n && !is_blank(s[i]) && s[i] != '#') {
-            if (s[i] != '"') {
-                if (s[i] == '=' && tk->eq < 0) {
-                    tk->eq = (int)(out - start);
-                    tk->vcol = (int)i + 2;
-                }
-                *out++ = s[i++];
-                continue;
-            }
-            size_t open = i++;
-            for (;;) {
-                if (i >= n)
-                    return err(r, (int)open + 1, "unterminated quoted string");
-                if (s[i] == '"')
-                    break;
-                if (s[i] == '\\' && i + 1 < n) {
-                    if (s[i + 1] != '"' && s[i + 1] != '\\')
-                        return err(r, (int)i + 1,
-                                   "unknown escape in a quoted string: only \\\" and \\\\ are "
-                                   "allowed");
-                    i++;
-                }
-                *out++ = s[i++];
-            }
-            i++; /* the closing quote ends the token */
-            if (i < n && !is_blank(s[i]) && s[i] != '#')
-                return err(r, (int)i + 1, "expected a space after the closing quote");
-            break;
-        }
-        *out++ = '\0';
-        tk->end = (int)i + 1;
-    }
-}
-
-static const char *tok_value(const struct tok *tk) { return tk->text + tk->eq + 1; }
 
 /* Names of the attributes in `mask`, for messages. */
 static void list_attrs(struct strbuf *sb, unsigned mask)
@@ -313,16 +200,16 @@ static enum bk_status parse_stmt(struct reader *r, int npos, unsigned allowed, c
                                  struct attrs *a)
 {
     memset(a, 0, sizeof *a);
-    const char *kw = r->toks[0].text;
+    const char *kw = r->lx.toks[0].text;
     for (int k = 1; k <= npos; k++) {
-        if (k >= r->ntoks || r->toks[k].eq >= 0)
-            return err(r, k < r->ntoks ? r->toks[k].col : r->toks[k - 1].end,
+        if (k >= r->lx.ntoks || r->lx.toks[k].eq >= 0)
+            return err(r, k < r->lx.ntoks ? r->lx.toks[k].col : r->lx.toks[k - 1].end,
                        "missing name: the form is '%s' (quote a name that contains '=')", usage);
-        if (!r->toks[k].text[0])
-            return err(r, r->toks[k].col, "empty name");
+        if (!r->lx.toks[k].text[0])
+            return err(r, r->lx.toks[k].col, "empty name");
     }
-    for (int i = npos + 1; i < r->ntoks; i++) {
-        const struct tok *tk = &r->toks[i];
+    for (int i = npos + 1; i < r->lx.ntoks; i++) {
+        const struct lex_tok *tk = &r->lx.toks[i];
         if (tk->eq < 0)
             return err(r, tk->col, "unexpected '%s': attributes are written KEY=VALUE", tk->text);
         if (tk->eq == 0)
@@ -346,7 +233,7 @@ static enum bk_status parse_stmt(struct reader *r, int npos, unsigned allowed, c
         if (a->at[k])
             return err(r, tk->col, "attribute '%s' given twice (first at column %d)",
                        attr_names[k], a->at[k]->col);
-        if (!*tok_value(tk))
+        if (!*lex_value(tk))
             return err(r, tk->vcol, "attribute '%s' has no value", attr_names[k]);
         a->at[k] = tk;
     }
@@ -362,10 +249,10 @@ static int hexval(char c)
 }
 
 /* A decimal (or, with `hex`, 0x-prefixed hexadecimal) integer attribute in [lo, hi]. */
-static enum bk_status int_attr(struct reader *r, const struct tok *tk, int hex, long lo, long hi,
-                               long *out)
+static enum bk_status int_attr(struct reader *r, const struct lex_tok *tk, int hex, long lo,
+                               long hi, long *out)
 {
-    const char *s = tok_value(tk);
+    const char *s = lex_value(tk);
     int base = 10;
     if (hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && s[2]) {
         base = 16;
@@ -380,16 +267,16 @@ static enum bk_status int_attr(struct reader *r, const struct tok *tk, int hex, 
     }
     if (*s || v < lo || v > hi)
         return err(r, tk->vcol, "%.*s=%s: expected an integer from %ld to %ld", tk->eq, tk->text,
-                   tok_value(tk), lo, hi);
+                   lex_value(tk), lo, hi);
     *out = v;
     return BK_OK;
 }
 
-static enum bk_status bw_attr(struct reader *r, const struct tok *tk, double *out)
+static enum bk_status bw_attr(struct reader *r, const struct lex_tok *tk, double *out)
 {
     const char *why = "not a bandwidth";
-    if (!topo_parse_bandwidth(tok_value(tk), out, &why))
-        return err(r, tk->vcol, "bad bandwidth '%s' for %.*s=: %s", tok_value(tk), tk->eq,
+    if (!topo_parse_bandwidth(lex_value(tk), out, &why))
+        return err(r, tk->vcol, "bad bandwidth '%s' for %.*s=: %s", lex_value(tk), tk->eq,
                    tk->text, why);
     return BK_OK;
 }
@@ -446,10 +333,11 @@ static enum bk_status stmt_topology(struct reader *r)
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, 0, "topology NAME", &a));
     if (r->topology_line)
-        return err(r, r->toks[0].col, "second 'topology' statement (the name was given on line %d)",
+        return err(r, r->lx.toks[0].col,
+                   "second 'topology' statement (the name was given on line %d)",
                    r->topology_line);
-    r->topology_line = r->line;
-    return topo_set_name(r->t, r->toks[1].text);
+    r->topology_line = r->lx.line;
+    return topo_set_name(r->t, r->lx.toks[1].text);
 }
 
 static void warn_empty_section(struct reader *r)
@@ -463,16 +351,16 @@ static enum bk_status stmt_server(struct reader *r)
 {
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, 0, "server NAME", &a));
-    const char *name = r->toks[1].text;
+    const char *name = r->lx.toks[1].text;
     char *key = bk_asprintf("s\x1f%s", name);
     if (!key)
         return BK_ENOMEM;
     int prev = smap_get(&r->map, key);
     enum bk_status st = BK_OK;
     if (prev >= 0)
-        st = err(r, r->toks[1].col, "server '%s' already declared on line %d", name, prev);
+        st = err(r, r->lx.toks[1].col, "server '%s' already declared on line %d", name, prev);
     else
-        st = smap_put(&r->map, key, r->line);
+        st = smap_put(&r->map, key, r->lx.line);
     free(key);
     BK_CHECK(st);
     warn_empty_section(r);
@@ -481,7 +369,7 @@ static enum bk_status stmt_server(struct reader *r)
     if (r->server_lines++ > 0 || r->t->nnodes > 0)
         r->server++;
     r->section_nodes = 0;
-    r->section_line = r->line;
+    r->section_line = r->lx.line;
     free(r->section_name);
     return (r->section_name = strdup(name)) ? BK_OK : BK_ENOMEM;
 }
@@ -497,7 +385,7 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
         "net-switch NAME"};
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, node_attrs[kind], usage[kind], &a));
-    const struct tok *kw = &r->toks[0], *nm = &r->toks[1];
+    const struct lex_tok *kw = &r->lx.toks[0], *nm = &r->lx.toks[1];
     int prev = topo_find(r->t, nm->text);
     if (prev >= 0) {
         struct diag_loc pl = r->t->nodes[prev].loc;
@@ -507,10 +395,10 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
     }
     char busid[16] = "";
     if (a.at[AT_BUS]) {
-        const struct tok *tk = a.at[AT_BUS];
-        if (!parse_busid(tok_value(tk), busid))
+        const struct lex_tok *tk = a.at[AT_BUS];
+        if (!parse_busid(lex_value(tk), busid))
             return err(r, tk->vcol, "bad PCI bus id '%s' (expected DOMAIN:BUS:DEVICE.FUNCTION such "
-                       "as 0000:06:00.0)", tok_value(tk));
+                       "as 0000:06:00.0)", lex_value(tk));
         char key[48];
         snprintf(key, sizeof key, "b\x1f%d\x1f%s", r->server, busid);
         int other = smap_get(&r->map, key);
@@ -535,14 +423,15 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
         return BK_ENOMEM;
     r->extra = x;
     int idx;
-    BK_CHECK(topo_add_node(r->t, kind, nm->text, r->server, DIAG_AT(r->line, kw->col), &idx));
+    BK_CHECK(topo_add_node(r->t, kind, nm->text, r->server, DIAG_AT(r->lx.line, kw->col), &idx));
     struct topo_node *n = &r->t->nodes[idx];
-    const char *model = a.at[AT_MODEL] ? tok_value(a.at[AT_MODEL]) : NULL;
+    const char *model = a.at[AT_MODEL] ? lex_value(a.at[AT_MODEL]) : NULL;
     if (busid[0])
         BK_CHECK(topo_node_set_busid(r->t, idx, busid));
     if (model)
         BK_CHECK(topo_node_set_model(r->t, idx, model));
-    r->extra[idx] = (struct extra){speed, TOPO_CPU_UNKNOWN};
+    r->extra[idx] = (struct extra){TOPO_CPU_UNKNOWN};
+    n->nic_gbps = speed; /* 0: unknown */
     if (kind == TOPO_GPU) {
         n->gpu_order = r->ngpus++;
         n->nvlink_gen = topo_gpu_model_gen(model);
@@ -553,8 +442,8 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
     } else if (kind == TOPO_CPU) {
         n->socket = (int)socket;
         r->extra[idx].fam = topo_cpu_family_of(
-            a.at[AT_VENDOR] ? tok_value(a.at[AT_VENDOR]) : NULL, (int)family, (int)cpumodel, model,
-            a.at[AT_ARCH] ? tok_value(a.at[AT_ARCH]) : NULL);
+            a.at[AT_VENDOR] ? lex_value(a.at[AT_VENDOR]) : NULL, (int)family, (int)cpumodel, model,
+            a.at[AT_ARCH] ? lex_value(a.at[AT_ARCH]) : NULL);
     }
     r->section_nodes++;
     return BK_OK;
@@ -609,22 +498,22 @@ static enum bk_status stmt_link(struct reader *r)
     struct topo *t = r->t;
     int end[2];
     for (int k = 0; k < 2; k++)
-        if ((end[k] = topo_find(t, r->toks[1 + k].text)) < 0)
-            return err(r, r->toks[1 + k].col,
+        if ((end[k] = topo_find(t, r->lx.toks[1 + k].text)) < 0)
+            return err(r, r->lx.toks[1 + k].col,
                        "link to undeclared node '%s' (declare nodes before the links that use "
                        "them)",
-                       r->toks[1 + k].text);
+                       r->lx.toks[1 + k].text);
     if (end[0] == end[1])
-        return err(r, r->toks[2].col, "link from '%s' to itself", r->toks[1].text);
+        return err(r, r->lx.toks[2].col, "link from '%s' to itself", r->lx.toks[1].text);
     const struct topo_node *na = &t->nodes[end[0]], *nb = &t->nodes[end[1]];
     struct pend_link l = {end[0], end[1], default_kind(na->kind, nb->kind), 1, 0, 0, 0, 0,
-                          DIAG_AT(r->line, r->toks[0].col)};
-    int kcol = r->toks[2].col;
+                          DIAG_AT(r->lx.line, r->lx.toks[0].col)};
+    int kcol = r->lx.toks[2].col;
     if (a.at[AT_KIND]) {
         kcol = a.at[AT_KIND]->vcol;
-        if (!topo_link_kind_parse(tok_value(a.at[AT_KIND]), &l.kind))
+        if (!topo_link_kind_parse(lex_value(a.at[AT_KIND]), &l.kind))
             return err(r, kcol, "unknown link kind '%s' (nvlink, pcie, smp or net)",
-                       tok_value(a.at[AT_KIND]));
+                       lex_value(a.at[AT_KIND]));
     }
     const char *kn = topo_link_kind_name(l.kind);
     const char *why = kind_forbids(l.kind, na->kind, nb->kind);
@@ -684,13 +573,12 @@ static enum bk_status stmt_link(struct reader *r)
     return BK_OK;
 }
 
-static enum bk_status statement(struct reader *r, const char *s, size_t n)
+/* The statement on the lexer's current line. */
+static enum bk_status statement(struct reader *r)
 {
-    BK_CHECK(check_bytes(r, (const unsigned char *)s, n));
-    BK_CHECK(tokenize(r, s, n));
-    if (!r->ntoks)
+    if (!r->lx.ntoks)
         return BK_OK;
-    const char *kw = r->toks[0].text;
+    const char *kw = r->lx.toks[0].text;
     enum topo_node_kind nk;
     if (strcmp(kw, "link") == 0)
         return stmt_link(r);
@@ -700,7 +588,7 @@ static enum bk_status statement(struct reader *r, const char *s, size_t n)
         return stmt_server(r);
     if (strcmp(kw, "topology") == 0)
         return stmt_topology(r);
-    return err(r, r->toks[0].col,
+    return err(r, r->lx.toks[0].col,
                "unknown statement '%s' (expected topology, server, gpu, nvswitch, pcie-switch, "
                "cpu, nic, net-switch or link)",
                kw);
@@ -768,7 +656,7 @@ static enum bk_status add_links(struct reader *r)
             case TOPO_PCIE: fwd = topo_rate_pcie(rates, l->gen, l->width) * l->count; break;
             case TOPO_SMP: fwd = topo_rate_smp(rates, r->extra[l->a].fam) * l->count; break;
             default: {
-                double sa = r->extra[l->a].nic_gbps, sb = r->extra[l->b].nic_gbps;
+                double sa = t->nodes[l->a].nic_gbps, sb = t->nodes[l->b].nic_gbps;
                 double s = sa > 0 && sb > 0 ? (sa < sb ? sa : sb) : sa > 0 ? sa : sb;
                 fwd = (s > 0 ? s : rates->net) * l->count;
                 break;
@@ -789,26 +677,18 @@ enum bk_status topo_read_text(const struct input *in, const struct topo_read_opt
     struct reader r;
     memset(&r, 0, sizeof r);
     r.in = in, r.o = o, r.t = t, r.d = d;
-    const char *p = in->data, *end = in->data + in->len;
-    if (in->len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
-        p += 3; /* a UTF-8 byte order mark; columns count from after it */
+    lex_init(&r.lx, in, d);
     enum bk_status st = BK_OK;
-    while (p < end && st == BK_OK) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *eol = nl ? nl : end;
-        size_t n = (size_t)(eol - p);
-        if (n > 0 && p[n - 1] == '\r')
-            n--; /* CRLF line ends */
-        r.line++; /* at most 64 MiB of input: no overflow */
-        st = statement(&r, p, n);
-        p = eol + 1;
+    for (int more = 1; st == BK_OK && more;) {
+        st = lex_next(&r.lx, &more);
+        if (st == BK_OK && more)
+            st = statement(&r);
     }
     if (st == BK_OK) {
         warn_empty_section(&r);
         st = add_links(&r);
     }
-    free(r.buf);
-    free(r.toks);
+    lex_free(&r.lx);
     free(r.extra);
     free(r.links);
     free(r.section_name);

@@ -21,7 +21,8 @@ FUZZ_LIBS = tests/fuzz/libfuzzplanner.a $(HWLOC_LIBS) $(LIBXML_LIBS) $(GLPK_LIBS
 FUZZ_PLANNER_SRCS = \
 	planner/diag.c planner/strbuf.c planner/input.c \
 	planner/topo.c planner/topo_canon.c planner/topo_rates.c planner/topo_read.c \
-	planner/topo_text.c planner/topo_hwloc.c planner/hwloc_precheck.c planner/topo_nccl.c \
+	planner/topo_text.c planner/text_lex.c planner/topo_cluster.c planner/topo_join.c \
+	planner/topo_hwloc.c planner/hwloc_precheck.c planner/topo_nccl.c \
 	planner/topo_smi.c \
 	planner/xml_safe.c \
 	planner/tmpl.c planner/tmpl_parse.c planner/tmpl_escape.c planner/tmpl_value.c

@@ -211,3 +211,49 @@ Test(badinput, output_to_a_pipe_is_written_in_place)
     rmdir(path);
     free(fifo);
 }
+
+/* Cluster files: their own errors at the cluster file's LINE:COL; a server file that cannot be
+ * read, or cannot be a server, at its `server` line; an error inside a server file at that
+ * file's position, with a note at the `server` line. */
+Test(badinput, cluster_files)
+{
+    char *dgx = tu_src_path("topologies/dgx1v.topo");
+    char *four = tu_src_path("topologies/cluster-4x-dgx1v.topo");
+    const char *bad_text = "gpu a\ngpu b\nlink a b bogus=1\n";
+    char *bad = tu_temp_file(".topo", bad_text, strlen(bad_text));
+    struct {
+        char *text;
+        const char *where, *what;
+    } cases[] = {
+        {bk_asprintf("cluster c\nserver a %s\nserver b nosuch.topo\n", dgx), ":3:10: error: ",
+         "server 'b': cannot read '/tmp/nosuch.topo': cannot open"},
+        {bk_asprintf("cluster c\nserver a %s\n", dgx), ":1:1: error: ", "the cluster has 1 server"},
+        {bk_asprintf("cluster c\nserver a.b %s\n", dgx), ":2:8: error: ", "cannot contain '.'"},
+        {bk_asprintf("cluster c\nserver a %s\nserver a %s\n", dgx, dgx), ":3:8: error: ",
+         "already named on line 2"},
+        {bk_asprintf("cluster c\nnic-speed fast\n"), ":2:11: error: ", "bad bandwidth 'fast'"},
+        {bk_asprintf("cluster c\nserver a %s extra\n", dgx), ":2:", "unexpected 'extra'"},
+        {bk_asprintf("cluster c\ngpu g0\n"), ":2:1: error: ", "unknown statement 'gpu'"},
+        {bk_asprintf("cluster c\nserver a %s\nserver b %s\n", four, dgx), ":2:10: error: ",
+         "describes 4 servers"},
+        {bk_asprintf("cluster c\nserver a %s\nserver b %s\n", bad, dgx), ":2:10: note: ",
+         "in server 'a'"},
+        {bk_asprintf("cluster c\nserver a -\n"), ":2:10: error: ", "standard input"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        EXPECT(".cluster", cases[i].text, 1, cases[i].where, cases[i].what);
+        free(cases[i].text);
+    }
+    /* An error inside the server file names that file's own position. */
+    char *text = bk_asprintf("cluster c\nserver a %s\nserver b %s\n", bad, dgx);
+    char *bad_at = bk_asprintf("%s:3:10: error: ", bad);
+    expect_error(".cluster", text, strlen(text), NULL, NULL, 1, NULL, bad_at);
+    /* --format cluster on a .topo file, and a cluster file as a server: refused. */
+    expect_error(".topo", "gpu a\n", 6, "--format", "cluster", 1, ":1:1: error: ",
+                 "a cluster file starts with 'cluster NAME'");
+    char *inner = tu_temp_file(".cluster", text, strlen(text));
+    char *outer = bk_asprintf("cluster c\nserver a %s\nserver b %s\n", inner, dgx);
+    EXPECT(".cluster", outer, 1, ":2:10: error: ", "is a cluster file");
+    unlink(inner), unlink(bad);
+    free(outer), free(inner), free(bad_at), free(text), free(bad), free(four), free(dgx);
+}

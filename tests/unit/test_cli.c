@@ -31,15 +31,24 @@ Test(cli, help_and_version_go_to_stdout_and_exit_0)
 
 Test(cli, usage_errors_exit_2_with_a_hint)
 {
-    const char *const cases[][3] = {
-        {"--no-such-option", NULL, NULL},
+    const char *const cases[][5] = {
+        {"--no-such-option", NULL},
         {"--format", "yaml", NULL},
         {"--gpus", "0,,1", NULL},
         {"--gpus", "a", NULL},
         {"--gpu-model", "K80", NULL},
         {"--link-rate", "nvlink9=3", NULL},
         {"a.topo", "b.topo", NULL},
-        {"--plan-json", NULL, NULL},
+        {"--plan-json", NULL},
+        {"--servers", "1", NULL},
+        {"--servers", "1025", NULL},
+        {"--servers", "4x", NULL},
+        {"--servers", "2.5", NULL},
+        {"--nic-gbps", "100", NULL},                  /* without --servers */
+        {"--servers", "2", "--nic-gbps", "0", NULL},
+        {"--servers", "2", "--nic-gbps", "100Gb/s", NULL},
+        {"--servers", "2", "builtin:pcie8", NULL},    /* no NIC */
+        {"--servers", "2", "builtin:cluster-4x-dgx1v", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tu_run r;
@@ -158,4 +167,22 @@ Test(cli, print_topology_uses_the_smi_legend)
     cr_assert(strstr(r.out, "GPU0    X      NV1    NV1    NV2"), "%s", r.out);
     cr_assert(strstr(r.out, "gpu0     -> gpu3     nvlink  x2   50.0 GB/s"), "%s", r.out);
     tu_run_free(&r);
+}
+
+/* --servers and --nic-gbps say what is wrong (the exit codes are checked above). */
+Test(cli, servers_errors_say_why)
+{
+    const char *const cases[][5] = {
+        {"--servers", "1", NULL, "'1' is not a whole number of servers from 2 to 1024"},
+        {"--nic-gbps", "100", NULL, "--nic-gbps goes with --servers"},
+        {"--servers", "2", "builtin:pcie8", "it has no NIC"},
+        {"--servers", "2", "builtin:cluster-4x-dgx1v", "it describes 4 servers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tu_run r;
+        tu_run_blinkc(&r, (const char *const[]){cases[i][0], cases[i][1], cases[i][2], NULL});
+        cr_assert_eq(r.status, 2, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, cases[i][3]), "case %zu: %s", i, r.err);
+        tu_run_free(&r);
+    }
 }

@@ -2,13 +2,16 @@
 /*
  * test_cluster.c - several servers: Blink's three phases composed into cluster trees. The trees
  * are checked by the independent plan-file checker, and the rates against cut values worked
- * out here by hand from the fixture's facts (topologies/cluster-4x-dgx1v.topo).
+ * out here by hand from the fixture's facts (topologies/cluster-4x-dgx1v.topo). The same
+ * cluster built by --servers and by a cluster file must give that fixture's plan file.
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "strbuf.h"
 #include "testutil.h"
 
 /* Each DGX-1V server reaches the network through four NICs, each behind a PCIe Gen3 x16 link
@@ -109,4 +112,103 @@ Test(cluster, pcie_only_server_is_planned_flat)
     cr_assert_null(ps.cluster);
     plan_set_free(&ps);
     topo_free(&t);
+}
+
+/* The plan file of blinkc's run on `topology` with args (broadcast and reduce from rank 0
+ * only, which keeps every collective but a thirtieth of the work); caller frees. */
+static char *plan_json(const char *topology, const char *const *args)
+{
+    char *path = tu_src_path(topology);
+    const char *argv[16] = {"-q", "--root", "0", "--plan-json", "-"};
+    int n = 5;
+    while (*args)
+        argv[n++] = *args++;
+    argv[n++] = path;
+    argv[n] = NULL;
+    struct tu_run r;
+    tu_run_blinkc(&r, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *out = r.out;
+    r.out = NULL;
+    tu_run_free(&r);
+    free(path);
+    return out;
+}
+
+/* The model of the cluster file says where every GPU is: server by server, gpuN being GPU
+ * N % 8 of server N / 8, and an allocation keeps both numbers. */
+static void expect_places(const char *path)
+{
+    struct topo t, alloc;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_file(path, TOPO_FMT_AUTO, "V100", &t, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    cr_assert_str_eq(t.format, "cluster");
+    cr_assert_str_eq(t.name, "cluster-4x-dgx1v");
+    cr_assert_eq(t.nservers, SERVERS);
+    cr_assert_eq(t.ngpus, GPUS);
+    for (int g = 0; g < GPUS; g++) {
+        char prefix[8];
+        snprintf(prefix, sizeof prefix, "s%d.", g / 8);
+        cr_assert_eq(t.nodes[g].server, g / 8);
+        cr_assert_eq(t.nodes[g].local_gpu, g % 8);
+        cr_assert(strncmp(t.nodes[g].name, prefix, 3) == 0, "%s", t.nodes[g].name);
+    }
+    cr_assert_eq(tu_count_nodes(&t, TOPO_NET_SWITCH), 1);
+    cr_assert_eq(tu_count_links(&t, TOPO_NET), 2 * 16);
+    for (int i = 0; i < t.nlinks; i++)
+        if (t.links[i].kind == TOPO_NET)
+            cr_assert_float_eq(t.links[i].gbps, 12.5, 1e-9);
+    static const int gpus[] = {10, 9, 27};
+    cr_assert_eq(topo_restrict(&t, gpus, 3, &alloc, &d), BK_OK);
+    cr_assert_str_eq(alloc.nodes[0].id, "gpu10");
+    cr_assert_eq(alloc.nodes[0].server, 1);
+    cr_assert_eq(alloc.nodes[0].local_gpu, 2);
+    cr_assert_eq(alloc.nodes[2].server, 3);
+    cr_assert_eq(alloc.nodes[2].local_gpu, 3);
+    topo_free(&alloc);
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/*
+ * The hand-written cluster, made two other ways, gives the same plan file:
+ *  - --servers 4 of the one-server file: the whole file (ids, servers, bus ids, every link's
+ *    rate, every tree, bound and ring rate) but for the network switch's name (ib0 by hand);
+ *  - the cluster file naming one DGX-1V in each of the four formats: the same links and
+ *    broadcast plan (node lines differ by what each format records: names, bus ids, models).
+ *    It is joined by the same code as --servers, so its links are what this checks; one cheap
+ *    plan shows they plan alike without a third full planning run (slow under valgrind).
+ */
+Test(cluster, servers_option_and_cluster_file_give_the_hand_written_plan)
+{
+    char *hand = plan_json("topologies/cluster-4x-dgx1v.topo", (const char *const[]){NULL});
+    char *made = plan_json("topologies/dgx1v.topo",
+                           (const char *const[]){"--servers", "4", "--nic-gbps", "100", NULL});
+    const char *ib = "\"name\": \"ib0\"";
+    char *sw = strstr(hand, ib);
+    cr_assert_not_null(sw);
+    struct strbuf want;
+    sb_init(&want);
+    sb_printf(&want, "%.*s\"name\": \"net0\"%s", (int)(sw - hand), hand, sw + strlen(ib));
+    cr_assert_str_eq(made, want.data);
+    /* and it is the plan of the cut values above: allreduce bounded by 32 GB/s */
+    cr_assert(strstr(made, "\"bound_gbps\": 32.0,"));
+    sb_free(&want);
+    free(made), free(hand);
+
+    hand = plan_json("topologies/cluster-4x-dgx1v.topo",
+                     (const char *const[]){"--collective", "broadcast", NULL});
+    made = plan_json("tests/data/cluster/4x-dgx1v.cluster",
+                     (const char *const[]){"--gpu-model", "V100", "--collective", "broadcast",
+                                           NULL});
+    const char *a = strstr(made, "\"links\": ["), *b = strstr(hand, "\"links\": [");
+    cr_assert(a && b);
+    cr_assert_str_eq(a, b);
+    cr_assert(strstr(a, "\"collective\": \"broadcast\""));
+    free(made), free(hand);
+    char *path = tu_src_path("tests/data/cluster/4x-dgx1v.cluster");
+    expect_places(path);
+    free(path);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * test_detect.c - format detection looks at content only: XML roots, smi headers in their
- * dialects, .topo keywords; and refuses what is none of them.
+ * dialects, .topo keywords, the cluster file's; and refuses what is none of them.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -56,6 +56,9 @@ Test(detect, topo_text)
     diag_init(&d);
     cr_assert_eq(detect("# a box\n\ntopology demo\ngpu g0\n", &d), TOPO_FMT_TEXT);
     cr_assert_eq(detect("link a b\n", &d), TOPO_FMT_TEXT);
+    /* A cluster file's first statement is its own keyword; "server" alone is a .topo one. */
+    cr_assert_eq(detect("# lab\ncluster lab\nserver a a.topo\n", &d), TOPO_FMT_CLUSTER);
+    cr_assert_eq(detect("server a\ngpu g\n", &d), TOPO_FMT_TEXT);
     cr_assert_eq(d.nerrors, 0);
     diag_free(&d);
 }
@@ -74,8 +77,8 @@ Test(detect, refusals)
 
 Test(detect, format_names_round_trip)
 {
-    const char *names[] = {"text", "hwloc", "nccl", "smi"};
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {"text", "hwloc", "nccl", "smi", "cluster"};
+    for (int i = 0; i < 5; i++) {
         enum topo_format f;
         cr_assert(topo_format_parse(names[i], &f));
         cr_assert_str_eq(topo_format_name(f), names[i]);

@@ -83,6 +83,8 @@ Test(nccl, dgx1v_reference_graph)
         snprintf(nic, sizeof nic, "nic%d", k), snprintf(name, sizeof name, "mlx5_%d", k);
         cr_expect_str_eq(node_name(&t, nic), name);
         cr_expect_str_eq(t.nodes[topo_find(&t, name)].busid, nic_bus[k]);
+        /* <net speed="100000">: NCCL writes Mb/s; the model keeps the line rate in GB/s. */
+        cr_expect_float_eq(t.nodes[topo_find(&t, name)].nic_gbps, 12.5, 1e-9);
     }
     topo_free(&t);
     diag_free(&d);

@@ -319,6 +319,7 @@ Test(text, cluster_of_four_dgx1v)
     cr_assert_eq(tu_count_links(&t, TOPO_NET), 32);
     for (int g = 0; g < 32; g++) {
         cr_assert_eq(t.nodes[g].server, g / 8);
+        cr_assert_eq(t.nodes[g].local_gpu, g % 8);
         int n;
         double bw;
         nvlinks_of(&t, g, &n, &bw);
@@ -328,6 +329,7 @@ Test(text, cluster_of_four_dgx1v)
     for (int j = 0; j < 16; j++) {
         snprintf(a, sizeof a, "nic%d", j);
         cr_assert_eq(t.nodes[tu_node(&t, a)].server, j / 4);
+        cr_assert_float_eq(t.nodes[tu_node(&t, a)].nic_gbps, 12.5, 1e-9);
         expect_link(&t, a, "netsw0", TOPO_NET, 1, 12.5);
         expect_link(&t, "netsw0", a, TOPO_NET, 1, 12.5);
     }
