@@ -65,32 +65,26 @@ static int device_of(const struct topo *t, int k)
 /*
  * Where each rank runs: dev[r] its device and srv[r] its server, servers numbered 0.. in the
  * topology's order among those with GPUs of the allocation. On one server a device is its
- * ordinal; in a cluster it is numbered within its server, from the server's first GPU of the
- * allocation, since that is what a rank there sees (BLINK_DEVICE, CUDA's ordinal). Returns the
- * number of servers.
+ * ordinal; in a cluster it is its number within its server (what a rank there sees as
+ * BLINK_DEVICE or CUDA's ordinal). Returns the number of servers.
  */
 static int rank_places(const struct topo *t, int *dev, int *srv)
 {
     int n = t->ngpus, nservers = 0;
     for (int r = 0; r < n; r++) {
         int k = topo_gpu_node(t, r);
-        dev[r] = k >= 0 ? device_of(t, k) : r;
+        dev[r] = k < 0 ? r : t->nservers > 1 && t->nodes[k].local_gpu >= 0
+                             ? t->nodes[k].local_gpu : device_of(t, k);
         srv[r] = k >= 0 ? t->nodes[k].server : 0;
     }
     for (int s = 0; s < t->nservers; s++) {
-        int first = -1;
-        for (int r = 0; r < n; r++)
-            if (srv[r] == s && (first < 0 || dev[r] < first))
-                first = dev[r];
-        if (first < 0)
-            continue; /* no GPU of the allocation there */
+        int used = 0;
         for (int r = 0; r < n; r++)
             if (srv[r] == s) {
                 srv[r] = -1 - nservers; /* renumbered, told apart from the indices left */
-                if (t->nservers > 1)
-                    dev[r] -= first;
+                used = 1;
             }
-        nservers++;
+        nservers += used;
     }
     for (int r = 0; r < n; r++)
         srv[r] = -1 - srv[r];

@@ -135,6 +135,8 @@ tests/nccl/nccl_client: $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_DEPS)
 	$(AM_V_CCLD)mkdir -p tests/nccl && $(MPICC) -std=c11 $(WARN_CFLAGS) -O2 \
 		-D_POSIX_C_SOURCE=200809L -o $@ $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_NCCL)
 
+MPI_JOB_SOURCES = tests/unit/mpi_job.c tests/unit/mpi_job.h
+tests_unit_test_nccl_mpi_SOURCES = tests/unit/test_nccl_mpi.c $(MPI_JOB_SOURCES)
 tests_unit_test_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) \
 	-DDROPIN_DGX1V='"$(abs_builddir)/runtime/libblink-nccl-host.so"' \
 	-DDROPIN_DGX1P='"$(abs_builddir)/tests/nccl/libblink-nccl-host-dgx1p.so"' \
@@ -143,14 +145,52 @@ tests_unit_test_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) \
 tests_unit_test_nccl_mpi_LDADD = $(CRITERION_LIBS)
 tests_unit_test_nccl_mpi_DEPENDENCIES = runtime/libblink-nccl-host.so $(DROPIN_TESTS)
 if HAVE_MPI
-tests_unit_test_nccl_mpi_CPPFLAGS += -DNCCL_CLIENT='"$(abs_builddir)/tests/nccl/nccl_client"' \
-	-DMPIRUN='"$(MPIRUN)"'
+MPI_JOB_FLAGS = -DNCCL_CLIENT='"$(abs_builddir)/tests/nccl/nccl_client"' -DMPIRUN='"$(MPIRUN)"'
 tests_unit_test_nccl_mpi_DEPENDENCIES += tests/nccl/nccl_client
 else
-tests_unit_test_nccl_mpi_CPPFLAGS += -DNCCL_CLIENT='"(not built: no mpicc)"'
+MPI_JOB_FLAGS = -DNCCL_CLIENT='"(not built: no mpicc)"'
 endif
+tests_unit_test_nccl_mpi_CPPFLAGS += $(MPI_JOB_FLAGS)
 if HAVE_NCCL
 tests_unit_test_nccl_mpi_CPPFLAGS += -DREAL_NCCL='"$(NCCL_LIBDIR)/libnccl.so.2"'
+endif
+
+# test_cluster_mpi: cluster plans of DGX-1V servers (blinkc --servers), the servers emulated
+# here by BLINK_SERVER; it also links the 2 x 4 source itself, to read the plan's tables.
+UNIT_TESTS += tests/unit/test_cluster_mpi
+CLUSTER_GEN = tests/nccl/cluster_2x4.cu tests/nccl/cluster_4x3.cu tests/nccl/cluster_2x8.cu
+CLUSTER_DROPINS = tests/nccl/libblink-nccl-host-2x4.so tests/nccl/libblink-nccl-host-4x3.so \
+	tests/nccl/libblink-nccl-host-2x8.so
+CLEANFILES += $(CLUSTER_GEN) $(CLUSTER_DROPINS) tests/nccl/cluster_2x4.$(OBJEXT)
+tests/nccl/cluster_2x4.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/nccl && planner/blinkc -q builtin:dgx1v --servers 2 \
+		--gpus 0-3,8-11 -o $@
+tests/nccl/cluster_4x3.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/nccl && planner/blinkc -q builtin:dgx1v --servers 4 \
+		--gpus 0-2,8-10,16-18,24-26 -o $@
+tests/nccl/cluster_2x8.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/nccl && planner/blinkc -q builtin:dgx1v --servers 2 -o $@
+tests/nccl/libblink-nccl-host-2x4.so: tests/nccl/cluster_2x4.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+tests/nccl/libblink-nccl-host-4x3.so: tests/nccl/cluster_4x3.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+tests/nccl/libblink-nccl-host-2x8.so: tests/nccl/cluster_2x8.cu runtime/libblink-nccl-host.a
+	$(dropin_host)
+tests/nccl/cluster_2x4.$(OBJEXT): tests/nccl/cluster_2x4.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=cluster_2x4_init -DblinkCommInitRank=cluster_2x4_rank \
+		-DblinkPlanLibrary=cluster_2x4_lib -o $@ tests/nccl/cluster_2x4.cu
+tests_unit_test_cluster_mpi_SOURCES = tests/unit/test_cluster_mpi.c $(MPI_JOB_SOURCES)
+tests_unit_test_cluster_mpi_CPPFLAGS = $(RT_TEST_CPPFLAGS) $(MPI_JOB_FLAGS) \
+	-DDROPIN_2X4='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x4.so"' \
+	-DDROPIN_4X3='"$(abs_builddir)/tests/nccl/libblink-nccl-host-4x3.so"' \
+	-DDROPIN_2X8='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x8.so"' \
+	-DSAN_PRELOAD='"$(SAN_PRELOAD)"'
+tests_unit_test_cluster_mpi_LDADD = tests/nccl/cluster_2x4.$(OBJEXT) runtime/libblinkrt-host.a \
+	$(RT_NET_LIBS) $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
+tests_unit_test_cluster_mpi_DEPENDENCIES = tests/nccl/cluster_2x4.$(OBJEXT) \
+	runtime/libblinkrt-host.a $(CLUSTER_DROPINS)
+if HAVE_MPI
+tests_unit_test_cluster_mpi_DEPENDENCIES += tests/nccl/nccl_client
 endif
 
 # test_nccl_api: one process, NCCL's API only, linked against the host drop-in.

@@ -342,7 +342,8 @@ static int remote_ready(struct worker *w, int q)
         return 1;
     char why[BK_MSG_MAX];
     pthread_mutex_lock(&x->net_mu);
-    int t = x->desc_seq[q] == seq ? 2 : bk_net_test(&x->desc_req[q], NULL, NULL, why, sizeof why);
+    int t = x->desc_seq[q] == seq ? 2
+                                  : bk_net_test(&x->desc_req[2 * q], NULL, NULL, why, sizeof why);
     uint64_t theirs[BK_DESC_WORDS];
     memcpy(theirs, x->desc_in + (size_t)q * BK_DESC_WORDS, sizeof theirs);
     if (t == 1 && memcmp(theirs, mine, sizeof theirs) == 0)

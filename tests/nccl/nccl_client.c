@@ -10,6 +10,8 @@
  * Other modes: one NCCL call that must fail with a given code (-X), and a split communicator
  * (--split). It compiles against NVIDIA's nccl.h and against runtime/nccl/nccl.h alike, so it
  * may use no name that only one of them has; it never learns which library it runs on.
+ * For the fault tests, NCCL_CLIENT_FAULT=absent keeps a rank from joining and =exit makes it
+ * exit (status 3) right after joining.
  * Usage: nccl_client --help. Exit status: 0 all right, 1 wrong results or errors, 2 usage.
  */
 #include <errno.h>
@@ -989,13 +991,23 @@ int main(int argc, char **argv)
     struct ctx cx = {NULL, world_rank, n, world, o.seed};
     struct bufs b = {NULL, NULL, NULL, NULL};
     ncclResult_t res;
-    if (msg.res == ncclSuccess && (res = ncclCommInitRank(&cx.comm, n, msg.id, world_rank))) {
+    /* Faults for the tests: a rank that never joins, or one that dies after joining. */
+    const char *fault = getenv("NCCL_CLIENT_FAULT");
+    int absent = fault && strcmp(fault, "absent") == 0;
+    if (absent)
+        printf("rank %d: NCCL_CLIENT_FAULT=absent: not joining\n", world_rank);
+    else if (msg.res == ncclSuccess && (res = ncclCommInitRank(&cx.comm, n, msg.id, world_rank))) {
         nccl_failed(NULL, "ncclCommInitRank", res);
         cx.comm = NULL;
     }
-    if (all_ok() && check_comm(cx.comm, n, world_rank, "ncclCommInitRank"))
+    if (fault && strcmp(fault, "exit") == 0) {
+        printf("rank %d: NCCL_CLIENT_FAULT=exit: exiting\n", world_rank);
+        fflush(stdout);
+        _Exit(3);
+    }
+    if (all_ok() && !absent && check_comm(cx.comm, n, world_rank, "ncclCommInitRank"))
         alloc_bufs(&b, need_bytes(&o, n));
-    if (all_ok()) {
+    if (all_ok() && !absent) {
         if (o.xfail) {
             run_xfail(&cx, &b, &o);
         } else {
