@@ -55,11 +55,12 @@ static void say_info(blinkComm_t c)
     size_t slots = c->layout.slot_bytes ? (c->layout.seg_bytes[c->prank] -
                                            c->layout.slots_off[c->prank]) / c->layout.slot_bytes : 0;
     fprintf(stderr, "blink INFO rank %d/%d: plan rank %d of '%s' (fingerprint %s), device %d "
-            "(physical %d, bus %s) on %s pid %d; %d stream%s, %d thread%s; staging %zu bytes "
-            "(%zu slots of %zu bytes); timeout %g s\n", c->rank, c->nranks, c->prank,
-            c->plan->topology ? c->plan->topology : "?",
+            "(physical %d, bus %s) of server %d, %d of %d peers there, on %s pid %d; %d "
+            "stream%s, %d thread%s; staging %zu bytes (%zu slots of %zu bytes); timeout %g s\n",
+            c->rank, c->nranks, c->prank, c->plan->topology ? c->plan->topology : "?",
             c->plan->fingerprint ? c->plan->fingerprint : "?", me->topo_dev, me->phys_dev,
-            me->busid[0] ? me->busid : "-", me->host, me->pid, c->nstreams,
+            me->busid[0] ? me->busid : "-", me->server, c->nranks - 1 - c->nremote,
+            c->nranks - 1, me->host, me->pid, c->nstreams,
             c->nstreams == 1 ? "" : "s", c->nworkers, c->nworkers == 1 ? "" : "s",
             c->layout.seg_bytes[c->prank], slots, c->layout.slot_bytes, c->env.timeout_s);
 }

@@ -157,9 +157,9 @@ static int heard_abort(struct bk_hx *x, char *msg, size_t len)
     char text[sizeof hdr(c, c->prank)->abort_msg] = "", why[128];
     struct bk_net_req req = {0};
     int done = 0;
+    double t0 = bk_now();
     if (bk_net_irecv(c->net, q, TAG_ABORT, text, sizeof text, &req, why, sizeof why) == 0)
-        for (double t0 = bk_now(); (done = bk_net_test(&req, NULL, NULL, why, sizeof why)) == 0 &&
-                                   bk_now() - t0 < 1;)
+        while ((done = bk_net_test(&req, NULL, NULL, why, sizeof why)) == 0 && bk_now() - t0 < 1)
             sched_yield();
     bk_net_drop(&req);
     text[sizeof text - 1] = '\0';
@@ -898,8 +898,8 @@ void bk_hx_stop(struct bk_hx *x)
     for (int q = 0; x->abort_req && q < x->c->nranks; q++) {
         /* An abort's few bytes leave at once; give them a moment, then let them go. */
         char why[64];
-        for (double t0 = bk_now(); bk_net_test(&x->abort_req[q], NULL, NULL, why, sizeof why) == 0 &&
-                                   bk_now() - t0 < 1;)
+        double t0 = bk_now();
+        while (bk_net_test(&x->abort_req[q], NULL, NULL, why, sizeof why) == 0 && bk_now() - t0 < 1)
             sched_yield();
         bk_net_drop(&x->abort_req[q]);
         bk_net_drop(&x->desc_req[2 * q]);
