@@ -5,10 +5,11 @@
  *
  *   blink-perf -C allreduce -b 8 -e 128M -f 2 -c 1 -o sum -d float
  *   blink-perf -N -C allreduce -D 0,2,3 -b 8 -e 1M -f 4
+ *   mpirun -np 8 ... blink-perf -M -C allreduce -b 8 -e 16M -f 4
  *
  * Its columns and footer are nccl-tests' (size, count, type, redop, root, time, algbw, busbw,
  * #wrong; "Out of bounds values", "Avg bus bandwidth"). It links one generated source and one
- * runtime backend, and runs the ranks one of two ways:
+ * runtime backend, and runs the ranks one of three ways:
  *  - threads (default): blinkCommInitAll, and every rank driven from this thread between
  *    blinkGroupStart and blinkGroupEnd, as nccl-tests does with -t 1 -g N;
  *  - processes (-N), as a job launcher runs them: blinkGetUniqueId here, then one child per
@@ -16,8 +17,14 @@
  *    blinkCommInitRank, allocates only its own buffers and times its own calls. Children send
  *    their times and wrong counts up a pipe; this process prints the slowest rank's time and
  *    every rank's wrong elements. A child that dies, or no rank progressing for
- *    BLINK_TIMEOUT_S plus a margin, makes it kill the others: a run never hangs.
- * Both ways run the same per-rank code (fill, call, check), so they check the same values.
+ *    BLINK_TIMEOUT_S plus a margin, makes it kill the others: a run never hangs;
+ *  - MPI (-M, only where the build defines BLINK_PERF_MPI): this process is one rank of an
+ *    mpirun job, as a cluster plan runs across servers. MPI rank 0 makes the unique id and
+ *    broadcasts it, every rank joins with blinkCommInitRank (its server: BLINK_SERVER, else
+ *    the host name; its device: BLINK_DEVICE, or its entry of -D), and after each half-row
+ *    MPI_Reduce brings the slowest time and the sum of wrong elements to rank 0, which prints.
+ *    Every rank exits with the job's worst status (MPI_Allreduce) and calls MPI_Finalize.
+ * All ways run the same per-rank code (fill, call, check), so they check the same values.
  * Exit status: 0 when every element was right, 1 when some were wrong or a call or a rank
  * failed, 2 for a usage error.
  *
@@ -39,6 +46,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef BLINK_PERF_MPI
+#include <mpi.h>
+#endif
 
 #include "blink.h"
 #include "blink_plan.h" /* blinkrtCommStats */
@@ -68,6 +79,9 @@ struct opts {
     blinkDataType_t type;
     blinkRedOp_t op;
     int procs;                 /* -N: a process per rank instead of one thread for all */
+    int mpi;                   /* -M: this process is one rank of an MPI job */
+    int ranks_given;           /* -g or -D was given (-M: must match the job's size) */
+    int servers;               /* -M: the job's distinct servers, for the header */
 };
 
 /* ---------------------------------------------------------------- the backend's memory */
@@ -511,8 +525,12 @@ static void print_header(const struct opts *o, const struct blinkrt_stats *st)
            coll_names[o->coll], o->ndev, BACKEND_NAME, o->min_bytes, o->max_bytes,
            o->step_bytes ? (double)o->step_bytes : o->factor, o->step_bytes ? "(bytes)" : "(factor)",
            o->warmup, o->iters, o->check);
-    printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
-           o->procs ? "one process per rank" : "one thread drives all, grouped");
+    if (o->mpi)
+        printf("#  Ranks as MPI processes: %d (one per rank, %d server%s)\n", o->ndev,
+               o->servers, o->servers == 1 ? "" : "s");
+    else
+        printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
+               o->procs ? "one process per rank" : "one thread drives all, grouped");
     printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n#\n", st->streams,
            st->threads, st->staging_bytes);
     printf("#                                                        out-of-place                    "
@@ -872,6 +890,167 @@ static int run_procs(const struct opts *o)
     return ok && t.wrong == 0 ? 0 : 1;
 }
 
+/* ---------------------------------------------------------------- ranks as MPI processes */
+
+#ifdef BLINK_PERF_MPI
+struct mpi_ctx {
+    const struct opts *o;
+    const struct local *l;
+    int me;                     /* this process's MPI rank, the communicator's rank too */
+};
+
+/* Half a row on this rank, then the job's: the slowest time and all wrong elements (on rank
+ * 0). Every rank makes the same MPI calls whatever happened, and all learn whether a rank
+ * failed: 0 then, on every rank. */
+static int mpi_half(void *ctx, size_t count, int in_place, struct half *h)
+{
+    const struct mpi_ctx *c = ctx;
+    struct half mine = {0, 0};
+    int bad = !measure(c->o, c->l, count, in_place, &mine), any = bad;
+    if (bad)
+        fprintf(stderr, "blink-perf: rank %d: %s\n", c->me, blinkGetLastError(NULL));
+    *h = mine;
+    MPI_Reduce(&mine.us, &h->us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine.wrong, &h->wrong, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return !any;
+}
+
+/* The sweep on a rank other than 0: the same halves in the same order, nothing printed. */
+static int mpi_sweep(const struct opts *o, struct mpi_ctx *c)
+{
+    size_t bytes = o->min_bytes;
+    do {
+        size_t count, shown;
+        row_size(o, bytes, &count, &shown);
+        for (int in_place = 0; in_place < 2; in_place++) {
+            struct half h;
+            if (!mpi_half(c, count, in_place, &h))
+                return 0;
+        }
+    } while (next_size(o, &bytes));
+    return 1;
+}
+
+#define SERVER_CHARS 64
+
+/* The job's distinct servers, as the ranks name them (BLINK_SERVER, else the host name); on
+ * rank 0 only. */
+static int mpi_servers(int me, int size)
+{
+    static char all[MAX_RANKS][SERVER_CHARS];
+    char mine[SERVER_CHARS] = "";
+    const char *env = getenv("BLINK_SERVER");
+    if (env && *env)
+        snprintf(mine, sizeof mine, "%s", env);
+    else if (gethostname(mine, sizeof mine - 1) != 0)
+        mine[0] = '\0';
+    MPI_Gather(mine, SERVER_CHARS, MPI_CHAR, all, SERVER_CHARS, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int n = 0;
+    for (int r = 0; me == 0 && r < size; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++)
+            seen = strncmp(all[q], all[r], SERVER_CHARS) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
+/* This rank: join the others, then every row. Its exit status (the job's is the worst). */
+static int mpi_rank(struct opts *o, int me, int size)
+{
+    o->servers = mpi_servers(me, size);
+    struct {
+        blinkUniqueId id;
+        int ok;
+    } made;
+    memset(&made, 0, sizeof made);
+    if (me == 0) {
+        blinkResult_t res = blinkGetUniqueId(&made.id);
+        made.ok = res == blinkSuccess;
+        if (!made.ok)
+            fprintf(stderr, "blink-perf: rank 0: blinkGetUniqueId: %s: %s\n",
+                    blinkGetErrorString(res), blinkGetLastError(NULL));
+    }
+    MPI_Bcast(&made, (int)sizeof made, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!made.ok)
+        return 1;
+    struct local l;
+    memset(&l, 0, sizeof l);
+    l.n = 1;
+    l.rank[0].rank = me;
+    /* -D names each rank's device; else BLINK_DEVICE (as mpirun -x sets it) says it. */
+    char env[16];
+    const char *dev_env = getenv("BLINK_DEVICE");
+    int dev = o->ndevices ? o->devices[me] : dev_env ? atoi(dev_env) : 0;
+    snprintf(env, sizeof env, "%d", dev);
+    int placed = 1;
+    if (o->ndevices)
+        placed = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(dev);
+    else if (dev_env)
+        placed = dev_select(dev);
+    blinkResult_t res = placed ? blinkCommInitRank(&l.rank[0].comm, size, made.id, me)
+                               : blinkSystemError;
+    struct blinkrt_stats st;
+    int ok = res == blinkSuccess, bad, any;
+    if (!ok)
+        fprintf(stderr, "blink-perf: rank %d: blinkCommInitRank: %s: %s\n", me,
+                blinkGetErrorString(res), blinkGetLastError(NULL));
+    else if (!(ok = local_open(o, &l) && blinkrtCommStats(l.rank[0].comm, &st) == blinkSuccess))
+        fprintf(stderr, "blink-perf: rank %d: cannot allocate buffers or a stream\n", me);
+    bad = !ok;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    struct tally t = {0, 0, 0};
+    if (!any) {
+        struct mpi_ctx c = {o, &l, me};
+        if (me == 0) {
+            print_header(o, &st);
+            ok = print_rows(o, mpi_half, &c, &t);
+            print_footer(&t, ok);
+        } else {
+            ok = mpi_sweep(o, &c);
+        }
+    }
+    local_close(&l);
+    return ok && !any && t.wrong == 0 ? 0 : 1;
+}
+
+/* One rank of an MPI job; every rank returns the job's worst status, after MPI_Finalize. */
+static int run_mpi(struct opts *o)
+{
+    int provided = MPI_THREAD_SINGLE, me = 0, size = 0, status = 0, worst;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "blink-perf: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* The same on every rank: only rank 0 says it. */
+    if (size > MAX_RANKS || (o->ranks_given && o->ndev != size)) {
+        if (me == 0 && size > MAX_RANKS)
+            fprintf(stderr, "blink-perf: the MPI job has %d ranks, blink-perf runs %d at "
+                    "most\n", size, MAX_RANKS);
+        else if (me == 0)
+            fprintf(stderr, "blink-perf: the MPI job has %d ranks, -g or -D says %d\n", size,
+                    o->ndev);
+        status = 2;
+    } else if ((o->ndev = size), o->root >= size) {
+        if (me == 0)
+            fprintf(stderr, "blink-perf: root %d, but the MPI job has %d ranks\n", o->root,
+                    size);
+        status = 2;
+    }
+    if (status == 2 && me == 0)
+        fprintf(stderr, "Try 'blink-perf --help' for more information.\n");
+    if (status == 0)
+        status = mpi_rank(o, me, size);
+    worst = status;
+    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return worst;
+}
+#endif
+
 /* ---------------------------------------------------------------- command line */
 
 static int parse_size(const char *s, size_t *out)
@@ -968,9 +1147,23 @@ static void usage(FILE *f)
             "                         rank in a group (blinkCommInitAll). Time: the slowest\n"
             "                         rank's. A rank that dies, or none progressing for\n"
             "                         BLINK_TIMEOUT_S + %g s, gets the others killed\n"
+            "  -M, --mpi              this process is one rank of an MPI job, one process per\n"
+            "                         rank (mpirun -np N blink-perf -M ...), as a cluster plan\n"
+            "                         runs across servers: MPI rank 0 makes the unique id,\n"
+            "                         every rank joins with blinkCommInitRank. A rank's server:\n"
+            "                         BLINK_SERVER, else its host name; its device: its entry\n"
+            "                         of -D, else BLINK_DEVICE. Ranks: the job's size. Time:\n"
+            "                         the slowest rank's; rank 0 prints the table; every rank\n"
+            "                         exits with the job's status%s\n"
             "  -h, --help             this text\n\n"
             "Backend: " BACKEND_NAME ". Exit status: 0 all right, 1 wrong elements or a failed\n"
-            "call or rank, 2 usage error.\n", MARGIN_S);
+            "call or rank, 2 usage error.\n", MARGIN_S,
+#ifdef BLINK_PERF_MPI
+            ""
+#else
+            ".\n                         Not in this build: it was built without MPI"
+#endif
+    );
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -983,14 +1176,15 @@ static int parse(int argc, char **argv, struct opts *o)
         {"op", required_argument, NULL, 'o'},         {"datatype", required_argument, NULL, 'd'},
         {"root", required_argument, NULL, 'r'},       {"iters", required_argument, NULL, 'n'},
         {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
-        {"procs", no_argument, NULL, 'N'},            {"help", no_argument, NULL, 'h'},
+        {"procs", no_argument, NULL, 'N'},            {"mpi", no_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c, k, ok = 1;
-    while (ok && (c = getopt_long(argc, argv, "C:g:D:b:e:i:f:o:d:r:n:w:c:Nh", longs, NULL)) != -1) {
+    while (ok && (c = getopt_long(argc, argv, "C:g:D:b:e:i:f:o:d:r:n:w:c:NMh", longs, NULL)) != -1) {
         switch (c) {
         case 'C': ok = (k = lookup(optarg, coll_names, C_COUNT)) >= 0; o->coll = (enum coll)k; break;
-        case 'g': ok = parse_int(optarg, 1, MAX_RANKS, &o->ndev); break;
-        case 'D': ok = parse_devices(optarg, o); break;
+        case 'g': ok = parse_int(optarg, 1, MAX_RANKS, &o->ndev); o->ranks_given = 1; break;
+        case 'D': ok = parse_devices(optarg, o); o->ranks_given = 1; break;
         case 'b': ok = parse_size(optarg, &o->min_bytes); break;
         case 'e': ok = parse_size(optarg, &o->max_bytes); break;
         case 'i': ok = parse_size(optarg, &o->step_bytes) && o->step_bytes > 0; break;
@@ -1002,17 +1196,30 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'w': ok = parse_int(optarg, 0, 1000000, &o->warmup); break;
         case 'c': ok = parse_int(optarg, 0, 1, &o->check); break;
         case 'N': o->procs = 1; break;
+        case 'M':
+#ifdef BLINK_PERF_MPI
+            o->mpi = 1;
+#else
+            fprintf(stderr, "blink-perf: -M: this blink-perf was built without MPI\n");
+            ok = 0;
+#endif
+            break;
         case 'h': usage(stdout); exit(0);
         default: ok = 0; break;
         }
-        if (!ok && c != '?')
+        if (!ok && c != '?' && c != 'M')
             fprintf(stderr, "blink-perf: bad value for -%c: '%s'\n", c, optarg ? optarg : "");
     }
     if (ok && optind < argc) {
         fprintf(stderr, "blink-perf: unexpected argument '%s'\n", argv[optind]);
         ok = 0;
     }
-    if (ok && (o->min_bytes > o->max_bytes || o->root >= o->ndev)) {
+    if (ok && o->mpi && o->procs) {
+        fprintf(stderr, "blink-perf: -M and -N exclude each other\n");
+        ok = 0;
+    }
+    /* -M: the ranks are the MPI job's, checked once it runs. */
+    if (ok && (o->min_bytes > o->max_bytes || (!o->mpi && o->root >= o->ndev))) {
         fprintf(stderr, "blink-perf: need minbytes <= maxbytes and root < ranks\n");
         ok = 0;
     }
@@ -1036,5 +1243,9 @@ int main(int argc, char **argv)
     o.op = blinkSum;
     if (!parse(argc, argv, &o))
         return 2;
+#ifdef BLINK_PERF_MPI
+    if (o.mpi)
+        return run_mpi(&o);
+#endif
     return o.procs ? run_procs(&o) : run_threads(&o);
 }

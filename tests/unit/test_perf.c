@@ -3,12 +3,18 @@
  * test_perf.c - blink-perf, the nccl-tests driver, on the host backend with the DGX-1V library:
  * nccl-tests' columns and footer, every collective checked with no wrong element, in both of
  * its modes (ranks as threads of one process, the default, and -N, a process per rank), an
- * injected copy failure, a device set with no plan and a bad option giving their exit codes.
+ * injected copy failure, a device set with no plan and a bad option giving their exit codes;
+ * and -M, a rank per MPI process, under mpirun on a 2 x 4 cluster of DGX-1V servers
+ * (bench/blink-perf-cluster, built where MPI is; skipped elsewhere).
  */
+#define _DEFAULT_SOURCE /* flock */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "strbuf.h"
 #include "testutil.h"
@@ -43,8 +49,22 @@ static long wrong_in_rows(const char *out)
     return wrong;
 }
 
-/* Run blink-perf with args (after the binary) and check a clean table: exit 0, nccl-tests'
- * columns and footer, `rows` rows with no wrong element, and the header naming the mode. */
+/* A clean table: exit 0, nccl-tests' columns and footer, `rows` rows with no wrong element,
+ * and the header naming the mode. */
+static void expect_clean_output(const struct tu_run *r, int rows, const char *mode)
+{
+    cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+    cr_expect(strstr(r->out, "#wrong") && strstr(r->out, "algbw") && strstr(r->out, "busbw"));
+    cr_expect(strstr(r->out, "out-of-place") && strstr(r->out, "in-place"));
+    cr_expect(strstr(r->out, mode), "no '%s' in %s", mode, r->out);
+    cr_expect(strstr(r->out, "#  Per rank (rank 0): "), "%s", r->out);
+    cr_expect(strstr(r->out, "# Out of bounds values : 0 OK"), "%s", r->out);
+    cr_expect(strstr(r->out, "# Avg bus bandwidth"), "%s", r->out);
+    cr_expect_eq(data_rows(r->out), rows, "%s", r->out);
+    cr_expect_eq(wrong_in_rows(r->out), 0, "%s", r->out);
+}
+
+/* Run blink-perf with args (after the binary) and check a clean table. */
 static void expect_clean_table(const char *const *args, int rows, const char *mode)
 {
     const char *argv[32];
@@ -58,15 +78,7 @@ static void expect_clean_table(const char *const *args, int rows, const char *mo
     argv[n] = NULL;
     struct tu_run r;
     tu_run_argv(&r, argv);
-    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    cr_expect(strstr(r.out, "#wrong") && strstr(r.out, "algbw") && strstr(r.out, "busbw"));
-    cr_expect(strstr(r.out, "out-of-place") && strstr(r.out, "in-place"));
-    cr_expect(strstr(r.out, mode), "no '%s' in %s", mode, r.out);
-    cr_expect(strstr(r.out, "#  Per rank (rank 0): "), "%s", r.out);
-    cr_expect(strstr(r.out, "# Out of bounds values : 0 OK"), "%s", r.out);
-    cr_expect(strstr(r.out, "# Avg bus bandwidth"));
-    cr_expect_eq(data_rows(r.out), rows, "%s", r.out);
-    cr_expect_eq(wrong_in_rows(r.out), 0, "%s", r.out);
+    expect_clean_output(&r, rows, mode);
     tu_run_free(&r);
     free(bin);
 }
@@ -130,6 +142,10 @@ Test(perf, failures_and_usage_have_their_exit_codes, .timeout = 60)
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "Try 'blink-perf --help'"));
     tu_run_free(&r);
+    tu_run_argv(&r, (const char *const[]){bin, "-M", "-N", NULL}); /* with MPI or without */
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "Try 'blink-perf --help'"), "%s", r.err);
+    tu_run_free(&r);
     /* A device set no plan was made for (GPU 9 is not in a DGX-1V): an init error, exit 1. */
     tu_run_argv(&r, (const char *const[]){bin, "-D", "0,9", "-n", "1", NULL});
     cr_expect_eq(r.status, 1);
@@ -139,5 +155,99 @@ Test(perf, failures_and_usage_have_their_exit_codes, .timeout = 60)
     cr_expect_eq(r.status, 1);
     cr_expect(strstr(r.err, "blinkCommInitRank"), "%s", r.err);
     tu_run_free(&r);
+    free(bin);
+}
+
+/* ------------------------------------------------------------------ -M under mpirun */
+
+/* The build defines it where Open MPI is; else it is looked up on PATH. */
+#ifndef MPIRUN
+#define MPIRUN "mpirun"
+#endif
+
+/* MPIRUN's full path into path, or 0 when there is none. */
+static int find_mpirun(char *path, size_t len)
+{
+    if (strchr(MPIRUN, '/')) {
+        snprintf(path, len, "%s", MPIRUN);
+        return access(path, X_OK) == 0;
+    }
+    for (const char *p = getenv("PATH"); p && *p;) {
+        const char *colon = strchr(p, ':');
+        int k = colon ? (int)(colon - p) : (int)strlen(p);
+        snprintf(path, len, "%.*s/%s", k, k ? p : ".", MPIRUN);
+        if (access(path, X_OK) == 0)
+            return 1;
+        p = colon ? colon + 1 : NULL;
+    }
+    return 0;
+}
+
+/* 8 B to 64 KiB by 2x is 14 sizes. */
+#define CLUSTER_ROWS 14
+
+/* 8 MPI processes, one app context each: ranks 0-3 GPUs 0-3 of server s0, ranks 4-7 GPUs 0-3
+ * of s1, as the 2 x 4 plan orders them; every edge between the servers goes over MPI. */
+static void mpi_cluster_table(const char *mpirun, const char *bin, const char *const *args)
+{
+    static char env[8][2][32];
+    const char *argv[256];
+    int a = 0;
+    static const char *const common[] = {"--oversubscribe", "--bind-to", "none", "--mca", "btl",
+                                         "self,vader"};
+    argv[a++] = mpirun;
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+        argv[a++] = common[i];
+    for (int r = 0; r < 8; r++) {
+        snprintf(env[r][0], sizeof env[r][0], "BLINK_SERVER=s%d", r / 4);
+        snprintf(env[r][1], sizeof env[r][1], "BLINK_DEVICE=%d", r % 4);
+        /* A rank that waits in vain gives up and says so well within the test's limit. */
+        const char *ctx[] = {"-np", "1", "-x", env[r][0], "-x", env[r][1], "-x",
+                             "BLINK_TIMEOUT_S=20", bin, "-M"};
+        if (r)
+            argv[a++] = ":";
+        for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++)
+            argv[a++] = ctx[i];
+        for (size_t i = 0; args[i]; i++)
+            argv[a++] = args[i];
+        cr_assert_lt(a, 240, "too many arguments");
+    }
+    argv[a] = NULL;
+    struct tu_run r;
+    tu_run_argv(&r, argv);
+    expect_clean_output(&r, CLUSTER_ROWS, "#  Ranks as MPI processes: 8 (one per rank, 2 servers)");
+    tu_run_free(&r);
+}
+
+Test(perf, mpi_ranks_across_two_servers, .timeout = 120)
+{
+    char mpirun[4096];
+    const char *build = getenv("BLINKC_BUILDDIR");
+    char *bin = bk_asprintf("%s/bench/blink-perf-cluster", build ? build : ".");
+    if (access(bin, X_OK) != 0) {
+        free(bin);
+        cr_skip_test("bench/blink-perf-cluster not built: it needs MPI (Debian: libopenmpi-dev "
+                     "openmpi-bin)");
+    }
+    if (!find_mpirun(mpirun, sizeof mpirun)) {
+        free(bin);
+        cr_skip_test("%s not found (Debian: openmpi-bin)", MPIRUN);
+    }
+    /* The ranks inherit mpirun's environment: nothing of the caller's may steer them. */
+    static const char *const unset[] = {"BLINK_ALGO", "BLINK_CHUNK_BYTES", "BLINK_STAGING_BYTES",
+                                        "BLINK_DEVICE_MAP", "BLINK_SERVER", "BLINK_DEVICE",
+                                        "BLINK_HOST_FAIL_COPY", "LD_PRELOAD"};
+    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++)
+        unsetenv(unset[i]);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    /* One mpirun at a time, with the other programs' (mpi_job.c takes the same lock). */
+    int lock = open("/tmp/blinkc-test-nccl-mpi.lock", O_RDWR | O_CREAT, 0600);
+    cr_assert(lock >= 0 && flock(lock, LOCK_EX) == 0, "lock");
+    mpi_cluster_table(mpirun, bin, (const char *const[]){"-C", "allreduce", "-b", "8", "-e",
+                      "64K", "-f", "2", "-n", "2", "-w", "1", NULL});
+    mpi_cluster_table(mpirun, bin, (const char *const[]){"-C", "broadcast", "-r", "5", "-b",
+                      "8", "-e", "64K", "-f", "2", "-n", "2", "-w", "1", NULL});
+    close(lock);
     free(bin);
 }
