@@ -5,8 +5,10 @@
  * header whose last line names them) and printed to stdout; the gnuplot scripts bench/figN.gp
  * draw them.
  *
- * Usage: figures DIR [fig5|fig6|fig7|fig9b]...  (default: all four). Progress and timings go to
- * stderr, so stdout and the tables are deterministic.
+ * Usage: figures DIR [fig5|fig6|fig7|fig9b|fig9b-h100]...  (default: the first four; fig9b-h100,
+ * Figure 9b extended to HGX H100 servers and to 8 servers, takes about half an hour of CPU and
+ * runs only when named). Progress and timings go to stderr, so stdout and the tables are
+ * deterministic.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +26,13 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -100,20 +109,55 @@ static int run_fig9(struct strbuf *sb, const struct sim_params *p, struct strbuf
     return 1;
 }
 
+/* Figure 9b extended: 2, 4 and 8 servers of DGX-1V and of HGX H100 at 100 and 400 Gb/s per NIC,
+ * every point simulated. From 8 servers (64 ranks) on, the chunk search stops at FIG9X_FLOOR:
+ * there each halving of the chunk costs the simulator about four times the CPU of the size
+ * before, and 1 MiB already takes minutes (docs/figures.md gives the measurements). */
+#define FIG9X_FLOOR_SERVERS 8
+#define FIG9X_FLOOR ((size_t)1 << 20)
+
+static int run_fig9x(struct strbuf *sb, const struct sim_params *p, struct strbuf *err)
+{
+    static const enum gen_server kinds[] = {GEN_DGX1V, GEN_HGX_H100};
+    static const int servers[] = {2, 4, 8};
+    static const double nic[] = {12.5, 50}; /* 100 and 400 Gb/s */
+    enum { NK = 2, NS = 3, NR = 2 };
+    struct fig9_row rows[NK * NS * NR];
+    int n = 0;
+    for (int k = 0; k < NK; k++)
+        for (int s = 0; s < NS; s++)
+            for (int r = 0; r < NR; r++) {
+                size_t min_chunk = servers[s] >= FIG9X_FLOOR_SERVERS ? FIG9X_FLOOR : 0;
+                double t0 = now_s(), c0 = cpu_s();
+                if (!fig9_kind_point(kinds[k], servers[s], nic[r], FIG_BYTES, 1, min_chunk, p,
+                                     &rows[n], err))
+                    return 0;
+                fprintf(stderr, "figures: fig9b-h100: %d x %s at %g Gb/s: %.1f s (%.1f s CPU)\n",
+                        servers[s], gen_server_name(kinds[k]), nic[r] * 8, now_s() - t0,
+                        cpu_s() - c0);
+                n++;
+            }
+    fig9x_table(sb, FIG_BYTES, rows, n);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: figures DIR [fig5|fig6|fig7|fig9b]...\n");
+        fprintf(stderr, "usage: figures DIR [fig5|fig6|fig7|fig9b|fig9b-h100]...\n");
         return 2;
     }
-    static const char *const names[] = {"fig5", "fig6", "fig7", "fig9b"};
-    int want[4] = {argc == 2, argc == 2, argc == 2, argc == 2};
+    /* With no names, the first four (fig9b-h100 takes long: only when named). */
+    static const char *const names[] = {"fig5", "fig6", "fig7", "fig9b", "fig9b-h100"};
+    enum { NFIG = 5 };
+    int want[NFIG] = {argc == 2, argc == 2, argc == 2, argc == 2, 0};
     for (int a = 2; a < argc; a++) {
         int k = 0;
-        while (k < 4 && strcmp(argv[a], names[k]) != 0)
+        while (k < NFIG && strcmp(argv[a], names[k]) != 0)
             k++;
-        if (k == 4) {
-            fprintf(stderr, "figures: unknown figure '%s' (fig5, fig6, fig7, fig9b)\n", argv[a]);
+        if (k == NFIG) {
+            fprintf(stderr, "figures: unknown figure '%s' (fig5, fig6, fig7, fig9b, fig9b-h100)\n",
+                    argv[a]);
             return 2;
         }
         want[k] = 1;
@@ -121,23 +165,24 @@ int main(int argc, char **argv)
     struct sim_params p;
     sim_params_default(&p);
     int status = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NFIG; k++) {
         if (!want[k])
             continue;
         struct strbuf sb, err;
         sb_init(&sb);
         sb_init(&err);
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         int ok = k == 0   ? run_fig5(&sb, &err)
                  : k == 1 ? run_fig6(&sb, &p, &err)
                  : k == 2 ? run_fig7(&sb, &p, &err)
-                          : run_fig9(&sb, &p, &err);
+                 : k == 3 ? run_fig9(&sb, &p, &err)
+                          : run_fig9x(&sb, &p, &err);
         if (ok)
             ok = write_table(argv[1], names[k], &sb);
         else
             fprintf(stderr, "figures: %s: %s", names[k], err.len ? err.data : "failed\n");
-        fprintf(stderr, "figures: %s %s in %.1f s\n", names[k], ok ? "done" : "FAILED",
-                now_s() - t0);
+        fprintf(stderr, "figures: %s %s in %.1f s (%.1f s CPU)\n", names[k],
+                ok ? "done" : "FAILED", now_s() - t0, cpu_s() - c0);
         status |= !ok;
         sb_free(&sb);
         sb_free(&err);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * figures.h - the Blink paper's comparisons (Figures 5, 6, 7 and 9b) computed from the planner
- * and the schedule simulator, for `make figures` (bench/figures.c) and its test. Every function
- * computes; only the table writers format, and nothing here prints.
+ * figures.h - the Blink paper's comparisons (Figures 5, 6, 7 and 9b, the last also extended to
+ * HGX H100 servers) computed from the planner and the schedule simulator, for `make figures`
+ * (bench/figures.c) and its test. Every function computes; only the table writers format, and
+ * nothing here prints.
  */
 #ifndef BENCH_FIGURES_H
 #define BENCH_FIGURES_H
 
 #include <stddef.h>
 
+#include "gen_cluster.h"
 #include "sim.h"
 #include "strbuf.h"
 
@@ -54,18 +56,31 @@ struct fig7_row {
 int fig7_dgx1v(double bytes, const struct sim_params *p, struct fig7_row rows[6],
                struct strbuf *err);
 
-/* Figure 9b: allreduce over `servers` DGX-1V servers as the NIC rate varies. */
+/* Figure 9b: allreduce over `servers` DGX-1V servers as the NIC rate varies, and its extension
+ * to HGX H100 servers. */
 struct fig9_row {
-    int servers, gpus;
-    double nic_gbps;        /* per NIC, per direction (four NICs per server) */
+    enum gen_server kind;   /* the servers' kind (gen_cluster.h) */
+    int servers, gpus, nics; /* nics: in the whole cluster */
+    double nic_gbps;        /* per NIC, per direction */
     int simulated;          /* 1: times from the simulator; 0: the plans' algbw (fluid) */
     double trees_gbps;      /* blinkc's three-phase allreduce, algbw */
     double ring_gbps;       /* NCCL rings */
-    double dbt_gbps;        /* NCCL double binary trees (0: none) */
+    double dbt_gbps;        /* NCCL double binary trees (0: none, or not simulated) */
     double speedup;         /* NCCL's faster over blinkc */
+    double speedup_ring;    /* ring time / blinkc time */
+    double speedup_dbt;     /* double binary tree time / blinkc time (0: no trees) */
     double plan_gbps, plan_ring_gbps; /* the planner's fluid rates, for comparison */
+    size_t min_chunk;       /* the chunk search's floor, bytes (0: none) */
+    size_t trees_chunk, ring_chunk, dbt_chunk; /* each one's best chunk, bytes (0: none) */
 };
-/* One row. simulate: 1 to run the simulator, 0 for the plans' rates only. */
+/* One row on `servers` servers of `kind` (gen_cluster's NIC rule: nic_gbps 0 for the built
+ * rate). simulate: 1 to run the simulator, 0 for the plans' rates only. Each algorithm gets its
+ * best chunk from 64 MiB down, the search stopping once a size is over 2% slower than the best
+ * so far, or at min_chunk bytes (0: at sim_best_chunk's smallest size). */
+int fig9_kind_point(enum gen_server kind, int servers, double nic_gbps, double bytes,
+                    int simulate, size_t min_chunk, const struct sim_params *p,
+                    struct fig9_row *row, struct strbuf *err);
+/* fig9_kind_point on DGX-1V, no floor. */
 int fig9_point(int servers, double nic_gbps, double bytes, int simulate,
                const struct sim_params *p, struct fig9_row *row, struct strbuf *err);
 
@@ -75,5 +90,7 @@ void fig5_table(struct strbuf *sb, const char *const boxes[], const struct fig5_
 void fig6_table(struct strbuf *sb, double bytes, const struct fig6_row *rows, int n);
 void fig7_table(struct strbuf *sb, double bytes, double tdpa_us, const struct fig7_row rows[6]);
 void fig9_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, int n);
+/* Figure 9b extended to HGX H100: every row simulated, speedups over each NCCL algorithm. */
+void fig9x_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, int n);
 
 #endif

@@ -29,9 +29,11 @@ clean-local: clean-figures
 clean-figures:
 	rm -rf figures
 
-# Figure 5's computation against blink-and-peers.md 6.1 (under a second).
+# Figure 5's computation against blink-and-peers.md 6.1, and the plan of two HGX H100 servers
+# at 400 Gb/s against their rings (about a second each).
 UNIT_TESTS += tests/unit/test_figures
-tests_unit_test_figures_SOURCES = tests/unit/test_figures.c $(FIGURES_COMMON)
+tests_unit_test_figures_SOURCES = tests/unit/test_figures.c bench/figures_cluster.c \
+	bench/gen_cluster.c bench/gen_cluster.h $(FIGURES_COMMON)
 tests_unit_test_figures_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/bench
 tests_unit_test_figures_LDADD = $(TEST_LIBS)
 tests_unit_test_figures_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a

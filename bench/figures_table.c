@@ -110,3 +110,44 @@ void fig9_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, in
                   r->plan_ring_gbps);
     }
 }
+
+void fig9x_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, int n)
+{
+    size_t lo = SIM_CHUNK_MIN; /* the search's own smallest size at this message size */
+    while ((double)lo * SIM_MAX_CHUNKS < bytes && lo < SIM_CHUNK_MAX)
+        lo *= 2;
+    sb_printf(sb, "# Figure 9b extended: allreduce of %.0f bytes over 2-8 DGX-1V and HGX H100 "
+                  "servers at 100 and 400 Gb/s per NIC\n", bytes);
+    sb_puts(sb, "# simulator: blinkc(1) SIMULATION defaults; each algorithm at its best chunk, "
+                "searched from 64 MiB down until a size is over 2% slower\n");
+    sb_printf(sb, "# than the best so far, or down to floor_kib where it is not 0 (floor_kib 0: "
+                  "down to %zu KiB); GB/s = 1e9 B/s\n", lo >> 10);
+    sb_puts(sb, "# dgx1v: 4 NICs per server, each behind a PCIe switch with 2 GPUs (Gen3 x16, "
+                "12 GB/s), the NIC's slot at the NIC's rate (as in Figure 9b);\n"
+                "# hgx-h100: 8 NICs per server, each behind a PCIe Gen5 switch (48 GB/s) with "
+                "1 GPU, as topologies/hgx-h100.topo; 4 NVSwitches\n"
+                "# blinkc: the three-phase plan; rings, dbt: NCCL's rings and double binary "
+                "trees (dbt 0: none); speedup: the faster NCCL time / blinkc time;\n"
+                "# x_rings, x_dbt: rings time / blinkc time, dbt time / blinkc time; "
+                "fluid_blinkc, fluid_rings: the planner's own rates (no simulation);\n"
+                "# chunk_kib: blinkc's best chunk; where it equals floor_kib the floor stopped "
+                "the search, and blinkc's rate is a lower bound of its best-chunk rate\n");
+    sb_printf(sb, "#%6s %-8s %4s %4s %8s %8s %12s %10s %8s %7s %7s %7s %12s %11s %9s %9s\n",
+              "servers", "kind", "gpus", "nics", "nic_gbit", "nic_gbps", "blinkc_gbps",
+              "rings_gbps", "dbt_gbps", "speedup", "x_rings", "x_dbt", "fluid_blinkc",
+              "fluid_rings", "chunk_kib", "floor_kib");
+    for (int i = 0; i < n; i++) {
+        const struct fig9_row *r = &rows[i];
+        sb_printf(sb, "%7d %-8s %4d %4d %8.0f %8.3f %12.2f %10.2f %8.2f %7.3f %7.3f",
+                  r->servers, gen_server_name(r->kind), r->gpus, r->nics, r->nic_gbps * 8,
+                  r->nic_gbps, r->trees_gbps, r->ring_gbps, r->dbt_gbps, r->speedup,
+                  r->speedup_ring);
+        if (r->dbt_gbps > 0)
+            sb_printf(sb, " %7.3f", r->speedup_dbt);
+        else
+            sb_printf(sb, " %7s", "-");
+        sb_printf(sb, " %12.2f %11.2f", r->plan_gbps, r->plan_ring_gbps);
+        sb_printf(sb, " %9zu %9zu", r->trees_chunk >> 10, r->min_chunk >> 10);
+        sb_putc(sb, '\n');
+    }
+}

@@ -2,7 +2,9 @@
 /*
  * test_figures.c - make figures' Figure 5 computation (bench/figures_fig5.c) against the table
  * of blink-and-peers.md 6.1: isomorphism classes, classes without an NVLink ring, and the
- * broadcast and allreduce ratios of trees over rings (max; geomean, to the table's 2-3 digits).
+ * broadcast and allreduce ratios of trees over rings (max; geomean, to the table's 2-3 digits);
+ * and one planned (not simulated) point of Figure 9b's extension to HGX H100
+ * (bench/figures_cluster.c on bench/gen_cluster.c's servers).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -37,4 +39,25 @@ Test(figures, fig5_dgx1v_matches_the_reference_table)
     /* Every allocation is counted: C(8, n). */
     cr_expect_eq(rows[0].allocs, 56);
     cr_expect_eq(rows[5].allocs, 1);
+}
+
+Test(figures, fig9b_two_hgx_h100_servers_plan_at_least_rings)
+{
+    /* Figure 9b extended, its cheapest point, planned but not simulated: two HGX H100 servers
+     * (gen_cluster.h, 8 GPUs and 8 NICs each) at 400 Gb/s per NIC. No allreduce can beat the
+     * cut between the servers: 8 NICs, each held to its PCIe Gen5 x16 slot's 48 GB/s. */
+    struct sim_params p;
+    sim_params_default(&p);
+    struct fig9_row r;
+    struct strbuf err;
+    sb_init(&err);
+    int ok = fig9_kind_point(GEN_HGX_H100, 2, 50, 500e6, 0, 0, &p, &r, &err);
+    cr_assert(ok, "%s", err.len ? err.data : "failed");
+    sb_free(&err);
+    cr_expect_eq(r.gpus, 16);
+    cr_expect_eq(r.nics, 16);
+    cr_expect_gt(r.plan_ring_gbps, 0);
+    cr_expect_geq(r.plan_gbps, r.plan_ring_gbps, "plan %g < rings %g", r.plan_gbps,
+                  r.plan_ring_gbps);
+    cr_expect_leq(r.plan_gbps, 8 * 48.0 + 1e-6, "plan %g above the NIC cut", r.plan_gbps);
 }
