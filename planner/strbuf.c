@@ -134,3 +134,16 @@ char *bk_strndup(const char *s, size_t n)
     }
     return p;
 }
+
+void *bk_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, c * size);
+    if (q)
+        *cap = c;
+    return q;
+}

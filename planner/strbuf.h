@@ -34,6 +34,9 @@ char *sb_take(struct strbuf *sb);
 void sb_put_decimal(struct strbuf *sb, double v, int decimals);
 
 char *bk_vasprintf(const char *fmt, va_list ap);
+/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed); NULL when
+ * out of memory, p then still valid. */
+void *bk_grow(void *p, size_t *cap, size_t need, size_t size);
 char *bk_asprintf(const char *fmt, ...) BK_PRINTF(1, 2);
 char *bk_strndup(const char *s, size_t n);
 

@@ -11,21 +11,6 @@
 
 #include "strbuf.h"
 
-/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed); NULL when
-   out of memory, p then still valid. */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (q)
-        *cap = c;
-    return q;
-}
-
 void lex_init(struct lexer *lx, const struct input *in, struct diag *d)
 {
     memset(lx, 0, sizeof *lx);
@@ -112,7 +97,7 @@ static int is_blank(char c) { return c == ' ' || c == '\t'; }
 static enum bk_status tokenize(struct lexer *lx, const char *s, size_t n)
 {
     lx->ntoks = 0;
-    char *out = grow(lx->buf, &lx->buf_cap, n + 1, 1);
+    char *out = bk_grow(lx->buf, &lx->buf_cap, n + 1, 1);
     if (!out)
         return BK_ENOMEM;
     lx->buf = out;
@@ -122,7 +107,8 @@ static enum bk_status tokenize(struct lexer *lx, const char *s, size_t n)
             i++;
         if (i >= n || s[i] == '#')
             return BK_OK;
-        struct lex_tok *toks = grow(lx->toks, &lx->toks_cap, (size_t)lx->ntoks + 1, sizeof *toks);
+        struct lex_tok *toks = bk_grow(lx->toks, &lx->toks_cap, (size_t)lx->ntoks + 1,
+                                       sizeof *toks);
         if (!toks)
             return BK_ENOMEM;
         lx->toks = toks;

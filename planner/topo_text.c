@@ -104,21 +104,6 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed); NULL when
-   out of memory, p then still valid. */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (q)
-        *cap = c;
-    return q;
-}
-
 static size_t smap_slot(const struct smap *m, const char *key)
 {
     size_t mask = m->cap - 1, i = fnv(key) & mask;
@@ -418,7 +403,7 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
     if (a.at[AT_SPEED])
         BK_CHECK(bw_attr(r, a.at[AT_SPEED], &speed));
 
-    struct extra *x = grow(r->extra, &r->extra_cap, (size_t)r->t->nnodes + 1, sizeof *x);
+    struct extra *x = bk_grow(r->extra, &r->extra_cap, (size_t)r->t->nnodes + 1, sizeof *x);
     if (!x)
         return BK_ENOMEM;
     r->extra = x;
@@ -564,7 +549,7 @@ static enum bk_status stmt_link(struct reader *r)
                   nb->name);
         return BK_EINPUT;
     }
-    struct pend_link *pl = grow(r->links, &r->links_cap, (size_t)r->nlinks + 1, sizeof *pl);
+    struct pend_link *pl = bk_grow(r->links, &r->links_cap, (size_t)r->nlinks + 1, sizeof *pl);
     if (!pl)
         return BK_ENOMEM;
     r->links = pl;
