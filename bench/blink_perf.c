@@ -674,6 +674,23 @@ static int child_rows(const struct opts *o, const struct local *l, int fd)
     return 1;
 }
 
+/* The physical device rank r runs on: its entry of BLINK_DEVICE_MAP (as blinkCommInitAll reads
+ * it, so that ranks of every mode can share one GPU), else the device it plays. */
+static int run_device(int r, int dev)
+{
+    const char *p = getenv("BLINK_DEVICE_MAP");
+    for (int i = 0; p && *p; i++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 1 << 20)
+            break;
+        if (i == r)
+            return (int)v;
+        p = *end == ',' ? end + 1 : NULL;
+    }
+    return dev;
+}
+
 /* Child r: play its device, join the others, send its stats, then every row. Exit status. */
 static int child(const struct opts *o, blinkUniqueId id, int r, int fd, unsigned long *beat)
 {
@@ -685,7 +702,7 @@ static int child(const struct opts *o, blinkUniqueId id, int r, int fd, unsigned
     l.n = 1;
     l.rank[0].rank = r;
     l.rank[0].beat = beat;
-    blinkResult_t res = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(dev)
+    blinkResult_t res = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(run_device(r, dev))
                         ? blinkCommInitRank(&l.rank[0].comm, o->ndev, id, r) : blinkSystemError;
     if (res != blinkSuccess) {
         fprintf(stderr, "blink-perf: rank %d: blinkCommInitRank: %s: %s\n", r,
@@ -986,9 +1003,9 @@ static int mpi_rank(struct opts *o, int me, int size)
     snprintf(env, sizeof env, "%d", dev);
     int placed = 1;
     if (o->ndevices)
-        placed = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(dev);
+        placed = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(run_device(me, dev));
     else if (dev_env)
-        placed = dev_select(dev);
+        placed = dev_select(run_device(me, dev));
     blinkResult_t res = placed ? blinkCommInitRank(&l.rank[0].comm, size, made.id, me)
                                : blinkSystemError;
     struct blinkrt_stats st;
@@ -1156,6 +1173,8 @@ static void usage(FILE *f)
             "                         the slowest rank's; rank 0 prints the table; every rank\n"
             "                         exits with the job's status%s\n"
             "  -h, --help             this text\n\n"
+            "BLINK_DEVICE_MAP=0,0,0,0 runs every rank of every mode on GPU 0 (CUDA): a rank\n"
+            "runs on its entry there and plays its device of -D.\n"
             "Backend: " BACKEND_NAME ". Exit status: 0 all right, 1 wrong elements or a failed\n"
             "call or rank, 2 usage error.\n", MARGIN_S,
 #ifdef BLINK_PERF_MPI

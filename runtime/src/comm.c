@@ -212,10 +212,11 @@ static blinkResult_t open_net(blinkComm_t c, const char *fn)
     return rc ? bk_error(blinkSystemError, "%s: %s", fn, msg) : blinkSuccess;
 }
 
-/* Everything after round 0: plan, relabelling, roles, layout, segments, NCCL. */
+/* Everything after round 0: plan, relabelling, roles, layout, segments; *first gets user rank
+ * 0's record (NCCL's id). */
 static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, struct bk_rv *rv,
                           const char *token, const struct bk_rv_who *who, unsigned flags,
-                          const char *fn)
+                          struct seg_rec *first, const char *fn)
 {
     const struct bk_backend *be = bk_backend();
     int n = c->nranks;
@@ -253,9 +254,8 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
             c->peer[q].seg = p;
         }
     }
-    struct seg_rec first = {{0}, 0, 0, 0, {0}};
     if (r == blinkSuccess)
-        memcpy(&first, all, sizeof first);
+        memcpy(first, all, sizeof *first);
     if (r == blinkSuccess) {
         memset(rec, 0, sizeof rec);
         r = bk_rv_allgather(rv, 2, rec, all, fn);
@@ -266,14 +266,20 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
     /* Every rank has passed round 2 with the same plan: all make its MPI communicator. */
     if (r == blinkSuccess && c->plan && c->plan->nservers > 1 && !(flags & BK_INIT_ONE_PROCESS))
         r = open_net(c, fn);
-    /* Every rank is past the rendezvous: NCCL's init, a collective of its own, can start. */
-    if (r == blinkSuccess && first.has_nccl)
-        bk_nccl_init(c, first.nccl_id);
-    /* One rank needs no one: its collectives are copies (libblink-nccl). */
-    if (r == blinkSuccess && !c->plan && !c->nccl && n > 1)
-        r = bk_error(blinkInvalidUsage, "%s: %s; and there is no NCCL to hand the calls to (%s)",
-                     fn, c->plan_why, bk_nccl_missing(c));
     return r;
+}
+
+/* After the rendezvous has closed (its last messages gone: the others may need them to get
+ * here), NCCL's init, a collective of its own that waits for every rank without our help. */
+static blinkResult_t join_nccl(blinkComm_t c, const struct seg_rec *first, const char *fn)
+{
+    if (first->has_nccl)
+        bk_nccl_init(c, first->nccl_id);
+    /* One rank needs no one: its collectives are copies (libblink-nccl). */
+    if (!c->plan && !c->nccl && c->nranks > 1)
+        return bk_error(blinkInvalidUsage, "%s: %s; and there is no NCCL to hand the calls to "
+                        "(%s)", fn, c->plan_why, bk_nccl_missing(c));
+    return blinkSuccess;
 }
 
 blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
@@ -318,6 +324,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
     snprintf(me.server, sizeof me.server, "%s", c->env.server[0] ? c->env.server : me.host);
     be->bus_id(me.phys_dev, me.busid, sizeof me.busid);
     memcpy(rec, &me, sizeof me);
+    struct seg_rec first = {{0}, 0, 0, 0, {0}};
     struct bk_rv_who *who = malloc((size_t)nranks * BK_RV_REC);
     if (!who)
         r = bk_error(blinkSystemError, "%s: out of memory", fn);
@@ -327,7 +334,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         /* Records are BK_RV_REC apart; pack them into an array of struct bk_rv_who. */
         for (int u = 1; u < nranks; u++)
             memmove(&who[u], (unsigned char *)who + (size_t)u * BK_RV_REC, sizeof *who);
-        r = join(lib, c, rv, token, who, flags, fn);
+        r = join(lib, c, rv, token, who, flags, &first, fn);
     }
     free(who);
     if (r != blinkSuccess) {
@@ -340,6 +347,13 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         return r;
     }
     bk_rv_close(rv);
+    if ((r = join_nccl(c, &first, fn)) != blinkSuccess) {
+        char msg[BK_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", bk_last_error());
+        bk_comm_free(c);
+        bk_set_last_error(msg);
+        return r;
+    }
     if (c->env.log_level >= 2 && c->plan)
         say_info(c);
     else if (c->env.log_level >= 2)

@@ -5,9 +5,10 @@
  * (blink_plan.h, ranges), and in libblink-nccl every call the plan cannot serve.
  *
  * Each rank holds one NCCL communicator from ncclCommInitRankConfig, with the ncclUniqueId that
- * user rank 0 made and the init rendezvous carried (comm.c). NCCL refuses two ranks on one
- * device (virtual ranks); then, or on any other NCCL failure at init, the rank goes on without
- * NCCL and says so under BLINK_DEBUG=WARN. A call goes to NCCL on the user's stream.
+ * user rank 0 made and the init rendezvous carried (comm.c), made after that rendezvous has
+ * closed. NCCL refuses two ranks on one GPU (virtual ranks), so they do not try; then, or on
+ * any NCCL failure at init, the rank goes on without NCCL and says so under BLINK_DEBUG=WARN.
+ * A call goes to NCCL on the user's stream.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +31,36 @@ int bk_nccl_id(void *id)
     return 1;
 }
 
+/* Two ranks on one GPU of one host, which NCCL refuses (after a collective init of its own
+ * that a rank may never return from): their user ranks in *a < *b. */
+static int gpu_shared(blinkComm_t c, int *a, int *b)
+{
+    for (int p = 0; p < c->nranks; p++)
+        for (int q = p + 1; q < c->nranks && c->peer[p].busid[0]; q++)
+            if (!strcmp(c->peer[p].busid, c->peer[q].busid) &&
+                !strcmp(c->peer[p].host, c->peer[q].host)) {
+                *a = c->user_of[p] < c->user_of[q] ? c->user_of[p] : c->user_of[q];
+                *b = c->user_of[p] < c->user_of[q] ? c->user_of[q] : c->user_of[p];
+                return 1;
+            }
+    return 0;
+}
+
 void bk_nccl_init(blinkComm_t c, const void *id)
 {
     const struct bk_real_nccl *real = bk_real_nccl();
     const char *why = NULL;
+    char shared[128];
+    int a, b;
     struct bk_nccl *n = calloc(1, sizeof *n);
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
     if (!real) {
         why = bk_real_nccl_why();
+    } else if (c->peer && gpu_shared(c, &a, &b)) {
+        snprintf(shared, sizeof shared, "NCCL refuses ranks %d and %d on one GPU (%s)", a, b,
+                 c->peer[c->plan_of[a]].busid);
+        why = shared;
     } else if (!n) {
         why = "out of memory";
     } else {
@@ -51,7 +73,8 @@ void bk_nccl_init(blinkComm_t c, const void *id)
         return;
     }
     free(n);
-    snprintf(c->nccl_why, sizeof c->nccl_why, "NCCL's init failed: %s", why);
+    snprintf(c->nccl_why, sizeof c->nccl_why, "%s%s", why == shared ? "" : "NCCL's init failed: ",
+             why);
     if (c->env.log_level >= 1)
         fprintf(stderr, "blink WARN rank %d: no NCCL (%s)\n", c->rank, c->nccl_why);
 }

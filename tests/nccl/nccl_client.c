@@ -10,8 +10,11 @@
  * Other modes: one NCCL call that must fail with a given code (-X), and a split communicator
  * (--split). It compiles against NVIDIA's nccl.h and against runtime/nccl/nccl.h alike, so it
  * may use no name that only one of them has; it never learns which library it runs on.
- * For the fault tests, NCCL_CLIENT_FAULT=absent keeps a rank from joining and =exit makes it
- * exit (status 3) right after joining.
+ * For the fault tests, NCCL_CLIENT_FAULT=absent keeps a rank from joining, =exit makes it
+ * exit (status 3) right after joining, and =mute makes it call no MPI after joining until every
+ * rank has returned from ncclCommInitRank, as a rank busy in a call that waits for the others
+ * without MPI would (the real NCCL's own init, say): ranks say they have returned by creating
+ * joined.RANK in the directory NCCL_CLIENT_MARKS.
  * Usage: nccl_client --help. Exit status: 0 all right, 1 wrong results or errors, 2 usage.
  */
 #include <errno.h>
@@ -21,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -958,6 +963,48 @@ static void free_bufs(struct bufs *b)
     free(b->hrecv);
 }
 
+/* NCCL_CLIENT_MARKS/joined.RANK: this rank has returned from ncclCommInitRank. */
+static void mark_joined(void)
+{
+    const char *dir = getenv("NCCL_CLIENT_MARKS");
+    char path[4096];
+    if (!dir || snprintf(path, sizeof path, "%s/joined.%d", dir, world_rank) >= (int)sizeof path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+/* NCCL_CLIENT_FAULT=mute: no MPI until every rank's mark is there, for at most MUTE_S. */
+#define MUTE_S 30
+static void wait_for_joined(int n)
+{
+    const char *dir = getenv("NCCL_CLIENT_MARKS");
+    if (!dir) {
+        printf("rank %d: NCCL_CLIENT_FAULT=mute needs NCCL_CLIENT_MARKS\n", world_rank);
+        st.errors++;
+        return;
+    }
+    int missing = n;
+    for (int tries = 0; missing && tries < MUTE_S * 20; tries++) {
+        missing = 0;
+        for (int r = 0; r < n; r++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/joined.%d", dir, r);
+            missing += access(path, F_OK) != 0;
+        }
+        struct timespec ts = {0, 50000000};
+        if (missing)
+            nanosleep(&ts, NULL);
+    }
+    if (missing) {
+        printf("rank %d: NCCL_CLIENT_FAULT=mute: %d of %d ranks had not returned from "
+               "ncclCommInitRank after %d s without MPI calls here\n", world_rank, missing, n,
+               MUTE_S);
+        st.errors++;
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -1000,6 +1047,10 @@ int main(int argc, char **argv)
         nccl_failed(NULL, "ncclCommInitRank", res);
         cx.comm = NULL;
     }
+    if (cx.comm)
+        mark_joined();
+    if (fault && strcmp(fault, "mute") == 0 && cx.comm)
+        wait_for_joined(n);
     if (fault && strcmp(fault, "exit") == 0) {
         printf("rank %d: NCCL_CLIENT_FAULT=exit: exiting\n", world_rank);
         fflush(stdout);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_job.h"
 
@@ -107,6 +108,28 @@ Test(nccl_mpi, dgx1v_split, .timeout = 600)
     struct job j = {"DGX-1V split", DROPIN_DGX1V, 8, d8, {"-q", "--split", "-C", "none", NULL},
                     10, NULL, NULL, NULL, NULL, 0};
     run_sweep(&j);
+}
+
+/* Init returns on every rank although rank 0, once back, calls no MPI until all are back, as
+ * it does inside the real NCCL's init (seen hanging on a GPU before the rendezvous closed ahead
+ * of it): the rendezvous's last messages, over MPI's eager size at 8 ranks, must have left. */
+Test(nccl_mpi, init_returns_everywhere_before_root_calls_mpi_again, .timeout = 600)
+{
+    char dir[] = "/tmp/blink-marks-XXXXXX", env[64];
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp");
+    snprintf(env, sizeof env, "NCCL_CLIENT_MARKS=%s", dir);
+    /* Without single-copy, a message over the eager size needs its sender's progress. */
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    struct job j = {"DGX-1V mute root", DROPIN_DGX1V, 8, d8,
+                    {"-q", "-C", "allreduce", "-d", "float32", "-o", "sum", "-n", "1", NULL}, -1,
+                    NULL, env, NULL, "mute", 0};
+    run_sweep(&j);
+    for (int r = 0; r < 8; r++) {
+        char path[96];
+        snprintf(path, sizeof path, "%s/joined.%d", dir, r);
+        cr_expect_eq(remove(path), 0, "rank %d left no mark in %s", r, dir);
+    }
+    cr_expect_eq(rmdir(dir), 0, "rmdir %s", dir);
 }
 
 /* A call that goes to NCCL, with none loaded, fails with ncclInvalidUsage on every rank; rank
