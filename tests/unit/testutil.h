@@ -13,7 +13,8 @@
 
 /* $BLINKC_SRCDIR/rel (the source tree). Caller frees. */
 char *tu_src_path(const char *rel);
-/* $BLINKC_SHARED/rel (../shared beside the checkout). Caller frees. */
+/* $BLINKC_SHARED/rel (../shared beside the checkout); skips the test when it is absent.
+ * Caller frees. */
 char *tu_shared_path(const char *rel);
 
 /*
