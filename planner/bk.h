@@ -19,20 +19,34 @@ enum bk_status {
     BK_EINTERNAL  /* a bug in blinkc (exit 3) */
 };
 
-/* Return a failure to the caller unchanged. */
+#if defined(__GNUC__)
+#define BK_MUST_USE __attribute__((warn_unused_result))
+#else
+#define BK_MUST_USE
+#endif
+
+/* The trail (trail.c): every BK_CHECK that passes a failure on adds its place, so a failure
+ * that left no diagnostic still says where it started and how it came up (blinkc --debug). */
+void bk_trail_add(enum bk_status st, const char *file, int line, const char *func);
+
+/* Return a failure to the caller unchanged, adding this place to the trail. */
 #define BK_CHECK(call)                                                                             \
     do {                                                                                           \
         enum bk_status bk_st_ = (call);                                                            \
-        if (bk_st_ != BK_OK)                                                                       \
+        if (bk_st_ != BK_OK) {                                                                     \
+            bk_trail_add(bk_st_, __FILE__, __LINE__, __func__);                                    \
             return bk_st_;                                                                         \
+        }                                                                                          \
     } while (0)
 
-/* Record a failure in st and jump to a cleanup label. */
+/* Record a failure in st, add this place to the trail, and jump to a cleanup label. */
 #define BK_CHECK_GOTO(call, st, label)                                                             \
     do {                                                                                           \
         (st) = (call);                                                                             \
-        if ((st) != BK_OK)                                                                         \
+        if ((st) != BK_OK) {                                                                       \
+            bk_trail_add((st), __FILE__, __LINE__, __func__);                                      \
             goto label;                                                                            \
+        }                                                                                          \
     } while (0)
 
 #define BK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -41,6 +41,7 @@ enum opt_id {
     OPT_SIM_PARAM,
     OPT_SERVERS,
     OPT_NIC_GBPS,
+    OPT_DEBUG,
 };
 
 struct cli_option {
@@ -105,6 +106,8 @@ static const struct cli_option options[] = {
     {"sim-param", OPT_SIM_PARAM, required_argument, G_BENCH, "KEY=VALUE",
      "override a model parameter (blinkc(1) lists them); repeatable"},
     {"quiet", 'q', no_argument, G_DIAG, NULL, "print errors only"},
+    {"debug", OPT_DEBUG, no_argument, G_DIAG, NULL,
+     "on failure, also print where it passed in blinkc (as BLINKC_DEBUG=1)"},
     {"help", 'h', no_argument, G_DIAG, NULL, "print this help and exit"},
     {"version", 'V', no_argument, G_DIAG, NULL, "print the version and exit"},
 };
@@ -308,6 +311,7 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
 }
 
 /* One model per file: --dump-ilp needs a selection that makes exactly one plan. */
+BK_MUST_USE
 static enum bk_status check_dump_ilp(const struct cli *c, char *buf, size_t cap, const char **why)
 {
     unsigned m = c->plan.collectives;
@@ -406,6 +410,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_DOT: c->dot = optarg; break;
         case OPT_SIMULATE: c->simulate = 1; break;
         case 'q': c->quiet = 1; break;
+        case OPT_DEBUG: c->debug = 1; break;
         case 'h': c->help = 1; break;
         case 'V': c->version = 1; break;
         case ':':

@@ -38,6 +38,7 @@ struct cli {
     int explain;
     int print_topology;
     int quiet;
+    int debug;              /* --debug or BLINKC_DEBUG=1: print the failure's trail (trail.h) */
     int help, version;
 };
 
@@ -45,6 +46,7 @@ struct cli {
  * Parse argv. On a usage error returns BK_EUSAGE and writes one line to *why (static or in
  * why_buf). --help and --version only set flags.
  */
+BK_MUST_USE
 enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *why_buf, size_t why_cap,
                          const char **why);
 

@@ -45,6 +45,7 @@ static int same_graph(const struct pgraph *a, const struct pgraph *b)
 }
 
 /* Local nodes of server si: its GPUs in rank order, then its other nodes in topology order. */
+BK_MUST_USE
 static enum bk_status server_nodes(struct cluster *c, int si)
 {
     const struct topo *t = c->t;
@@ -62,6 +63,7 @@ static enum bk_status server_nodes(struct cluster *c, int si)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status server_graph(struct cluster *c, int si)
 {
     struct cluster_server *sv = &c->s[si];
@@ -86,6 +88,7 @@ static enum bk_status server_graph(struct cluster *c, int si)
  * them. Ports are listed by NIC, then GPU, so consecutive ports use different NICs only through
  * the caller's rotation.
  */
+BK_MUST_USE
 static enum bk_status server_ports(struct cluster *c, int si, int *pred, int *queue)
 {
     const struct topo *t = c->t;
@@ -147,6 +150,7 @@ static int port_cmp(const void *pa, const void *pb)
  * back (the NICs' PCIe links may be narrower than their network links). One workspace serves
  * every server: extra arcs source -> v and v -> sink, switched on per server and direction.
  */
+BK_MUST_USE
 static enum bk_status server_caps(struct cluster *c)
 {
     const struct topo *t = c->t;
@@ -236,6 +240,7 @@ out:
 }
 
 /* BFS over the network from NIC `nic`: through network switches only, to any NIC. */
+BK_MUST_USE
 static enum bk_status net_bfs(struct cluster *c, int nic)
 {
     const struct topo *t = c->t;

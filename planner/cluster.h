@@ -56,6 +56,7 @@ struct cluster {
  * joining its GPUs (or one GPU), and g is full duplex; otherwise the caller plans the
  * allocation flat. Fails only with BK_ENOMEM.
  */
+BK_MUST_USE
 enum bk_status cluster_build(struct cluster *c, const struct topo *t, const struct pgraph *g);
 void cluster_free(struct cluster *c);
 
@@ -64,6 +65,7 @@ void cluster_free(struct cluster *c);
  * one server to port b of another: a's GPU up to its NIC, the network, b's NIC down to its GPU.
  * *len gets the arc count.
  */
+BK_MUST_USE
 enum bk_status cluster_cross_path(struct cluster *c, const struct cluster_port *a,
                                   const struct cluster_server *sa, const struct cluster_port *b,
                                   const struct cluster_server *sb, int *arcs, int *len);

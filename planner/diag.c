@@ -35,8 +35,10 @@ static void vadd(struct diag *d, enum diag_level level, const char *file, struct
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 8;
         struct diag_msg *m = realloc(d->msgs, cap * sizeof *m);
-        if (!m)
-            return; /* the counters above still record that it happened */
+        if (!m) {
+            d->lost++; /* diag_print says so: no error may pass unsaid */
+            return;
+        }
         d->msgs = m;
         d->cap = cap;
     }
@@ -111,6 +113,9 @@ void diag_print(const struct diag *d, FILE *out)
         put_safe(out, m->text ? m->text : "(out of memory while formatting this message)");
         fputc('\n', out);
     }
+    if (d->lost)
+        fprintf(out, "blinkc: error: %d more message%s lost: out of memory\n", d->lost,
+                d->lost == 1 ? " was" : "s were");
 }
 
 const char *diag_first_error(const struct diag *d)

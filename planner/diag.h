@@ -34,6 +34,7 @@ struct diag {
     size_t n, cap;
     int nerrors;
     int nwarnings;
+    int lost;              /* messages that could not be stored (out of memory) */
 };
 
 void diag_init(struct diag *d);

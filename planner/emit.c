@@ -26,6 +26,7 @@ static char *template_name(const char *file)
     return bk_strndup(file, n);
 }
 
+BK_MUST_USE
 static enum bk_status add_one(struct tmpl_set *set, const struct builtin_file *f, const char *dir,
                               struct diag *d)
 {

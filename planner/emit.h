@@ -61,15 +61,18 @@ struct emit_alloc {
 /* Build the data model above for nallocs allocations (the topology name is the first's).
  * Errors: BK_EINTERNAL with a diagnostic when a plan breaks blink_plan.h's rules (a tree not
  * spanning, weights that do not fit), BK_ENOMEM. */
+BK_MUST_USE
 enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
                           struct diag *d);
 
 /* The template set: the embedded templates, each replaced by DIR/NAME.tmpl where dir is given
  * and that file exists. Errors: BK_EIO, BK_EINPUT (a template does not parse), BK_ENOMEM. */
+BK_MUST_USE
 enum bk_status emit_load_templates(const char *dir, struct tmpl_set **out, struct diag *d);
 
 /* Render the whole source for the allocations into out (appended). template_dir may be
  * NULL. */
+BK_MUST_USE
 enum bk_status emit_render(struct strbuf *out, const struct emit_alloc *allocs, int nallocs,
                            const char *template_dir, struct diag *d);
 

@@ -91,6 +91,7 @@ static int rank_places(const struct topo *t, int *dev, int *srv)
     return nservers;
 }
 
+BK_MUST_USE
 static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char *why)
 {
     diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: the %s plan (root %d) %s",
@@ -127,6 +128,7 @@ static struct tmpl_value *int_list(const int *v, int n)
     return l;
 }
 
+BK_MUST_USE
 static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j, int n,
                                  int *order, long long weight, struct tmpl_value *trees)
 {
@@ -152,6 +154,7 @@ static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j,
 }
 
 /* Weights: whole units of 1e-4 GB/s (the planner snaps rates to them). */
+BK_MUST_USE
 static enum bk_status check_weights(const struct plan *p, const struct ptree_set *ts, int n,
                                     const long long *w, struct diag *d)
 {
@@ -178,6 +181,7 @@ static enum bk_status check_weights(const struct plan *p, const struct ptree_set
 
 /* One tree set (the plan's trees, or its ring trees) as the list `key` of sched; its trees
  * are named after sid. */
+BK_MUST_USE
 static enum bk_status tree_set_model(const struct plan *p, const struct ptree_set *ts, int n,
                                      const char *sid, const char *key, struct tmpl_value *sched,
                                      struct diag *d)
@@ -241,6 +245,7 @@ static struct tmpl_value *ranges_model(const struct plan *p)
     return l;
 }
 
+BK_MUST_USE
 static enum bk_status schedule_model(const struct plan_set *ps, const struct plan *p, int k,
                                      int s, struct tmpl_value *sched, struct diag *d)
 {
@@ -289,6 +294,7 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
 }
 
 /* One allocation's plan: the map of emit.h's plans list, for allocation k. */
+BK_MUST_USE
 static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_value *root,
                                  struct diag *d)
 {

@@ -81,7 +81,9 @@ void hwloc_precheck_free(struct hwloc_precheck *pc)
 }
 
 /* Record an error at element e, prefixed with its path. Returns BK_EINPUT. */
+BK_MUST_USE
 static enum bk_status refuse(struct pctx *c, xmlNodePtr e, const char *fmt, ...) BK_PRINTF(3, 4);
+BK_MUST_USE
 static enum bk_status refuse(struct pctx *c, xmlNodePtr e, const char *fmt, ...)
 {
     char msg[512];
@@ -120,6 +122,7 @@ static int blank(const xmlChar *s)
  * A cpuset without its complete_cpuset crashes hwloc 2.9 (F1); a <page_type> without a size or
  * an <info> without a name or value makes it leak the object it was building (F3, F5).
  */
+BK_MUST_USE
 static enum bk_status refuse_missing(struct pctx *c, xmlNodePtr e)
 {
     const char *has = NULL, *needs = NULL;
@@ -155,6 +158,7 @@ static int one_of(const char *list, const xmlChar *name)
  * its minimal parser on any content but the userdata text; either failure leaks the enclosing
  * object. Userdata text must be exactly as long as its length attribute says (base64: encoded).
  */
+BK_MUST_USE
 static enum bk_status check_special(struct pctx *c, xmlNodePtr e)
 {
     int ud = is(e, "userdata");
@@ -206,6 +210,7 @@ static enum bk_status check_special(struct pctx *c, xmlNodePtr e)
  * NUMANode or the top-level object; no text. hwloc refuses the rest, leaking the object when it
  * is not the top-level one.
  */
+BK_MUST_USE
 static enum bk_status check_children(struct pctx *c, xmlNodePtr obj, int top)
 {
     int seen_object = 0;
@@ -299,6 +304,7 @@ static int sets_meet(const struct cpuset *a, const struct cpuset *b)
 }
 
 /* Every bitmap attribute of e must be hwloc's own text (parse_set). */
+BK_MUST_USE
 static enum bk_status check_sets(struct pctx *c, xmlNodePtr e)
 {
     static const char *const names[] = {"cpuset", "complete_cpuset", "allowed_cpuset",
@@ -319,6 +325,7 @@ static enum bk_status check_sets(struct pctx *c, xmlNodePtr e)
 
 /* libhwloc 2.9 dereferences NULL when no PU is left in the allowed CPU set: count the PUs that
  * meet the top-level object's allowed_cpuset (every PU when it has none). */
+BK_MUST_USE
 static enum bk_status note_cpus(struct pctx *c, xmlNodePtr e, int top)
 {
     char *type = xml_attr(e, "type"), *cs = NULL;
@@ -343,6 +350,7 @@ static enum bk_status note_cpus(struct pctx *c, xmlNodePtr e, int top)
 }
 
 /* The object's line by gp_index, and the PU/NUMA os_index bound. */
+BK_MUST_USE
 static enum bk_status check_object(struct pctx *c, xmlNodePtr e)
 {
     struct hwloc_precheck *pc = c->pc;
@@ -375,6 +383,7 @@ static enum bk_status check_object(struct pctx *c, xmlNodePtr e)
 
 /* hwloc allocates nbobjs^2 values before reading any: a file must hold them all, at least "0 "
  * each, so a larger claim is refused before hwloc sees it. */
+BK_MUST_USE
 static enum bk_status check_distances(struct pctx *c, xmlNodePtr e)
 {
     char *nb = xml_attr(e, "nbobjs"), *name = xml_attr(e, "name");
@@ -392,6 +401,7 @@ static enum bk_status check_distances(struct pctx *c, xmlNodePtr e)
 }
 
 /* Walk <topology> (depth 0) and its objects: check, and record what the reader needs. */
+BK_MUST_USE
 static enum bk_status scan(struct pctx *c, xmlNodePtr parent, int depth)
 {
     if (depth > MAX_DEPTH)

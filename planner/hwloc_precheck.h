@@ -37,6 +37,7 @@ struct hwloc_precheck {
  * element libhwloc 2.9 mishandles: see hwloc_precheck.c for the rules and why), or BK_ENOMEM.
  * pc may hold partial results on failure; hwloc_precheck_free releases them either way.
  */
+BK_MUST_USE
 enum bk_status hwloc_precheck_doc(const struct input *in, xmlDocPtr doc, struct hwloc_precheck *pc,
                                   struct diag *d);
 

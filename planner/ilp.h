@@ -59,6 +59,7 @@ struct ilp_report {
  * `rep` may be NULL. With o == NULL no columns are generated: the LP over `cand` alone (which
  * must not be empty) is solved.
  */
+BK_MUST_USE
 enum bk_status ilp_lp_optimum(const struct pack_problem *p, struct oracle *o,
                               struct ptree_set *cand, double *value, struct ilp_report *rep,
                               struct diag *d);
@@ -76,6 +77,7 @@ enum bk_status ilp_lp_optimum(const struct pack_problem *p, struct oracle *o,
  * Errors: BK_EINTERNAL for a bad target/slack or a candidate that does not fit p, BK_ESOLVE for
  * no candidates, BK_EIO when the dump cannot be written, BK_ENOMEM. `rep` may be NULL.
  */
+BK_MUST_USE
 enum bk_status ilp_fewest_trees(const struct pack_problem *p, const struct ptree_set *cand,
                                 double target, const struct ilp_opts *opt, struct ptree_set *out,
                                 struct ilp_report *rep, struct diag *d);
@@ -98,6 +100,7 @@ struct lp_model {
 
 /* Solve; x[ncols] gets the solution and *value the objective. BK_ESOLVE if infeasible or
  * unbounded (with a diagnostic). */
+BK_MUST_USE
 enum bk_status ilp_solve_lp(const struct lp_model *m, double *x, double *value, struct diag *d);
 
 /* "GLPK x.y", for --version (only ilp_*.c may include glpk.h). */
@@ -108,6 +111,7 @@ const char *ilp_solver_version(void);
  * to show that a GLPK fault comes back as BK_EINTERNAL with GLPK's message in an error
  * diagnostic, instead of aborting the process. Nothing else calls it.
  */
+BK_MUST_USE
 enum bk_status ilp_glpk_selftest_fault(struct diag *d);
 
 #endif

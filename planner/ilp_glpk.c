@@ -98,6 +98,7 @@ int ilp_glpk_name_ok(const char *name)
     return 1;
 }
 
+BK_MUST_USE
 static enum bk_status bug(struct diag *d, const char *what)
 {
     diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "internal error: GLPK model: %s", what);
@@ -209,6 +210,7 @@ struct fault_ctx {
     int unused;
 };
 
+BK_MUST_USE
 static enum bk_status fault_run(void *ctx)
 {
     (void)ctx;

@@ -30,6 +30,7 @@
  * returned, or BK_EINTERNAL after a GLPK fault, with GLPK's own message in why[why_cap] (why may
  * be NULL). Runs do not nest.
  */
+BK_MUST_USE
 enum bk_status ilp_glpk_run(enum bk_status (*fn)(void *ctx), void *ctx, char *why, size_t why_cap);
 
 /* A name GLPK accepts and glp_write_lp can print: 1..255 of [A-Za-z0-9_], not starting with a
@@ -42,12 +43,15 @@ int ilp_glpk_name_ok(const char *name);
  * GLPK bound type (GLP_FR, GLP_LO, GLP_UP, GLP_DB, GLP_FX); `kind` GLP_CV, GLP_IV or GLP_BV.
  * Failures are BK_EINTERNAL with a diagnostic.
  */
+BK_MUST_USE
 enum bk_status ilp_glpk_set_row(glp_prob *lp, int i, const char *name, int type, double lb,
                                 double ub, struct diag *d);
+BK_MUST_USE
 enum bk_status ilp_glpk_set_col(glp_prob *lp, int j, const char *name, int kind, int type,
                                 double lb, double ub, double obj, struct diag *d);
 /* Column j's entries: rows ind[1..len] (distinct, in 1..rows), values val[1..len] (finite). The
  * arrays are 1-based as GLPK wants; element 0 is unused. */
+BK_MUST_USE
 enum bk_status ilp_glpk_set_mat_col(glp_prob *lp, int j, int len, const int *ind,
                                     const double *val, struct diag *d);
 
@@ -57,6 +61,7 @@ enum bk_status ilp_glpk_set_mat_col(glp_prob *lp, int j, int len, const int *ind
  * consistent path offsets and every arc index in range. Returns BK_EINTERNAL with a diagnostic
  * otherwise, because a tree that does not fit would make ptree_add_load write out of bounds.
  */
+BK_MUST_USE
 enum bk_status ilp_tree_load(const struct pack_problem *p, const struct ptree *t, int *mult,
                              struct diag *d);
 
@@ -82,13 +87,17 @@ struct ilp_pack_lp {
 };
 
 /* Allocate the scratch arrays (outside or inside a run). */
+BK_MUST_USE
 enum bk_status ilp_pack_lp_init(struct ilp_pack_lp *m, const struct pack_problem *p);
 /* Create the glp_prob with its rows (inside a run). */
+BK_MUST_USE
 enum bk_status ilp_pack_lp_create(struct ilp_pack_lp *m, const char *name, struct diag *d);
 /* Append tree t as the next column. */
+BK_MUST_USE
 enum bk_status ilp_pack_lp_add_tree(struct ilp_pack_lp *m, const struct ptree *t, struct diag *d);
 /* Optimise (warm-started from the current basis when there is one). BK_ESOLVE with a diagnostic
  * unless GLPK reports an optimum. */
+BK_MUST_USE
 enum bk_status ilp_pack_lp_solve(struct ilp_pack_lp *m, struct diag *d);
 /* Value of tree column k after a solve, clamped at 0. */
 double ilp_pack_lp_rate(const struct ilp_pack_lp *m, int k);

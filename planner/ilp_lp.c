@@ -127,6 +127,7 @@ static int simplex_status(glp_prob *lp)
     return ret;
 }
 
+BK_MUST_USE
 static enum bk_status lp_verdict(glp_prob *lp, int ret, const char *what, struct diag *d)
 {
     if (ret != 0) {
@@ -183,6 +184,7 @@ struct cg_ctx {
 };
 
 /* Price one root: add the cheapest tree if it beats `thresh`. *added is set when it does. */
+BK_MUST_USE
 static enum bk_status price_root(struct cg_ctx *c, int root, double thresh, int *added)
 {
     double cost = 0;
@@ -207,6 +209,7 @@ static enum bk_status price_root(struct cg_ctx *c, int root, double thresh, int 
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status cg_run(void *ctx)
 {
     struct cg_ctx *c = ctx;
@@ -312,6 +315,7 @@ struct glp_ctx {
 };
 
 /* Check everything GLPK would abort on, before it sees any of it. */
+BK_MUST_USE
 static enum bk_status model_check(const struct lp_model *m, struct diag *d)
 {
     const char *why = NULL;
@@ -340,6 +344,7 @@ static enum bk_status model_check(const struct lp_model *m, struct diag *d)
     return BK_OK; /* entries themselves are checked by ilp_glpk_set_mat_col */
 }
 
+BK_MUST_USE
 static enum bk_status lp_run(void *ctx)
 {
     struct glp_ctx *c = ctx;

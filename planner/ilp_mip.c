@@ -139,6 +139,7 @@ static void mip_callback(glp_tree *tree, void *info)
     }
 }
 
+BK_MUST_USE
 static enum bk_status build(struct mip_ctx *c, glp_prob *lp)
 {
     const struct pgraph *g = c->p->g;
@@ -227,6 +228,7 @@ static int rc_cmp(const void *pa, const void *pb)
  * alternative optima that can replace several trees at once; the cheapest MIP_MAX_CAND of them
  * (ties by index). With thousands of MWU trees this keeps the MIP, and the work its root
  * relaxation takes, small. If the LP fails, all candidates stay. */
+BK_MUST_USE
 static enum bk_status select_candidates(struct mip_ctx *c)
 {
     const struct pgraph *g = c->p->g;
@@ -282,6 +284,7 @@ static enum bk_status select_candidates(struct mip_ctx *c)
 /* glp_write_lp only writes to a named file: write a private temporary file, read it back into
  * the dump buffer and remove it. The text holds no path or time (its header names the problem),
  * so the dump is byte-for-byte deterministic. */
+BK_MUST_USE
 static enum bk_status dump_model(struct mip_ctx *c, glp_prob *lp)
 {
     const char *dir = getenv("TMPDIR");
@@ -321,6 +324,7 @@ static enum bk_status dump_model(struct mip_ctx *c, glp_prob *lp)
 }
 
 /* Best rates over the chosen trees only. */
+BK_MUST_USE
 static enum bk_status remaximise(struct mip_ctx *c)
 {
     BK_CHECK(ilp_pack_lp_create(&c->m, "blinkc_remax_lp", c->d));
@@ -343,6 +347,7 @@ static enum bk_status remaximise(struct mip_ctx *c)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status mip_run(void *ctx)
 {
     struct mip_ctx *c = ctx;
@@ -444,6 +449,7 @@ static int heur_feasible(const struct mip_ctx *c)
 }
 
 /* Everything that needs no GLPK: per-candidate loads, big-M values, the LP point. */
+BK_MUST_USE
 static enum bk_status prepare(struct mip_ctx *c)
 {
     const struct pgraph *g = c->p->g;
@@ -514,6 +520,7 @@ static void ctx_free(struct mip_ctx *c)
 }
 
 /* Copy the trees whose rate (rate[i], or the candidate's own when rate is NULL) is positive. */
+BK_MUST_USE
 static enum bk_status emit(const struct ptree_set *cand, const double *rate, struct ptree_set *out)
 {
     for (int i = 0; i < cand->n; i++) {

@@ -23,9 +23,11 @@ struct input {
 };
 
 /* Read `path` ("-" is stdin). Errors: BK_EIO (unreadable), BK_EINPUT (too large). */
+BK_MUST_USE
 enum bk_status input_read(const char *path, struct input *in, struct diag *d);
 
 /* Wrap a memory buffer (copied), e.g. a built-in fixture or a test string. */
+BK_MUST_USE
 enum bk_status input_from_memory(const char *name, const char *data, size_t len, struct input *in);
 
 void input_free(struct input *in);

@@ -32,6 +32,7 @@
 #include "topo_join.h"
 #include "topo_print.h"
 #include "topo_read.h"
+#include "trail.h"
 
 static int exit_code(enum bk_status st)
 {
@@ -71,6 +72,7 @@ static void print_diags(const struct diag *d, int quiet)
 }
 
 /* Load the TOPOLOGY argument: a file, "-", builtin:NAME, or the built-in default. */
+BK_MUST_USE
 static enum bk_status load_input(const char *arg, struct input *in, struct diag *d)
 {
     const char *name = NULL;
@@ -103,6 +105,7 @@ static enum bk_status load_input(const char *arg, struct input *in, struct diag 
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct diag *d)
 {
     if (sb->failed)
@@ -111,6 +114,7 @@ static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct
 }
 
 /* Plan (unless only the topology was asked for) and write every requested output. */
+BK_MUST_USE
 static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
 {
     struct strbuf sb, dump, code;
@@ -194,6 +198,7 @@ out:
  * bit masks of GPU numbers), and render them into one source whose blinkCommInitAll picks the
  * plan for the job's devices: a per-SKU library for whatever GPUs a scheduler hands out.
  */
+BK_MUST_USE
 static enum bk_status write_library(const struct cli *c, const struct topo *full,
                                     struct diag *d)
 {
@@ -254,6 +259,7 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
     struct input in;
@@ -321,13 +327,24 @@ int main(int argc, char **argv)
     }
     struct diag d;
     diag_init(&d);
+    bk_trail_clear();
     enum bk_status st = run(&c, &d);
     print_diags(&d, c.quiet);
-    if (st == BK_ENOMEM)
+    const char *env = getenv("BLINKC_DEBUG");
+    if (st != BK_OK && (c.debug || (env && strcmp(env, "1") == 0)))
+        bk_trail_print(stderr);
+    const char *file, *func;
+    int line;
+    if (st == BK_ENOMEM) {
         fputs("blinkc: error: out of memory\n", stderr);
-    else if (st != BK_OK && d.nerrors == 0)
+    } else if (st != BK_OK && d.nerrors == 0 && bk_trail_first(&file, &line, &func)) {
+        fprintf(stderr, "blinkc: error: internal error: a failure with no diagnostic, first "
+                "seen at %s:%d (%s); please report it with the output of 'blinkc --debug'\n",
+                file, line, func);
+    } else if (st != BK_OK && d.nerrors == 0) {
         fputs("blinkc: error: internal error (no diagnostic was recorded; please report)\n",
               stderr);
+    }
     if (st == BK_EUSAGE)
         fputs("Try 'blinkc --help' for more information.\n", stderr);
     diag_free(&d);

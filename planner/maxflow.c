@@ -112,10 +112,12 @@ void maxflow_set_extra_cap(struct maxflow *m, int handle, double cap)
         m->cap[a] = cap;
 }
 
-void maxflow_set_cap(struct maxflow *m, int arc, double cap)
+enum bk_status maxflow_set_cap(struct maxflow *m, int arc, double cap)
 {
-    if (arc >= 0 && arc < m->g->narcs)
-        m->cap[arc] = cap;
+    if (arc < 0 || arc >= m->g->narcs)
+        return BK_EINTERNAL; /* a caller's arc of another graph */
+    m->cap[arc] = cap;
+    return BK_OK;
 }
 
 void maxflow_reset_caps(struct maxflow *m)

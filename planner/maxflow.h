@@ -22,6 +22,7 @@ struct maxflow; /* reusable workspace for one graph */
  * allocate nothing; g must outlive the workspace. One workspace serves one thread at a time.
  * Fails with BK_ENOMEM, or BK_EINTERNAL for negative counts.
  */
+BK_MUST_USE
 enum bk_status maxflow_new(struct maxflow **out, const struct pgraph *g, int extra_nodes,
                            int extra_arcs);
 void maxflow_free(struct maxflow *m);
@@ -34,7 +35,8 @@ void maxflow_set_extra_cap(struct maxflow *m, int handle, double cap);
 
 /* Override the capacity of pgraph arc a (e.g. to 0 to remove it); maxflow_reset_caps restores
  * every pgraph arc to g->cap. */
-void maxflow_set_cap(struct maxflow *m, int arc, double cap);
+BK_MUST_USE
+enum bk_status maxflow_set_cap(struct maxflow *m, int arc, double cap);
 void maxflow_reset_caps(struct maxflow *m);
 
 /*

@@ -68,6 +68,7 @@ static void slot_put(struct mwu_run *r, int idx)
     r->slot[i] = idx + 1;
 }
 
+BK_MUST_USE
 static enum bk_status slot_grow(struct mwu_run *r)
 {
     unsigned ns = r->nslot ? 2 * r->nslot : 64;
@@ -83,6 +84,7 @@ static enum bk_status slot_grow(struct mwu_run *r)
 }
 
 /* Add *t at `rate` to the merged set, taking ownership of its arrays. */
+BK_MUST_USE
 static enum bk_status take_tree(struct mwu_run *r, struct ptree *t, double rate)
 {
     unsigned m = r->nslot - 1, i = (unsigned)shape_hash(t) & m;
@@ -127,6 +129,7 @@ static void run_free(struct mwu_run *r)
  * One round: the cheapest tree of every root in play, the common bottleneck rate of their
  * combined load, then the length update. *d_log gets log(sum_a c_a l_a) afterwards.
  */
+BK_MUST_USE
 static enum bk_status round_once(struct mwu_run *r, int root0, double *d_log)
 {
     const struct pgraph *g = r->g;

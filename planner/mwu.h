@@ -39,6 +39,7 @@ struct mwu_stats {
  * kind or broadcast root), BK_ESOLVE with fewer than 2 GPUs or when no spanning tree exists,
  * BK_ENOMEM. max_rounds stops early with a packing that is still feasible but not (1-eps)^2.
  */
+BK_MUST_USE
 enum bk_status mwu_pack(const struct pack_problem *p, struct oracle *o, const struct mwu_opts *opt,
                         struct ptree_set *out, struct mwu_stats *st);
 

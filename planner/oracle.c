@@ -289,6 +289,7 @@ static void direct_closure(struct oracle *o, const double *len, int undirected)
  * levels' choices are kept, so expansion can walk back down: inside a contracted cycle every
  * node keeps its cycle in-edge except the one the edge from outside enters. Fills o->parent.
  */
+BK_MUST_USE
 static enum bk_status edmonds(struct oracle *o, int root)
 {
     int n = o->n, N = n, R = root, k = 0;
@@ -419,6 +420,7 @@ static double sym(const struct oracle *o, int u, int v)
 }
 
 /* Minimum spanning tree grown from root (so parents already point away from it). */
+BK_MUST_USE
 static enum bk_status prim(struct oracle *o, int root)
 {
     int n = o->n;
@@ -464,6 +466,7 @@ static int walk(const struct oracle *o, int u, int v, int *buf)
     return k;
 }
 
+BK_MUST_USE
 static enum bk_status build_paths(struct oracle *o, int root, int undirected)
 {
     int *at = o->pbuf;

@@ -25,6 +25,7 @@ struct oracle; /* workspace for one pgraph */
  * Workspace for g (O(ngpus * nnodes + ngpus^2) memory), reused by every call; g must outlive it
  * and stay unchanged. Returns BK_ENOMEM, or BK_EINTERNAL for a malformed graph.
  */
+BK_MUST_USE
 enum bk_status oracle_new(struct oracle **out, const struct pgraph *g);
 void oracle_free(struct oracle *o); /* NULL is fine */
 
@@ -38,6 +39,7 @@ void oracle_free(struct oracle *o); /* NULL is fine */
  * Returns BK_ESOLVE when no spanning tree exists (some GPU unreachable), BK_EINTERNAL for a bad
  * root, kind or length, BK_ENOMEM. On failure *out is left empty (zeroed).
  */
+BK_MUST_USE
 enum bk_status oracle_min_tree(struct oracle *o, enum pack_kind kind, int root, const double *len,
                                struct ptree *out, double *cost);
 

@@ -28,6 +28,7 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+BK_MUST_USE
 static enum bk_status write_in_place(const char *path, const char *data, size_t len,
                                      struct diag *d)
 {

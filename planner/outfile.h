@@ -15,6 +15,7 @@
 #include "diag.h"
 
 /* Write data to path ("-" is stdout). Errors: BK_EIO with a diagnostic naming the path. */
+BK_MUST_USE
 enum bk_status outfile_write(const char *path, const char *data, size_t len, struct diag *d);
 
 /* Is `out` the same existing file as `in`? (refuse to overwrite the input) */

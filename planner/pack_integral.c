@@ -82,6 +82,7 @@ static int keeps_connectivity(struct lovasz *L, int need)
  * tree) that is tight at need would lose the unit uv and starve a later tree. Sets inside the
  * tree are not entered by uv, so they need no check (Schrijver, proof of Thm 53.1).
  */
+BK_MUST_USE
 static enum bk_status grow(struct lovasz *L, int need, int *parent, int *arc)
 {
     const struct pgraph *g = L->g;
@@ -96,12 +97,12 @@ static enum bk_status grow(struct lovasz *L, int need, int *parent, int *arc)
             if (!L->in[u] || L->in[v] || L->units[a] < 1)
                 continue;
             L->units[a]--;
-            maxflow_set_cap(L->m, a, L->units[a]);
+            BK_CHECK(maxflow_set_cap(L->m, a, L->units[a]));
             if (keeps_connectivity(L, need)) {
                 taken = a;
             } else {
                 L->units[a]++;
-                maxflow_set_cap(L->m, a, L->units[a]);
+                BK_CHECK(maxflow_set_cap(L->m, a, L->units[a]));
             }
         }
         if (taken < 0)
@@ -141,7 +142,7 @@ enum bk_status pack_integral(const struct pack_problem *p, double unit, struct p
     BK_CHECK_GOTO(maxflow_new(&L.m, g, 0, 0), st, out);
     for (int a = 0; a < g->narcs; a++) {
         L.units[a] = (int)lround(g->cap[a] / unit);
-        maxflow_set_cap(L.m, a, L.units[a]);
+        BK_CHECK_GOTO(maxflow_set_cap(L.m, a, L.units[a]), st, out);
     }
 
     /* k from the unit graph itself, so the target matches the integers Lovasz works on. */

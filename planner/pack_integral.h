@@ -32,6 +32,7 @@ double pack_integral_unit(const struct pgraph *g);
  * Errors: BK_EINTERNAL for a wrong kind, relays, unit <= 0 or a bad root (callers check first)
  * or if no arc passes (impossible by Lovasz's lemma); BK_ENOMEM.
  */
+BK_MUST_USE
 enum bk_status pack_integral(const struct pack_problem *p, double unit, struct ptree_set *out);
 
 #endif

@@ -21,6 +21,7 @@ void pgraph_free(struct pgraph *g)
     memset(g, 0, sizeof *g);
 }
 
+BK_MUST_USE
 static enum bk_status alloc_arrays(struct pgraph *g, int nnodes, int narcs)
 {
     size_t na = narcs > 0 ? (size_t)narcs : 1;

@@ -33,15 +33,18 @@ struct pgraph {
 };
 
 /* Take the arcs of t whose kind is in `kinds`. Fails only with BK_ENOMEM. */
+BK_MUST_USE
 enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kinds);
 
 /* The part of t on the nodes node[0..nnodes) (the first ngpus of them GPUs, in rank order),
  * renumbered 0..nnodes-1 in that order; arcs keep t's link index in `link`. */
+BK_MUST_USE
 enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigned kinds,
                                  const int *node, int nnodes, int ngpus);
 
 /* The same graph with every arc turned round (reduce and reduce-scatter plan on it). Arc i of
  * out is arc i of g reversed, so loads map one to one. */
+BK_MUST_USE
 enum bk_status pgraph_reverse(struct pgraph *out, const struct pgraph *g);
 
 void pgraph_free(struct pgraph *g);

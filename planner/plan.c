@@ -63,6 +63,7 @@ void plan_set_free(struct plan_set *s)
     memset(s, 0, sizeof *s);
 }
 
+BK_MUST_USE
 static enum bk_status new_plan(struct plan_set *s, enum collective c, int root, struct plan **out)
 {
     struct plan *grown = realloc(s->v, ((size_t)s->n + 1) * sizeof *grown);
@@ -81,6 +82,7 @@ static enum bk_status new_plan(struct plan_set *s, enum collective c, int root, 
 
 /* The tier a collective's trees use: NVLink (with NVSwitch) when it joins every GPU, otherwise
  * every link kind. graph[0] is the tier, graph[1] its reverse. */
+BK_MUST_USE
 static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int hybrid,
                                    struct diag *d)
 {
@@ -145,6 +147,7 @@ enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,
 }
 
 /* Allgather (or, on the reversed graph, reduce-scatter). */
+BK_MUST_USE
 static enum bk_status plan_gather(const struct pgraph *g, unsigned kinds,
                                   const struct plan_opts *o, struct strbuf *dump,
                                   struct plan_trees *out, struct diag *d)
@@ -176,6 +179,7 @@ static int max_depth(const struct ptree_set *s)
  * towards its root and broadcast back, at half their allgather rate so that both directions of
  * every link fit (exact on full-duplex links; otherwise scaled down until feasible).
  */
+BK_MUST_USE
 static enum bk_status rsag_candidate(const struct plan_trees *ag, struct plan_trees *out)
 {
     *out = *ag;
@@ -260,6 +264,7 @@ out:
 
 /* Plan collective c on graphs g (forward) and rg (reversed); `mirror` is the earlier plan it
  * may reuse (mirror_of). */
+BK_MUST_USE
 static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
                                 const struct pgraph *rg, const struct plan *mirror,
                                 struct plan_cluster *cluster, const struct plan_opts *o,
@@ -319,6 +324,7 @@ double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes
     return dp > 0 ? dp : 0;
 }
 
+BK_MUST_USE
 static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
                                const struct plan_opts *o, struct diag *d)
 {
@@ -347,6 +353,7 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
 
 /* Refuse a topology past the planner's size limits (plan.h) with a clear error, before any
  * work that grows faster than linearly with it. */
+BK_MUST_USE
 static enum bk_status check_size(const struct topo *t, struct diag *d)
 {
     int ns = t->nservers > 0 ? t->nservers : 1;

@@ -119,6 +119,7 @@ struct plan_set {
 };
 
 /* Plan everything o asks for on t (restricted to the allocation). */
+BK_MUST_USE
 enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct plan_set *out,
                         struct diag *d);
 void plan_set_free(struct plan_set *s);

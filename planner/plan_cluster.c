@@ -104,6 +104,7 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
 
 /* ---------------------------------------------------------------- intra-server plans */
 
+BK_MUST_USE
 static enum bk_status intra_allreduce(struct plan_cluster *pc, int s, const struct plan_opts *o,
                                       const struct plan_trees **out, struct diag *d)
 {
@@ -116,6 +117,7 @@ static enum bk_status intra_allreduce(struct plan_cluster *pc, int s, const stru
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status intra_broadcast(struct plan_cluster *pc, int s, int root,
                                       const struct plan_opts *o, const struct plan_trees **out,
                                       struct diag *d)
@@ -136,6 +138,7 @@ struct cuts {
     int n, cap;
 };
 
+BK_MUST_USE
 static enum bk_status cut_add(struct cuts *c, double x)
 {
     if (c->n == c->cap) {
@@ -167,6 +170,7 @@ static void cut_finish(struct cuts *c)
 }
 
 /* Add the boundaries of a tree set's shares of [lo, lo + width). */
+BK_MUST_USE
 static enum bk_status cut_add_shares(struct cuts *c, const struct plan_trees *pt, double lo,
                                      double width)
 {
@@ -236,6 +240,7 @@ static void place_intra(struct plan_cluster *pc, int s, const struct ptree *lt, 
 }
 
 /* Join port b of server sb under port a of server sa. */
+BK_MUST_USE
 static enum bk_status place_cross(struct plan_cluster *pc, int sa, const struct cluster_port *a,
                                   int sb, const struct cluster_port *b)
 {
@@ -246,6 +251,7 @@ static enum bk_status place_cross(struct plan_cluster *pc, int sa, const struct 
 
 /* Add the composed tree at rate `share` (scaled later), merged into the previous tree when it
  * has the same shape (neighbouring partitions often do). */
+BK_MUST_USE
 static enum bk_status emit(struct plan_cluster *pc, int root, double share, struct ptree_set *s)
 {
     struct ptree t;
@@ -263,6 +269,7 @@ static enum bk_status emit(struct plan_cluster *pc, int root, double share, stru
 }
 
 /* Scale every share by the largest factor the links allow; returns that factor. */
+BK_MUST_USE
 static enum bk_status scale_to_capacity(const struct pgraph *g, enum pack_kind kind,
                                         struct ptree_set *s, double *factor)
 {
@@ -361,6 +368,7 @@ static const struct cluster_port *port(const struct cluster *c, int s, int j)
     return &c->s[s].ports[j % c->s[s].nports];
 }
 
+BK_MUST_USE
 static enum bk_status compose_allreduce(struct plan_cluster *pc, const struct plan_opts *o,
                                         struct ptree_set *out, struct diag *d)
 {
@@ -430,6 +438,7 @@ static const struct ptree *least_loaded(const struct plan_cluster *pc, int s,
  * the data in over its NIC, broadcasts it inside from there and passes it on. Inside, the tree
  * at position m of each broadcast set is used, or with `load` the least loaded one.
  */
+BK_MUST_USE
 static enum bk_status compose_chain(struct plan_cluster *pc, int root, int j, double m,
                                     const double *load, const struct plan_opts *o,
                                     struct diag *d)
@@ -455,6 +464,7 @@ static enum bk_status compose_chain(struct plan_cluster *pc, int root, int j, do
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status compose_broadcast(struct plan_cluster *pc, int root,
                                         const struct plan_opts *o, struct ptree_set *out,
                                         struct diag *d)
@@ -495,6 +505,7 @@ static enum bk_status compose_broadcast(struct plan_cluster *pc, int root,
 
 /* Allgather: one chain tree per root, leaving through the root's own port, each server's part
  * the least loaded of its broadcast trees. */
+BK_MUST_USE
 static enum bk_status compose_allgather(struct plan_cluster *pc, const struct plan_opts *o,
                                         struct ptree_set *out, struct diag *d)
 {

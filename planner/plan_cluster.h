@@ -23,11 +23,13 @@
 struct plan_cluster;
 
 /* *out = NULL when t is one server or cannot be planned in phases (then plan it flat). */
+BK_MUST_USE
 enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
                                 const struct pgraph *g);
 void plan_cluster_free(struct plan_cluster *pc);
 
 /* Plan pl->coll (root pl->root) on g, the cluster graph, and rg, its reverse. */
+BK_MUST_USE
 enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
                                  const struct pgraph *rg, const struct plan_opts *o,
                                  struct plan_trees *out, struct diag *d);

@@ -49,6 +49,7 @@ static double set_value(const struct pack_problem *p, const struct ptree_set *s)
     return p->g->ngpus ? v : 0;
 }
 
+BK_MUST_USE
 static enum bk_status fewest(const struct pack_problem *p, struct ptree_set *cand, double target,
                              const struct plan_opts *o, struct strbuf *dump, struct plan_trees *out,
                              struct diag *d)

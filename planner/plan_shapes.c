@@ -46,6 +46,7 @@ static int plane_path(const struct pgraph *g, const unsigned char *in_plane, int
 
 /* Stars rooted at r: the direct star when r has an arc to every GPU, and one star per relay
  * next to r, reaching every GPU through that relay. */
+BK_MUST_USE
 static enum bk_status add_stars(const struct pgraph *g, int r, struct ptree_set *cand)
 {
     int n = g->ngpus;
@@ -150,6 +151,7 @@ static void mark_plane(const struct pgraph *g, int s, unsigned char *in_plane, i
 
 /* The chain from r through the plane of relay s: r, then the other GPUs in rank order, each
  * hop the shortest path inside the plane. */
+BK_MUST_USE
 static enum bk_status add_chain(const struct pgraph *g, int r, int s, struct ptree_set *cand,
                                 unsigned char *in_plane, int *queue, int *pred, int *order,
                                 int *parent, int *len, int *buf, const int **paths)

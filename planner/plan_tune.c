@@ -26,6 +26,7 @@ static int trees_win(double tree_us, double nccl_us)
     return nccl_us <= 0 || tree_us * (1 + TREE_MARGIN) <= nccl_us;
 }
 
+BK_MUST_USE
 static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range *r)
 {
     struct plan_range *last = tu->n ? &tu->r[tu->n - 1] : NULL;
@@ -41,6 +42,7 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
 
 /* The samples: the trees' best chunk and time at each size, the same chunk's time at the next
  * size, and NCCL's time. */
+BK_MUST_USE
 static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
                                    const struct sim_params *p, struct sample *sm, int ns,
                                    struct diag *d)
@@ -69,6 +71,7 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
                                const struct sim_params *p, struct diag *d)
 {

@@ -35,6 +35,7 @@
 /* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
  * for now (trees at every size, the runtime's default chunk): simulating their 32 and more
  * ranks at every size takes minutes; make figures times them (Figure 9b). */
+BK_MUST_USE
 enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d);
 
 /* The range of pl that covers a message of `bytes`; NULL when pl is not tuned. */

@@ -18,6 +18,7 @@ void ptree_free(struct ptree *t)
     memset(t, 0, sizeof *t);
 }
 
+BK_MUST_USE
 static enum bk_status alloc_tree(struct ptree *t, int ngpus, int narcs)
 {
     memset(t, 0, sizeof *t);

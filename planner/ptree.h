@@ -45,12 +45,14 @@ struct ptree_set {
 };
 
 void ptree_free(struct ptree *t);
+BK_MUST_USE
 enum bk_status ptree_copy(struct ptree *out, const struct ptree *in);
 
 /*
  * Build a tree from parent[] and per-GPU paths: path_of[v] lists path_len[v] arcs from parent(v)
  * to v (ignored for the root; path_of may be NULL when every length is 0). Copies everything.
  */
+BK_MUST_USE
 enum bk_status ptree_make(struct ptree *out, int ngpus, int root, const int *parent,
                           const int *const *path_of, const int *path_len);
 
@@ -73,10 +75,12 @@ void ptree_set_clear(struct ptree_set *s); /* free the trees, keep the array */
 
 /* Append a copy of t. If a tree of the same shape is already there, add t's rate to it instead,
  * so a set never holds two trees of one shape. *index (may be NULL) gets its position. */
+BK_MUST_USE
 enum bk_status ptree_set_add(struct ptree_set *s, const struct ptree *t, int *index);
 
 /* Append a copy of t without looking for a tree of the same shape (the caller knows there is
  * none, or does not mind). */
+BK_MUST_USE
 enum bk_status ptree_set_add_new(struct ptree_set *s, const struct ptree *t);
 
 /* Sum of rates, and the sum of rates of the trees rooted at `root`. */

@@ -51,6 +51,7 @@ static void lpb_free(struct lpb *b)
 }
 
 /* Room for one more row, column (and its end offset) or entry: capacities double together. */
+BK_MUST_USE
 static enum bk_status lpb_reserve(struct lpb *b)
 {
     if (b->nrows == b->rcap) {
@@ -86,6 +87,7 @@ static enum bk_status lpb_reserve(struct lpb *b)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status lpb_row(struct lpb *b, enum lp_row_type type, double rhs, int *id)
 {
     BK_CHECK(lpb_reserve(b));
@@ -96,6 +98,7 @@ static enum bk_status lpb_row(struct lpb *b, enum lp_row_type type, double rhs, 
 }
 
 /* Start a new column; its entries follow with lpb_entry. */
+BK_MUST_USE
 static enum bk_status lpb_col(struct lpb *b, double obj)
 {
     BK_CHECK(lpb_reserve(b));
@@ -105,6 +108,7 @@ static enum bk_status lpb_col(struct lpb *b, double obj)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status lpb_entry(struct lpb *b, int row, double v)
 {
     BK_CHECK(lpb_reserve(b));
@@ -114,6 +118,7 @@ static enum bk_status lpb_entry(struct lpb *b, int row, double v)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status lpb_solve(const struct lpb *b, double *x, double *value, struct diag *d)
 {
     struct lp_model m = {b->nrows, b->ncols, b->type, b->rhs, b->obj, b->off, b->row, b->val};
@@ -142,6 +147,7 @@ struct scratch {
     unsigned char *done;
 };
 
+BK_MUST_USE
 static enum bk_status scratch_init(struct scratch *s, const struct topo *t, int nnodes)
 {
     s->t = t;
@@ -244,6 +250,7 @@ struct orders {
 };
 
 /* Append ord as it is. */
+BK_MUST_USE
 static enum bk_status orders_push(struct orders *o, const int *ord)
 {
     int n = o->n;
@@ -261,6 +268,7 @@ static enum bk_status orders_push(struct orders *o, const int *ord)
 }
 
 /* Add ord, rotated so GPU 0 comes first, unless already present. */
+BK_MUST_USE
 static enum bk_status orders_add(struct orders *o, const int *ord)
 {
     int n = o->n, z = 0;
@@ -279,6 +287,7 @@ static enum bk_status orders_add(struct orders *o, const int *ord)
 }
 
 /* Keep the orders the LP gave a rate (x[col[q]], col NULL: column q) in r. */
+BK_MUST_USE
 static enum bk_status keep_rings(struct ring_result *r, const struct orders *o, const int *col,
                                  const double *x)
 {
@@ -325,6 +334,7 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* One cycle, one column: entry mult_C(a) for each arc its hops use (relay arcs may repeat). */
+BK_MUST_USE
 static enum bk_status add_cycle(struct enum_ctx *e)
 {
     int m = 0;
@@ -367,6 +377,7 @@ static void enum_dfs(struct enum_ctx *e, int k)
     }
 }
 
+BK_MUST_USE
 static enum bk_status ring_exhaustive(const struct topo *t, const struct pgraph *g,
                                       struct ring_result *r, struct diag *d)
 {
@@ -433,6 +444,7 @@ out:
 /* ---- heuristic: chosen orders, hops split over relay paths (concurrent flow) ---- */
 
 /* ord and its reverse (rev is scratch). */
+BK_MUST_USE
 static enum bk_status orders_add_pair(struct orders *o, const int *ord, int *rev)
 {
     for (int k = 0; k < o->n; k++)
@@ -500,6 +512,7 @@ static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j
  * one path: the direct link, or the widest relay path, charged to t_o's own column. An order
  * with a hop that has no path is left out.
  */
+BK_MUST_USE
 static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
                               const struct orders *o, struct scratch *sc, struct ring_result *r,
                               struct diag *d)
@@ -731,6 +744,7 @@ static int widest_threshold(struct ham *h, const double *ths, int nth, int *queu
  * A cycle over the GPUs set[0..m) (set[0] first) maximising its narrowest hop under the widths w
  * ([n*n]); the GPUs go to ord[0..m), the narrowest hop to *res (0: no cycle found).
  */
+BK_MUST_USE
 static enum bk_status bottleneck_cycle(const double *w, int n, const int *set, int m, int *ord,
                                        double *res)
 {
@@ -792,6 +806,7 @@ out:
  * GPU, so the rings enter and leave the servers through different GPUs, PCIe switches and NICs.
  * Servers follow in order of their first GPU rank.
  */
+BK_MUST_USE
 static enum bk_status server_orders(const struct topo *t, int n, const double *w,
                                     struct orders *o, int *ord, int *rev)
 {
@@ -843,6 +858,7 @@ out:
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
                                      struct ring_result *r, struct diag *d)
 {

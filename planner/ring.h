@@ -32,6 +32,7 @@ struct ring_result {
 
 /* Best ring set for the GPUs of t (already restricted to the allocation). With one GPU the rate
  * is 0 and nrings 0. Free with ring_result_free. */
+BK_MUST_USE
 enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct diag *d);
 void ring_result_free(struct ring_result *r);
 

@@ -10,6 +10,7 @@
  * forward chains (data moves forward round the ring, as on a broadcast) have parent(v) =
  * previous rank; backward ones (data moves forward into the root, as on a reduce) have
  * parent(v) = next rank. */
+BK_MUST_USE
 static enum bk_status add_chain(struct ptree_set *out, const int *ord, int n, int root,
                                 int forward, double rate, int *parent, int *len)
 {

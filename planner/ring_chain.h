@@ -29,6 +29,7 @@
 
 /* The chain trees of collective c (root: broadcast and reduce) over r's heaviest rings into out
  * (which must be empty). No rings (one GPU, or none found): out stays empty. */
+BK_MUST_USE
 enum bk_status ring_chain_trees(const struct ring_result *r, enum collective c, int root,
                                 struct ptree_set *out);
 

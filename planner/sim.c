@@ -168,6 +168,7 @@ enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, d
 }
 
 /* One NCCL algorithm at chunk_bytes, or at its best chunk when that is 0. */
+BK_MUST_USE
 static enum bk_status nccl_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
                                const struct sim_params *p, double *us, struct diag *d)
 {

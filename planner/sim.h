@@ -88,6 +88,7 @@ void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective
  * model cannot run (double binary trees for anything but allreduce, a tree without a reverse
  * arc for allreduce's way up, no ring), BK_ENOMEM; d gets a message.
  */
+BK_MUST_USE
 enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
                        const struct sim_params *p, double *us, struct diag *d);
 
@@ -98,6 +99,7 @@ enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes
 #define SIM_CHUNK_MIN ((size_t)4 << 10)
 #define SIM_CHUNK_MAX ((size_t)64 << 20)
 #define SIM_MAX_CHUNKS 8192.0
+BK_MUST_USE
 enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
                               size_t *chunk_bytes, double *us, struct diag *d);
 
@@ -105,6 +107,7 @@ enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struc
  * `max` unless 0), towards larger chunks while the time drops, else towards smaller ones. The
  * best chunk moves little between neighbouring message sizes, so a search seeded with the last
  * size's best takes about three runs instead of a dozen. */
+BK_MUST_USE
 enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struct sim_params *p,
                               size_t start, size_t max, size_t *chunk_bytes, double *us,
                               struct diag *d);
@@ -112,6 +115,7 @@ enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struc
 /* Shorthands: one plan's trees; the rings (and, for allreduce, double binary trees: dbt_us,
  * else 0) of the same collective, each at chunk_bytes, or at its own best chunk
  * (sim_best_chunk) when chunk_bytes is 0. */
+BK_MUST_USE
 enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
                              size_t chunk_bytes, const struct sim_params *p, double *us,
                              struct diag *d);
@@ -121,13 +125,16 @@ struct sim_nccl {
                        relay-only path (NCCL could not connect it either) */
     double best_us; /* what NCCL would pick: the faster of the two */
 };
+BK_MUST_USE
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
                          size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
                          struct diag *d);
 
 /* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
+BK_MUST_USE
 enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk_bytes,
                              const struct sim_params *p, double *us, struct diag *d);
+BK_MUST_USE
 enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_bytes,
                             const struct sim_params *p, double *us, struct diag *d);
 

@@ -259,6 +259,7 @@ static void run_free(struct run *R)
     free(R->mark);
 }
 
+BK_MUST_USE
 static enum bk_status run_init(struct run *R, struct sim_eng *e)
 {
     memset(R, 0, sizeof *R);

@@ -33,20 +33,24 @@ struct sim_eng {
 };
 
 /* An engine with nres resources of the given capacities in GB/s (each > 0). */
+BK_MUST_USE
 enum bk_status sim_eng_init(struct sim_eng *e, int nres, const double *cap_gbps);
 void sim_eng_free(struct sim_eng *e);
 
 /* Add a task: delay_us, then a flow of `bytes` over res[0..nres) (none: bytes are ignored and the
  * task is a pure delay). Its number goes to *id. */
+BK_MUST_USE
 enum bk_status sim_eng_task(struct sim_eng *e, double delay_us, double bytes, const int *res,
                             int nres, int *id);
 
 /* Task `after` starts only once `before` has finished. before < 0 is ignored, so callers can
  * pass "no predecessor" as -1. */
+BK_MUST_USE
 enum bk_status sim_eng_dep(struct sim_eng *e, int before, int after);
 
 /* Run every task from time 0; *makespan gets the last finish time (0 without tasks). Fails with
  * BK_EINTERNAL when a dependency cycle leaves tasks unrun, BK_ENOMEM otherwise. */
+BK_MUST_USE
 enum bk_status sim_eng_run(struct sim_eng *e, double *makespan);
 
 #endif

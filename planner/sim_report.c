@@ -93,6 +93,7 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
               "ring_time_us", "ring_algbw", "dbt_time_us", "speedup");
 }
 
+BK_MUST_USE
 static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *pl,
                               double bytes, const struct sim_report_opts *o, struct diag *d)
 {

@@ -29,6 +29,7 @@ void sim_report_opts_default(struct sim_report_opts *o);
  * Sizes in bytes as nccl-tests counts them, times in us, bandwidths in GB/s (1e9 B/s); speedup
  * is NCCL's faster time over the trees'. "-" where a column does not apply.
  */
+BK_MUST_USE
 enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
                           const struct sim_report_opts *o, struct diag *d);
 

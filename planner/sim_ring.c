@@ -80,6 +80,7 @@ struct nb {
     double best_w;
 };
 
+BK_MUST_USE
 static enum bk_status hops_init(struct nb *b, unsigned kinds)
 {
     const struct topo *t = b->j->topo;
@@ -170,6 +171,7 @@ static void ring_order(struct nb *b)
 
 /* ------------------------------------------------------------------ rings */
 
+BK_MUST_USE
 static enum bk_status ring_tasks(struct nb *b, struct sim_eng *e, int ch, size_t m, size_t chunk)
 {
     int n = b->n, *ord = b->best, *last = b->used, *prevstep = b->ord, id;
@@ -243,6 +245,7 @@ static int dtree_parent(int n, int t, int r)
     return u < 0 ? -1 : (u + 1) % n;
 }
 
+BK_MUST_USE
 static enum bk_status dbt_tasks(struct nb *b, struct sim_eng *e, int t, size_t m, size_t chunk)
 {
     int n = b->n, *ord = b->best, id;

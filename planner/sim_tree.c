@@ -53,6 +53,7 @@ static double arc_alpha(const struct tb *b, int a)
 }
 
 /* Children in rank order and a breadth-first order from the root (as emit_model.c builds it). */
+BK_MUST_USE
 static enum bk_status tree_shape(struct tb *b, const struct ptree *tr, struct diag *d)
 {
     int n = b->n;
@@ -110,6 +111,7 @@ bad:
     return BK_EINTERNAL;
 }
 
+BK_MUST_USE
 static enum bk_status task(struct tb *b, double delay, double bytes, const int *res, int nres,
                            int *id)
 {
@@ -118,6 +120,7 @@ static enum bk_status task(struct tb *b, double delay, double bytes, const int *
 
 /* Chunk c of tree tr going up: leaves first, so a rank's children have their step of chunk c
  * and its parent still holds the step of chunk c - SIM_SLOTS. */
+BK_MUST_USE
 static enum bk_status up_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
 {
     int n = b->n, k = (int)(c % SIM_SLOTS);
@@ -141,6 +144,7 @@ static enum bk_status up_tasks(struct tb *b, const struct ptree *tr, size_t c, d
 
 /* Chunk c of tree tr going down: the root first, so a rank has chunk c before it passes it on
  * and its children still hold their "done" of chunk c - SIM_SLOTS. */
+BK_MUST_USE
 static enum bk_status down_tasks(struct tb *b, const struct ptree *tr, size_t c, double bytes)
 {
     int n = b->n, k = (int)(c % SIM_SLOTS);
@@ -177,6 +181,7 @@ static size_t split_at(size_t n, unsigned long long s, unsigned long long w)
     return (size_t)(q * s + r * s / w);
 }
 
+BK_MUST_USE
 static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, struct diag *d)
 {
     const struct ptree_set *ts = b->j->trees;

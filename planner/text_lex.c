@@ -53,6 +53,7 @@ enum bk_status lex_error(struct lexer *lx, int col, const char *fmt, ...)
 const char *lex_value(const struct lex_tok *tk) { return tk->text + tk->eq + 1; }
 
 /* Reject what no text file should hold, before anything is split: a UTF-8 decoder per byte. */
+BK_MUST_USE
 static enum bk_status check_bytes(struct lexer *lx, const unsigned char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -94,6 +95,7 @@ static enum bk_status check_bytes(struct lexer *lx, const unsigned char *s, size
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* Split one line into tokens; quotes and escapes are resolved here. */
+BK_MUST_USE
 static enum bk_status tokenize(struct lexer *lx, const char *s, size_t n)
 {
     lx->ntoks = 0;

@@ -48,10 +48,13 @@ void lex_free(struct lexer *lx);
  * and 1 otherwise; lx->toks then holds the line's tokens (none for a blank or comment line).
  * Errors: BK_EINPUT with a diagnostic, BK_ENOMEM.
  */
+BK_MUST_USE
 enum bk_status lex_next(struct lexer *lx, int *more);
 
 /* Record "FILE:LINE:COL: error: ..." for the current line; returns BK_EINPUT. */
+BK_MUST_USE
 enum bk_status lex_error(struct lexer *lx, int col, const char *fmt, ...) BK_PRINTF(3, 4);
+BK_MUST_USE
 enum bk_status lex_verror(struct lexer *lx, int col, const char *fmt, va_list ap);
 
 /* The value of an attribute token KEY=VALUE (tk->eq >= 0). */

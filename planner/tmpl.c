@@ -117,6 +117,7 @@ struct render {
     struct diag *d;
 };
 
+BK_MUST_USE
 static enum bk_status rfail(struct render *r, const struct tmpl *t, const struct tnode *n,
                             const char *what, const char *why)
 {
@@ -125,6 +126,7 @@ static enum bk_status rfail(struct render *r, const struct tmpl *t, const struct
 }
 
 /* Resolve n->name. Loop variables are synthesised into *tmp. */
+BK_MUST_USE
 static enum bk_status lookup(struct render *r, const struct tmpl *t, const struct tnode *n,
                              struct tmpl_value *tmp, const struct tmpl_value **out)
 {
@@ -169,9 +171,11 @@ static int truthy(const struct tmpl_value *v)
     return 0;
 }
 
+BK_MUST_USE
 static enum bk_status render_list(struct render *r, const struct tmpl *t,
                                   const struct tnode_list *l);
 
+BK_MUST_USE
 static enum bk_status render_node(struct render *r, const struct tmpl *t, const struct tnode *n)
 {
     struct tmpl_value tmp;
@@ -214,6 +218,7 @@ static enum bk_status render_node(struct render *r, const struct tmpl *t, const 
     return BK_EINTERNAL;
 }
 
+BK_MUST_USE
 static enum bk_status render_list(struct render *r, const struct tmpl *t,
                                   const struct tnode_list *l)
 {

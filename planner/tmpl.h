@@ -68,7 +68,9 @@ struct tmpl_value *tv_map(void);
 /* Append v to a list / set key in a map (a key given twice is replaced). Both take ownership of
  * v, also on failure. Errors: BK_ENOMEM (v or the container is NULL, or allocation failed),
  * BK_EINTERNAL (wrong container kind). */
+BK_MUST_USE
 enum bk_status tv_push(struct tmpl_value *list, struct tmpl_value *v);
+BK_MUST_USE
 enum bk_status tv_set(struct tmpl_value *map, const char *key, struct tmpl_value *v);
 
 /* The value under key, or NULL. */
@@ -93,6 +95,7 @@ void tmpl_set_max_output(struct tmpl_set *s, size_t bytes);
  * diagnostics (a file name); text[len] is copied. Syntax errors: BK_EINPUT with a diagnostic at
  * label:LINE:COL. BK_ENOMEM.
  */
+BK_MUST_USE
 enum bk_status tmpl_set_add(struct tmpl_set *s, const char *name, const char *label,
                             const char *text, size_t len, struct diag *d);
 
@@ -103,6 +106,7 @@ int tmpl_set_has(const struct tmpl_set *s, const char *name);
  * Render template `name` with root (a TV_MAP) into out. On error (BK_EINPUT, with a diagnostic
  * at the template's LINE:COL) out may hold a partial rendering: the caller discards it.
  */
+BK_MUST_USE
 enum bk_status tmpl_render(const struct tmpl_set *s, const char *name,
                            const struct tmpl_value *root, struct strbuf *out, struct diag *d);
 

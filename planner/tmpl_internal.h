@@ -36,6 +36,7 @@ struct tmpl {
 
 /* Parse src[len] (already copied into t->src) into t->nodes. Errors: BK_EINPUT with a
  * diagnostic at label:LINE:COL, BK_ENOMEM. */
+BK_MUST_USE
 enum bk_status tmpl_parse(struct tmpl *t, const char *const *raw_ok, struct diag *d);
 
 void tnode_list_free(struct tnode_list *l);

@@ -33,8 +33,10 @@ struct parser {
     struct diag *d;
 };
 
+BK_MUST_USE
 static enum bk_status fail(struct parser *p, int line, int col, const char *fmt, ...)
     BK_PRINTF(4, 5);
+BK_MUST_USE
 static enum bk_status fail(struct parser *p, int line, int col, const char *fmt, ...)
 {
     va_list ap;
@@ -121,6 +123,7 @@ static int on_whitelist(const char *const *raw_ok, const char *name)
 }
 
 /* Parse the inside of a tag, src[a, b), into t (t->line/col already set). */
+BK_MUST_USE
 static enum bk_status parse_tag(struct parser *p, size_t a, size_t b, struct tag *t)
 {
     const char *s = p->src;
@@ -188,6 +191,7 @@ static enum bk_status parse_tag(struct parser *p, size_t a, size_t b, struct tag
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status push(struct tnode_list *l, const struct tnode *n)
 {
     if (l->n == l->cap) {
@@ -204,6 +208,7 @@ static enum bk_status push(struct tnode_list *l, const struct tnode *n)
 
 /* Read the next tag: text before it goes into out. A block tag, comment or partial alone on its
  * line takes the whole line with it. */
+BK_MUST_USE
 static enum bk_status next_tag(struct parser *p, struct tnode_list *out, struct tag *t)
 {
     memset(t, 0, sizeof *t);
@@ -255,6 +260,7 @@ static const char *tag_text(enum tag_kind k)
 }
 
 /* Parse nodes into out until a tag that ends a block (or the end); *stop gets that tag. */
+BK_MUST_USE
 static enum bk_status parse_list(struct parser *p, struct tnode_list *out, int depth,
                                  struct tag *stop)
 {

@@ -70,6 +70,7 @@ static void index_put(struct topo_name_index *ix, const char *name, int node)
 }
 
 /* Keep the load factor under 1/2; rebuild from the node array when growing. */
+BK_MUST_USE
 static enum bk_status index_reserve(struct topo *t, int nnodes)
 {
     if (t->index && (size_t)nnodes * 2 < t->index->cap)
@@ -145,6 +146,7 @@ enum bk_status topo_add_node(struct topo *t, enum topo_node_kind kind, const cha
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status set_text(char **field, const char *value)
 {
     char *s = NULL;
@@ -165,6 +167,7 @@ enum bk_status topo_node_set_model(struct topo *t, int node, const char *model)
     return set_text(&t->nodes[node].model, model);
 }
 
+BK_MUST_USE
 static enum bk_status push_link(struct topo *t, int src, int dst, enum topo_link_kind kind,
                                 int count, double gbps, struct diag_loc loc)
 {

@@ -83,6 +83,7 @@ void topo_free(struct topo *t);
 void topo_node_free(struct topo_node *n);
 
 /* Set t->name (copied). */
+BK_MUST_USE
 enum bk_status topo_set_name(struct topo *t, const char *name);
 
 /*
@@ -90,6 +91,7 @@ enum bk_status topo_set_name(struct topo *t, const char *name);
  * report duplicates at their own position). Returns the new index in *out.
  * Fails only with BK_ENOMEM.
  */
+BK_MUST_USE
 enum bk_status topo_add_node(struct topo *t, enum topo_node_kind kind, const char *name, int server,
                              struct diag_loc loc, int *out);
 
@@ -97,7 +99,9 @@ enum bk_status topo_add_node(struct topo *t, enum topo_node_kind kind, const cha
 int topo_find(const struct topo *t, const char *name);
 
 /* Set optional text fields of a node (copied; NULL clears). */
+BK_MUST_USE
 enum bk_status topo_node_set_busid(struct topo *t, int node, const char *busid);
+BK_MUST_USE
 enum bk_status topo_node_set_model(struct topo *t, int node, const char *model);
 
 /*
@@ -105,6 +109,7 @@ enum bk_status topo_node_set_model(struct topo *t, int node, const char *model);
  * Readers merge or reject repeated links themselves (topo_find_link). Fails with BK_ENOMEM, or
  * BK_EINTERNAL for a self-link or bad index.
  */
+BK_MUST_USE
 enum bk_status topo_add_link(struct topo *t, int a, int b, enum topo_link_kind kind, int count,
                              double gbps_ab, double gbps_ba, struct diag_loc loc);
 
@@ -121,6 +126,7 @@ int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind k
  * ids, sorts links by (src, dst, kind) and sets rank = GPU position and local_gpu. Errors name
  * the input position of the offending declaration.
  */
+BK_MUST_USE
 enum bk_status topo_finalize(struct topo *t, struct diag *d);
 
 /*
@@ -129,13 +135,16 @@ enum bk_status topo_finalize(struct topo *t, struct diag *d);
  * between two kept GPUs (non-GPU leaves are pruned repeatedly). Fails with BK_EUSAGE for an index
  * out of range or repeated, and BK_EINPUT when the kept GPUs are not connected.
  */
+BK_MUST_USE
 enum bk_status topo_restrict(const struct topo *in, const int *gpus, int ngpus, struct topo *out,
                              struct diag *d);
 
 /* Rebuild the name index after nodes were reordered or renamed (topo_canon.c uses it). */
+BK_MUST_USE
 enum bk_status topo_reindex(struct topo *t);
 
 /* Deep copy. */
+BK_MUST_USE
 enum bk_status topo_copy(const struct topo *in, struct topo *out);
 
 const char *topo_node_kind_name(enum topo_node_kind k); /* "gpu", "nvswitch", ... */

@@ -55,6 +55,7 @@ static int cmp_other(const void *pa, const void *pb)
     return a->node - b->node;
 }
 
+BK_MUST_USE
 static enum bk_status validate(const struct topo *t, struct diag *d)
 {
     const char *file = t->source;
@@ -91,6 +92,7 @@ static enum bk_status validate(const struct topo *t, struct diag *d)
 }
 
 /* Multi-source BFS from the GPUs (already sorted) filling dist and anchor. */
+BK_MUST_USE
 static enum bk_status nearest_gpu(const struct topo *t, const int *gpu_pos, int *dist, int *anchor)
 {
     int n = t->nnodes;

@@ -50,6 +50,7 @@ struct reader {
 };
 
 /* Check the statement has exactly `want` tokens, none empty, the form being `usage`. */
+BK_MUST_USE
 static enum bk_status arity(struct reader *r, int want, const char *usage)
 {
     const struct lexer *lx = &r->lx;
@@ -66,6 +67,7 @@ static enum bk_status arity(struct reader *r, int want, const char *usage)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status stmt_server(struct reader *r)
 {
     BK_CHECK(arity(r, 3, "server NAME PATH"));
@@ -94,6 +96,7 @@ static enum bk_status stmt_server(struct reader *r)
     return sl->name && sl->path ? BK_OK : BK_ENOMEM;
 }
 
+BK_MUST_USE
 static enum bk_status stmt_nic_speed(struct reader *r)
 {
     BK_CHECK(arity(r, 2, "nic-speed BW"));
@@ -110,6 +113,7 @@ static enum bk_status stmt_nic_speed(struct reader *r)
     return (r->nic_text = bk_asprintf("nic-speed %s", bw->text)) ? BK_OK : BK_ENOMEM;
 }
 
+BK_MUST_USE
 static enum bk_status statement(struct reader *r, struct topo *t)
 {
     const struct lex_tok *kw = &r->lx.toks[0];
@@ -144,6 +148,7 @@ static char *resolve(const char *cluster, const char *path)
 }
 
 /* Read server file k once (every server naming the same file shares it). */
+BK_MUST_USE
 static enum bk_status read_server(struct reader *r, int k)
 {
     struct server_line *sl = &r->s[k];
@@ -205,6 +210,7 @@ static enum bk_status read_server(struct reader *r, int k)
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status join(struct reader *r, struct topo *t)
 {
     struct diag_loc cl = DIAG_AT(r->cluster_line, r->cluster_col);

@@ -74,6 +74,7 @@ struct ctx {
     int doubled;      /* NVLink3/4 written at 50000 MB/s per link */
 };
 
+BK_MUST_USE
 static enum bk_status grow(void **p, int *cap, int n, size_t elt)
 {
     if (n < *cap)
@@ -129,6 +130,7 @@ static void blank_comments(char *s, size_t len)
 
 /* ---------------------------------------------------------------- loading through hwloc */
 
+BK_MUST_USE
 static enum bk_status load_hwloc(struct ctx *c)
 {
     if (c->in->len >= (size_t)INT_MAX)
@@ -174,6 +176,7 @@ static enum bk_status load_hwloc(struct ctx *c)
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status get_matrices(struct ctx *c)
 {
     unsigned nr = 0;
@@ -239,6 +242,7 @@ static int gpu_osdev(const char *name, int *index)
     return -1;
 }
 
+BK_MUST_USE
 static enum bk_status find_devices(struct ctx *c)
 {
     for (hwloc_obj_t p = NULL; (p = hwloc_get_next_pcidev(c->hw, p));) {
@@ -270,6 +274,7 @@ static enum bk_status find_devices(struct ctx *c)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status add_named(struct ctx *c, enum topo_node_kind kind, const char *name,
                                struct diag_loc loc, int *node)
 {
@@ -281,6 +286,7 @@ static enum bk_status add_named(struct ctx *c, enum topo_node_kind kind, const c
     return topo_add_node(c->t, kind, name, 0, loc, node);
 }
 
+BK_MUST_USE
 static enum bk_status add_cpus(struct ctx *c)
 {
     hwloc_obj_t root = hwloc_get_root_obj(c->hw);
@@ -329,6 +335,7 @@ static enum topo_cpu_family family_of(const struct ctx *c, hwloc_obj_t p)
 }
 
 /* Every pair of packages shares the inter-socket bus; charge it at the slower family's rate. */
+BK_MUST_USE
 static enum bk_status add_smp(struct ctx *c)
 {
     for (int i = 0; i < c->npkgs; i++)
@@ -344,6 +351,7 @@ static enum bk_status add_smp(struct ctx *c)
 
 /* ---------------------------------------------------------------- GPUs */
 
+BK_MUST_USE
 static enum bk_status add_gpus(struct ctx *c)
 {
     int ngpus = 0, scheme = -1, assumed = 0;
@@ -443,6 +451,7 @@ static enum member member(const struct ctx *c, hwloc_obj_t o, int *k)
 }
 
 /* The node of a GPU or NVSwitch; switches become nodes with their first link. */
+BK_MUST_USE
 static enum bk_status dev_node(struct ctx *c, int k, int *node)
 {
     struct dev *dv = &c->devs[k];
@@ -520,6 +529,7 @@ static void decide_doubling(struct ctx *c)
     }
 }
 
+BK_MUST_USE
 static enum bk_status add_nvlink(struct ctx *c, int a, int b, int count, int gen,
                                  struct diag_loc loc, const char *path)
 {
@@ -536,6 +546,7 @@ static enum bk_status add_nvlink(struct ctx *c, int a, int b, int count, int gen
     return topo_add_link(c->t, a, b, TOPO_NVLINK, count, r, r, loc);
 }
 
+BK_MUST_USE
 static enum bk_status read_matrix(struct ctx *c, unsigned k)
 {
     const struct hwloc_distances_s *m = c->dist[k];
@@ -607,6 +618,7 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
     return st;
 }
 
+BK_MUST_USE
 static enum bk_status add_nvlinks(struct ctx *c)
 {
     if (!c->ndist) {
@@ -674,6 +686,7 @@ static int gpu_links(const struct topo *t, int s)
  * the pair's larger GPU-link count (8 on a DGX-2: 8 GPU ports + 8 trunk ports + 2 unused of
  * NVSwitch gen1's 18), of the GPUs' NVLink generation. Any other shape is left as the file says.
  */
+BK_MUST_USE
 static enum bk_status add_trunks(struct ctx *c)
 {
     struct topo *t = c->t;
@@ -766,6 +779,7 @@ static double pcie_rate(const struct ctx *c, hwloc_obj_t o)
     return topo_rate_pcie(&c->o->rates, gen, width);
 }
 
+BK_MUST_USE
 static enum bk_status switch_node(struct ctx *c, int s, int *node)
 {
     struct pcisw *w = &c->sws[s];
@@ -800,6 +814,7 @@ static int is_switch_port(hwloc_obj_t o)
     return all >= 2 && bridges >= 1;
 }
 
+BK_MUST_USE
 static enum bk_status attach_device(struct ctx *c, struct dev *dv, int sw, int cpu)
 {
     struct diag_loc loc = loc_of(c, dv->pci);
@@ -824,6 +839,7 @@ static enum bk_status attach_device(struct ctx *c, struct dev *dv, int sw, int c
     return topo_add_link(c->t, dv->node, parent, TOPO_PCIE, 1, r, r, loc);
 }
 
+BK_MUST_USE
 static enum bk_status walk_io(struct ctx *c, hwloc_obj_t o, int sw, int cpu, enum role role,
                               int depth)
 {
@@ -870,6 +886,7 @@ static int cpu_of(const struct ctx *c, hwloc_obj_t o)
     return c->pkg_node[0];
 }
 
+BK_MUST_USE
 static enum bk_status walk_normal(struct ctx *c, hwloc_obj_t o, int depth)
 {
     if (depth > MAX_DEPTH)

@@ -51,6 +51,7 @@ static int arc_cmp(const void *pa, const void *pb)
 }
 
 /* One server's nodes and links, its nodes from index `base` and its GPUs from `gpu_base`. */
+BK_MUST_USE
 static enum bk_status add_server(struct topo *out, const struct topo_join_server *s, int server,
                                  int gpu_base)
 {

@@ -61,6 +61,7 @@ int topo_join_unfit(const struct topo *t, char *why, size_t cap);
  * and one net link per NIC. Records a note when the NIC rate exceeds some NIC's PCIe link. Fails
  * with BK_ENOMEM, BK_EINPUT (too many nodes, with an error) or BK_EINTERNAL.
  */
+BK_MUST_USE
 enum bk_status topo_join(const struct topo_join_server *s, int n, const struct topo_join_opts *o,
                          struct topo *out, struct diag *d);
 
@@ -69,6 +70,7 @@ enum bk_status topo_join(const struct topo_join_server *s, int n, const struct t
  * "cluster-<n>x-<name>" and finalized into out. A bad n or an unfit server is a usage error
  * (BK_EUSAGE, with a diagnostic).
  */
+BK_MUST_USE
 enum bk_status topo_replicate(const struct topo *server, int n, const struct topo_join_opts *o,
                               struct topo *out, struct diag *d);
 

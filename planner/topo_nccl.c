@@ -119,6 +119,7 @@ static char *el_where(xmlNodePtr el)
 }
 
 /* An error at `el` that points back at an earlier element `first`. */
+BK_MUST_USE
 static enum bk_status el_error2(struct ctx *c, xmlNodePtr el, const char *what, xmlNodePtr first)
 {
     char *where = el_where(first);
@@ -188,6 +189,7 @@ static int parse_long(const char *s, int hex, long lo, long hi, long *out)
 }
 
 /* An integer attribute; absent gives dflt, or an error when required. */
+BK_MUST_USE
 static enum bk_status int_attr(struct ctx *c, xmlNodePtr el, const char *name, int required,
                                long lo, long hi, long dflt, long *out)
 {
@@ -205,6 +207,7 @@ static enum bk_status int_attr(struct ctx *c, xmlNodePtr el, const char *name, i
 }
 
 /* A PCI class code attribute ("0x030200"; hex even without the 0x). Absent: -1. */
+BK_MUST_USE
 static enum bk_status class_attr(struct ctx *c, xmlNodePtr el, const char *name, long *out)
 {
     *out = -1;
@@ -246,6 +249,7 @@ static int norm_busid(const char *s, char *out)
 }
 
 /* busid= of a <pci> or target= of an <nvlink>: required, normalised into out. */
+BK_MUST_USE
 static enum bk_status busid_attr(struct ctx *c, xmlNodePtr el, const char *name, char *out)
 {
     char *v = xml_attr(el, name);
@@ -289,6 +293,7 @@ static int parse_link_speed(const char *s, int *gen)
 }
 
 /* The capacity of a <pci> element's upstream link from link_speed and link_width. */
+BK_MUST_USE
 static enum bk_status pci_rate(struct ctx *c, xmlNodePtr el, double *gbps)
 {
     int gen = 0;
@@ -331,6 +336,7 @@ static int gen_from_sm(long sm)
 
 /* ---------------------------------------------------------------- bookkeeping */
 
+BK_MUST_USE
 static enum bk_status grow(void **arr, int *cap, int n, size_t size)
 {
     if (n < *cap)
@@ -358,6 +364,7 @@ static size_t bus_slot_of(const struct bus_slot *s, size_t cap, const char *busi
 }
 
 /* Record a <pci> bus id; a repeat is an error naming both elements. */
+BK_MUST_USE
 static enum bk_status bus_add(struct ctx *c, const char *busid, xmlNodePtr el)
 {
     if ((c->nbus + 1) * 2 > c->bus_cap) {
@@ -386,6 +393,7 @@ static enum bk_status bus_add(struct ctx *c, const char *busid, xmlNodePtr el)
 }
 
 /* Add a node called `name`, refusing a name another node already has. */
+BK_MUST_USE
 static enum bk_status add_node(struct ctx *c, xmlNodePtr el, enum topo_node_kind kind,
                                const char *name, const char *busid, int *out)
 {
@@ -399,6 +407,7 @@ static enum bk_status add_node(struct ctx *c, xmlNodePtr el, enum topo_node_kind
 }
 
 /* The node a device below frame f hangs from: f's switch (made on first use) or the CPU. */
+BK_MUST_USE
 static enum bk_status attach_point(struct ctx *c, struct sw_frame *f, int cpu, int *out)
 {
     if (!f) {
@@ -419,6 +428,7 @@ static enum bk_status attach_point(struct ctx *c, struct sw_frame *f, int cpu, i
 /* ---------------------------------------------------------------- the walk */
 
 /* One <nvlink> (or <c2c>) under GPU g: checked now, resolved after the walk. */
+BK_MUST_USE
 static enum bk_status read_gpu_link(struct ctx *c, xmlNodePtr el, int g, const char *own_busid)
 {
     struct link_rec r = {.gpu = g, .peer = PEER_C2C, .el = el};
@@ -452,6 +462,7 @@ static enum bk_status read_gpu_link(struct ctx *c, xmlNodePtr el, int g, const c
 }
 
 /* <gpu> inside the <pci> element `pci` whose bus id is `busid`, hanging from `up`. */
+BK_MUST_USE
 static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, int cpu,
                                struct sw_frame *up, double gbps, xmlNodePtr pci)
 {
@@ -477,6 +488,7 @@ static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, 
 
 /* One NIC node called `name` hanging from `parent`; speed_mbps is its <net speed=> (NCCL
  * writes Mb/s), 0 when unknown. */
+BK_MUST_USE
 static enum bk_status add_nic(struct ctx *c, xmlNodePtr el, const char *name, const char *busid,
                               int parent, double gbps, xmlNodePtr link_el, long speed_mbps)
 {
@@ -489,6 +501,7 @@ static enum bk_status add_nic(struct ctx *c, xmlNodePtr el, const char *name, co
 }
 
 /* <nic> with its <net> children: one NIC node per net, counted in *made. */
+BK_MUST_USE
 static enum bk_status read_nic(struct ctx *c, xmlNodePtr el, const char *busid, int parent,
                                double gbps, xmlNodePtr link_el, int *made)
 {
@@ -516,9 +529,11 @@ static enum bk_status read_nic(struct ctx *c, xmlNodePtr el, const char *busid, 
 
 enum pci_kind { PCI_PLAIN, PCI_BRIDGE, PCI_GPU, PCI_NIC, PCI_NVSWITCH };
 
+BK_MUST_USE
 static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_frame *up);
 
 /* Walk every <pci> child of el below `up`. */
+BK_MUST_USE
 static enum bk_status walk_children(struct ctx *c, xmlNodePtr el, int cpu, struct sw_frame *up)
 {
     for (xmlNodePtr k = el->children; k; k = k->next)
@@ -527,6 +542,7 @@ static enum bk_status walk_children(struct ctx *c, xmlNodePtr el, int cpu, struc
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_frame *up)
 {
     char busid[BUSID_LEN];
@@ -591,6 +607,7 @@ static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_
     return BK_EINTERNAL;
 }
 
+BK_MUST_USE
 static enum bk_status read_cpu(struct ctx *c, xmlNodePtr el, int position)
 {
     long numaid, fam, model;
@@ -636,6 +653,7 @@ static enum bk_status read_cpu(struct ctx *c, xmlNodePtr el, int position)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status read_system(struct ctx *c, xmlNodePtr root)
 {
     if (!is_el(root, "system"))
@@ -679,6 +697,7 @@ static int cmp_key3(const void *pa, const void *pb)
 }
 
 /* Two <gpu> elements with one dev: name both (sorting keeps this n log n). */
+BK_MUST_USE
 static enum bk_status check_devs(struct ctx *c)
 {
     struct key3 *k = malloc(((size_t)c->ngpus + 1) * sizeof *k);
@@ -700,6 +719,7 @@ static enum bk_status check_devs(struct ctx *c)
 }
 
 /* GPUs whose sm= is missing or unknown get one assumed generation for the whole file. */
+BK_MUST_USE
 static enum bk_status set_gens(struct ctx *c)
 {
     int unknown = 0, most = 0;
@@ -729,6 +749,7 @@ static enum bk_status set_gens(struct ctx *c)
 }
 
 /* The node at the far end of link record r (an NVSwitch is made on first mention). */
+BK_MUST_USE
 static enum bk_status peer_node(struct ctx *c, const struct link_rec *r, int *out)
 {
     struct topo *t = c->t;
@@ -761,6 +782,7 @@ static enum bk_status peer_node(struct ctx *c, const struct link_rec *r, int *ou
  * is not usable); a pair listed by one end only is taken as given. Sorting by (pair, source)
  * groups the two ends and exposes repeats without a quadratic search.
  */
+BK_MUST_USE
 static enum bk_status resolve_links(struct ctx *c)
 {
     int n = c->nlinks;
@@ -813,6 +835,7 @@ static enum bk_status resolve_links(struct ctx *c)
 }
 
 /* Every pair of CPUs shares one inter-socket link at the slower family's rate. */
+BK_MUST_USE
 static enum bk_status add_smp(struct ctx *c)
 {
     for (int i = 0; i < c->ncpus; i++)

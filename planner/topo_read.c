@@ -198,6 +198,7 @@ int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *
 }
 
 /* The topology's default name: the file's base name without its extension. */
+BK_MUST_USE
 static enum bk_status default_name(struct topo *t, const char *path)
 {
     const char *base = strrchr(path, '/');

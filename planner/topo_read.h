@@ -41,20 +41,26 @@ const char *topo_format_name(enum topo_format f);
 int topo_format_parse(const char *s, enum topo_format *out);
 
 /* Detect (unless forced), read, and finalize. */
+BK_MUST_USE
 enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
                          struct diag *d);
 
 /* The readers themselves (t is empty; they do not finalize). */
+BK_MUST_USE
 enum bk_status topo_read_text(const struct input *in, const struct topo_read_opts *o,
                               struct topo *t, struct diag *d);
+BK_MUST_USE
 enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_opts *o,
                                struct topo *t, struct diag *d);
+BK_MUST_USE
 enum bk_status topo_read_nccl(const struct input *in, const struct topo_read_opts *o,
                               struct topo *t, struct diag *d);
+BK_MUST_USE
 enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o,
                              struct topo *t, struct diag *d);
 /* A cluster file (topo_cluster.c): reads the server files it names (detected on their own, with
  * o's GPU model and rates) and joins them; paths are relative to in->name's directory. */
+BK_MUST_USE
 enum bk_status topo_read_cluster(const struct input *in, const struct topo_read_opts *o,
                                  struct topo *t, struct diag *d);
 

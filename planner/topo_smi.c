@@ -144,6 +144,7 @@ static size_t skip_escape(const char *p, size_t i, size_t len)
 }
 
 /* Read and clean the next line into s->ln; returns 0 at the end of the input. */
+BK_MUST_USE
 static enum bk_status read_line(struct smi *s, int *got)
 {
     const char *data = s->in->data;
@@ -191,6 +192,7 @@ static enum bk_status read_line(struct smi *s, int *got)
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status copy_line(struct line *dst, const struct line *src)
 {
     dst->s = malloc(src->n + 1);
@@ -324,6 +326,7 @@ static size_t label_len(const struct smi *s, const char *p, size_t n)
     return n;
 }
 
+BK_MUST_USE
 static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, size_t n)
 {
     struct diag_loc loc = loc_at(l, st);
@@ -358,6 +361,7 @@ static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, si
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status scan_header_line(struct smi *s, const struct line *l)
 {
     size_t i = 0;
@@ -387,6 +391,7 @@ static enum bk_status scan_header_line(struct smi *s, const struct line *l)
 }
 
 /* Collect the first labels of the rows below the header, then rewind. */
+BK_MUST_USE
 static enum bk_status collect_row_labels(struct smi *s)
 {
     size_t off = s->off;
@@ -436,6 +441,7 @@ static int is_header_cont(const struct smi *s, const struct line *l)
     return 1;
 }
 
+BK_MUST_USE
 static enum bk_status read_header(struct smi *s)
 {
     int got;
@@ -494,6 +500,7 @@ static int find_col(const struct smi *s, const char *p, size_t n)
     return -1;
 }
 
+BK_MUST_USE
 static enum bk_status parse_row(struct smi *s, int r, size_t pos)
 {
     const struct line *l = &s->ln;
@@ -530,6 +537,7 @@ static enum bk_status parse_row(struct smi *s, int r, size_t pos)
 }
 
 /* The matrix rows, up to a blank line, a legend, or a line that is not a row. */
+BK_MUST_USE
 static enum bk_status read_rows(struct smi *s, int *nic_legend)
 {
     int got, nrows = 0, nv;
@@ -571,6 +579,7 @@ static enum bk_status read_rows(struct smi *s, int *nic_legend)
 }
 
 /* "NIC Legend:" entries, "NIC0: mlx5_0"; everything else after the matrix is ignored. */
+BK_MUST_USE
 static enum bk_status read_legend(struct smi *s, int in_nic_legend)
 {
     int got;
@@ -621,6 +630,7 @@ static void code_text(const struct cell *c, char *buf, size_t cap)
 }
 
 /* Every GPU has a row; diagonal X; NVLink only between GPUs; then symmetry. */
+BK_MUST_USE
 static enum bk_status check_matrix(struct smi *s)
 {
     const char *f = s->in->name;
@@ -780,6 +790,7 @@ static int group_cpus(const struct smi *s, int *uf, const char **key, int *cpu, 
 }
 
 /* Add a node with a synthetic name base+num that no input label uses. */
+BK_MUST_USE
 static enum bk_status add_synth(struct smi *s, enum topo_node_kind kind, const char *base, int num,
                                 int *out)
 {
@@ -800,6 +811,7 @@ static enum bk_status add_synth(struct smi *s, enum topo_node_kind kind, const c
 }
 
 /* Switch classes and the PCIe/CPU part of the graph (see PCIE and CPUS in the file comment). */
+BK_MUST_USE
 static enum bk_status build_pcie(struct smi *s)
 {
     int n = s->ncols;
@@ -874,6 +886,7 @@ out:
 }
 
 /* The NVLink generation, from --gpu-model or the matrix's shape; 0 when nothing needs one. */
+BK_MUST_USE
 static enum bk_status nvlink_model(struct smi *s, int *gen, int *plane, int *per_gpu)
 {
     int uniform = -1, any = 0, maxsum = 0, ng = 0, mgen = 0;
@@ -927,6 +940,7 @@ static enum bk_status nvlink_model(struct smi *s, int *gen, int *plane, int *per
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status build(struct smi *s)
 {
     struct topo *t = s->t;

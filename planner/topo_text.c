@@ -121,6 +121,7 @@ static int smap_get(const struct smap *m, const char *key)
 }
 
 /* Insert a key known to be absent. */
+BK_MUST_USE
 static enum bk_status smap_put(struct smap *m, const char *key, int val)
 {
     if ((m->n + 1) * 2 > m->cap) {
@@ -181,6 +182,7 @@ static void list_attrs(struct strbuf *sb, unsigned mask)
  * Check the statement's positional names (tokens 1..npos) and collect its KEY=VALUE attributes.
  * `usage` is the statement's form, for the message when names are missing.
  */
+BK_MUST_USE
 static enum bk_status parse_stmt(struct reader *r, int npos, unsigned allowed, const char *usage,
                                  struct attrs *a)
 {
@@ -234,6 +236,7 @@ static int hexval(char c)
 }
 
 /* A decimal (or, with `hex`, 0x-prefixed hexadecimal) integer attribute in [lo, hi]. */
+BK_MUST_USE
 static enum bk_status int_attr(struct reader *r, const struct lex_tok *tk, int hex, long lo,
                                long hi, long *out)
 {
@@ -257,6 +260,7 @@ static enum bk_status int_attr(struct reader *r, const struct lex_tok *tk, int h
     return BK_OK;
 }
 
+BK_MUST_USE
 static enum bk_status bw_attr(struct reader *r, const struct lex_tok *tk, double *out)
 {
     const char *why = "not a bandwidth";
@@ -313,6 +317,7 @@ static int assumed_gen(struct reader *r, const char *why)
     return r->assumed_gen;
 }
 
+BK_MUST_USE
 static enum bk_status stmt_topology(struct reader *r)
 {
     struct attrs a;
@@ -332,6 +337,7 @@ static void warn_empty_section(struct reader *r)
                      "server '%s' declares no nodes", r->section_name);
 }
 
+BK_MUST_USE
 static enum bk_status stmt_server(struct reader *r)
 {
     struct attrs a;
@@ -359,6 +365,7 @@ static enum bk_status stmt_server(struct reader *r)
     return (r->section_name = strdup(name)) ? BK_OK : BK_ENOMEM;
 }
 
+BK_MUST_USE
 static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
 {
     static const char *const usage[TOPO_NODE_KINDS] = {
@@ -475,6 +482,7 @@ static const char *kind_forbids(enum topo_link_kind k, enum topo_node_kind x, en
     }
 }
 
+BK_MUST_USE
 static enum bk_status stmt_link(struct reader *r)
 {
     struct attrs a;
@@ -559,6 +567,7 @@ static enum bk_status stmt_link(struct reader *r)
 }
 
 /* The statement on the lexer's current line. */
+BK_MUST_USE
 static enum bk_status statement(struct reader *r)
 {
     if (!r->lx.ntoks)
@@ -605,6 +614,7 @@ static int link_gen(struct reader *r, const struct pend_link *l, const int *serv
 }
 
 /* Turn the collected links into model links with their capacities. */
+BK_MUST_USE
 static enum bk_status add_links(struct reader *r)
 {
     struct topo *t = r->t;

@@ -16,6 +16,7 @@
 #include "input.h"
 
 /* Parse in->data. On success *doc is set (free with xmlFreeDoc). */
+BK_MUST_USE
 enum bk_status xml_safe_parse(const struct input *in, xmlDocPtr *doc, struct diag *d);
 
 /* The element's path for messages, e.g. "/system/cpu[2]/pci[1]/gpu". Caller frees. */

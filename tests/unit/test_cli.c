@@ -2,12 +2,14 @@
 /*
  * test_cli.c - the command line: streams and exit codes of --help, --version and usage errors,
  * the agreement between the option table (--help) and the man page, the man pages' lint, and
- * the default job on the built-in DGX-1V.
+ * the default job on the built-in DGX-1V, and --debug's trail.
  */
+#define _DEFAULT_SOURCE /* mkstemps */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strbuf.h"
 #include "testutil.h"
@@ -167,6 +169,34 @@ Test(cli, print_topology_uses_the_smi_legend)
     cr_assert(strstr(r.out, "GPU0    X      NV1    NV1    NV2"), "%s", r.out);
     cr_assert(strstr(r.out, "gpu0     -> gpu3     nvlink  x2   50.0 GB/s"), "%s", r.out);
     tu_run_free(&r);
+}
+
+/* --debug (or BLINKC_DEBUG=1) adds where a failure passed inside blinkc; nothing else does. */
+Test(cli, debug_prints_the_failure_trail)
+{
+    char path[] = "/tmp/blinkc-trail-XXXXXX.topo";
+    int fd = mkstemps(path, 5);
+    cr_assert(fd >= 0, "mkstemps");
+    static const char text[] = "gpu 0\nlink 0 9 nvlink\n";
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    struct tu_run r;
+    RUN(&r, path);
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect_not(strstr(r.err, "blinkc: trail:"), "%s", r.err);
+    tu_run_free(&r);
+    RUN(&r, "--debug", path);
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "attributes are written KEY=VALUE"), "%s", r.err);
+    cr_expect(strstr(r.err, "blinkc: trail: planner/topo_text.c:"), "%s", r.err);
+    cr_expect(strstr(r.err, ": input\n"), "%s", r.err);
+    tu_run_free(&r);
+    setenv("BLINKC_DEBUG", "1", 1);
+    RUN(&r, "-q", path);
+    unsetenv("BLINKC_DEBUG");
+    cr_expect(strstr(r.err, "blinkc: trail: planner/topo_text.c:"), "%s", r.err);
+    tu_run_free(&r);
+    remove(path);
 }
 
 /* --servers and --nic-gbps say what is wrong (the exit codes are checked above). */
