@@ -19,7 +19,7 @@ FUZZ_LIBS = tests/fuzz/libfuzzplanner.a $(HWLOC_LIBS) $(LIBXML_LIBS) $(GLPK_LIBS
 
 # The readers (with topo_finalize) and the template engine, and what they call.
 FUZZ_PLANNER_SRCS = \
-	planner/diag.c planner/strbuf.c planner/input.c \
+	planner/diag.c planner/strbuf.c planner/trail.c planner/input.c \
 	planner/topo.c planner/topo_canon.c planner/topo_rates.c planner/topo_read.c \
 	planner/topo_text.c planner/text_lex.c planner/topo_cluster.c planner/topo_join.c \
 	planner/topo_hwloc.c planner/hwloc_precheck.c planner/topo_nccl.c \
