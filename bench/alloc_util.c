@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "builtin.h"
-#include "diag.h"
-#include "input.h"
+#include "core/builtin.h"
+#include "core/diag.h"
+#include "core/input.h"
 
 int alloc_read_text(const char *label, const char *text, size_t len,
                     const struct topo_read_opts *o, struct topo *t)

@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "topo.h"
-#include "topo_read.h"
+#include "topo/topo.h"
+#include "read/topo_read.h"
 
 /* Read a topology from memory with options o (NULL: defaults). 1 on success; on failure the
  * diagnostics go to stderr and t is left empty. */

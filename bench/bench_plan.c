@@ -16,13 +16,13 @@
 #include <time.h>
 
 #include "alloc_util.h"
-#include "builtin.h"
+#include "core/builtin.h"
 #include "gen_cluster.h"
-#include "input.h"
-#include "plan.h"
-#include "strbuf.h"
-#include "topo.h"
-#include "topo_read.h"
+#include "core/input.h"
+#include "plan/plan.h"
+#include "core/strbuf.h"
+#include "topo/topo.h"
+#include "read/topo_read.h"
 
 static double cpu_seconds(void)
 {

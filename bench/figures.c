@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "figures.h"
-#include "plan.h"
+#include "plan/plan.h"
 
 /* 500 MB as the paper states it: 500e6 bytes (125e6 floats). */
 #define FIG_BYTES 500e6

@@ -11,8 +11,8 @@
 #include <stddef.h>
 
 #include "gen_cluster.h"
-#include "sim.h"
-#include "strbuf.h"
+#include "sim/sim.h"
+#include "core/strbuf.h"
 
 /* Figure 5: packed trees over rings from the plans' rates (no simulation), per GPU count. Per
  * isomorphism class of the allocation's NVLink graph broadcast takes its worst root; ratios

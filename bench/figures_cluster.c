@@ -18,7 +18,7 @@
 #include "alloc_util.h"
 #include "figures.h"
 #include "gen_cluster.h"
-#include "plan.h"
+#include "plan/plan.h"
 
 /*
  * Best-chunk time in us over sim_best_chunk's sizes, searched from the largest down and stopped

@@ -9,7 +9,7 @@
 
 #include "alloc_util.h"
 #include "figures.h"
-#include "plan.h"
+#include "plan/plan.h"
 
 struct class_result {
     char key[65];

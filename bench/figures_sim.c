@@ -10,7 +10,7 @@
 
 #include "alloc_util.h"
 #include "figures.h"
-#include "plan.h"
+#include "plan/plan.h"
 
 /* Plan broadcast on t from root (-1: every root), hybrid or not. 1 on success. */
 static int plan_bcast(const struct topo *t, int root, int hybrid, struct plan_set *ps,

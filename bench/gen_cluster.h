@@ -5,7 +5,7 @@
 #ifndef BENCH_GEN_CLUSTER_H
 #define BENCH_GEN_CLUSTER_H
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 
 /* The server a generated cluster is made of. */
 enum gen_server {

@@ -2,13 +2,13 @@
 # The schedule simulator and the per-size tuning built on it (trees or rings, and the chunk):
 # sources appended to libblinkc, and their tests.
 planner_libblinkc_a_SOURCES += \
-	planner/sim.c planner/sim.h \
-	planner/sim_engine.c planner/sim_engine.h \
-	planner/sim_ring.c \
-	planner/sim_tree.c \
-	planner/sim_report.c planner/sim_report.h \
-	planner/plan_tune.c planner/plan_tune.h \
-	planner/ring_chain.c planner/ring_chain.h
+	planner/sim/sim.c planner/sim/sim.h \
+	planner/sim/sim_engine.c planner/sim/sim_engine.h \
+	planner/sim/sim_ring.c \
+	planner/sim/sim_tree.c \
+	planner/out/sim_report.c planner/out/sim_report.h \
+	planner/tune/plan_tune.c planner/tune/plan_tune.h \
+	planner/ring/ring_chain.c planner/ring/ring_chain.h
 
 UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate \
 	tests/unit/test_tune

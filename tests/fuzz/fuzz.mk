@@ -19,13 +19,13 @@ FUZZ_LIBS = tests/fuzz/libfuzzplanner.a $(HWLOC_LIBS) $(LIBXML_LIBS) $(GLPK_LIBS
 
 # The readers (with topo_finalize) and the template engine, and what they call.
 FUZZ_PLANNER_SRCS = \
-	planner/diag.c planner/strbuf.c planner/trail.c planner/input.c \
-	planner/topo.c planner/topo_canon.c planner/topo_rates.c planner/topo_read.c \
-	planner/topo_text.c planner/text_lex.c planner/topo_cluster.c planner/topo_join.c \
-	planner/topo_hwloc.c planner/hwloc_precheck.c planner/topo_nccl.c \
-	planner/topo_smi.c \
-	planner/xml_safe.c \
-	planner/tmpl.c planner/tmpl_parse.c planner/tmpl_escape.c planner/tmpl_value.c
+	planner/core/diag.c planner/core/strbuf.c planner/core/trail.c planner/core/input.c \
+	planner/topo/topo.c planner/topo/topo_canon.c planner/topo/topo_rates.c planner/read/topo_read.c \
+	planner/read/topo_text.c planner/read/text_lex.c planner/read/topo_cluster.c planner/topo/topo_join.c \
+	planner/read/topo_hwloc.c planner/read/hwloc_precheck.c planner/read/topo_nccl.c \
+	planner/read/topo_smi.c \
+	planner/read/xml_safe.c \
+	planner/emit/tmpl.c planner/emit/tmpl_parse.c planner/emit/tmpl_escape.c planner/emit/tmpl_value.c
 FUZZ_HARNESS_SRCS = \
 	tests/fuzz/fuzz_util.h tests/fuzz/fuzz_read.c \
 	tests/fuzz/fuzz_text.c tests/fuzz/fuzz_hwloc.c tests/fuzz/fuzz_nccl.c tests/fuzz/fuzz_smi.c \

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "fuzz_util.h"
-#include "strbuf.h"
-#include "tmpl.h"
+#include "core/strbuf.h"
+#include "emit/tmpl.h"
 
 static int is_odigit(char c) { return c >= '0' && c <= '7'; }
 

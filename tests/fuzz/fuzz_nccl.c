@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "fuzz_util.h"
-#include "topo_read.h"
+#include "read/topo_read.h"
 
 int fuzz_nccl_one(const uint8_t *data, size_t size)
 {

@@ -9,11 +9,11 @@
  */
 #include <stdlib.h>
 
-#include "diag.h"
+#include "core/diag.h"
 #include "fuzz_util.h"
-#include "input.h"
-#include "topo.h"
-#include "topo_read.h"
+#include "core/input.h"
+#include "topo/topo.h"
+#include "read/topo_read.h"
 
 int fuzz_read_as(const uint8_t *data, size_t size, int fmt)
 {

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
+#include "core/diag.h"
 #include "fuzz_util.h"
-#include "strbuf.h"
-#include "tmpl.h"
+#include "core/strbuf.h"
+#include "emit/tmpl.h"
 
 static const char *const raw_ok[] = {"version", NULL};
 

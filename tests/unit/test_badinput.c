@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 /* Run blinkc on `text` (written to a temp file) with --plan-json; check status and message. */

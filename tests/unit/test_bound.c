@@ -8,10 +8,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "bound.h"
-#include "maxflow.h"
-#include "pack_integral.h"
-#include "pgraph.h"
+#include "pack/bound.h"
+#include "graph/maxflow.h"
+#include "pack/pack_integral.h"
+#include "graph/pgraph.h"
 #include "testutil.h"
 
 static int near(double a, double b)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 #define RUN(r, ...) tu_run_blinkc((r), (const char *const[]){__VA_ARGS__, NULL})
@@ -188,13 +188,13 @@ Test(cli, debug_prints_the_failure_trail)
     RUN(&r, "--debug", path);
     cr_expect_eq(r.status, 1, "%s", r.err);
     cr_expect(strstr(r.err, "attributes are written KEY=VALUE"), "%s", r.err);
-    cr_expect(strstr(r.err, "blinkc: trail: planner/topo_text.c:"), "%s", r.err);
+    cr_expect(strstr(r.err, "blinkc: trail: planner/read/topo_text.c:"), "%s", r.err);
     cr_expect(strstr(r.err, ": input\n"), "%s", r.err);
     tu_run_free(&r);
     setenv("BLINKC_DEBUG", "1", 1);
     RUN(&r, "-q", path);
     unsetenv("BLINKC_DEBUG");
-    cr_expect(strstr(r.err, "blinkc: trail: planner/topo_text.c:"), "%s", r.err);
+    cr_expect(strstr(r.err, "blinkc: trail: planner/read/topo_text.c:"), "%s", r.err);
     tu_run_free(&r);
     remove(path);
 }

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "strbuf.h"
+#include "plan/plan.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 /* Each DGX-1V server reaches the network through four NICs, each behind a PCIe Gen3 x16 link

@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "input.h"
+#include "core/input.h"
 #include "testutil.h"
 
 static enum topo_format detect(const char *text, struct diag *d)

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "emit/emit.h"
 #include "hostile_fixtures.h"
-#include "input.h"
-#include "plan_explain.h"
-#include "plan_json.h"
+#include "core/input.h"
+#include "out/plan_explain.h"
+#include "out/plan_json.h"
 #include "testutil.h"
 
 #ifndef BK_SAN_CFLAGS

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
-#include "plan_dot.h"
+#include "plan/plan.h"
+#include "out/plan_dot.h"
 #include "testutil.h"
 
 static int count(const char *s, const char *what)

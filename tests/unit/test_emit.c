@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "emit/emit.h"
 #include "testutil.h"
 
 /* A 4-GPU box: an NVLink ring with one diagonal, two PCIe switches under one CPU. name(k)

@@ -18,7 +18,7 @@
 #define BK_RT_NET_LIBS ""
 #endif
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static char *tmp_dir(void)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static const char *const goldens[] = {"dgx1p", "dgx1v", "dgx2"};

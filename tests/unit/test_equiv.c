@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_json.h"
-#include "strbuf.h"
+#include "out/plan_json.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static const struct {

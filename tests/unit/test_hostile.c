@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emit.h"
-#include "plan_json.h"
-#include "strbuf.h"
+#include "emit/emit.h"
+#include "out/plan_json.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 /* A reader must answer a 100k-node input within this (plain build; sanitizers get 4x). */

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "emit/emit.h"
 #include "hostile_fixtures.h"
-#include "plan_json.h"
+#include "out/plan_json.h"
 #include "testutil.h"
 
 static const char *const evil[] = {

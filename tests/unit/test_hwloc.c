@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "input.h"
-#include "strbuf.h"
+#include "core/input.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static enum bk_status read_rel(int shared, const char *rel, struct topo *t, struct diag *d)

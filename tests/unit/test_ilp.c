@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ilp.h"
-#include "mwu.h"
-#include "pack_integral.h"
+#include "ilp/ilp.h"
+#include "pack/mwu.h"
+#include "pack/pack_integral.h"
 #include "testutil.h"
 
 /* glpsol's "Objective:  NAME = VALUE (...)" from a -o report file; NAN when missing. */

@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ilp.h"
-#include "maxflow.h"
-#include "mwu.h"
-#include "oracle.h"
-#include "strbuf.h"
+#include "ilp/ilp.h"
+#include "graph/maxflow.h"
+#include "pack/mwu.h"
+#include "pack/oracle.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static double now_s(void)

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mwu.h"
-#include "oracle.h"
-#include "pgraph.h"
+#include "pack/mwu.h"
+#include "pack/oracle.h"
+#include "graph/pgraph.h"
 #include "testutil.h"
 
 static void load(const char *fx, const int *gpus, int n, unsigned kinds, struct pgraph *g)

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "input.h"
-#include "strbuf.h"
+#include "core/input.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static enum bk_status read_fixture(const char *rel, const char *model, struct topo *t,

@@ -16,7 +16,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "strbuf.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static char *perf_path(void)

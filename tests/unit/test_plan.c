@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
-#include "plan_json.h"
+#include "plan/plan.h"
+#include "out/plan_json.h"
 #include "testutil.h"
 
 #define NV 25.0 /* one V100/A100 NVLink, GB/s per direction */

@@ -9,8 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "pgraph.h"
-#include "ring.h"
+#include "graph/pgraph.h"
+#include "ring/ring.h"
 #include "testutil.h"
 
 #define NEAR(x, y) (fabs((double)(x) - (y)) <= 1e-6 * (1 + fabs((double)(y))))

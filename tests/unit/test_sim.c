@@ -10,10 +10,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "pgraph.h"
-#include "ring.h"
-#include "sim.h"
-#include "sim_engine.h"
+#include "graph/pgraph.h"
+#include "ring/ring.h"
+#include "sim/sim.h"
+#include "sim/sim_engine.h"
 #include "testutil.h"
 
 #define MIB (1024.0 * 1024.0)

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "plan.h"
-#include "sim.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
 #include "testutil.h"
 
 #define BIG (512.0 * 1024 * 1024)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "input.h"
-#include "strbuf.h"
+#include "core/input.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 static enum bk_status read_rel(const char *rel, const char *model, struct topo *t, struct diag *d)

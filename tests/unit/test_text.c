@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin.h"
-#include "input.h"
-#include "strbuf.h"
+#include "core/builtin.h"
+#include "core/input.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 
 /* Read a fixture (format detected from the content): it must load with no error or warning. */

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "tmpl.h"
+#include "emit/tmpl.h"
 
 static const char *const raw_ok[] = {"version", NULL};
 

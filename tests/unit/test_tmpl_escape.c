@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "tmpl.h"
+#include "emit/tmpl.h"
 
 static char *cstr(const char *s, size_t n)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "topo_rates.h"
+#include "topo/topo_rates.h"
 
 /* A 4-GPU box: two PCIe switches of two GPUs under two CPUs, NVLinks 0-1, 1-2, 2-3, one NIC. */
 static void build_box(struct topo *t, int reversed)

@@ -10,10 +10,10 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "plan.h"
-#include "plan_tune.h"
-#include "ring_chain.h"
-#include "sim.h"
+#include "plan/plan.h"
+#include "tune/plan_tune.h"
+#include "ring/ring_chain.h"
+#include "sim/sim.h"
 #include "testutil.h"
 
 #define ALL_COLLS ((1u << COLL_COUNT) - 1)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* testutil.c - see testutil.h. */
 #define _DEFAULT_SOURCE /* mkstemps */
-#include "plan.h"
+#include "plan/plan.h"
 #include "testutil.h"
 
 #include <criterion/criterion.h>
@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "input.h"
-#include "strbuf.h"
+#include "core/input.h"
+#include "core/strbuf.h"
 
 extern char **environ;
 

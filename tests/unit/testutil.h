@@ -7,9 +7,9 @@
 #ifndef BK_TESTUTIL_H
 #define BK_TESTUTIL_H
 
-#include "diag.h"
-#include "topo.h"
-#include "topo_read.h"
+#include "core/diag.h"
+#include "topo/topo.h"
+#include "read/topo_read.h"
 
 /* $BLINKC_SRCDIR/rel (the source tree). Caller frees. */
 char *tu_src_path(const char *rel);

@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * cli.c - the option table, option parsing and --help (see cli.h).
+ *
+ * Groups follow the house convention: input, optimisation, code generation, benchmark,
+ * diagnostics. A group with no options yet is simply not printed.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/topo_join.h"
+
+enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_BENCH, G_DIAG, G_COUNT };
+static const char *const group_names[G_COUNT] = {"Input", "Optimisation", "Output",
+                                                 "Simulation", "Diagnostics"};
+
+enum opt_id {
+    OPT_FORMAT = 256,
+    OPT_GPUS,
+    OPT_GPU_MODEL,
+    OPT_LINK_RATE,
+    OPT_PLAN_JSON,
+    OPT_PRINT_TOPOLOGY,
+    OPT_COLLECTIVE,
+    OPT_ROOT,
+    OPT_EPSILON,
+    OPT_TIME_LIMIT,
+    OPT_TDPA,
+    OPT_NO_HYBRID,
+    OPT_NO_TUNE,
+    OPT_EXPLAIN,
+    OPT_DUMP_ILP,
+    OPT_TEMPLATES,
+    OPT_ALL_ALLOCATIONS,
+    OPT_DOT,
+    OPT_SIMULATE,
+    OPT_SIM_PARAM,
+    OPT_SERVERS,
+    OPT_NIC_GBPS,
+    OPT_DEBUG,
+};
+
+struct cli_option {
+    const char *name;
+    int val;           /* short letter, or an OPT_ id */
+    int has_arg;       /* no_argument / required_argument */
+    enum cli_group group;
+    const char *arg;   /* argument name for --help */
+    const char *help;
+};
+
+static const struct cli_option options[] = {
+    {"format", OPT_FORMAT, required_argument, G_INPUT, "FMT",
+     "input format: text, hwloc, nccl, smi, cluster (default: detect)"},
+    {"servers", OPT_SERVERS, required_argument, G_INPUT, "N",
+     "N copies (2-1024) of the one-server TOPOLOGY, their NICs on one switch"},
+    {"nic-gbps", OPT_NIC_GBPS, required_argument, G_INPUT, "GBITS",
+     "with --servers: every NIC's line rate in Gb/s (default: the topology's)"},
+    {"gpus", OPT_GPUS, required_argument, G_INPUT, "LIST",
+     "plan for these GPUs only (0,1,3 or 0-3,6), in rank order"},
+    {"all-allocations", OPT_ALL_ALLOCATIONS, no_argument, G_INPUT, NULL,
+     "with -o: a plan for every connected set of 2+ GPUs (up to 12 GPUs)"},
+    {"gpu-model", OPT_GPU_MODEL, required_argument, G_INPUT, "NAME",
+     "GPU where the input names none: P100 ... B200"},
+    {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
+     "override a default rate (nvlink1-5, pcie1-6, smp, net)"},
+    {"collective", OPT_COLLECTIVE, required_argument, G_OPTIM, "NAME",
+     "plan only NAME (broadcast, reduce, allreduce, allgather, reducescatter); repeatable"},
+    {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK",
+     "broadcast and reduce from this rank only (default: every rank)"},
+    {"epsilon", OPT_EPSILON, required_argument, G_OPTIM, "EPS",
+     "MWU accuracy, 0 < EPS <= 0.5 (default 0.1)"},
+    {"time-limit", OPT_TIME_LIMIT, required_argument, G_OPTIM, "MS",
+     "fewest-trees ILP budget, as work, not time (default 200)"},
+    {"tdpa", OPT_TDPA, required_argument, G_OPTIM, "US",
+     "hybrid PCIe split: cost of forcing a copy onto PCIe (default 50)"},
+    {"no-hybrid", OPT_NO_HYBRID, no_argument, G_OPTIM, NULL,
+     "plan NVLink trees only, no second tree set over PCIe"},
+    {"no-tune", OPT_NO_TUNE, no_argument, G_OPTIM, NULL,
+     "skip the simulated per-size choice: trees at every size, 1 MiB chunks"},
+    {"explain", OPT_EXPLAIN, no_argument, G_OUTPUT, NULL,
+     "print every plan: choices, solver stages and trees"},
+    {"dump-ilp", OPT_DUMP_ILP, required_argument, G_OUTPUT, "FILE",
+     "write the fewest-trees ILP for glpsol --lp (needs one plan)"},
+    {"plan-json", OPT_PLAN_JSON, required_argument, G_OUTPUT, "FILE",
+     "write the plan as JSON (- for stdout)"},
+    {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE",
+     "draw the plans' trees for Graphviz, one digraph per plan (- for stdout)"},
+    {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
+     "print the normalised topology and its links"},
+    {"output", 'o', required_argument, G_OUTPUT, "FILE",
+     "write the generated C/CUDA source for the blinkc runtime (- for stdout)"},
+    {"templates", OPT_TEMPLATES, required_argument, G_OUTPUT, "DIR",
+     "read the code templates from DIR instead of the built-in ones"},
+    {"simulate", OPT_SIMULATE, no_argument, G_BENCH, NULL,
+     "time the plans and NCCL's rings on the flow model, per size (a table)"},
+    {"minbytes", 'b', required_argument, G_BENCH, "SIZE",
+     "smallest size, K/M/G binary suffixes (default 1M)"},
+    {"maxbytes", 'e', required_argument, G_BENCH, "SIZE", "largest size (default 256M)"},
+    {"stepfactor", 'f', required_argument, G_BENCH, "N",
+     "multiply the size by N between rows (default 4)"},
+    {"sim-param", OPT_SIM_PARAM, required_argument, G_BENCH, "KEY=VALUE",
+     "override a model parameter (blinkc(1) lists them); repeatable"},
+    {"quiet", 'q', no_argument, G_DIAG, NULL, "print errors only"},
+    {"debug", OPT_DEBUG, no_argument, G_DIAG, NULL,
+     "on failure, also print where it passed in blinkc (as BLINKC_DEBUG=1)"},
+    {"help", 'h', no_argument, G_DIAG, NULL, "print this help and exit"},
+    {"version", 'V', no_argument, G_DIAG, NULL, "print the version and exit"},
+};
+
+void cli_print_help(FILE *out)
+{
+    fputs("Usage: blinkc [OPTIONS] [TOPOLOGY]\n"
+          "Plan GPU collectives by packing spanning trees over a server's or cluster's links.\n"
+          "\n"
+          "TOPOLOGY is hwloc XML (lstopo), NCCL topology XML, 'nvidia-smi topo -m' output or a\n"
+          "blinkc .topo or cluster file; - reads standard input, builtin:NAME an embedded\n"
+          "fixture. Without it, blinkc uses the built-in DGX-1V.\n",
+          out);
+    for (int g = 0; g < G_COUNT; g++) {
+        fprintf(out, "\n%s:\n", group_names[g]);
+        for (size_t i = 0; i < BK_ARRAY_LEN(options); i++) {
+            const struct cli_option *o = &options[i];
+            if (o->group != (enum cli_group)g)
+                continue;
+            char left[64];
+            if (o->val < 256)
+                snprintf(left, sizeof left, "-%c, --%s%s%s", o->val, o->name, o->arg ? " " : "",
+                         o->arg ? o->arg : "");
+            else
+                snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+                         o->arg ? o->arg : "");
+            fprintf(out, "  %-26s %s\n", left, o->help);
+        }
+    }
+    fputs("\nExit status: 0 success, 1 input or planning error, 2 usage error, 3 internal error.\n"
+          "See blinkc(1) and blinkc-topology(5).\n",
+          out);
+}
+
+/* "0,1,3" or "0-3,6": strictly decimal, bounded. */
+static int parse_gpus(struct cli *c, const char *s, char *buf, size_t cap, const char **why)
+{
+    c->ngpus = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        long a = strtol(p, &end, 10), b = a;
+        if (errno || a > 1000000)
+            goto bad;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                goto bad;
+            b = strtol(p, &end, 10);
+            if (errno || b < a || b > 1000000)
+                goto bad;
+            p = end;
+        }
+        for (long g = a; g <= b; g++) {
+            if (c->ngpus == CLI_MAX_GPUS) {
+                snprintf(buf, cap, "--gpus: more than %d GPUs", CLI_MAX_GPUS);
+                *why = buf;
+                return 0;
+            }
+            c->gpus[c->ngpus++] = (int)g;
+        }
+        if (*p == ',' && p[1])
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    if (c->ngpus > 0)
+        return 1;
+bad:
+    snprintf(buf, cap, "--gpus: '%.40s' is not a list of GPU numbers such as 0,1,3 or 0-3,6", s);
+    *why = buf;
+    return 0;
+}
+
+/* A decimal number in [lo, hi] (locale-free: strtod would read "0,5" in a decimal-comma locale
+ * the same way as "0.5", but blinkc never calls setlocale, so "." is the only point). */
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* nccl-tests' sizes: bytes with an optional binary K, M or G. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = *end == 'K' || *end == 'k'   ? 1024.0
+                  : *end == 'M' || *end == 'm' ? 1048576.0
+                  : *end == 'G' || *end == 'g' ? 1073741824.0
+                                               : 1;
+    if (unit > 1)
+        end++;
+    if (errno || end == s || *end || !(v >= 1) || v * unit > 1e15)
+        return 0;
+    *out = (size_t)(v * unit);
+    return 1;
+}
+
+static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf, size_t cap,
+                              const char **why)
+{
+    double v;
+    enum collective coll;
+    switch (ch) {
+    case OPT_COLLECTIVE:
+        if (!collective_parse(arg, &coll)) {
+            snprintf(buf, cap, "--collective: unknown collective '%.40s' (broadcast, reduce, "
+                               "allreduce, allgather, reducescatter)", arg);
+            break;
+        }
+        if (!c->collectives_given)
+            c->plan.collectives = 0;
+        c->collectives_given = 1;
+        c->plan.collectives |= 1u << coll;
+        return 1;
+    case OPT_ROOT:
+        if (!parse_number(arg, 0, CLI_MAX_GPUS - 1, &v) || v != (int)v) {
+            snprintf(buf, cap, "--root: '%.40s' is not a rank", arg);
+            break;
+        }
+        c->plan.root = (int)v;
+        return 1;
+    case OPT_EPSILON:
+        if (!parse_number(arg, 1e-4, 0.5, &v)) {
+            snprintf(buf, cap, "--epsilon: '%.40s' is not a number in [0.0001, 0.5]", arg);
+            break;
+        }
+        c->plan.epsilon = v;
+        return 1;
+    case OPT_TIME_LIMIT:
+        if (!parse_number(arg, 1, 3600000, &v) || v != (int)v) {
+            snprintf(buf, cap, "--time-limit: '%.40s' is not a whole number of ms (1 to 3600000)",
+                     arg);
+            break;
+        }
+        c->plan.time_limit_ms = (int)v;
+        return 1;
+    case 'b':
+    case 'e':
+        if (!parse_size(arg, ch == 'b' ? &c->sim.min_bytes : &c->sim.max_bytes)) {
+            snprintf(buf, cap, "-%c: '%.40s' is not a size such as 8, 64K or 128M", ch, arg);
+            break;
+        }
+        return 1;
+    case 'f':
+        if (!parse_number(arg, 1.0001, 1e6, &v)) {
+            snprintf(buf, cap, "-f: '%.40s' is not a factor above 1", arg);
+            break;
+        }
+        c->sim.factor = v;
+        return 1;
+    case OPT_SIM_PARAM: {
+        const char *bad = NULL;
+        if (!sim_params_set(&c->sim.params, arg, &bad)) {
+            snprintf(buf, cap, "--sim-param %.40s: %s", arg, bad);
+            break;
+        }
+        return 1;
+    }
+    case OPT_SERVERS:
+        if (!parse_number(arg, 2, TOPO_JOIN_MAX_SERVERS, &v) || v != (int)v) {
+            snprintf(buf, cap,
+                     "--servers: '%.40s' is not a whole number of servers from 2 to %d", arg,
+                     TOPO_JOIN_MAX_SERVERS);
+            break;
+        }
+        c->servers = (int)v;
+        return 1;
+    case OPT_NIC_GBPS:
+        /* Gb/s, as NICs are sold; the model counts GB/s, and TOPO_MAX_GBPS bounds any link. */
+        if (!parse_number(arg, 0, 8 * TOPO_MAX_GBPS, &v) || !(v > 0)) {
+            snprintf(buf, cap, "--nic-gbps: '%.40s' is not a line rate in Gb/s (above 0, at "
+                               "most %g)", arg, 8 * TOPO_MAX_GBPS);
+            break;
+        }
+        c->nic_gbps = v / 8;
+        c->nic_arg = arg;
+        return 1;
+    case OPT_TDPA:
+        if (!parse_number(arg, 0, 1e6, &v)) {
+            snprintf(buf, cap, "--tdpa: '%.40s' is not a number of microseconds (0 to 1e6)", arg);
+            break;
+        }
+        c->plan.tdpa_us = v;
+        return 1;
+    default: return 0;
+    }
+    *why = buf;
+    return 0;
+}
+
+/* One model per file: --dump-ilp needs a selection that makes exactly one plan. */
+BK_MUST_USE
+static enum bk_status check_dump_ilp(const struct cli *c, char *buf, size_t cap, const char **why)
+{
+    unsigned m = c->plan.collectives;
+    if (!c->dump_ilp)
+        return BK_OK;
+    int one = c->collectives_given && m && !(m & (m - 1));
+    int rooted = m & ((1u << COLL_BROADCAST) | (1u << COLL_REDUCE));
+    if (one && (!rooted || c->plan.root >= 0))
+        return BK_OK;
+    snprintf(buf, cap, "--dump-ilp writes one model: choose one plan with --collective (and "
+                       "--root for broadcast or reduce)");
+    *why = buf;
+    return BK_EUSAGE;
+}
+
+enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t cap,
+                         const char **why)
+{
+    memset(c, 0, sizeof *c);
+    topo_read_opts_default(&c->read);
+    plan_opts_default(&c->plan);
+    c->tune = 1;
+    sim_report_opts_default(&c->sim);
+    struct option longopts[BK_ARRAY_LEN(options) + 1];
+    char shortopts[2 * BK_ARRAY_LEN(options) + 2] = ":";
+    size_t ns = 1;
+    for (size_t i = 0; i < BK_ARRAY_LEN(options); i++) {
+        longopts[i] = (struct option){options[i].name, options[i].has_arg, NULL, options[i].val};
+        if (options[i].val < 256) {
+            shortopts[ns++] = (char)options[i].val;
+            if (options[i].has_arg)
+                shortopts[ns++] = ':';
+        }
+    }
+    shortopts[ns] = '\0';
+    longopts[BK_ARRAY_LEN(options)] = (struct option){0};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        const char *rate_why = NULL;
+        switch (ch) {
+        case OPT_FORMAT:
+            if (!topo_format_parse(optarg, &c->read.format)) {
+                snprintf(buf, cap,
+                         "--format: unknown format '%.40s' (text, hwloc, nccl, smi, cluster)",
+                         optarg);
+                *why = buf;
+                return BK_EUSAGE;
+            }
+            break;
+        case OPT_GPUS:
+            if (!parse_gpus(c, optarg, buf, cap, why))
+                return BK_EUSAGE;
+            break;
+        case OPT_GPU_MODEL:
+            if (!topo_gpu_model_gen(optarg)) {
+                snprintf(buf, cap,
+                         "--gpu-model: unknown GPU '%.40s' (P100, V100, A100, H100, H200, B200)",
+                         optarg);
+                *why = buf;
+                return BK_EUSAGE;
+            }
+            c->read.gpu_model = optarg;
+            break;
+        case OPT_LINK_RATE:
+            if (!topo_rates_override(&c->read.rates, optarg, &rate_why)) {
+                snprintf(buf, cap, "--link-rate %.40s: %s", optarg, rate_why);
+                *why = buf;
+                return BK_EUSAGE;
+            }
+            break;
+        case OPT_COLLECTIVE:
+        case OPT_ROOT:
+        case OPT_EPSILON:
+        case OPT_TIME_LIMIT:
+        case OPT_TDPA:
+        case OPT_SERVERS:
+        case OPT_NIC_GBPS:
+        case 'b':
+        case 'e':
+        case 'f':
+        case OPT_SIM_PARAM:
+            if (!parse_option_value(c, ch, optarg, buf, cap, why))
+                return BK_EUSAGE;
+            break;
+        case OPT_NO_HYBRID: c->plan.hybrid = 0; break;
+        case OPT_NO_TUNE: c->tune = 0; break;
+        case OPT_EXPLAIN: c->explain = 1; break;
+        case OPT_DUMP_ILP: c->dump_ilp = optarg; break;
+        case OPT_PLAN_JSON: c->plan_json = optarg; break;
+        case OPT_PRINT_TOPOLOGY: c->print_topology = 1; break;
+        case 'o': c->output = optarg; break;
+        case OPT_TEMPLATES: c->templates = optarg; break;
+        case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
+        case OPT_DOT: c->dot = optarg; break;
+        case OPT_SIMULATE: c->simulate = 1; break;
+        case 'q': c->quiet = 1; break;
+        case OPT_DEBUG: c->debug = 1; break;
+        case 'h': c->help = 1; break;
+        case 'V': c->version = 1; break;
+        case ':':
+            snprintf(buf, cap, "option '%.40s' needs an argument", argv[optind - 1]);
+            *why = buf;
+            return BK_EUSAGE;
+        default:
+            snprintf(buf, cap, "unknown option '%.40s'", argv[optind - 1]);
+            *why = buf;
+            return BK_EUSAGE;
+        }
+    }
+    if (optind < argc)
+        c->topology = argv[optind++];
+    if (optind < argc) {
+        snprintf(buf, cap, "more than one TOPOLOGY given ('%.40s')", argv[optind]);
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->all_allocations && (!c->output || c->ngpus || c->plan_json || c->explain ||
+                               c->dump_ilp || c->print_topology || c->dot)) {
+        snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
+                           "--plan-json, --explain, --dump-ilp, --dot or --print-topology)");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->nic_gbps > 0 && !c->servers) {
+        snprintf(buf, cap, "--nic-gbps goes with --servers (a cluster file sets its NICs' rate "
+                           "with a nic-speed line)");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->sim.min_bytes > c->sim.max_bytes) {
+        snprintf(buf, cap, "-b %zu is above -e %zu", c->sim.min_bytes, c->sim.max_bytes);
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->templates && !c->output) {
+        snprintf(buf, cap, "--templates only matters with -o/--output");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    return check_dump_ilp(c, buf, cap, why);
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * main.c - the blinkc command: parse options, read the topology (replicated into a cluster for
+ * --servers), restrict it to the allocation, write what was asked for. Only this file prints
+ * diagnostics and chooses exit codes.
+ *
+ * Data flows one way: input -> model -> (plan) -> outputs. Every output is rendered in memory
+ * and written atomically, so a failing run leaves no partial file.
+ */
+#include <hwloc.h>
+#include <libxml/xmlversion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/builtin.h"
+#include "cli/cli.h"
+#include "config.h"
+#include "core/diag.h"
+#include "emit/emit.h"
+#include "ilp/ilp.h"
+#include "core/input.h"
+#include "core/outfile.h"
+#include "plan/plan.h"
+#include "out/plan_dot.h"
+#include "out/plan_explain.h"
+#include "tune/plan_tune.h"
+#include "out/sim_report.h"
+#include "out/plan_json.h"
+#include "core/strbuf.h"
+#include "topo/topo.h"
+#include "topo/topo_join.h"
+#include "topo/topo_print.h"
+#include "read/topo_read.h"
+#include "core/trail.h"
+
+static int exit_code(enum bk_status st)
+{
+    switch (st) {
+    case BK_OK: return 0;
+    case BK_EUSAGE: return 2;
+    case BK_ENOMEM:
+    case BK_EINTERNAL: return 3;
+    default: return 1;
+    }
+}
+
+static void print_version(void)
+{
+    printf("blinkc %s\n", PACKAGE_VERSION);
+    printf("built with hwloc %s, libxml2 %s, %s\n", HWLOC_VERSION, LIBXML_DOTTED_VERSION,
+           ilp_solver_version());
+}
+
+static void print_diags(const struct diag *d, int quiet)
+{
+    if (!quiet) {
+        diag_print(d, stderr);
+        return;
+    }
+    struct diag errors = *d;
+    errors.n = 0;
+    struct diag_msg *kept = malloc((d->n ? d->n : 1) * sizeof *kept);
+    if (!kept)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->msgs[i].level == DIAG_ERROR)
+            kept[errors.n++] = d->msgs[i];
+    errors.msgs = kept;
+    diag_print(&errors, stderr);
+    free(kept);
+}
+
+/* Load the TOPOLOGY argument: a file, "-", builtin:NAME, or the built-in default. */
+BK_MUST_USE
+static enum bk_status load_input(const char *arg, struct input *in, struct diag *d)
+{
+    const char *name = NULL;
+    if (!arg) {
+        name = BUILTIN_DEFAULT;
+        diag_note(d, NULL, DIAG_NOWHERE,
+                  "no TOPOLOGY given; using the built-in DGX-1V (builtin:%s)", BUILTIN_DEFAULT);
+    } else if (strncmp(arg, BUILTIN_PREFIX, strlen(BUILTIN_PREFIX)) == 0) {
+        name = arg + strlen(BUILTIN_PREFIX);
+    }
+    if (!name)
+        return input_read(arg, in, d);
+    const struct builtin_file *f = builtin_topo_find(name);
+    if (!f) {
+        struct strbuf sb;
+        sb_init(&sb);
+        for (const struct builtin_file *b = builtin_topos; b->name; b++)
+            sb_printf(&sb, "%s%.*s", b == builtin_topos ? "" : ", ",
+                      (int)(strlen(b->name) - strlen(".topo")), b->name);
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "no built-in topology '%s' (built in: %s)",
+                 name, sb.data ? sb.data : "none");
+        sb_free(&sb);
+        return BK_EUSAGE;
+    }
+    char *label = bk_asprintf("%s%s", BUILTIN_PREFIX, f->name);
+    if (!label)
+        return BK_ENOMEM;
+    enum bk_status st = input_from_memory(label, f->data, f->size, in);
+    free(label);
+    return st;
+}
+
+BK_MUST_USE
+static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct diag *d)
+{
+    if (sb->failed)
+        return BK_ENOMEM;
+    return outfile_write(path, sb->data ? sb->data : "", sb->len, d);
+}
+
+/* Plan (unless only the topology was asked for) and write every requested output. */
+BK_MUST_USE
+static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
+{
+    struct strbuf sb, dump, code;
+    sb_init(&sb);
+    sb_init(&dump);
+    sb_init(&code);
+    struct plan_set ps;
+    memset(&ps, 0, sizeof ps);
+    struct plan_opts po = c->plan;
+    po.dump_ilp = c->dump_ilp ? &dump : NULL;
+    int any_output = c->plan_json || c->dump_ilp || c->output || c->dot;
+    int only_topology = c->print_topology && !c->explain && !any_output;
+    enum bk_status st = BK_OK;
+    if (po.root >= t->ngpus) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs",
+                 po.root, t->ngpus);
+        return BK_EUSAGE;
+    }
+    if (!only_topology)
+        BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
+    if (c->tune && (c->output || c->explain || c->simulate))
+        BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
+    if (c->dump_ilp && dump.len == 0 && !dump.failed) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "--dump-ilp: no ILP was solved for this plan, so there is no model to write");
+        st = BK_ESOLVE;
+        goto out;
+    }
+    /* Render the code before writing anything, so a template or plan error leaves no file. */
+    if (c->output)
+        BK_CHECK_GOTO(emit_render(&code, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
+                      out);
+    if (c->dump_ilp)
+        BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
+    if (c->output)
+        BK_CHECK_GOTO(write_rendered(c->output, &code, d), st, out);
+    if (c->dot) {
+        plan_dot(&sb, &ps);
+        st = write_rendered(c->dot, &sb, d);
+        sb_free(&sb);
+        if (st != BK_OK)
+            goto out;
+    }
+    if (c->plan_json) {
+        plan_json_render(&sb, t, &ps);
+        st = write_rendered(c->plan_json, &sb, d);
+        sb_free(&sb);
+        if (st != BK_OK)
+            goto out;
+    }
+    if (c->print_topology) {
+        topo_print_matrix(&sb, t);
+        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
+        sb_free(&sb);
+    }
+    if (c->simulate) {
+        BK_CHECK_GOTO(sim_report(&sb, &ps, &c->sim, d), st, out);
+        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
+        sb_free(&sb);
+    }
+    if (c->explain || (!any_output && !c->print_topology && !c->simulate)) {
+        /* The default job: what was read and the table of plans. */
+        if (!c->explain)
+            topo_print_summary(&sb, t);
+        plan_explain(&sb, &ps, c->explain);
+        st = write_rendered("-", &sb, d);
+    }
+out:
+    sb_free(&sb);
+    sb_free(&dump);
+    sb_free(&code);
+    plan_set_free(&ps);
+    return st;
+}
+
+/* The most GPUs --all-allocations accepts: 2^12 sets of GPUs, each planned. */
+#define ALL_ALLOCATIONS_MAX_GPUS 12
+
+/*
+ * --all-allocations: plan every set of 2 or more GPUs that the topology joins (ascending
+ * bit masks of GPU numbers), and render them into one source whose blinkCommInitAll picks the
+ * plan for the job's devices: a per-SKU library for whatever GPUs a scheduler hands out.
+ */
+BK_MUST_USE
+static enum bk_status write_library(const struct cli *c, const struct topo *full,
+                                    struct diag *d)
+{
+    int n = full->ngpus;
+    if (n > ALL_ALLOCATIONS_MAX_GPUS || n < 2) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d", n,
+                 ALL_ALLOCATIONS_MAX_GPUS);
+        return BK_EUSAGE;
+    }
+    size_t cap = (size_t)1 << n;
+    struct topo *topos = calloc(cap, sizeof *topos);
+    struct plan_set *sets = calloc(cap, sizeof *sets);
+    struct emit_alloc *allocs = calloc(cap, sizeof *allocs);
+    int count = 0;
+    enum bk_status st = topos && sets && allocs ? BK_OK : BK_ENOMEM;
+    for (unsigned mask = 3; st == BK_OK && mask < cap; mask++) {
+        int gpus[ALL_ALLOCATIONS_MAX_GPUS], k = 0;
+        for (int g = 0; g < n; g++)
+            if (mask & (1u << g))
+                gpus[k++] = g;
+        if (k < 2)
+            continue;
+        /* A set the topology does not join is no allocation: skip it quietly. */
+        struct diag quiet;
+        diag_init(&quiet);
+        st = topo_restrict(full, gpus, k, &topos[count], &quiet);
+        diag_free(&quiet);
+        if (st == BK_EINPUT) {
+            st = BK_OK;
+            continue;
+        }
+        if (st == BK_OK)
+            st = plan_all(&topos[count], &c->plan, &sets[count], d);
+        if (st == BK_OK && c->tune)
+            st = plan_tune(&sets[count], &c->sim.params, d);
+        if (st == BK_OK) {
+            allocs[count] = (struct emit_alloc){&topos[count], &sets[count]};
+            count++;
+        } else {
+            topo_free(&topos[count]);
+        }
+    }
+    struct strbuf code;
+    sb_init(&code);
+    if (st == BK_OK)
+        st = emit_render(&code, allocs, count, c->templates, d);
+    if (st == BK_OK)
+        st = write_rendered(c->output, &code, d);
+    sb_free(&code);
+    for (int i = 0; i < count; i++) {
+        plan_set_free(&sets[i]);
+        topo_free(&topos[i]);
+    }
+    free(topos);
+    free(sets);
+    free(allocs);
+    return st;
+}
+
+BK_MUST_USE
+static enum bk_status run(const struct cli *c, struct diag *d)
+{
+    struct input in;
+    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
+    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
+        if (c->topology && outs[i] && outfile_same_file(outs[i], c->topology)) {
+            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input topology",
+                     opt_names[i], outs[i]);
+            return BK_EUSAGE;
+        }
+    BK_CHECK(load_input(c->topology, &in, d));
+    struct topo full, t;
+    enum bk_status st = topo_read(&in, &c->read, &full, d);
+    input_free(&in);
+    if (st != BK_OK)
+        return st;
+    if (c->servers) {
+        /* --servers: the topology read is one server; the cluster replaces it. */
+        char what[80];
+        snprintf(what, sizeof what, "--nic-gbps %.40s", c->nic_arg ? c->nic_arg : "");
+        struct topo_join_opts jo = {NULL, DIAG_NOWHERE, c->nic_gbps, &c->read.rates, what,
+                                    NULL, DIAG_NOWHERE};
+        struct topo cluster;
+        st = topo_replicate(&full, c->servers, &jo, &cluster, d);
+        topo_free(&full);
+        if (st != BK_OK)
+            return st;
+        full = cluster;
+    }
+    if (c->all_allocations) {
+        st = write_library(c, &full, d);
+        topo_free(&full);
+        return st;
+    }
+    if (c->ngpus) {
+        st = topo_restrict(&full, c->gpus, c->ngpus, &t, d);
+        topo_free(&full);
+        if (st != BK_OK)
+            return st;
+    } else {
+        t = full;
+    }
+    st = write_outputs(c, &t, d);
+    topo_free(&t);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli c;
+    char why_buf[256];
+    const char *why = NULL;
+    if (cli_parse(&c, argc, argv, why_buf, sizeof why_buf, &why) != BK_OK) {
+        fprintf(stderr, "blinkc: %s\nTry 'blinkc --help' for more information.\n", why);
+        return 2;
+    }
+    if (c.help) {
+        cli_print_help(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (c.version) {
+        print_version();
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    struct diag d;
+    diag_init(&d);
+    bk_trail_clear();
+    enum bk_status st = run(&c, &d);
+    print_diags(&d, c.quiet);
+    const char *env = getenv("BLINKC_DEBUG");
+    if (st != BK_OK && (c.debug || (env && strcmp(env, "1") == 0)))
+        bk_trail_print(stderr);
+    const char *file, *func;
+    int line;
+    if (st == BK_ENOMEM) {
+        fputs("blinkc: error: out of memory\n", stderr);
+    } else if (st != BK_OK && d.nerrors == 0 && bk_trail_first(&file, &line, &func)) {
+        fprintf(stderr, "blinkc: error: internal error: a failure with no diagnostic, first "
+                "seen at %s:%d (%s); please report it with the output of 'blinkc --debug'\n",
+                file, line, func);
+    } else if (st != BK_OK && d.nerrors == 0) {
+        fputs("blinkc: error: internal error (no diagnostic was recorded; please report)\n",
+              stderr);
+    }
+    if (st == BK_EUSAGE)
+        fputs("Try 'blinkc --help' for more information.\n", stderr);
+    diag_free(&d);
+    return exit_code(st);
+}

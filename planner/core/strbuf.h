@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * strbuf.h - a growable byte buffer and small string helpers shared by every stage.
+ *
+ * Output (JSON, matrices, generated code) is rendered into a strbuf first and written to disk in
+ * one piece, so a failure never leaves half a file. An allocation failure sets `failed` and turns
+ * later appends into no-ops; the writer checks it once at the end.
+ */
+#ifndef BK_STRBUF_H
+#define BK_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "core/bk.h"
+
+struct strbuf {
+    char *data; /* always NUL-terminated when len > 0 */
+    size_t len, cap;
+    int failed;
+};
+
+void sb_init(struct strbuf *sb);
+void sb_free(struct strbuf *sb);
+void sb_putc(struct strbuf *sb, char c);
+void sb_puts(struct strbuf *sb, const char *s);
+void sb_putn(struct strbuf *sb, const char *s, size_t n);
+void sb_printf(struct strbuf *sb, const char *fmt, ...) BK_PRINTF(2, 3);
+/* Detach the string (caller frees); NULL if an allocation failed. */
+char *sb_take(struct strbuf *sb);
+
+/* Locale-independent fixed-point rendering of a finite double: at most `decimals` digits after
+ * the point, trailing zeros trimmed but at least one decimal kept ("25.0", "12.5", "0.1875"). */
+void sb_put_decimal(struct strbuf *sb, double v, int decimals);
+
+char *bk_vasprintf(const char *fmt, va_list ap);
+/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed); NULL when
+ * out of memory, p then still valid. */
+void *bk_grow(void *p, size_t *cap, size_t need, size_t size);
+char *bk_asprintf(const char *fmt, ...) BK_PRINTF(1, 2);
+char *bk_strndup(const char *s, size_t n);
+
+#endif

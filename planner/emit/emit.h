@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * emit.h - code generation: plans -> data model -> one self-contained C/CUDA source.
+ *
+ * The generated source (blinkc -o collectives.cu) holds only constant tables of the types in
+ * runtime/include/blink_plan.h and the thin blinkCommInitAll that hands them to the runtime.
+ * It is rendered from the embedded templates (templates/NAME.tmpl, or --templates DIR) by the
+ * template engine (tmpl.h), whose typed escapers are the only path from the model to the code:
+ * identifiers are built from indices, the topology's name travels as an escaped string literal,
+ * and no other input text reaches the output. The output is deterministic: no time stamps, no
+ * paths, the blinkc version on one line.
+ *
+ * Data model (keys of the root map; the templates may use nothing else):
+ *   blinkc_version  string, |raw only (the one whitelisted key)
+ *   topology        string, the topology's name (input text: |cstr)
+ *   nplans          int;  plans: list of maps, one per allocation (one, or with
+ *                   --all-allocations every connected set of GPUs):
+ *     id            "p<k>" (|ident)
+ *     fingerprint   string, 16 hex digits of FNV-1a 64 over the canonical graph and allocation
+ *     nranks        int;  devices: list of int, the allocation's GPU numbers in rank order
+ *     chunk_bytes   int (|size), the default pipeline chunk
+ *     nschedules    int;  schedules: list of maps, one per plan of the plan set, in its order:
+ *       id          "p<k>s<s>" (|ident)   collective  "broadcast", ... (|ident)
+ *       coll        "BLINK_PLAN_..." (|ident)         rooted  bool;  root  int, -1 if none
+ *       ntrees      int;  trees: list of maps:
+ *         id        "p<k>s<s>t<j>" (|ident)  root  int;  gbps  float (the tree's rate)
+ *         weight    int (|u64), the rate in units of 1e-4 GB/s
+ *         parent    list of int, per rank (-1 at the root)
+ *         order     list of int, breadth first from the root, children in rank order
+ * Only the main tier's trees are emitted; a plan's hybrid PCIe tree set is not (yet).
+ */
+#ifndef BK_EMIT_H
+#define BK_EMIT_H
+
+#include "core/builtin.h"
+#include "plan/plan.h"
+#include "core/strbuf.h"
+#include "emit/tmpl.h"
+#include "topo/topo.h"
+
+/* Default pipeline chunk: 1 MiB (a later tuning step replaces it; BLINK_CHUNK_BYTES overrides it
+ * at run time). */
+#define EMIT_CHUNK_BYTES (1024 * 1024)
+
+/* The template rendered for -o; the others are its partials. */
+#define EMIT_MAIN_TEMPLATE "collectives.cu"
+
+/* templates/NAME.tmpl, embedded at build time (tools/embed.sh); ends with {NULL, NULL, 0}. */
+extern const struct builtin_file builtin_templates[];
+
+/* FNV-1a 64 of the canonical graph (node ids, kinds, servers, ranks; links with kind, count
+ * and capacity) as 16 lowercase hex digits in out[17]. Input labels do not take part. */
+void emit_fingerprint(const struct topo *t, char out[17]);
+
+/* One allocation to generate code for: its restricted topology and its plans. */
+struct emit_alloc {
+    const struct topo *topo;
+    const struct plan_set *plans;
+};
+
+/* Build the data model above for nallocs allocations (the topology name is the first's).
+ * Errors: BK_EINTERNAL with a diagnostic when a plan breaks blink_plan.h's rules (a tree not
+ * spanning, weights that do not fit), BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
+                          struct diag *d);
+
+/* The template set: the embedded templates, each replaced by DIR/NAME.tmpl where dir is given
+ * and that file exists. Errors: BK_EIO, BK_EINPUT (a template does not parse), BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status emit_load_templates(const char *dir, struct tmpl_set **out, struct diag *d);
+
+/* Render the whole source for the allocations into out (appended). template_dir may be
+ * NULL. */
+BK_MUST_USE
+enum bk_status emit_render(struct strbuf *out, const struct emit_alloc *allocs, int nallocs,
+                           const char *template_dir, struct diag *d);
+
+#endif

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * emit_model.c - plans -> the code generator's data model (emit.h).
+ *
+ * This is where blink_plan.h's rules are enforced before any code exists: every tree spans the
+ * ranks from its root, weights are whole units of 1e-4 GB/s that sum below 2^32, and every data
+ * group (the whole count, or each rank's shard for allgather and reduce-scatter) has a positive
+ * total weight, so the runtime's integer split never divides by zero.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "emit/emit.h"
+#include "core/json.h"
+#include "ring/ring_chain.h"
+
+/* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
+static const char *const coll_enum[COLL_COUNT] = {
+    "BLINK_PLAN_BROADCAST", "BLINK_PLAN_REDUCE", "BLINK_PLAN_ALLREDUCE",
+    "BLINK_PLAN_ALLGATHER", "BLINK_PLAN_REDUCESCATTER",
+};
+
+void emit_fingerprint(const struct topo *t, char out[17])
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "blink-fingerprint 1\n");
+    for (int i = 0; i < t->nnodes; i++) {
+        const struct topo_node *n = &t->nodes[i];
+        sb_printf(&sb, "node %s %s %d %d\n", n->id, topo_node_kind_name(n->kind), n->server,
+                  n->rank);
+    }
+    for (int i = 0; i < t->nlinks; i++) {
+        const struct topo_link *l = &t->links[i];
+        sb_printf(&sb, "link %s %s %s %d ", t->nodes[l->src].id, t->nodes[l->dst].id,
+                  topo_link_kind_name(l->kind), l->count);
+        json_put_number(&sb, l->gbps);
+        sb_putc(&sb, '\n');
+    }
+    unsigned long long h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis and prime */
+    for (size_t i = 0; i < sb.len; i++) {
+        h ^= (unsigned char)sb.data[i];
+        h *= 0x100000001b3ull;
+    }
+    sb_free(&sb);
+    snprintf(out, 17, "%016llx", h);
+}
+
+/* The device ordinal of rank k: the number in its canonical id gpuN (the allocation's GPU
+ * number, kept by topo_restrict), else k. */
+static int device_of(const struct topo *t, int k)
+{
+    const char *id = t->nodes[k].id;
+    if (!id || strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
+        return k;
+    char *end;
+    long v = strtol(id + 3, &end, 10);
+    return *end || v < 0 || v > INT_MAX ? k : (int)v;
+}
+
+/*
+ * Where each rank runs: dev[r] its device and srv[r] its server, servers numbered 0.. in the
+ * topology's order among those with GPUs of the allocation. On one server a device is its
+ * ordinal; in a cluster it is its number within its server (what a rank there sees as
+ * BLINK_DEVICE or CUDA's ordinal). Returns the number of servers.
+ */
+static int rank_places(const struct topo *t, int *dev, int *srv)
+{
+    int n = t->ngpus, nservers = 0;
+    for (int r = 0; r < n; r++) {
+        int k = topo_gpu_node(t, r);
+        dev[r] = k < 0 ? r : t->nservers > 1 && t->nodes[k].local_gpu >= 0
+                             ? t->nodes[k].local_gpu : device_of(t, k);
+        srv[r] = k >= 0 ? t->nodes[k].server : 0;
+    }
+    for (int s = 0; s < t->nservers; s++) {
+        int used = 0;
+        for (int r = 0; r < n; r++)
+            if (srv[r] == s) {
+                srv[r] = -1 - nservers; /* renumbered, told apart from the indices left */
+                used = 1;
+            }
+        nservers += used;
+    }
+    for (int r = 0; r < n; r++)
+        srv[r] = -1 - srv[r];
+    return nservers;
+}
+
+BK_MUST_USE
+static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char *why)
+{
+    diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: the %s plan (root %d) %s",
+             collective_name(p->coll), p->root, why);
+    return BK_EINTERNAL;
+}
+
+/* Breadth-first order from the root, children in rank order; 0 when some rank is unreachable
+ * or a parent is out of range. */
+static int bfs_order(const struct ptree *tr, int n, int *order)
+{
+    if (tr->ngpus != n || tr->root < 0 || tr->root >= n || tr->parent[tr->root] != -1)
+        return 0;
+    for (int v = 0; v < n; v++)
+        if (v != tr->root && (tr->parent[v] < 0 || tr->parent[v] >= n))
+            return 0;
+    int len = 0;
+    order[len++] = tr->root;
+    for (int head = 0; head < len; head++)
+        for (int v = 0; v < n; v++)
+            if (v != tr->root && tr->parent[v] == order[head])
+                order[len++] = v;
+    return len == n;
+}
+
+static struct tmpl_value *int_list(const int *v, int n)
+{
+    struct tmpl_value *l = tv_list();
+    for (int i = 0; l && i < n; i++)
+        if (tv_push(l, tv_int(v[i])) != BK_OK) {
+            tv_free(l);
+            return NULL;
+        }
+    return l;
+}
+
+BK_MUST_USE
+static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j, int n,
+                                 int *order, long long weight, struct tmpl_value *trees)
+{
+    struct tmpl_value *m = tv_map();
+    char id[64];
+    snprintf(id, sizeof id, "%st%d", sid, j);
+    enum bk_status st = tv_set(m, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(m, "root", tv_int(tr->root));
+    if (st == BK_OK)
+        st = tv_set(m, "weight", tv_int(weight));
+    if (st == BK_OK)
+        st = tv_set(m, "gbps", tv_float((double)weight / 1e4));
+    if (st == BK_OK)
+        st = tv_set(m, "parent", int_list(tr->parent, n));
+    if (st == BK_OK)
+        st = tv_set(m, "order", int_list(order, n));
+    if (st != BK_OK) {
+        tv_free(m);
+        return st;
+    }
+    return tv_push(trees, m);
+}
+
+/* Weights: whole units of 1e-4 GB/s (the planner snaps rates to them). */
+BK_MUST_USE
+static enum bk_status check_weights(const struct plan *p, const struct ptree_set *ts, int n,
+                                    const long long *w, struct diag *d)
+{
+    long long total = 0;
+    long long *per_root = calloc((size_t)n, sizeof *per_root);
+    if (!per_root)
+        return BK_ENOMEM;
+    for (int j = 0; j < ts->n; j++) {
+        total += w[j];
+        per_root[ts->t[j].root] += w[j];
+    }
+    int sharded = p->coll == COLL_ALLGATHER || p->coll == COLL_REDUCESCATTER, starved = 0;
+    for (int r = 0; r < n; r++)
+        starved |= sharded && per_root[r] <= 0;
+    free(per_root);
+    if (ts->n == 0)
+        return bad_plan(d, p, "has no trees");
+    if (total > (long long)UINT_MAX)
+        return bad_plan(d, p, "has weights summing beyond 2^32 units of 1e-4 GB/s");
+    if (total <= 0 || starved)
+        return bad_plan(d, p, "leaves a share of the data without a tree of positive rate");
+    return BK_OK;
+}
+
+/* One tree set (the plan's trees, or its ring trees) as the list `key` of sched; its trees
+ * are named after sid. */
+BK_MUST_USE
+static enum bk_status tree_set_model(const struct plan *p, const struct ptree_set *ts, int n,
+                                     const char *sid, const char *key, struct tmpl_value *sched,
+                                     struct diag *d)
+{
+    struct tmpl_value *trees = tv_list();
+    int *order = malloc(((size_t)n + 1) * sizeof *order);
+    long long *w = calloc((size_t)ts->n + 1, sizeof *w);
+    enum bk_status st = trees && order && w ? BK_OK : BK_ENOMEM;
+    for (int j = 0; st == BK_OK && j < ts->n; j++) {
+        double r = ts->t[j].rate * 1e4;
+        if (!(r >= 0 && r < 1e15))
+            st = bad_plan(d, p, "has a tree without a finite, non-negative rate");
+        else if (!bfs_order(&ts->t[j], n, order))
+            st = bad_plan(d, p, "has a tree that does not span the ranks from its root");
+        else
+            w[j] = llround(r);
+    }
+    if (st == BK_OK && ts->n > 0)
+        st = check_weights(p, ts, n, w, d);
+    for (int j = 0; st == BK_OK && j < ts->n; j++) {
+        bfs_order(&ts->t[j], n, order);
+        st = tree_model(&ts->t[j], sid, j, n, order, w[j], trees);
+    }
+    free(order);
+    free(w);
+    if (st != BK_OK) {
+        tv_free(trees);
+        return st;
+    }
+    return tv_set(sched, key, trees);
+}
+
+/* The plan's ranges (plan_tune.h): what runs from which message size, and its chunk. */
+static struct tmpl_value *ranges_model(const struct plan *p)
+{
+    struct tmpl_value *l = tv_list();
+    for (int i = 0; l && i < p->tune.n; i++) {
+        const struct plan_range *r = &p->tune.r[i];
+        struct tmpl_value *m = tv_map();
+        enum bk_status st = m ? BK_OK : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_set(m, "min_bytes", tv_int((long long)r->min_bytes));
+        if (st == BK_OK)
+            st = tv_set(m, "algo", tv_string(r->algo == PLAN_ALGO_RINGS ? "BLINK_PLAN_RINGS"
+                                                                       : "BLINK_PLAN_TREES"));
+        if (st == BK_OK)
+            st = tv_set(m, "chunk_bytes", tv_int((long long)r->chunk_bytes));
+        if (st == BK_OK)
+            st = tv_set(m, "tree_us", tv_float(round(r->tree_us * 10) / 10));
+        if (st == BK_OK)
+            st = tv_set(m, "ring_us", tv_float(round(r->ring_us * 10) / 10));
+        if (st == BK_OK)
+            st = tv_push(l, m);
+        else
+            tv_free(m);
+        if (st != BK_OK) {
+            tv_free(l);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+BK_MUST_USE
+static enum bk_status schedule_model(const struct plan_set *ps, const struct plan *p, int k,
+                                     int s, struct tmpl_value *sched, struct diag *d)
+{
+    const struct topo *t = ps->topo;
+    int n = t->ngpus;
+    if ((unsigned)p->coll >= COLL_COUNT)
+        return bad_plan(d, p, "has an unknown collective");
+    if (p->root >= n)
+        return bad_plan(d, p, "has a root outside the allocation");
+    if (p->main.trees.n == 0)
+        return bad_plan(d, p, "has no trees");
+    char id[48], rid[52];
+    snprintf(id, sizeof id, "p%ds%d", k, s);
+    snprintf(rid, sizeof rid, "%sr", id);
+    struct ptree_set rings;
+    ptree_set_init(&rings);
+    /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
+     * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
+    enum bk_status st = ps->cluster ? BK_OK : ring_chain_trees(&ps->ring, p->coll, p->root, &rings);
+    if (st == BK_OK)
+        st = tv_set(sched, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
+    if (st == BK_OK)
+        st = tv_set(sched, "coll", tv_string(coll_enum[p->coll]));
+    if (st == BK_OK)
+        st = tv_set(sched, "rooted", tv_bool(p->root >= 0));
+    if (st == BK_OK)
+        st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
+    if (st == BK_OK)
+        st = tv_set(sched, "ntrees", tv_int(p->main.trees.n));
+    if (st == BK_OK)
+        st = tv_set(sched, "nring_trees", tv_int(rings.n));
+    if (st == BK_OK)
+        st = tv_set(sched, "nranges", tv_int(p->tune.n));
+    if (st == BK_OK)
+        st = tree_set_model(p, &p->main.trees, n, id, "trees", sched, d);
+    if (st == BK_OK)
+        st = tree_set_model(p, &rings, n, rid, "ring_trees", sched, d);
+    if (st == BK_OK) {
+        struct tmpl_value *r = ranges_model(p);
+        st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;
+    }
+    ptree_set_free(&rings);
+    return st;
+}
+
+/* One allocation's plan: the map of emit.h's plans list, for allocation k. */
+BK_MUST_USE
+static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_value *root,
+                                 struct diag *d)
+{
+    const struct topo *t = a->topo;
+    const struct plan_set *ps = a->plans;
+    int n = t->ngpus;
+    if (n < 1) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no GPU to generate for");
+        return BK_EINPUT;
+    }
+    char fp[17], id[32];
+    emit_fingerprint(t, fp);
+    snprintf(id, sizeof id, "p%d", k);
+    int *dev = malloc((size_t)n * sizeof *dev), *srv = malloc((size_t)n * sizeof *srv);
+    enum bk_status st = dev && srv ? BK_OK : BK_ENOMEM;
+    int nservers = st == BK_OK ? rank_places(t, dev, srv) : 0;
+    if (st == BK_OK)
+        st = tv_set(root, "id", tv_string(id));
+    if (st == BK_OK)
+        st = tv_set(root, "fingerprint", tv_string(fp));
+    if (st == BK_OK)
+        st = tv_set(root, "nranks", tv_int(n));
+    if (st == BK_OK)
+        st = tv_set(root, "devices", int_list(dev, n));
+    if (st == BK_OK)
+        st = tv_set(root, "nservers", tv_int(nservers));
+    if (st == BK_OK) /* empty on one server: the template then names no table */
+        st = tv_set(root, "servers", int_list(srv, nservers > 1 ? n : 0));
+    if (st == BK_OK)
+        st = tv_set(root, "chunk_bytes", tv_int(EMIT_CHUNK_BYTES));
+    int nplans = ps ? ps->n : 0;
+    if (st == BK_OK)
+        st = tv_set(root, "nschedules", tv_int(nplans));
+    struct tmpl_value *scheds = tv_list();
+    for (int s = 0; st == BK_OK && s < nplans; s++) {
+        struct tmpl_value *m = tv_map();
+        st = m ? schedule_model(ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_push(scheds, m);
+        else
+            tv_free(m);
+    }
+    if (st == BK_OK)
+        st = tv_set(root, "schedules", scheds);
+    else
+        tv_free(scheds);
+    free(dev);
+    free(srv);
+    return st;
+}
+
+enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
+                          struct diag *d)
+{
+    *out = NULL;
+    if (nallocs < 1) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no allocation to plan");
+        return BK_EINPUT;
+    }
+    const struct topo *t0 = allocs[0].topo;
+    struct tmpl_value *root = tv_map(), *plans = tv_list();
+    enum bk_status st = root && plans ? BK_OK : BK_ENOMEM;
+    if (st == BK_OK)
+        st = tv_set(root, "blinkc_version", tv_string(PACKAGE_VERSION));
+    if (st == BK_OK)
+        st = tv_set(root, "topology", tv_string(t0->name ? t0->name : ""));
+    if (st == BK_OK)
+        st = tv_set(root, "nplans", tv_int(nallocs));
+    for (int k = 0; st == BK_OK && k < nallocs; k++) {
+        struct tmpl_value *m = tv_map();
+        st = m ? plan_model(&allocs[k], k, m, d) : BK_ENOMEM;
+        if (st == BK_OK)
+            st = tv_push(plans, m);
+        else
+            tv_free(m);
+    }
+    if (st == BK_OK) {
+        st = tv_set(root, "plans", plans);
+        plans = NULL;
+    }
+    tv_free(plans);
+    if (st != BK_OK) {
+        tv_free(root);
+        return st;
+    }
+    *out = root;
+    return BK_OK;
+}

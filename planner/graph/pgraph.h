@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * pgraph.h - the planning graph: the part of a topology one tree set may use, as compact arrays.
+ *
+ * Node indices are the topology's own (GPUs first, in rank order, so GPU rank k is node k); every
+ * other node is a relay. Arcs are the topology's directed links whose kind is in the chosen mask,
+ * with their capacity in GB/s. CSR adjacency lists make every traversal O(arcs). The graph is
+ * immutable once built; the planner stages only read it.
+ */
+#ifndef BK_PGRAPH_H
+#define BK_PGRAPH_H
+
+#include "core/bk.h"
+#include "topo/topo.h"
+
+/* Link-kind masks. */
+#define PG_KIND(k) (1u << (k))
+#define PG_NVLINK PG_KIND(TOPO_NVLINK)
+#define PG_PCIE_TIER (PG_KIND(TOPO_PCIE) | PG_KIND(TOPO_SMP))
+#define PG_ALL_KINDS ((1u << TOPO_LINK_KINDS) - 1u)
+
+struct pgraph {
+    int nnodes;   /* all topology nodes */
+    int ngpus;    /* nodes 0..ngpus-1 are the GPUs, in rank order */
+    int narcs;
+    unsigned kinds;  /* the link-kind mask the arcs were taken with */
+    int *src, *dst;  /* [narcs] endpoints */
+    double *cap;     /* [narcs] GB/s, > 0 */
+    int *rev;        /* [narcs] the arc dst->src of the same kind, or -1 */
+    int *link;       /* [narcs] index into the topology's links */
+    int *out_off, *out_arc; /* node v's out-arcs: out_arc[out_off[v] .. out_off[v+1]) */
+    int *in_off, *in_arc;   /* node v's in-arcs, the same way */
+};
+
+/* Take the arcs of t whose kind is in `kinds`. Fails only with BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kinds);
+
+/* The part of t on the nodes node[0..nnodes) (the first ngpus of them GPUs, in rank order),
+ * renumbered 0..nnodes-1 in that order; arcs keep t's link index in `link`. */
+BK_MUST_USE
+enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigned kinds,
+                                 const int *node, int nnodes, int ngpus);
+
+/* The same graph with every arc turned round (reduce and reduce-scatter plan on it). Arc i of
+ * out is arc i of g reversed, so loads map one to one. */
+BK_MUST_USE
+enum bk_status pgraph_reverse(struct pgraph *out, const struct pgraph *g);
+
+void pgraph_free(struct pgraph *g);
+
+/* 1 when every arc has a reverse arc of equal capacity (full-duplex links, the usual case). */
+int pgraph_is_symmetric(const struct pgraph *g);
+
+/* 1 when every GPU can reach every other GPU through arcs of the graph. */
+int pgraph_gpus_connected(const struct pgraph *g);
+
+/* 1 when some arc touches a non-GPU node (switches, CPUs or NICs relay traffic). */
+int pgraph_has_relays(const struct pgraph *g);
+
+#endif

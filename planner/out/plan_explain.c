@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_explain.c - the --explain table: what each plan achieves against its bound and rings,
+ * how the solver stages got there, and every tree.
+ */
+#include "out/plan_explain.h"
+
+#include <stdio.h>
+
+static const char *kinds_text(unsigned kinds)
+{
+    if (kinds == PG_NVLINK)
+        return "NVLink";
+    if (kinds == PG_PCIE_TIER)
+        return "PCIe and CPU links";
+    return "every link kind";
+}
+
+static void put_root(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    sb_printf(sb, "%-7s", p->root >= 0 ? ps->topo->nodes[p->root].id : "-");
+}
+
+static void put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    const struct plan_trees *m = &p->main;
+    double ratio = m->bound > 0 ? m->algbw / m->bound : 0;
+    double speedup = p->ring_algbw > 0 ? m->algbw / p->ring_algbw : 0;
+    sb_printf(sb, "%-14s ", collective_name(p->coll));
+    put_root(sb, ps, p);
+    sb_printf(sb, "%5d %9.1f %9.1f %6.3f %9.1f %7.2fx  %s\n", m->trees.n, m->algbw, m->bound,
+              ratio, p->ring_algbw, speedup, p->method);
+}
+
+static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
+{
+    const struct plan_stats *s = &m->stats;
+    static const char *const ilp[] = {"ILP optimal", "ILP spent its work budget (best kept)",
+                                      "ILP failed: LP trees kept"};
+    if (s->partitions > 0) {
+        sb_printf(sb, "    %d partitions composed from each server's own plan across %d servers, "
+                      "scaled to the narrowest link\n",
+                  s->partitions, s->servers);
+        return;
+    }
+    if (s->mwu_rounds == 0 && s->integral_trees > 0) {
+        sb_printf(sb, "    exact integral packing reaches the bound with %d unit trees (MWU not "
+                      "needed); %s: %d trees\n",
+                  s->integral_trees, ilp[s->ilp_status % 3], m->trees.n);
+        return;
+    }
+    if (s->mwu_rounds == 0) {
+        sb_printf(sb, "    one-hop stars and switch-plane chains reach the bound: LP %.1f GB/s over %d of "
+                  "them; %s\n",
+                  s->lp_value, s->lp_columns, ilp[s->ilp_status % 3]);
+        return;
+    }
+    sb_printf(sb, "    MWU %ld rounds: %.1f GB/s in %d trees", s->mwu_rounds, s->mwu_value,
+              s->mwu_trees);
+    if (s->integral_trees)
+        sb_printf(sb, "; integral packing %d trees", s->integral_trees);
+    sb_printf(sb, "; exact LP %.1f GB/s over %d columns (%d trees); %s: %d trees\n", s->lp_value,
+              s->lp_columns, s->trees_before, ilp[s->ilp_status % 3], m->trees.n);
+}
+
+static void put_trees(struct strbuf *sb, const struct plan_set *ps, const struct plan_trees *m)
+{
+    const struct topo *t = ps->topo;
+    for (int i = 0; i < m->trees.n; i++) {
+        const struct ptree *tr = &m->trees.t[i];
+        sb_printf(sb, "    %8.4f  %s:", tr->rate, t->nodes[tr->root].id);
+        for (int v = 0; v < tr->ngpus; v++) {
+            if (v == tr->root)
+                continue;
+            sb_printf(sb, " %s", t->nodes[tr->parent[v]].id);
+            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
+                sb_printf(sb, ">%s", t->nodes[m->g->dst[tr->path_arc[k]]].id);
+        }
+        sb_putc(sb, '\n');
+    }
+}
+
+static void put_hybrid(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    double mb = 500e6;
+    double dp = plan_hybrid_pcie_bytes(p, ps->tdpa_us, mb);
+    double bn = p->main.algbw * 1e9;
+    double t_nvl = mb / bn, t_hyb = dp > 0 ? (mb - dp) / bn : t_nvl;
+    sb_printf(sb, "    hybrid: %d PCIe trees at %.1f GB/s (bound %.1f); NVLink alone below %.2f MB; "
+                  "at 500 MB %.1f%% goes over PCIe: %.0f us instead of %.0f us\n",
+              p->pcie.trees.n, p->pcie.algbw, p->pcie.bound, p->switchover_bytes / 1e6,
+              100 * dp / mb, 1e6 * t_hyb, 1e6 * t_nvl);
+}
+
+/* A byte count in binary units, as the runtime's sizes are given (0, 768 KiB, 1.5 MiB),
+ * left-aligned in `width` columns. */
+static void put_size(struct strbuf *sb, double b, int width)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (u < 3 && b >= 1024) {
+        b /= 1024;
+        u++;
+    }
+    char text[32];
+    snprintf(text, sizeof text, b == 0 ? "0" : "%g %s", b, unit[u]);
+    sb_printf(sb, "%-*s", width, text);
+}
+
+static void put_tuning(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    if (p->tune.n == 0) {
+        sb_printf(sb, "    per size: not tuned (%s); trees at every size with 1 MiB chunks\n",
+                  ps->cluster ? "several servers" : "--no-tune, or no output that needs it");
+        return;
+    }
+    sb_puts(sb, "    per size (simulated; the runtime picks by message size):\n");
+    sb_printf(sb, "      %-11s%-12s%-10s%-10s%12s %12s\n", "from", "runs", "chunk", "at", "trees us",
+              "NCCL us");
+    for (int i = 0; i < p->tune.n; i++) {
+        const struct plan_range *r = &p->tune.r[i];
+        sb_puts(sb, "      ");
+        put_size(sb, r->min_bytes, 11);
+        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS ? "NCCL rings" : "trees");
+        put_size(sb, (double)r->chunk_bytes, 10);
+        put_size(sb, r->at_bytes, 10);
+        sb_printf(sb, "%12.1f ", r->tree_us);
+        if (r->ring_us > 0)
+            sb_printf(sb, "%12.1f\n", r->ring_us);
+        else
+            sb_printf(sb, "%12s\n", "-");
+    }
+}
+
+void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
+{
+    const struct topo *t = ps->topo;
+    if (ps->n == 0) {
+        sb_puts(sb, "no plans\n");
+        return;
+    }
+    sb_printf(sb, "%s: %d GPUs, %d server%s; trees over %s\n", t->name ? t->name : "topology",
+              t->ngpus, t->nservers, t->nservers == 1 ? "" : "s", kinds_text(ps->kinds));
+    sb_printf(sb, "rings: %d %s ring%s, %.1f GB/s in all%s\n", ps->ring.nrings,
+              ps->ring.kinds == PG_NVLINK ? "NVLink" : "PCIe/CPU/network",
+              ps->ring.nrings == 1 ? "" : "s", ps->ring.gbps,
+              ps->ring.exhaustive ? " (best over every Hamiltonian cycle)" : "");
+    sb_puts(sb, "\ncollective     root   trees     algbw     bound  ratio     rings  speedup  "
+                "method\n");
+    for (int i = 0; i < ps->n; i++)
+        put_row(sb, ps, &ps->v[i]);
+    sb_puts(sb, "\nGB/s per direction; algbw as nccl-tests counts it; ratio = algbw / bound;\n"
+                "speedup = algbw / the best NCCL-style ring set on the same links.\n");
+    for (int i = 0; detail && i < ps->n; i++) {
+        const struct plan *p = &ps->v[i];
+        sb_printf(sb, "\n%s", collective_name(p->coll));
+        if (p->root >= 0)
+            sb_printf(sb, " from %s", t->nodes[p->root].id);
+        sb_printf(sb, ": %s\n", p->method);
+        if (p->alt_algbw > 0)
+            sb_printf(sb, "    chosen as %s candidate: the other reaches %.1f GB/s\n", p->why,
+                      p->alt_algbw);
+        put_solver_line(sb, &p->main);
+        if (p->has_hybrid)
+            put_hybrid(sb, ps, p);
+        put_tuning(sb, ps, p);
+        put_trees(sb, ps, &p->main);
+    }
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * sim_report.c - the --simulate table (see sim_report.h).
+ */
+#include "out/sim_report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/collective.h"
+#include "tune/plan_tune.h"
+
+void sim_report_opts_default(struct sim_report_opts *o)
+{
+    o->min_bytes = (size_t)1 << 20;
+    o->max_bytes = (size_t)256 << 20;
+    o->factor = 4;
+    sim_params_default(&o->params);
+}
+
+int sim_params_set(struct sim_params *p, const char *kv, const char **why)
+{
+    const struct {
+        const char *key;
+        double *at;
+    } keys[] = {
+        {"alpha-nvlink", &p->alpha_us[TOPO_NVLINK]}, {"alpha-pcie", &p->alpha_us[TOPO_PCIE]},
+        {"alpha-smp", &p->alpha_us[TOPO_SMP]},       {"alpha-net", &p->alpha_us[TOPO_NET]},
+        {"launch", &p->launch_us},                   {"step", &p->step_us},
+        {"reduce-gbps", &p->reduce_gbps},            {"nccl-launch", &p->nccl_launch_us},
+        {"nccl-step-nvlink", &p->nccl_step_us[TOPO_NVLINK]},
+        {"nccl-step-pcie", &p->nccl_step_us[TOPO_PCIE]},
+        {"nccl-step-smp", &p->nccl_step_us[TOPO_SMP]},
+        {"nccl-step-net", &p->nccl_step_us[TOPO_NET]},
+    };
+    const char *eq = strchr(kv, '=');
+    if (!eq) {
+        *why = "expected KEY=VALUE";
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strlen(keys[i].key) != (size_t)(eq - kv) || strncmp(kv, keys[i].key, (size_t)(eq - kv)))
+            continue;
+        char *end;
+        errno = 0;
+        double v = strtod(eq + 1, &end);
+        int rate = keys[i].at == &p->reduce_gbps;
+        if (errno || end == eq + 1 || *end || !(v >= 0 && v <= 1e6) || (rate && v <= 0)) {
+            *why = rate ? "the value is not a rate above 0 GB/s" : "the value is not 0 to 1e6 us";
+            return 0;
+        }
+        *keys[i].at = v;
+        return 1;
+    }
+    *why = "unknown parameter (alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, "
+           "reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie, "
+           "nccl-step-smp, nccl-step-net)";
+    return 0;
+}
+
+double sim_bus_factor(enum collective c, int n)
+{
+    switch (c) {
+    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case COLL_ALLGATHER:
+    case COLL_REDUCESCATTER: return (double)(n - 1) / n;
+    default: return 1;
+    }
+}
+
+static void put_header(struct strbuf *sb, const struct plan_set *ps,
+                       const struct sim_report_opts *o)
+{
+    const struct sim_params *p = &o->params;
+    sb_printf(sb, "# blinkc --simulate: %d GPUs, flow-level model (blinkc(1), SIMULATION)\n",
+              ps->topo->ngpus);
+    sb_printf(sb, "# alpha us: nvlink %g pcie %g smp %g net %g; launch %g us per call; step %g "
+                  "us per chunk and edge; reduce %g GB/s\n",
+              p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],
+              p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->reduce_gbps);
+    sb_printf(sb, "# NCCL: launch %g us; step us: nvlink %g pcie %g smp %g net %g\n",
+              p->nccl_launch_us, p->nccl_step_us[TOPO_NVLINK], p->nccl_step_us[TOPO_PCIE],
+              p->nccl_step_us[TOPO_SMP], p->nccl_step_us[TOPO_NET]);
+    sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
+                "plan runs at this size (trees, or nccl where rings win), time_us its time, "
+                "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "
+                "time_us\n");
+    /* The last header line names the columns, aligned over them. */
+    sb_printf(sb, "#%11s %14s %5s %5s %9s %12s %9s %9s %12s %12s %10s %12s %8s\n", "size",
+              "collective", "root", "algo", "chunk", "time_us", "algbw", "busbw", "tree_time_us",
+              "ring_time_us", "ring_algbw", "dbt_time_us", "speedup");
+}
+
+BK_MUST_USE
+static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *pl,
+                              double bytes, const struct sim_report_opts *o, struct diag *d)
+{
+    struct sim_job j;
+    size_t chunk;
+    double tree_us;
+    /* At the plan's chunk for this size where it was tuned; else the best chunk here. */
+    const struct plan_range *pr = plan_range_at(pl, bytes);
+    sim_job_plan(&j, ps, pl);
+    if (pr) {
+        chunk = pr->chunk_bytes;
+        BK_CHECK(sim_run(&j, bytes, chunk, &o->params, &tree_us, d));
+    } else {
+        BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
+    }
+    struct sim_nccl nc;
+    BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, &nc, d));
+    double ring_us = nc.ring_us, dbt_us = nc.dbt_us, nccl = nc.best_us;
+    int rings = pr && pr->algo == PLAN_ALGO_RINGS;
+    double us = rings ? nccl : tree_us;
+    double algbw = bytes / us / 1e3, n = ps->topo->ngpus;
+    sb_printf(sb, "%12.0f %14s ", bytes, collective_name(pl->coll));
+    if (pl->root >= 0)
+        sb_printf(sb, "%5d ", pl->root);
+    else
+        sb_printf(sb, "%5s ", "-");
+    sb_printf(sb, "%5s %9zu %12.2f %9.2f %9.2f %12.2f %12.2f %10.2f ", rings ? "nccl" : "trees",
+              chunk, us, algbw, algbw * sim_bus_factor(pl->coll, (int)n), tree_us, ring_us,
+              bytes / ring_us / 1e3);
+    if (dbt_us > 0)
+        sb_printf(sb, "%12.2f ", dbt_us);
+    else
+        sb_printf(sb, "%12s ", "-");
+    sb_printf(sb, "%8.3f\n", nccl / us);
+    return BK_OK;
+}
+
+enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
+                          const struct sim_report_opts *o, struct diag *d)
+{
+    put_header(sb, ps, o);
+    for (int i = 0; i < ps->n; i++)
+        for (double b = (double)o->min_bytes; b <= (double)o->max_bytes; b *= o->factor) {
+            BK_CHECK(put_row(sb, ps, &ps->v[i], b, o, d));
+            if (b <= 0)
+                break; /* a zero size never grows */
+        }
+    return BK_OK;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * bound.h - the physical limits every plan is measured against, computed from max-flows alone,
+ * independently of the tree packers. All values are algorithm bandwidths in GB/s.
+ *
+ *   broadcast from r:   min over GPUs v != r of maxflow(r, v)   (Edmonds' branching theorem);
+ *   reduce to r:        the same on the reversed graph;
+ *   allgather:          n * R*, R* = min over node sets S holding some but not all GPUs of
+ *                       B+(S) / |S n GPUs|  (ForestColl's optimum);
+ *   reduce-scatter:     the same on the reversed graph.
+ * Relays (switches, CPUs, NICs) carry flow but need not receive data.
+ */
+#ifndef BK_BOUND_H
+#define BK_BOUND_H
+
+#include "core/bk.h"
+#include "graph/pgraph.h"
+
+/* Broadcast bound from GPU `root`; 0 when some GPU is unreachable, and 0 with a single GPU
+ * (nothing to send: callers handle n = 1 themselves). BK_EINTERNAL for a root out of range;
+ * otherwise fails only with BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status bound_broadcast(const struct pgraph *g, int root, double *gbps);
+
+/* The smallest broadcast bound over all roots (the global min cut between GPUs), with 2(n-1)
+ * max-flows; 0 with a single GPU. */
+BK_MUST_USE
+enum bk_status bound_broadcast_min(const struct pgraph *g, double *gbps);
+
+/* Allgather bound n * R* (exact: Newton-Dinkelbach iteration on super-source max-flows, see
+ * bound.c); 0 when the GPUs are not strongly connected, and 0 with a single GPU. BK_EINTERNAL if
+ * the iteration fails to settle (a bug). */
+BK_MUST_USE
+enum bk_status bound_allgather(const struct pgraph *g, double *gbps);
+
+#endif

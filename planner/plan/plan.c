@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan.c - TreeGen's driver: which graph each collective plans on, the bounds, the allreduce
+ * choice, reuse of broadcast trees for reduce on full-duplex links, and the hybrid PCIe set.
+ */
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pack/bound.h"
+#include "pack/mwu.h"
+#include "plan/plan_cluster.h"
+#include "plan/plan_internal.h"
+
+/* Two candidates closer than this (relative) count as equally fast; depth then decides. */
+#define SAME_SPEED 1e-3
+
+/* Size limits: plan_all refuses larger inputs with an error (check_size). Planning grows about
+ * as the fourth power of a server's GPUs (every root, and the packings' rounds, on a graph that
+ * grows too): one plan of every collective took, in CPU time on x86-64, 7 s for a 128-GPU NVLink
+ * ring and 26 s for 128 GPUs under one PCIe switch, but 85 s for a 256-GPU ring. Dense NVSwitch
+ * fabrics cost more per GPU (36 GPUs x 18 switches: 30 s; 72 x 18: over 2 minutes). Several
+ * servers are planned server by server (plan_cluster.h), so the caps are per server; but the
+ * cluster phase and the rings span the whole graph and grow about as the square of the total:
+ * 64 DGX-1V servers (512 GPUs, 1153 nodes) took 11 s, 256 (2048 GPUs) over 170 s. */
+#define PLAN_MAX_SERVER_GPUS 128
+#define PLAN_MAX_SERVER_NODES 1024
+#define PLAN_MAX_GPUS 1024
+#define PLAN_MAX_NODES 4096
+
+void plan_opts_default(struct plan_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->collectives = (1u << COLL_COUNT) - 1u;
+    o->root = -1;
+    o->epsilon = MWU_DEFAULT_EPSILON;
+    o->time_limit_ms = ILP_DEFAULT_TIME_LIMIT_MS;
+    o->slack = ILP_DEFAULT_SLACK;
+    o->tdpa_us = PLAN_DEFAULT_TDPA_US;
+    o->hybrid = 1;
+}
+
+static void plan_trees_free(struct plan_trees *pt)
+{
+    ptree_set_free(&pt->trees);
+}
+
+void plan_set_free(struct plan_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        plan_trees_free(&s->v[i].main);
+        plan_trees_free(&s->v[i].pcie);
+        free(s->v[i].tune.r);
+    }
+    free(s->v);
+    for (int i = 0; i < s->ngraphs; i++)
+        pgraph_free(&s->graph[i]);
+    plan_cluster_free(s->cluster);
+    ring_result_free(&s->ring);
+    memset(s, 0, sizeof *s);
+}
+
+BK_MUST_USE
+static enum bk_status new_plan(struct plan_set *s, enum collective c, int root, struct plan **out)
+{
+    struct plan *grown = realloc(s->v, ((size_t)s->n + 1) * sizeof *grown);
+    if (!grown)
+        return BK_ENOMEM;
+    s->v = grown;
+    struct plan *p = &s->v[s->n++];
+    memset(p, 0, sizeof *p);
+    p->coll = c;
+    p->root = root;
+    ptree_set_init(&p->main.trees);
+    ptree_set_init(&p->pcie.trees);
+    *out = p;
+    return BK_OK;
+}
+
+/* The tier a collective's trees use: NVLink (with NVSwitch) when it joins every GPU, otherwise
+ * every link kind. graph[0] is the tier, graph[1] its reverse. */
+BK_MUST_USE
+static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int hybrid,
+                                   struct diag *d)
+{
+    BK_CHECK(pgraph_build(&s->graph[0], t, PG_NVLINK));
+    s->ngraphs = 1;
+    if (!pgraph_gpus_connected(&s->graph[0])) {
+        pgraph_free(&s->graph[0]);
+        BK_CHECK(pgraph_build(&s->graph[0], t, PG_ALL_KINDS));
+        if (!pgraph_gpus_connected(&s->graph[0]))
+            return diag_error(d, t->source, DIAG_NOWHERE,
+                              "the GPUs of the allocation cannot all reach each other over the "
+                              "topology's directed links; nothing can be planned");
+    }
+    s->kinds = s->graph[0].kinds;
+    BK_CHECK(pgraph_reverse(&s->graph[1], &s->graph[0]));
+    s->ngraphs = 2;
+    if (!hybrid || s->kinds != PG_NVLINK)
+        return BK_OK;
+    BK_CHECK(pgraph_build(&s->graph[2], t, PG_PCIE_TIER));
+    s->ngraphs = 3;
+    if (!pgraph_gpus_connected(&s->graph[2]))
+        return BK_OK; /* no PCIe path between some GPUs: NVLink alone */
+    BK_CHECK(pgraph_reverse(&s->graph[3], &s->graph[2]));
+    s->ngraphs = 4;
+    return BK_OK;
+}
+
+/* Copy src's trees onto the reversed graph: path arc a becomes rev[a], which in the reversed
+ * graph runs the same way as a does here. Valid when every arc has an equal reverse arc. */
+enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
+                                    const struct pgraph *rg, struct plan_trees *dst)
+{
+    *dst = *src;
+    ptree_set_init(&dst->trees);
+    dst->g = rg;
+    for (int i = 0; i < src->trees.n; i++) {
+        struct ptree t;
+        BK_CHECK(ptree_copy(&t, &src->trees.t[i]));
+        for (int k = 0; k < t.path_off[t.ngpus]; k++)
+            t.path_arc[k] = g->rev[t.path_arc[k]];
+        enum bk_status st = ptree_set_add(&dst->trees, &t, NULL);
+        ptree_free(&t);
+        BK_CHECK(st);
+    }
+    return BK_OK;
+}
+
+/* Broadcast (or, on the reversed graph, reduce) from one root. */
+enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,
+                                  const struct plan_opts *o, struct strbuf *dump,
+                                  struct plan_trees *out, struct diag *d)
+{
+    double bound;
+    BK_CHECK(bound_broadcast(g, root, &bound));
+    struct pack_problem p = {g, PACK_BROADCAST, root};
+    BK_CHECK(plan_pack(&p, bound, o, dump, out, d));
+    out->kinds = kinds;
+    out->g = g;
+    out->pack = PACK_BROADCAST;
+    out->bound = bound;
+    return BK_OK;
+}
+
+/* Allgather (or, on the reversed graph, reduce-scatter). */
+BK_MUST_USE
+static enum bk_status plan_gather(const struct pgraph *g, unsigned kinds,
+                                  const struct plan_opts *o, struct strbuf *dump,
+                                  struct plan_trees *out, struct diag *d)
+{
+    double bound;
+    BK_CHECK(bound_allgather(g, &bound));
+    struct pack_problem p = {g, PACK_ALLGATHER, 0};
+    BK_CHECK(plan_pack(&p, bound / g->ngpus, o, dump, out, d));
+    out->kinds = kinds;
+    out->g = g;
+    out->pack = PACK_ALLGATHER;
+    out->bound = bound;
+    return BK_OK;
+}
+
+static int max_depth(const struct ptree_set *s)
+{
+    int depth = 0;
+    for (int i = 0; i < s->n; i++) {
+        int dd = ptree_depth(&s->t[i]);
+        if (dd > depth)
+            depth = dd;
+    }
+    return depth;
+}
+
+/*
+ * Reduce-scatter + all-gather as allreduce trees: the per-root allgather trees, each reduced
+ * towards its root and broadcast back, at half their allgather rate so that both directions of
+ * every link fit (exact on full-duplex links; otherwise scaled down until feasible).
+ */
+BK_MUST_USE
+static enum bk_status rsag_candidate(const struct plan_trees *ag, struct plan_trees *out)
+{
+    *out = *ag;
+    ptree_set_init(&out->trees);
+    out->pack = PACK_ALLREDUCE;
+    const struct pgraph *g = ag->g;
+    double *load = calloc((size_t)g->narcs + 1, sizeof *load);
+    int *mult = calloc((size_t)g->narcs + 1, sizeof *mult);
+    enum bk_status st = load && mult ? BK_OK : BK_ENOMEM;
+    for (int i = 0; st == BK_OK && i < ag->trees.n; i++) {
+        struct ptree t;
+        st = ptree_copy(&t, &ag->trees.t[i]);
+        if (st != BK_OK)
+            break;
+        t.rate /= 2;
+        memset(mult, 0, (size_t)g->narcs * sizeof *mult);
+        ptree_add_load(&t, g, PACK_ALLREDUCE, mult);
+        for (int a = 0; a < g->narcs; a++)
+            load[a] += mult[a] * t.rate;
+        st = ptree_set_add(&out->trees, &t, NULL);
+        ptree_free(&t);
+    }
+    double worst = 1;
+    for (int a = 0; st == BK_OK && a < g->narcs; a++)
+        if (load[a] / g->cap[a] > worst)
+            worst = load[a] / g->cap[a];
+    for (int i = 0; st == BK_OK && i < out->trees.n; i++)
+        out->trees.t[i].rate = plan_snap_rate(out->trees.t[i].rate / worst);
+    out->algbw = ptree_set_rate(&out->trees);
+    free(load);
+    free(mult);
+    return st;
+}
+
+/* Allreduce: undirected trees against reduce-scatter + all-gather; the faster wins, and at equal
+ * speed the shallower (fewer pipeline steps). */
+enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
+                                     const struct plan_trees *ag_done, const struct plan_opts *o,
+                                     struct strbuf *dump, struct plan *pl, struct plan_trees *out,
+                                     struct diag *d)
+{
+    struct plan_trees tree, ag, rsag;
+    memset(&tree, 0, sizeof tree);
+    memset(&ag, 0, sizeof ag);
+    memset(&rsag, 0, sizeof rsag);
+    struct pack_problem p = {g, PACK_ALLREDUCE, 0};
+    enum bk_status st;
+    BK_CHECK_GOTO(plan_pack(&p, 0, o, dump, &tree, d), st, out);
+    tree.kinds = kinds;
+    tree.g = g;
+    tree.pack = PACK_ALLREDUCE;
+    if (!ag_done || ag_done->g != g) {
+        BK_CHECK_GOTO(plan_gather(g, kinds, o, NULL, &ag, d), st, out);
+        ag_done = &ag;
+    }
+    BK_CHECK_GOTO(rsag_candidate(ag_done, &rsag), st, out);
+    /* Bounds: the tree family's exact LP optimum, and the optimal RS + AG time. */
+    double bound = fmax(tree.stats.lp_value, ag_done->bound / 2);
+    int pick_tree;
+    if (tree.algbw > rsag.algbw * (1 + SAME_SPEED))
+        pick_tree = 1;
+    else if (rsag.algbw > tree.algbw * (1 + SAME_SPEED))
+        pick_tree = 0;
+    else
+        pick_tree = max_depth(&tree.trees) <= max_depth(&rsag.trees);
+    if (pl) {
+        pl->method = pick_tree ? "undirected trees" : "reduce-scatter + all-gather";
+        pl->alt_algbw = pick_tree ? rsag.algbw : tree.algbw;
+        pl->why = tree.algbw > rsag.algbw * (1 + SAME_SPEED) || rsag.algbw > tree.algbw * (1 + SAME_SPEED)
+                      ? "the faster"
+                      : "as fast and shallower";
+    }
+    *out = pick_tree ? tree : rsag;
+    ptree_set_init(pick_tree ? &tree.trees : &rsag.trees);
+    out->bound = bound;
+out:
+    plan_trees_free(&tree);
+    plan_trees_free(&ag);
+    plan_trees_free(&rsag);
+    return st;
+}
+
+/* Plan collective c on graphs g (forward) and rg (reversed); `mirror` is the earlier plan it
+ * may reuse (mirror_of). */
+BK_MUST_USE
+static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
+                                const struct pgraph *rg, const struct plan *mirror,
+                                struct plan_cluster *cluster, const struct plan_opts *o,
+                                struct strbuf *dump, int pcie, struct plan_trees *out,
+                                struct diag *d)
+{
+    unsigned kinds = g->kinds;
+    int symmetric = pgraph_is_symmetric(g);
+    const struct plan_trees *src = mirror ? (pcie ? &mirror->pcie : &mirror->main) : NULL;
+    if (cluster && !pcie) {
+        int reduce_like = pl->coll == COLL_REDUCE || pl->coll == COLL_REDUCESCATTER;
+        if (reduce_like && symmetric && src) {
+            pl->method = mirror->method;
+            pl->why = mirror->why;
+            return plan_copy_reversed(src, g, rg, out);
+        }
+        return plan_cluster_tier(cluster, pl, rg, o, out, d);
+    }
+    switch (pl->coll) {
+    case COLL_BROADCAST: return plan_rooted(g, kinds, pl->root, o, dump, out, d);
+    case COLL_REDUCE:
+        if (symmetric && src)
+            return plan_copy_reversed(src, g, rg, out);
+        return plan_rooted(rg, kinds, pl->root, o, dump, out, d);
+    case COLL_ALLGATHER: return plan_gather(g, kinds, o, dump, out, d);
+    case COLL_REDUCESCATTER:
+        if (symmetric && src)
+            return plan_copy_reversed(src, g, rg, out);
+        return plan_gather(rg, kinds, o, dump, out, d);
+    case COLL_ALLREDUCE:
+        return plan_allreduce(g, kinds, src, o, dump, pcie ? NULL : pl, out, d);
+    default: return BK_EINTERNAL;
+    }
+}
+
+/* The earlier plan whose trees a plan reuses: reduce mirrors broadcast with the same root,
+ * reduce-scatter mirrors allgather, and allreduce takes allgather's trees as its RS + AG
+ * candidate. */
+static const struct plan *mirror_of(const struct plan_set *s, enum collective c, int root)
+{
+    enum collective want = c == COLL_REDUCE ? COLL_BROADCAST : COLL_ALLGATHER;
+    if (c != COLL_REDUCE && c != COLL_REDUCESCATTER && c != COLL_ALLREDUCE)
+        return NULL;
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i].coll == want && s->v[i].root == root)
+            return &s->v[i];
+    return NULL;
+}
+
+double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes)
+{
+    if (!p->has_hybrid || p->pcie.algbw <= 0)
+        return 0;
+    /* D_pcie / B_pcie + T_dpa = D_nvl / B_nvl and D_pcie + D_nvl = D (blink-and-peers 2.6). */
+    double bn = p->main.algbw * 1e9, bp = p->pcie.algbw * 1e9, t = tdpa_us * 1e-6;
+    double dp = (bytes - t * bn) * bp / (bp + bn);
+    return dp > 0 ? dp : 0;
+}
+
+BK_MUST_USE
+static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
+                               const struct plan_opts *o, struct diag *d)
+{
+    const struct plan *mirror = mirror_of(s, c, root);
+    int mirror_index = mirror ? (int)(mirror - s->v) : -1;
+    struct plan *pl;
+    BK_CHECK(new_plan(s, c, root, &pl));
+    mirror = mirror_index >= 0 ? &s->v[mirror_index] : NULL; /* s->v may have moved */
+    pl->method = "trees";
+    pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
+    BK_CHECK(plan_tier(pl, &s->graph[0], &s->graph[1], mirror, s->cluster, o, o->dump_ilp, 0,
+                       &pl->main, d));
+    if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2 && !s->cluster)
+        pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
+                                                ? "undirected one-hop trees"
+                                                : "reduce-scatter + all-gather, one-hop")
+                                         : "one-hop trees";
+    if (s->ngraphs == 4 && (!mirror || mirror->has_hybrid)) {
+        BK_CHECK(plan_tier(pl, &s->graph[2], &s->graph[3], mirror, NULL, o, NULL, 1, &pl->pcie,
+                           d));
+        pl->has_hybrid = pl->pcie.algbw > 0;
+        pl->switchover_bytes = s->tdpa_us * 1e-6 * pl->main.algbw * 1e9;
+    }
+    return BK_OK;
+}
+
+/* Refuse a topology past the planner's size limits (plan.h) with a clear error, before any
+ * work that grows faster than linearly with it. */
+BK_MUST_USE
+static enum bk_status check_size(const struct topo *t, struct diag *d)
+{
+    int ns = t->nservers > 0 ? t->nservers : 1;
+    int *gpus = calloc((size_t)ns, sizeof *gpus), *nodes = calloc((size_t)ns, sizeof *nodes);
+    if (!gpus || !nodes) {
+        free(gpus), free(nodes);
+        return BK_ENOMEM;
+    }
+    for (int i = 0; i < t->nnodes; i++) {
+        int sv = t->nodes[i].server >= 0 && t->nodes[i].server < ns ? t->nodes[i].server : 0;
+        nodes[sv]++;
+        gpus[sv] += t->nodes[i].kind == TOPO_GPU;
+    }
+    enum bk_status st = BK_OK;
+    for (int sv = 0; st == BK_OK && sv < ns; sv++) {
+        char where[48] = "the topology";
+        if (ns > 1)
+            snprintf(where, sizeof where, "server %d of the topology", sv);
+        if (gpus[sv] > PLAN_MAX_SERVER_GPUS)
+            st = diag_error(d, t->source, DIAG_NOWHERE,
+                            "%s has %d GPUs in one server; blinkc plans at most %d", where,
+                            gpus[sv], PLAN_MAX_SERVER_GPUS);
+        else if (nodes[sv] > PLAN_MAX_SERVER_NODES)
+            st = diag_error(d, t->source, DIAG_NOWHERE,
+                            "%s has %d nodes (GPUs, switches, CPUs, NICs) in one server; blinkc "
+                            "plans at most %d",
+                            where, nodes[sv], PLAN_MAX_SERVER_NODES);
+    }
+    free(gpus), free(nodes);
+    if (st == BK_OK && (t->nnodes > PLAN_MAX_NODES || t->ngpus > PLAN_MAX_GPUS))
+        st = diag_error(d, t->source, DIAG_NOWHERE,
+                        "the topology has %d GPUs and %d nodes in all; blinkc plans at most %d "
+                        "GPUs and %d nodes",
+                        t->ngpus, t->nnodes, PLAN_MAX_GPUS, PLAN_MAX_NODES);
+    return st;
+}
+
+enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct plan_set *s,
+                        struct diag *d)
+{
+    memset(s, 0, sizeof *s);
+    s->topo = t;
+    s->tdpa_us = o->tdpa_us;
+    enum bk_status st;
+    BK_CHECK(check_size(t, d));
+    if (t->ngpus < 2) {
+        diag_warning(d, t->source, DIAG_NOWHERE,
+                     "the allocation has %d GPU; there is nothing to plan", t->ngpus);
+        return BK_OK;
+    }
+    BK_CHECK_GOTO(build_graphs(s, t, o->hybrid, d), st, fail);
+    BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->graph[0]), st, fail);
+    BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
+    /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
+     * candidate. */
+    static const enum collective order[] = {COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER,
+                                            COLL_REDUCESCATTER, COLL_ALLREDUCE};
+    for (size_t k = 0; k < BK_ARRAY_LEN(order); k++) {
+        enum collective c = order[k];
+        if (!(o->collectives & (1u << c)))
+            continue;
+        if (!collective_has_root(c)) {
+            BK_CHECK_GOTO(plan_one(s, c, -1, o, d), st, fail);
+            continue;
+        }
+        for (int r = 0; r < t->ngpus; r++)
+            if (o->root < 0 || o->root == r)
+                BK_CHECK_GOTO(plan_one(s, c, r, o, d), st, fail);
+    }
+    return BK_OK;
+fail:
+    plan_set_free(s);
+    return st;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * topo_read.c - format detection and the common path every reader shares: detect, read,
+ * name, finalize.
+ *
+ * Detection looks at content only, never at file names: an XML root of <topology> is hwloc,
+ * <system> is NCCL; a "GPU0 ..." header row is nvidia-smi topo -m; a first statement that is a
+ * .topo keyword is blinkc's own format, and a first statement "cluster" a cluster file (which
+ * the .topo format has no keyword for).
+ */
+#include "read/topo_read.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+
+static const char *const format_names[] = {"auto", "text", "hwloc", "nccl", "smi", "cluster"};
+
+const char *topo_format_name(enum topo_format f) { return format_names[f]; }
+
+int topo_format_parse(const char *s, enum topo_format *out)
+{
+    for (size_t i = 0; i < BK_ARRAY_LEN(format_names); i++)
+        if (strcmp(s, format_names[i]) == 0) {
+            *out = (enum topo_format)i;
+            return 1;
+        }
+    return 0;
+}
+
+void topo_read_opts_default(struct topo_read_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->format = TOPO_FMT_AUTO;
+    topo_rates_default(&o->rates);
+}
+
+/*
+ * Skip whitespace, XML declarations, comments and the doctype (with its internal subset); return
+ * the root element's start and copy its name, or NULL.
+ */
+static const char *xml_root_name(const char *p, const char *end, char *name, size_t cap)
+{
+    for (;;) {
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p >= end || *p != '<')
+            return NULL;
+        const char *q;
+        if (end - p >= 4 && memcmp(p, "<!--", 4) == 0) {
+            q = strstr(p + 4, "-->");
+            if (!q || q >= end)
+                return NULL;
+            p = q + 3;
+        } else if (p[1] == '?' || p[1] == '!') {
+            q = p + 2;
+            while (q < end && *q != '>' && *q != '[')
+                q++;
+            if (q < end && *q == '[') { /* internal subset: skip to "]" then ">" */
+                q = memchr(q, ']', (size_t)(end - q));
+                q = q ? memchr(q, '>', (size_t)(end - q)) : NULL;
+            }
+            if (!q || q >= end)
+                return NULL;
+            p = q + 1;
+        } else {
+            const char *start = p;
+            size_t n = 0;
+            for (p++; p < end && (isalnum((unsigned char)*p) || *p == '_' || *p == ':' ||
+                                  *p == '-' || *p == '.');
+                 p++)
+                if (n + 1 < cap)
+                    name[n++] = *p;
+            name[n] = '\0';
+            return n > 0 ? start : NULL;
+        }
+    }
+}
+
+/* First token of a line with ANSI escapes (ESC [ ... letter) removed. */
+static size_t first_token(const char *line, const char *end, char *tok, size_t cap)
+{
+    size_t n = 0;
+    const char *p = line;
+    while (p < end && *p != '\n') {
+        if (*p == 0x1b && p + 1 < end && p[1] == '[') {
+            p += 2;
+            while (p < end && !isalpha((unsigned char)*p) && *p != '\n')
+                p++;
+            if (p < end && *p != '\n')
+                p++;
+            continue;
+        }
+        if (isspace((unsigned char)*p)) {
+            if (n)
+                break;
+            p++;
+            continue;
+        }
+        if (n + 1 < cap)
+            tok[n++] = *p;
+        p++;
+    }
+    tok[n] = '\0';
+    return n;
+}
+
+static int is_text_keyword(const char *w)
+{
+    static const char *const kw[] = {"topology", "server",  "gpu",        "nvswitch", "pcie-switch",
+                                     "cpu",      "nic",     "net-switch", "link"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(kw); i++)
+        if (strcmp(w, kw[i]) == 0)
+            return 1;
+    return 0;
+}
+
+enum topo_format topo_detect_format(const struct input *in, struct diag *d)
+{
+    const char *p = in->data, *end = in->data + in->len;
+    if (in->len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        p += 3;
+    const char *q = p;
+    while (q < end && isspace((unsigned char)*q))
+        q++;
+    if (q == end) {
+        diag_error(d, in->name, DIAG_NOWHERE, "empty file: no topology to read");
+        return TOPO_FMT_AUTO;
+    }
+    if (memchr(in->data, '\0', in->len)) {
+        diag_error(d, in->name, input_loc_of(in, (size_t)((const char *)memchr(in->data, '\0',
+                                                                               in->len) -
+                                                          in->data)),
+                   "unknown format: the file contains NUL bytes (binary data, not a topology)");
+        return TOPO_FMT_AUTO;
+    }
+    if (*q == '<') {
+        char root[64];
+        const char *at = xml_root_name(q, end, root, sizeof root);
+        if (!at) {
+            diag_error(d, in->name, input_loc_of(in, (size_t)(q - in->data)),
+                       "unknown format: looks like XML but has no root element");
+            return TOPO_FMT_AUTO;
+        }
+        if (strcmp(root, "topology") == 0)
+            return TOPO_FMT_HWLOC;
+        if (strcmp(root, "system") == 0)
+            return TOPO_FMT_NCCL;
+        diag_error(d, in->name, input_loc_of(in, (size_t)(at - in->data)),
+                   "unknown XML format: root element <%s>; expected <topology> (hwloc) or "
+                   "<system> (NCCL topology)",
+                   root);
+        return TOPO_FMT_AUTO;
+    }
+    /* Look at the first statements for an smi header or a .topo keyword. */
+    int seen = 0;
+    for (const char *line = p; line < end && seen < 40;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        const char *eol = nl ? nl : end;
+        char tok[64];
+        if (first_token(line, eol, tok, sizeof tok) && tok[0] != '#') {
+            seen++;
+            if (strncmp(tok, "GPU0", 4) == 0)
+                return TOPO_FMT_SMI;
+            /* A .topo file starts with a keyword; an smi paste may start with a prompt line. */
+            if (seen == 1 && is_text_keyword(tok))
+                return TOPO_FMT_TEXT;
+            if (seen == 1 && strcmp(tok, "cluster") == 0)
+                return TOPO_FMT_CLUSTER;
+        }
+        line = eol + 1;
+    }
+    diag_error(d, in->name, DIAG_AT(1, 0),
+               "unknown format: not hwloc XML, NCCL topology XML, 'nvidia-smi topo -m' output or "
+               "a blinkc .topo or cluster file (see blinkc-topology(5); --format forces one)");
+    return TOPO_FMT_AUTO;
+}
+
+int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *why,
+                     const struct input *in, struct diag *d)
+{
+    if (o->gpu_model) {
+        int gen = topo_gpu_model_gen(o->gpu_model);
+        if (!gen)
+            diag_error(d, NULL, DIAG_NOWHERE,
+                       "--gpu-model %s: unknown GPU model (P100, V100, A100, H100, H200, B200)",
+                       o->gpu_model);
+        return gen;
+    }
+    int gen = guess_gen ? guess_gen : 2;
+    diag_warning(d, in->name, DIAG_NOWHERE,
+                 "the input does not name the GPU model; assuming %s (NVLink%d, %g GB/s per "
+                 "link)%s%s; use --gpu-model to say otherwise",
+                 topo_gen_model(gen), gen, o->rates.nvlink[gen], why ? " " : "", why ? why : "");
+    return gen;
+}
+
+/* The topology's default name: the file's base name without its extension. */
+BK_MUST_USE
+static enum bk_status default_name(struct topo *t, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strcspn(base, ".");
+    if (n == 0)
+        n = strlen(base);
+    char *s = bk_strndup(base, n);
+    if (!s)
+        return BK_ENOMEM;
+    free(t->name);
+    t->name = s;
+    return BK_OK;
+}
+
+enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
+                         struct diag *d)
+{
+    topo_init(t);
+    enum topo_format f = o->format;
+    if (f == TOPO_FMT_AUTO && (f = topo_detect_format(in, d)) == TOPO_FMT_AUTO)
+        return BK_EINPUT;
+    enum bk_status st;
+    switch (f) {
+    case TOPO_FMT_TEXT: st = topo_read_text(in, o, t, d); break;
+    case TOPO_FMT_HWLOC: st = topo_read_hwloc(in, o, t, d); break;
+    case TOPO_FMT_NCCL: st = topo_read_nccl(in, o, t, d); break;
+    case TOPO_FMT_SMI: st = topo_read_smi(in, o, t, d); break;
+    case TOPO_FMT_CLUSTER: st = topo_read_cluster(in, o, t, d); break;
+    default: return BK_EINTERNAL;
+    }
+    t->format = format_names[f];
+    if (st == BK_OK && !(t->source = strdup(in->name)))
+        st = BK_ENOMEM;
+    if (st == BK_OK && !t->name)
+        st = default_name(t, in->name);
+    if (st == BK_OK)
+        st = topo_finalize(t, d);
+    if (st != BK_OK)
+        topo_free(t);
+    return st;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * topo_read.h - the four topology readers, the cluster file, and format detection.
+ *
+ * Every reader fills an initialised, empty struct topo from one input buffer and returns
+ * BK_OK, or an error status with a diagnostic naming FILE:LINE:COL or the XML element. A reader
+ * only adds nodes and links (topo.h) and never calls topo_finalize; topo_read() does that, so
+ * validation and canonical order are the same for every format.
+ */
+#ifndef BK_TOPO_READ_H
+#define BK_TOPO_READ_H
+
+#include "core/bk.h"
+#include "core/diag.h"
+#include "core/input.h"
+#include "topo/topo.h"
+#include "topo/topo_rates.h"
+
+enum topo_format {
+    TOPO_FMT_AUTO,
+    TOPO_FMT_TEXT,
+    TOPO_FMT_HWLOC,
+    TOPO_FMT_NCCL,
+    TOPO_FMT_SMI,
+    TOPO_FMT_CLUSTER
+};
+
+struct topo_read_opts {
+    enum topo_format format;    /* TOPO_FMT_AUTO: detect from the content */
+    const char *gpu_model;      /* --gpu-model, or NULL: GPU model where the input names none */
+    struct topo_rates rates;    /* per-link defaults, after --link-rate overrides */
+};
+
+void topo_read_opts_default(struct topo_read_opts *o);
+
+/* Detect the format from the content. Returns TOPO_FMT_AUTO and records an error if unknown. */
+enum topo_format topo_detect_format(const struct input *in, struct diag *d);
+
+/* "text", "hwloc", "nccl", "smi", "cluster"; parse returns 1 on success. */
+const char *topo_format_name(enum topo_format f);
+int topo_format_parse(const char *s, enum topo_format *out);
+
+/* Detect (unless forced), read, and finalize. */
+BK_MUST_USE
+enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
+                         struct diag *d);
+
+/* The readers themselves (t is empty; they do not finalize). */
+BK_MUST_USE
+enum bk_status topo_read_text(const struct input *in, const struct topo_read_opts *o,
+                              struct topo *t, struct diag *d);
+BK_MUST_USE
+enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_opts *o,
+                               struct topo *t, struct diag *d);
+BK_MUST_USE
+enum bk_status topo_read_nccl(const struct input *in, const struct topo_read_opts *o,
+                              struct topo *t, struct diag *d);
+BK_MUST_USE
+enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o,
+                             struct topo *t, struct diag *d);
+/* A cluster file (topo_cluster.c): reads the server files it names (detected on their own, with
+ * o's GPU model and rates) and joins them; paths are relative to in->name's directory. */
+BK_MUST_USE
+enum bk_status topo_read_cluster(const struct input *in, const struct topo_read_opts *o,
+                                 struct topo *t, struct diag *d);
+
+/*
+ * NVLink generation for a GPU whose input gives no usable model: --gpu-model if set, else
+ * `guess_gen` (the reader's inference from link counts; 0 for none, which means V100). Records
+ * one warning saying what was assumed unless --gpu-model was given. Returns 1..5, or 0 and an
+ * error when --gpu-model names no known GPU.
+ */
+int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *why,
+                     const struct input *in, struct diag *d);
+
+#endif

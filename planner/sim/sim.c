@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * sim.c - the schedule simulator's front: model defaults, jobs from a plan set, dispatch, and
+ * the chunk-size search.
+ */
+#include "sim/sim.h"
+
+#include <math.h>
+
+void sim_params_default(struct sim_params *p)
+{
+    /* Per-arc latency: NCCL's smallest per-hop latencies, its LL-protocol ring hwLat
+     * (src/graph/tuning.cc: NVLink 0.6, PCI 1.0, NET 2.7 us). NCCL has no class of its own for
+     * CPU-to-CPU links (SYS paths count as PCI), so SMP takes the PCI value. */
+    p->alpha_us[TOPO_NVLINK] = 0.6;
+    p->alpha_us[TOPO_PCIE] = 1.0;
+    p->alpha_us[TOPO_SMP] = 1.0;
+    p->alpha_us[TOPO_NET] = 2.7;
+    /* The runtime launches one kernel per call, as NCCL does: NCCL's base latency (below).
+     * A chunk's hand-over is NCCL's Simple protocol step (data, fence, flag; 3.4 us on
+     * NVLink) less the NVLink latency that alpha adds per arc (0.6 us). */
+    p->launch_us = 8.4;
+    p->step_us = 3.4 - 0.6;
+    /* An out-of-place add reads two operands and writes one: a third of a V100's 900 GB/s of
+     * HBM2 (NVIDIA V100 datasheet), so 300 GB/s of output. */
+    p->reduce_gbps = 300.0;
+    p->elem_bytes = 4; /* float, as nccl-tests runs by default */
+    /* NCCL, Simple protocol (src/graph/tuning.cc): baseLat Ring 8.4 us per collective; hwLat
+     * Ring per step NVLink 3.4, PCI 5.7, NET 9.6 us (SMP counts as PCI). */
+    p->nccl_launch_us = 8.4;
+    p->nccl_step_us[TOPO_NVLINK] = 3.4;
+    p->nccl_step_us[TOPO_PCIE] = 5.7;
+    p->nccl_step_us[TOPO_SMP] = 5.7;
+    p->nccl_step_us[TOPO_NET] = 9.6;
+}
+
+void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *pl)
+{
+    j->algo = SIM_TREES;
+    j->topo = ps->topo;
+    j->coll = pl->coll;
+    j->root = pl->root;
+    j->g = pl->main.g;
+    j->trees = &pl->main.trees;
+    j->ring = &ps->ring;
+}
+
+void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
+                   enum sim_algo algo)
+{
+    j->algo = algo;
+    j->topo = ps->topo;
+    j->coll = c;
+    j->root = root;
+    j->g = NULL;
+    j->trees = NULL;
+    j->ring = &ps->ring;
+}
+
+static int params_ok(const struct sim_params *p)
+{
+    for (int k = 0; k < TOPO_LINK_KINDS; k++)
+        if (!(p->alpha_us[k] >= 0) || !(p->nccl_step_us[k] >= 0))
+            return 0;
+    return p->launch_us >= 0 && p->step_us >= 0 && p->reduce_gbps >= 0 &&
+           p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps);
+}
+
+enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                       const struct sim_params *p, double *us, struct diag *d)
+{
+    *us = 0;
+    if (!params_ok(p) || !(bytes >= 0) || !isfinite(bytes) || !j->topo ||
+        (j->root >= j->topo->ngpus) || ((j->coll == COLL_BROADCAST || j->coll == COLL_REDUCE) &&
+                                        j->root < 0)) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
+                 "simulation: negative or non-finite model parameters, size or root");
+        return BK_EUSAGE;
+    }
+    if (j->algo == SIM_TREES) {
+        if (!j->g || !j->trees) {
+            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: no trees to simulate");
+            return BK_EUSAGE;
+        }
+        return sim_run_trees(j, bytes, chunk_bytes, p, us, d);
+    }
+    return sim_run_nccl(j, bytes, chunk_bytes, p, us, d);
+}
+
+/* The chunk sizes worth trying for a message: powers of two from SIM_CHUNK_MIN up to the
+ * message rounded up (at most SIM_CHUNK_MAX); chunks so small that the message needs more than
+ * SIM_MAX_CHUNKS of them only pay more launches, and skipping them bounds the work. */
+static void chunk_bounds(double bytes, size_t *lo, size_t *hi)
+{
+    *lo = *hi = SIM_CHUNK_MIN;
+    while (*hi < SIM_CHUNK_MAX && (double)*hi < bytes)
+        *hi *= 2;
+    while (*lo < *hi && (double)*lo * SIM_MAX_CHUNKS < bytes)
+        *lo *= 2;
+}
+
+enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t *chunk_bytes, double *us, struct diag *d)
+{
+    size_t lo, hi;
+    chunk_bounds(bytes, &lo, &hi);
+    *chunk_bytes = hi;
+    *us = INFINITY;
+    /* From the largest chunk down; the smallest cost the most to simulate, so the search stops
+     * once two sizes in a row were worse than the best (the time falls, or stays flat while a
+     * chunk exceeds every share, then rises; one step of patience rides over ripples). */
+    int worse = 0;
+    for (size_t c = hi; worse < 2; c /= 2) {
+        double t;
+        BK_CHECK(sim_run(j, bytes, c, p, &t, d));
+        if (t < *us * (1 - 1e-9)) {
+            *us = t;
+            *chunk_bytes = c;
+            worse = 0;
+        } else if (t > *us * (1 + 1e-9)) {
+            worse++;
+        }
+        if (c <= lo)
+            break;
+    }
+    return BK_OK;
+}
+
+enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t start, size_t max, size_t *chunk_bytes, double *us,
+                              struct diag *d)
+{
+    size_t lo, hi, c = start;
+    chunk_bounds(bytes, &lo, &hi);
+    while (max && hi > max && hi > lo)
+        hi /= 2;
+    while (c < lo)
+        c *= 2;
+    while (c > hi)
+        c /= 2;
+    *chunk_bytes = c;
+    BK_CHECK(sim_run(j, bytes, c, p, us, d));
+    /* Climb towards larger chunks while that helps, else towards smaller ones. */
+    for (int dir = 0; dir < 2; dir++) {
+        size_t from = *chunk_bytes;
+        for (size_t x = from; dir == 0 ? x < hi : x > lo;) {
+            x = dir == 0 ? x * 2 : x / 2;
+            double t;
+            BK_CHECK(sim_run(j, bytes, x, p, &t, d));
+            if (!(t < *us * (1 - 1e-9)))
+                break;
+            *us = t;
+            *chunk_bytes = x;
+        }
+        if (*chunk_bytes != from)
+            break;
+    }
+    return BK_OK;
+}
+
+enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
+                             size_t chunk_bytes, const struct sim_params *p, double *us,
+                             struct diag *d)
+{
+    struct sim_job j;
+    sim_job_plan(&j, ps, pl);
+    return sim_run(&j, bytes, chunk_bytes, p, us, d);
+}
+
+/* One NCCL algorithm at chunk_bytes, or at its best chunk when that is 0. */
+BK_MUST_USE
+static enum bk_status nccl_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                               const struct sim_params *p, double *us, struct diag *d)
+{
+    size_t best;
+    return chunk_bytes ? sim_run(j, bytes, chunk_bytes, p, us, d)
+                       : sim_best_chunk(j, bytes, p, &best, us, d);
+}
+
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
+                         struct diag *d)
+{
+    struct sim_job j;
+    out->ring_us = out->dbt_us = out->best_us = 0;
+    sim_job_rings(&j, ps, c, root, SIM_RING);
+    BK_CHECK(nccl_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
+    out->best_us = out->ring_us;
+    if (c == COLL_ALLREDUCE) {
+        /* Where some tree edge has no relay-only path, NCCL could not build the trees. */
+        struct diag quiet;
+        diag_init(&quiet);
+        j.algo = SIM_DBT;
+        enum bk_status st = nccl_run(&j, bytes, chunk_bytes, p, &out->dbt_us, &quiet);
+        diag_free(&quiet);
+        if (st == BK_EUSAGE)
+            out->dbt_us = 0;
+        else
+            BK_CHECK(st);
+        if (out->dbt_us > 0)
+            out->best_us = fmin(out->ring_us, out->dbt_us);
+    }
+    return BK_OK;
+}

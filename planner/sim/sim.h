@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * sim.h - the schedule simulator: how long a plan's schedule, and NCCL's rings, take on a
+ * flow-level model of the topology.
+ *
+ * Model (issue 5). Every directed arc of the planning graph is a resource of its capacity (GB/s,
+ * 1e9 B/s, per direction); concurrent flows share each arc max-min fairly. A chunk handed over a
+ * tree edge costs the protocol's step plus the latency alpha of each arc's link kind, then
+ * moves its bytes as a flow over every arc of the path at once (switches store nothing); going
+ * up, the same flow also runs through the sender's reduction unit (the runtime receives,
+ * reduces and sends in one pass), whose rate concurrent passes on one GPU share. The engine is
+ * sim_engine.h.
+ *
+ * Trees (sim_trees) follow the runtime's protocol (runtime/src/proto.h and blink_plan.h, the
+ * work graph in sim_tree.c): weights are the rates in whole units of 1e-4 GB/s, the elements
+ * are split among the trees (per root for allgather and reduce-scatter) by the same integer
+ * rule, each tree's share is cut into chunks that move up and down the tree through four
+ * staging slots per connection, and the call costs one kernel launch. Calls are taken as in
+ * place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated: the
+ * runtime does not run it either.
+ *
+ * Rings (sim_rings) follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
+ * result: ring.h records the summed ring rate B and the ring count but not the orders, so each
+ * of the nrings channels runs over n virtual hop links of B / nrings (which the planner's LP has
+ * already shown to fit the arcs), in an order chosen here (the widest Hamiltonian cycle) that
+ * also sets each hop's latency class. Double binary trees (allreduce) run over real arcs: two
+ * complementary in-order binary trees over the ranks in that ring order (NCCL trees.cc), each
+ * with half the data, every edge along the widest relay-only path of any link kind.
+ *
+ * Units: bytes, microseconds, GB/s. Sizes are nccl-tests' S: the whole buffer (count x n x
+ * element size for allgather and reduce-scatter). Deterministic; never prints.
+ */
+#ifndef BK_SIM_H
+#define BK_SIM_H
+
+#include <stddef.h>
+
+#include "core/bk.h"
+#include "core/collective.h"
+#include "core/diag.h"
+#include "plan/plan.h"
+#include "graph/ptree.h"
+#include "ring/ring.h"
+#include "topo/topo.h"
+
+struct sim_params {
+    /* Latency of one arc of each link kind, us, added once per copy for each arc on its path. */
+    double alpha_us[TOPO_LINK_KINDS];
+    double launch_us;        /* the runtime's one kernel launch per call */
+    double step_us;          /* one chunk handed over an edge: fence, flag and poll */
+    double reduce_gbps;      /* fused reduction rate of one GPU, GB/s of output */
+    size_t elem_bytes;       /* element size: the runtime splits data in whole elements */
+    /* NCCL baseline: a per-collective launch and a per-step cost by the slowest link kind on
+     * the hop (NCCL's hwLat, which includes the wire latency); NCCL reduces inside its copy
+     * kernel, so ring and tree reductions cost no extra time. */
+    double nccl_launch_us;
+    double nccl_step_us[TOPO_LINK_KINDS];
+};
+
+/* Defaults; every value's source is given where they are set (sim.c). */
+void sim_params_default(struct sim_params *p);
+
+/* Which schedule a job simulates. */
+enum sim_algo {
+    SIM_TREES, /* a plan's trees, as the runtime runs them */
+    SIM_RING,  /* NCCL rings */
+    SIM_DBT    /* NCCL double binary trees (allreduce only) */
+};
+
+struct sim_job {
+    enum sim_algo algo;
+    const struct topo *topo;        /* the allocation (ranks = GPU nodes 0..n-1) */
+    enum collective coll;
+    int root;                       /* broadcast and reduce: root rank */
+    const struct pgraph *g;         /* SIM_TREES: the graph the trees' arcs index */
+    const struct ptree_set *trees;  /* SIM_TREES */
+    const struct ring_result *ring; /* SIM_RING, SIM_DBT */
+};
+
+/* Jobs from a plan set: a plan's main tree set, or the ring baseline of its collective. */
+void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *p);
+void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
+                   enum sim_algo algo);
+
+/*
+ * Completion time in microseconds of job j for a message of `bytes` cut into chunks of
+ * `chunk_bytes` (rounded down to whole elements, at least one). Errors: BK_EUSAGE for a job the
+ * model cannot run (double binary trees for anything but allreduce, a tree without a reverse
+ * arc for allreduce's way up, no ring), BK_ENOMEM; d gets a message.
+ */
+BK_MUST_USE
+enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                       const struct sim_params *p, double *us, struct diag *d);
+
+/* The chunk size (a power of two from SIM_CHUNK_MIN to SIM_CHUNK_MAX, at most the message
+ * rounded up to a power of two, and never more than SIM_MAX_CHUNKS chunks in all) with the
+ * smallest time, searched from the largest down until two in a row were worse than the best
+ * so far; ties go to the larger chunk. */
+#define SIM_CHUNK_MIN ((size_t)4 << 10)
+#define SIM_CHUNK_MAX ((size_t)64 << 20)
+#define SIM_MAX_CHUNKS 8192.0
+BK_MUST_USE
+enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t *chunk_bytes, double *us, struct diag *d);
+
+/* The same search, cheaper: from `start` (a power of two; clamped to the sizes above, and to
+ * `max` unless 0), towards larger chunks while the time drops, else towards smaller ones. The
+ * best chunk moves little between neighbouring message sizes, so a search seeded with the last
+ * size's best takes about three runs instead of a dozen. */
+BK_MUST_USE
+enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struct sim_params *p,
+                              size_t start, size_t max, size_t *chunk_bytes, double *us,
+                              struct diag *d);
+
+/* Shorthands: one plan's trees; the rings (and, for allreduce, double binary trees: dbt_us,
+ * else 0) of the same collective, each at chunk_bytes, or at its own best chunk
+ * (sim_best_chunk) when chunk_bytes is 0. */
+BK_MUST_USE
+enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
+                             size_t chunk_bytes, const struct sim_params *p, double *us,
+                             struct diag *d);
+struct sim_nccl {
+    double ring_us;
+    double dbt_us;  /* allreduce only; 0 otherwise, and where some tree edge has no
+                       relay-only path (NCCL could not connect it either) */
+    double best_us; /* what NCCL would pick: the faster of the two */
+};
+BK_MUST_USE
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
+                         struct diag *d);
+
+/* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
+BK_MUST_USE
+enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                             const struct sim_params *p, double *us, struct diag *d);
+BK_MUST_USE
+enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_bytes,
+                            const struct sim_params *p, double *us, struct diag *d);
+
+#endif

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_tune.c - per-size choice of trees or rings, and of the chunk (see plan_tune.h).
+ */
+#include "tune/plan_tune.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Trees must beat NCCL by this much at both ends of a size interval to take it: between
+ * samples the two times are only interpolated, and with the runtime's protocol modelled
+ * (sim_tree.c) the trees' time at one chunk bends by up to about 1% between two samples an
+ * octave apart (0.5% let {0,1,4,5,6} allreduce run 0.7% slower than NCCL at 2.8 MiB). */
+#define TREE_MARGIN 0.02
+
+struct sample {
+    double bytes;
+    size_t chunk;   /* the trees' best chunk here */
+    double tree_us; /* at that chunk */
+    double next_us; /* at that chunk, at the next sample's size (the interval's far end) */
+    double nccl_us; /* 0: no rings to compare with */
+};
+
+static int trees_win(double tree_us, double nccl_us)
+{
+    return nccl_us <= 0 || tree_us * (1 + TREE_MARGIN) <= nccl_us;
+}
+
+BK_MUST_USE
+static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range *r)
+{
+    struct plan_range *last = tu->n ? &tu->r[tu->n - 1] : NULL;
+    if (last && last->algo == r->algo && last->chunk_bytes == r->chunk_bytes)
+        return BK_OK;
+    struct plan_range *grown = realloc(tu->r, ((size_t)tu->n + 1) * sizeof *grown);
+    if (!grown)
+        return BK_ENOMEM;
+    tu->r = grown;
+    tu->r[tu->n++] = *r;
+    return BK_OK;
+}
+
+/* The samples: the trees' best chunk and time at each size, the same chunk's time at the next
+ * size, and NCCL's time. */
+BK_MUST_USE
+static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
+                                   const struct sim_params *p, struct sample *sm, int ns,
+                                   struct diag *d)
+{
+    struct sim_job j;
+    sim_job_plan(&j, ps, pl);
+    size_t chunk = SIM_CHUNK_MIN;
+    for (int k = 0; k < ns; k++) {
+        sm[k].bytes = PLAN_TUNE_MIN_BYTES * pow(2, k);
+        BK_CHECK(sim_chunk_near(&j, sm[k].bytes, p, chunk, PLAN_TUNE_MAX_CHUNK, &chunk,
+                                &sm[k].tree_us, d));
+        sm[k].chunk = chunk;
+        sm[k].nccl_us = 0;
+        if (ps->ring.nrings > 0) {
+            struct sim_nccl nc;
+            BK_CHECK(sim_rings(ps, pl->coll, pl->root, sm[k].bytes, 0, p, &nc, d));
+            sm[k].nccl_us = nc.best_us;
+        }
+    }
+    for (int k = 0; k + 1 < ns; k++)
+        BK_CHECK(sim_run(&j, sm[k + 1].bytes, sm[k].chunk, p, &sm[k].next_us, d));
+    /* Beyond the last sample the times are extrapolated linearly from the last two at the last
+     * chunk: next_us of the last sample holds the trees' time there at the one before. */
+    if (ns > 1)
+        BK_CHECK(sim_run(&j, sm[ns - 2].bytes, sm[ns - 1].chunk, p, &sm[ns - 1].next_us, d));
+    return BK_OK;
+}
+
+BK_MUST_USE
+static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
+                               const struct sim_params *p, struct diag *d)
+{
+    int ns = 0;
+    for (double b = PLAN_TUNE_MIN_BYTES; b <= PLAN_TUNE_MAX_BYTES; b *= 2)
+        ns++;
+    struct sample *sm = calloc((size_t)ns, sizeof *sm);
+    struct plan_tuning tu = {0, NULL};
+    enum bk_status st = sm ? take_samples(ps, pl, p, sm, ns, d) : BK_ENOMEM;
+    /* Interval k runs from sample k to sample k+1 (the first from 0); the last sample's from
+     * there on. Trees take an interval only where they win at both of its ends. */
+    for (int k = 0; st == BK_OK && k < ns; k++) {
+        const struct sample *s = &sm[k];
+        struct plan_range r = {k == 0 ? 0 : s->bytes, PLAN_ALGO_RINGS, s->chunk, s->bytes,
+                               s->tree_us, s->nccl_us};
+        int win = trees_win(s->tree_us, s->nccl_us);
+        if (k + 1 < ns) {
+            win = win && trees_win(s->next_us, sm[k + 1].nccl_us);
+        } else if (k > 0 && s->nccl_us > 0) {
+            /* Open-ended: the trees' time must not grow faster than NCCL's. */
+            double tree_slope = s->tree_us - s->next_us, nccl_slope = s->nccl_us - sm[k - 1].nccl_us;
+            win = win && tree_slope <= nccl_slope;
+        }
+        if (win)
+            r.algo = PLAN_ALGO_TREES;
+        st = add_range(&tu, &r);
+    }
+    free(sm);
+    if (st != BK_OK) {
+        free(tu.r);
+        return st;
+    }
+    free(pl->tune.r);
+    pl->tune = tu;
+    return BK_OK;
+}
+
+enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d)
+{
+    if (ps->cluster)
+        return BK_OK; /* see plan_tune.h */
+    for (int i = 0; i < ps->n; i++)
+        BK_CHECK(tune_one(ps, &ps->v[i], p, d));
+    return BK_OK;
+}
+
+const struct plan_range *plan_range_at(const struct plan *pl, double bytes)
+{
+    const struct plan_range *r = NULL;
+    for (int i = 0; i < pl->tune.n && pl->tune.r[i].min_bytes <= bytes; i++)
+        r = &pl->tune.r[i];
+    return r;
+}

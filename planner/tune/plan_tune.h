@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * plan_tune.h - what each plan runs at each message size: its trees, with the chunk the
+ * simulator finds fastest, or NCCL's rings where those are faster on the model.
+ *
+ * The Blink paper tunes the chunk at run time; blinkc does it at plan time on the simulator
+ * (sim.h), so the choice is written into the generated code and shown by --explain. Sizes are
+ * sampled by doubling from PLAN_TUNE_MIN_BYTES to PLAN_TUNE_MAX_BYTES. At each, the trees' best
+ * chunk up to PLAN_TUNE_MAX_CHUNK is searched from the last size's (sim_chunk_near), and NCCL
+ * is timed at its own best chunk (its rings, and for allreduce its double binary trees). The
+ * sizes from one sample to the next run the trees, with the first sample's chunk, only where
+ * the trees beat NCCL at both ends with that chunk; the sizes below the first sample follow it,
+ * and those beyond the last follow it only while the trees' time grows no faster than NCCL's.
+ * Everything else goes to NCCL. Neighbouring sizes with the same choice merge into one range.
+ *
+ * Rings win where the trees' per-copy launches and pipeline fill cost more than they gain:
+ * small messages, and allocations such as the full DGX-1V where rings already use every link.
+ * Those sizes go to NCCL, visibly: the range says so, and so do --explain and the runtime
+ * (BLINK_DEBUG=INFO). Deterministic; never prints.
+ */
+#ifndef BK_PLAN_TUNE_H
+#define BK_PLAN_TUNE_H
+
+#include "core/bk.h"
+#include "core/diag.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
+
+#define PLAN_TUNE_MIN_BYTES ((double)(64 << 10))
+#define PLAN_TUNE_MAX_BYTES ((double)(1 << 30))
+/* The runtime stages every chunk in per-tree slots (blink_plan.h), so a chunk costs memory on
+ * every rank: at most NCCL's own buffer size (NCCL_BUFFSIZE, 4 MiB). */
+#define PLAN_TUNE_MAX_CHUNK ((size_t)4 << 20)
+
+/* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
+ * for now (trees at every size, the runtime's default chunk): simulating their 32 and more
+ * ranks at every size takes minutes; make figures times them (Figure 9b). */
+BK_MUST_USE
+enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d);
+
+/* The range of pl that covers a message of `bytes`; NULL when pl is not tuned. */
+const struct plan_range *plan_range_at(const struct plan *pl, double bytes);
+
+#endif

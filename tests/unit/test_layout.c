@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_layout.c - the planner's folders are its stages, in the order data flows through them
+ * (docs/architecture.md), and a file includes only from its own stage or an earlier one:
+ * no include points back. Every source file is in a stage folder.
+ */
+#define _DEFAULT_SOURCE /* DT_DIR, DT_REG */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+#include "testutil.h"
+
+static const char *const stages[] = {"core", "topo", "read", "graph", "pack", "ilp", "ring",
+                                     "plan", "sim",  "tune", "out",  "emit",  "cli"};
+#define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
+
+static int stage_index(const char *name, size_t len)
+{
+    for (int i = 0; i < NSTAGES; i++)
+        if (strlen(stages[i]) == len && strncmp(stages[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
+static int is_source(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 2 && name[n - 2] == '.' && (name[n - 1] == 'c' || name[n - 1] == 'h');
+}
+
+/* Every `#include "STAGE/..."` of path, checked against stage `me`; returns the count. */
+static int check_includes(const char *path, int me, int *back)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (strncmp(p, "#include \"", 10) != 0)
+            continue;
+        p += 10;
+        const char *slash = strchr(p, '/'), *quote = strchr(p, '"');
+        if (!slash || !quote || slash > quote)
+            continue; /* config.h, or a header of this folder's own tests */
+        int st = stage_index(p, (size_t)(slash - p));
+        cr_expect(st >= 0, "%s includes \"%.*s\", which is no stage", path, (int)(quote - p), p);
+        if (st > me) {
+            cr_expect_leq(st, me, "%s (stage %s) includes \"%.*s\" of a later stage", path,
+                          stages[me], (int)(quote - p), p);
+            (*back)++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+Test(layout, includes_point_only_to_earlier_stages)
+{
+    char *root = tu_src_path("planner");
+    DIR *d = opendir(root);
+    cr_assert_not_null(d, "cannot open %s", root);
+    int files = 0, includes = 0, back = 0, seen[NSTAGES] = {0};
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *path = bk_asprintf("%s/%s", root, e->d_name);
+        cr_expect(!is_source(e->d_name), "%s is outside every stage folder", path);
+        int me = stage_index(e->d_name, strlen(e->d_name));
+        DIR *sub = me >= 0 ? opendir(path) : NULL;
+        struct dirent *s;
+        while (sub && (s = readdir(sub)) != NULL) {
+            if (!is_source(s->d_name))
+                continue;
+            char *file = bk_asprintf("%s/%s", path, s->d_name);
+            includes += check_includes(file, me, &back);
+            files++;
+            seen[me]++;
+            free(file);
+        }
+        if (sub)
+            closedir(sub);
+        free(path);
+    }
+    closedir(d);
+    free(root);
+    for (int i = 0; i < NSTAGES; i++)
+        cr_expect_gt(seen[i], 0, "stage %s has no files", stages[i]);
+    cr_expect_gt(files, 90, "only %d planner sources found", files);
+    cr_expect_gt(includes, 200, "only %d stage includes found", includes);
+    cr_expect_eq(back, 0, "%d includes point back to a later stage", back);
+}
