@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * ring_heuristic.c - the ring baseline for NVSwitch graphs and many GPUs: a few chosen orders
+ * and their reverses, hops split over relay paths as a concurrent flow, one LP over all.
+ */
+#include "ring/ring_internal.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ord and its reverse (rev is scratch). */
+BK_MUST_USE
+static enum bk_status orders_add_pair(struct orders *o, const int *ord, int *rev)
+{
+    for (int k = 0; k < o->n; k++)
+        rev[k] = ord[o->n - 1 - k];
+    BK_CHECK(orders_add(o, ord));
+    return orders_add(o, rev);
+}
+
+/*
+ * Mark in useful[] the nodes on some relay-only path from GPU i to GPU j: reachable from i and
+ * reaching j, passing relays only. Flow elsewhere could only circulate, so it is left out.
+ * Keeps the LP small: a 32-GPU cluster has ~100 relay arcs, but most hops are direct.
+ */
+static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j,
+                      unsigned char *useful, unsigned char *fwd, int *queue)
+{
+    int si = t->nodes[i].server, sj = t->nodes[j].server;
+    memset(fwd, 0, (size_t)g->nnodes);
+    memset(useful, 0, (size_t)g->nnodes);
+    /* GPUs joined by a direct link do not split (NCCL's NVL path type): one widest path. */
+    for (int p = g->out_off[i]; p < g->out_off[i + 1]; p++)
+        if (g->dst[g->out_arc[p]] == j) {
+            useful[i] = useful[j] = 1;
+            return;
+        }
+    int head = 0, tail = 0;
+    queue[tail++] = i;
+    fwd[i] = 1;
+    while (head < tail) {
+        int u = queue[head++];
+        if (u != i && u < g->ngpus)
+            continue;
+        for (int p = g->out_off[u]; p < g->out_off[u + 1]; p++) {
+            int v = g->dst[g->out_arc[p]];
+            if (!fwd[v] && (v == j || (v >= g->ngpus && relay_ok(t, v, si, sj)))) {
+                fwd[v] = 1;
+                queue[tail++] = v;
+            }
+        }
+    }
+    if (!fwd[j])
+        return;
+    head = tail = 0;
+    queue[tail++] = j;
+    useful[j] = 1;
+    while (head < tail) {
+        int u = queue[head++];
+        if (u == i)
+            continue;
+        for (int p = g->in_off[u]; p < g->in_off[u + 1]; p++) {
+            int v = g->src[g->in_arc[p]];
+            if (fwd[v] && !useful[v] && (v == i || v >= g->ngpus)) {
+                useful[v] = 1;
+                queue[tail++] = v;
+            }
+        }
+    }
+}
+
+/*
+ * The LP over the orders: per order a rate t_o; all hops share the arc capacities; maximise
+ * sum t_o. A hop through NVSwitches splits: a flow from its first GPU to its second through
+ * useful relays (out = t_o at the source, conservation at relays), since a ring uses every
+ * switch port (NCCL models the NVSwitch as one node). Any other hop, like NCCL's channels, takes
+ * one path: the direct link, or the widest relay path, charged to t_o's own column. An order
+ * with a hop that has no path is left out.
+ */
+BK_MUST_USE
+static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
+                              const struct orders *o, struct scratch *sc, struct ring_result *r,
+                              struct diag *d)
+{
+    int n = o->n, V = g->nnodes;
+    size_t na = g->narcs > 0 ? (size_t)g->narcs : 1;
+    struct lpb lp = {0};
+    enum bk_status st = BK_ENOMEM;
+    double *x = NULL, *mult = calloc(na, sizeof *mult);
+    int *rowof = malloc((size_t)n * V * sizeof *rowof), *path = malloc((size_t)V * sizeof *path);
+    int *tcol = malloc((size_t)o->count * sizeof *tcol), *queue = malloc((size_t)V * sizeof *queue);
+    unsigned char *useful = malloc((size_t)n * V), *fwd = malloc((size_t)V);
+    unsigned char *split = malloc((size_t)n);
+    if (!mult || !rowof || !path || !tcol || !queue || !useful || !fwd || !split)
+        goto out;
+    for (int a = 0; a < g->narcs; a++) {
+        int id;
+        BK_CHECK_GOTO(lpb_row(&lp, LP_LE, g->cap[a], &id), st, out);
+    }
+    for (int q = 0; q < o->count; q++) {
+        const int *ord = o->v + (size_t)q * n;
+        int ok = 1, nrows0 = lp.nrows;
+        tcol[q] = -1;
+        /* Classify the hops; fixed paths add to mult[], split hops get their rows. */
+        for (int h = 0; h < n && ok; h++) {
+            int i = ord[h], j = ord[(h + 1) % n], len = 0;
+            unsigned char *u = useful + (size_t)h * V;
+            int *row = rowof + (size_t)h * V;
+            hop_nodes(t, g, i, j, u, fwd, queue);
+            split[h] = 0;
+            for (int v = g->ngpus; v < V; v++)
+                split[h] |= u[v] && t->nodes[v].kind == TOPO_NVSWITCH;
+            if (!split[h]) {
+                ok = widest_path(g, g->cap, i, j, path, &len, sc) > 0;
+                for (int k = 0; k < len; k++)
+                    mult[path[k]] += 1;
+                continue;
+            }
+            for (int v = 0; v < V; v++) {
+                row[v] = -1;
+                if (u[v] && v != j)
+                    BK_CHECK_GOTO(lpb_row(&lp, LP_EQ, 0.0, &row[v]), st, out);
+            }
+        }
+        if (!ok) { /* drop the order and its rows */
+            lp.nrows = nrows0;
+            memset(mult, 0, na * sizeof *mult);
+            continue;
+        }
+        tcol[q] = lp.ncols;
+        BK_CHECK_GOTO(lpb_col(&lp, 1.0), st, out);
+        for (int a = 0; a < g->narcs; a++)
+            if (mult[a] != 0)
+                BK_CHECK_GOTO(lpb_entry(&lp, a, mult[a]), st, out);
+        memset(mult, 0, na * sizeof *mult);
+        for (int h = 0; h < n; h++)
+            if (split[h])
+                BK_CHECK_GOTO(lpb_entry(&lp, rowof[(size_t)h * V + ord[h]], -1.0), st, out);
+        for (int h = 0; h < n; h++) {
+            if (!split[h])
+                continue;
+            int i = ord[h];
+            const unsigned char *u = useful + (size_t)h * V;
+            const int *row = rowof + (size_t)h * V;
+            for (int a = 0; a < g->narcs; a++) {
+                int s = g->src[a], e = g->dst[a];
+                if (!u[s] || !u[e] || e == i || (s != i && s < g->ngpus))
+                    continue;
+                BK_CHECK_GOTO(lpb_col(&lp, 0.0), st, out);
+                BK_CHECK_GOTO(lpb_entry(&lp, a, 1.0), st, out);
+                BK_CHECK_GOTO(lpb_entry(&lp, row[s], 1.0), st, out);
+                if (row[e] >= 0)
+                    BK_CHECK_GOTO(lpb_entry(&lp, row[e], -1.0), st, out);
+            }
+        }
+    }
+    r->gbps = 0;
+    r->nrings = 0;
+    st = BK_OK;
+    if (lp.ncols == 0)
+        goto out;
+    st = BK_ENOMEM;
+    x = malloc((size_t)lp.ncols * sizeof *x);
+    if (!x)
+        goto out;
+    BK_CHECK_GOTO(lpb_solve(&lp, x, &r->gbps, d), st, out);
+    BK_CHECK_GOTO(keep_rings(r, o, tcol, x), st, out);
+out:
+    free(x);
+    free(mult);
+    lpb_free(&lp);
+    free(rowof);
+    free(path);
+    free(tcol);
+    free(queue);
+    free(useful);
+    free(fwd);
+    free(split);
+    return st;
+}
+
+/* w[i*n+j]: the widest relay-only GPU i -> GPU j path under capacities c (0: none); one search
+ * per source and target server, since the relays allowed depend on both (relay_ok). */
+static void hop_widths(const struct pgraph *g, const double *c, struct scratch *s, double *w)
+{
+    int n = g->ngpus;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            int sj = s->t->nodes[j].server, first = 1;
+            for (int k = 0; k < j && first; k++)
+                first = s->t->nodes[k].server != sj;
+            if (!first)
+                continue; /* filled with the first GPU of its server */
+            widest_from(g, c, i, sj, s);
+            for (int k = j; k < n; k++)
+                if (s->t->nodes[k].server == sj)
+                    w[i * n + k] = i == k ? 0 : s->bw[k];
+        }
+}
+
+/* Is every vertex reachable from 0, and 0 from every vertex, in the graph w >= th? */
+static int strongly_connected(const double *w, int m, double th, int *queue, unsigned char *seen)
+{
+    for (int dir = 0; dir < 2; dir++) {
+        memset(seen, 0, (size_t)m);
+        int head = 0, tail = 0, cnt = 1;
+        queue[tail++] = 0;
+        seen[0] = 1;
+        while (head < tail) {
+            int u = queue[head++];
+            for (int v = 0; v < m; v++) {
+                double x = dir ? w[v * m + u] : w[u * m + v];
+                if (!seen[v] && x >= th) {
+                    seen[v] = 1;
+                    cnt++;
+                    queue[tail++] = v;
+                }
+            }
+        }
+        if (cnt < m)
+            return 0;
+    }
+    return 1;
+}
+
+struct nbr {
+    double w;
+    int v;
+};
+
+static int cmp_nbr(const void *a, const void *b)
+{
+    const struct nbr *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w < y->w ? 1 : -1;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+static int cmp_double_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+struct ham {
+    const double *w;        /* [m*m] local widths */
+    const struct nbr *nbr;  /* per vertex, every vertex by width desc, then index */
+    int m;
+    double th;
+    long budget;
+    int *ord;
+    unsigned char *used;
+};
+
+/* Widest neighbour first; a budget bounds the search as NCCL's does (2^14 steps there). */
+static int ham_dfs(struct ham *h, int k)
+{
+    int m = h->m, last = h->ord[k - 1];
+    if (k == m)
+        return h->w[last * m + h->ord[0]] >= h->th;
+    for (int p = 0; p < m; p++) {
+        const struct nbr *nb = &h->nbr[last * m + p];
+        if (nb->w < h->th)
+            break; /* sorted: no wider neighbour follows */
+        if (h->used[nb->v] || --h->budget < 0)
+            continue;
+        h->used[nb->v] = 1;
+        h->ord[k] = nb->v;
+        if (ham_dfs(h, k + 1))
+            return 1;
+        h->used[nb->v] = 0;
+        if (h->budget < 0)
+            return 0;
+    }
+    return 0;
+}
+
+/* Binary search over the distinct widths ths[0..nth) (descending) for the widest threshold whose
+ * graph has a cycle the DFS finds; feasibility is monotone up to the budget. Returns its index or
+ * -1; the cycle (local indices, 0 first) goes to ord. */
+static int widest_threshold(struct ham *h, const double *ths, int nth, int *queue, int *ord)
+{
+    int lo = 0, hi = nth - 1, best = -1;
+    while (lo <= hi) {
+        int mid = best < 0 ? hi : lo + (hi - lo) / 2;
+        h->th = ths[mid];
+        h->budget = RING_DFS_BUDGET;
+        h->ord[0] = 0;
+        int ok = strongly_connected(h->w, h->m, h->th, queue, h->used);
+        if (ok) {
+            memset(h->used, 0, (size_t)h->m);
+            h->used[0] = 1;
+            ok = ham_dfs(h, 1);
+        }
+        if (ok) {
+            best = mid;
+            memcpy(ord, h->ord, (size_t)h->m * sizeof *ord);
+            hi = mid - 1;
+        } else if (best < 0) {
+            break; /* not even the narrowest threshold has a cycle */
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return best;
+}
+
+/*
+ * A cycle over the GPUs set[0..m) (set[0] first) maximising its narrowest hop under the widths w
+ * ([n*n]); the GPUs go to ord[0..m), the narrowest hop to *res (0: no cycle found).
+ */
+BK_MUST_USE
+static enum bk_status bottleneck_cycle(const double *w, int n, const int *set, int m, int *ord,
+                                       double *res)
+{
+    *res = 0;
+    if (m == 1) {
+        ord[0] = set[0];
+        *res = DBL_MAX;
+        return BK_OK;
+    }
+    size_t mm = (size_t)m * m;
+    double *wm = malloc(mm * sizeof *wm), *ths = malloc(mm * sizeof *ths);
+    struct nbr *nbr = malloc(mm * sizeof *nbr);
+    int *queue = malloc((size_t)m * sizeof *queue), *cur = malloc((size_t)m * sizeof *cur);
+    int *loc = malloc((size_t)m * sizeof *loc);
+    unsigned char *used = malloc((size_t)m);
+    enum bk_status st = BK_ENOMEM;
+    if (!wm || !ths || !nbr || !queue || !cur || !loc || !used)
+        goto out;
+    int nth = 0;
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < m; j++) {
+            double x = i == j ? 0 : w[set[i] * n + set[j]];
+            wm[i * m + j] = x;
+            nbr[i * m + j] = (struct nbr){x, j};
+            if (x > RING_EPS)
+                ths[nth++] = x;
+        }
+        qsort(nbr + (size_t)i * m, (size_t)m, sizeof *nbr, cmp_nbr);
+    }
+    qsort(ths, (size_t)nth, sizeof *ths, cmp_double_desc);
+    int u = 0;
+    for (int k = 0; k < nth; k++)
+        if (u == 0 || ths[k] != ths[u - 1])
+            ths[u++] = ths[k];
+    struct ham h = {wm, nbr, m, 0, 0, cur, used};
+    if (widest_threshold(&h, ths, u, queue, loc) >= 0) {
+        *res = DBL_MAX;
+        for (int k = 0; k < m; k++) {
+            double x = wm[loc[k] * m + loc[(k + 1) % m]];
+            *res = x < *res ? x : *res;
+            ord[k] = set[loc[k]];
+        }
+    }
+    st = BK_OK;
+out:
+    free(wm);
+    free(ths);
+    free(nbr);
+    free(queue);
+    free(cur);
+    free(loc);
+    free(used);
+    return st;
+}
+
+/*
+ * Multi-server orders (NCCL's shape: one NVLink path through each server, NICs between). Each
+ * server's GPUs get their own widest cycle; order k cuts every server's cycle before its k-th
+ * GPU, so the rings enter and leave the servers through different GPUs, PCIe switches and NICs.
+ * Servers follow in order of their first GPU rank.
+ */
+BK_MUST_USE
+static enum bk_status server_orders(const struct topo *t, int n, const double *w,
+                                    struct orders *o, int *ord, int *rev)
+{
+    int *srv = malloc((size_t)n * sizeof *srv), *set = malloc((size_t)n * sizeof *set);
+    int *cyc = malloc((size_t)n * sizeof *cyc), *start = malloc(((size_t)n + 1) * sizeof *start);
+    enum bk_status st = BK_ENOMEM;
+    if (!srv || !set || !cyc || !start)
+        goto out;
+    int ns = 0, mmax = 0, pos = 0;
+    for (int v = 0; v < n; v++) {
+        int k = 0;
+        while (k < ns && srv[k] != t->nodes[v].server)
+            k++;
+        if (k == ns)
+            srv[ns++] = t->nodes[v].server;
+    }
+    st = BK_OK;
+    if (ns < 2)
+        goto out;
+    /* cyc[start[k] ..) is server k's cycle. */
+    for (int k = 0; k < ns; k++) {
+        int m = 0;
+        double res;
+        for (int v = 0; v < n; v++)
+            if (t->nodes[v].server == srv[k])
+                set[m++] = v;
+        start[k] = pos;
+        BK_CHECK_GOTO(bottleneck_cycle(w, n, set, m, cyc + pos, &res), st, out);
+        if (res <= 0)
+            memcpy(cyc + pos, set, (size_t)m * sizeof *set); /* no cycle: rank order */
+        pos += m;
+        mmax = m > mmax ? m : mmax;
+    }
+    start[ns] = pos;
+    for (int cut = 0; cut < mmax; cut++) {
+        int p = 0;
+        for (int k = 0; k < ns; k++) {
+            int m = start[k + 1] - start[k];
+            for (int q = 0; q < m; q++)
+                ord[p++] = cyc[start[k] + (cut + q) % m];
+        }
+        BK_CHECK_GOTO(orders_add_pair(o, ord, rev), st, out);
+    }
+out:
+    free(srv);
+    free(set);
+    free(cyc);
+    free(start);
+    return st;
+}
+
+BK_MUST_USE
+enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
+                              struct ring_result *r, struct diag *d)
+{
+    int n = g->ngpus;
+    struct orders o = {n, 0, 0, NULL};
+    struct scratch s = {0};
+    enum bk_status st = BK_ENOMEM;
+    double res;
+    int *ord = malloc((size_t)n * sizeof *ord), *rev = malloc((size_t)n * sizeof *rev);
+    int *all = malloc((size_t)n * sizeof *all);
+    double *w = malloc((size_t)n * n * sizeof *w);
+    if (!ord || !rev || !all || !w)
+        goto out;
+    BK_CHECK_GOTO(scratch_init(&s, t, g->nnodes), st, out);
+    for (int k = 0; k < n; k++)
+        all[k] = k;
+    BK_CHECK_GOTO(orders_add_pair(&o, all, rev), st, out);
+    hop_widths(g, g->cap, &s, w);
+    BK_CHECK_GOTO(bottleneck_cycle(w, n, all, n, ord, &res), st, out);
+    if (res > 0)
+        BK_CHECK_GOTO(orders_add_pair(&o, ord, rev), st, out);
+    BK_CHECK_GOTO(server_orders(t, n, w, &o, ord, rev), st, out);
+    BK_CHECK_GOTO(flow_lp(t, g, &o, &s, r, d), st, out);
+    r->exhaustive = 0;
+    st = BK_OK;
+out:
+    scratch_free(&s);
+    free(o.v);
+    free(ord);
+    free(rev);
+    free(all);
+    free(w);
+    return st;
+}

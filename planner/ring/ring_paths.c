@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * ring_paths.c - which relays a ring hop may pass, the widest relay-only paths, and lists of ring
+ * orders.
+ */
+#include "ring/ring_internal.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Relays a hop may pass: those of its own servers, and network switches when it joins two
+ * servers. NCCL never routes through a third server's PCIe, nor loops a hop inside one server
+ * out through the network.
+ */
+int relay_ok(const struct topo *t, int v, int si, int sj)
+{
+    if (t->nodes[v].kind == TOPO_NET_SWITCH)
+        return si != sj;
+    return t->nodes[v].server == si || t->nodes[v].server == sj;
+}
+
+/* ---- widest relay-only paths ---- */
+
+BK_MUST_USE
+enum bk_status scratch_init(struct scratch *s, const struct topo *t, int nnodes)
+{
+    s->t = t;
+    size_t n = (size_t)nnodes;
+    s->bw = malloc(n * sizeof *s->bw);
+    s->pred = malloc(n * sizeof *s->pred);
+    s->queue = malloc(n * sizeof *s->queue);
+    s->done = malloc(n);
+    return s->bw && s->pred && s->queue && s->done ? BK_OK : BK_ENOMEM;
+}
+
+void scratch_free(struct scratch *s)
+{
+    free(s->bw);
+    free(s->pred);
+    free(s->queue);
+    free(s->done);
+}
+
+/*
+ * Bottleneck (widest-path) label-setting from GPU s over arcs with cap c[a] > RING_EPS, leaving s
+ * and relays only. Afterwards s->bw[v] is the widest s->v capacity (0: unreachable). Max-min is
+ * isotone under extension, so the Dijkstra argument holds. O(V^2 + E); V is small.
+ */
+void widest_from(const struct pgraph *g, const double *c, int src, int sj,
+                 struct scratch *s)
+{
+    int si = s->t->nodes[src].server;
+    for (int v = 0; v < g->nnodes; v++) {
+        s->bw[v] = 0;
+        s->done[v] = 0;
+    }
+    s->bw[src] = DBL_MAX;
+    for (;;) {
+        int u = -1;
+        for (int v = 0; v < g->nnodes; v++)
+            if (!s->done[v] && s->bw[v] > 0 && (u < 0 || s->bw[v] > s->bw[u]))
+                u = v;
+        if (u < 0)
+            break;
+        s->done[u] = 1;
+        if (u != src && u < g->ngpus)
+            continue; /* another GPU ends a hop: it does not route */
+        for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
+            int a = g->out_arc[i];
+            double b = s->bw[u] < c[a] ? s->bw[u] : c[a];
+            int v = g->dst[a];
+            if (v >= g->ngpus && !relay_ok(s->t, v, si, sj))
+                continue;
+            if (c[a] > RING_EPS && b > s->bw[v])
+                s->bw[g->dst[a]] = b;
+        }
+    }
+}
+
+/*
+ * The widest src->dst path, fewest arcs among the widest, then the first found scanning arcs in
+ * index order (BFS over arcs of capacity >= the width). Arcs go to path[], count to *len.
+ * Returns the width, 0 if there is no path.
+ */
+double widest_path(const struct pgraph *g, const double *c, int src, int dst, int *path,
+                   int *len, struct scratch *s)
+{
+    *len = 0;
+    int si = s->t->nodes[src].server, sj = s->t->nodes[dst].server;
+    widest_from(g, c, src, sj, s);
+    double w = s->bw[dst];
+    if (w <= 0)
+        return 0;
+    for (int v = 0; v < g->nnodes; v++)
+        s->pred[v] = -2;
+    s->pred[src] = -1;
+    int head = 0, tail = 0;
+    s->queue[tail++] = src;
+    while (head < tail && s->pred[dst] == -2) {
+        int u = s->queue[head++];
+        if (u != src && u < g->ngpus)
+            continue;
+        for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
+            int a = g->out_arc[i], v = g->dst[a];
+            if (c[a] >= w && s->pred[v] == -2 && (v < g->ngpus || relay_ok(s->t, v, si, sj))) {
+                s->pred[v] = a;
+                s->queue[tail++] = v;
+            }
+        }
+    }
+    int n = 0;
+    for (int v = dst; v != src; v = g->src[s->pred[v]])
+        n++;
+    *len = n;
+    for (int v = dst; v != src; v = g->src[s->pred[v]])
+        path[--n] = s->pred[v];
+    return w;
+}
+
+/* Append ord as it is. */
+BK_MUST_USE
+enum bk_status orders_push(struct orders *o, const int *ord)
+{
+    int n = o->n;
+    if ((o->count + 1) * n > o->cap) {
+        int nc = o->cap ? 2 * o->cap : 16 * n;
+        int *v = realloc(o->v, (size_t)nc * sizeof *v);
+        if (!v)
+            return BK_ENOMEM;
+        o->v = v;
+        o->cap = nc;
+    }
+    memcpy(o->v + (size_t)o->count * n, ord, (size_t)n * sizeof *ord);
+    o->count++;
+    return BK_OK;
+}
+
+/* Add ord, rotated so GPU 0 comes first, unless already present. */
+BK_MUST_USE
+enum bk_status orders_add(struct orders *o, const int *ord)
+{
+    int n = o->n, z = 0;
+    while (ord[z] != 0)
+        z++;
+    BK_CHECK(orders_push(o, ord));
+    int *last = o->v + (size_t)(o->count - 1) * n;
+    for (int k = 0; k < n; k++)
+        last[k] = ord[(z + k) % n];
+    for (int q = 0; q + 1 < o->count; q++)
+        if (memcmp(o->v + (size_t)q * n, last, (size_t)n * sizeof *last) == 0) {
+            o->count--; /* already there */
+            break;
+        }
+    return BK_OK;
+}
+
+/* Keep the orders the LP gave a rate (x[col[q]], col NULL: column q) in r. */
+BK_MUST_USE
+enum bk_status keep_rings(struct ring_result *r, const struct orders *o, const int *col,
+                          const double *x)
+{
+    r->n = o->n;
+    r->nrings = 0;
+    r->order = malloc(((size_t)o->count * o->n + 1) * sizeof *r->order);
+    r->rate = malloc(((size_t)o->count + 1) * sizeof *r->rate);
+    if (!r->order || !r->rate)
+        return BK_ENOMEM;
+    for (int q = 0; q < o->count; q++) {
+        int j = col ? col[q] : q;
+        if (j < 0 || x[j] <= RING_EPS)
+            continue;
+        memcpy(r->order + (size_t)r->nrings * o->n, o->v + (size_t)q * o->n,
+               (size_t)o->n * sizeof *r->order);
+        r->rate[r->nrings++] = x[j];
+    }
+    return BK_OK;
+}
+
