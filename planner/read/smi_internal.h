@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * smi_internal.h - what the `nvidia-smi topo -m` reader's files share (topo_smi.c has the rules):
+ * the parsed matrix (smi_parse.c reads and checks it) and the inference of the graph from it
+ * (smi_infer.c).
+ */
+#ifndef BK_SMI_INTERNAL_H
+#define BK_SMI_INTERNAL_H
+
+#include <stddef.h>
+
+#include "read/topo_read.h"
+
+#define MAX_COLS 1024          /* GPU + NIC columns: real boxes have under 64 */
+#define MAX_LINE (1u << 20)    /* longer lines are not nvidia-smi output */
+#define MAX_NV 64              /* no GPU has more NVLinks than this */
+#define MAX_HDR_LINES 4        /* a header wrapped onto at most 3 more lines */
+#define QUOTE 40               /* longest input text quoted in a message */
+
+enum code { C_NONE, C_X, C_NV, C_PIX, C_PXB, C_PHB, C_NODE, C_SYS };
+
+enum trail { T_CPU, T_NUMA, T_GPUNUMA, T_KINDS };
+
+struct cell {
+    unsigned char code, nv;
+    struct diag_loc loc;
+};
+
+struct col {
+    char *label;          /* header label */
+    int gpu;              /* k of GPUk, else -1 (a NIC) */
+    struct diag_loc loc;  /* the label in the header */
+    int has_row;
+    struct diag_loc row_loc;
+    char *trail[T_KINDS]; /* this row's affinity values, NULL when absent */
+    char *dev;            /* device name from the NIC Legend */
+    struct diag_loc dev_loc;
+    int node;             /* topo node index */
+};
+
+/* One input line with escapes and CRs removed; col[i] is the input column of s[i]. */
+struct line {
+    char *s;
+    int *col;
+    size_t n, cap;
+    int no;
+    int too_long;
+};
+
+struct smi {
+    const struct input *in;
+    const struct topo_read_opts *o;
+    struct topo *t;
+    struct diag *d;
+    size_t off;
+    int lineno;
+    struct line ln;
+    struct line hdr[MAX_HDR_LINES];
+    int nhdr;
+    char **dict; /* row labels seen below the header, for splitting a collapsed header */
+    int ndict;
+    struct col *cols;
+    int ncols;
+    int trail[T_KINDS]; /* trailing columns in header order */
+    int ntrail;
+    struct cell *m;     /* ncols x ncols: m[r * ncols + c] is row r's cell in column c */
+};
+
+static inline struct cell *cell(const struct smi *s, int r, int c)
+{
+    return &s->m[(size_t)r * s->ncols + c];
+}
+
+BK_MUST_USE
+enum bk_status smi_read_header(struct smi *s);
+BK_MUST_USE
+enum bk_status smi_read_rows(struct smi *s, int *nic_legend);
+BK_MUST_USE
+enum bk_status smi_read_legend(struct smi *s, int in_nic_legend);
+BK_MUST_USE
+enum bk_status smi_check_matrix(struct smi *s);
+/* The graph (smi_infer.c): NVLink, PCIe switches, CPUs. */
+BK_MUST_USE
+enum bk_status smi_build(struct smi *s);
+
+#endif

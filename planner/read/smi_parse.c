@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * smi_parse.c - the `nvidia-smi topo -m` reader's text side (topo_smi.c has the rules): lines
+ * without escapes, the header and its labels, the rows and their cells, the NIC legend, and the
+ * checks of the matrix.
+ */
+#include "read/smi_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/strbuf.h"
+
+static const char *const code_names[] = {"?", "X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS"};
+static const char *const trail_words[T_KINDS][3] = {
+    {"CPU", "Affinity", NULL}, {"NUMA", "Affinity", NULL}, {"GPU", "NUMA", "ID"}};
+static const char *const trail_names[T_KINDS] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+static int quote_len(size_t n) { return n > QUOTE ? QUOTE : (int)n; }
+
+static struct diag_loc loc_at(const struct line *l, size_t i)
+{
+    if (i < l->n)
+        return DIAG_AT(l->no, l->col[i]);
+    return DIAG_AT(l->no, l->n ? l->col[l->n - 1] + 1 : 1);
+}
+
+/* Skip an escape sequence starting at p[i] == ESC; returns the index after it. */
+static size_t skip_escape(const char *p, size_t i, size_t len)
+{
+    size_t j = i + 1;
+    if (j < len && p[j] == '[') { /* CSI: parameters, then a final byte 0x40..0x7e */
+        for (j++; j < len && !(p[j] >= 0x40 && p[j] <= 0x7e); j++)
+            ;
+        return j < len ? j + 1 : len;
+    }
+    while (j < len && p[j] >= 0x20 && p[j] <= 0x2f) /* ESC ( B and friends */
+        j++;
+    return j < len && p[j] >= 0x30 && p[j] <= 0x7e ? j + 1 : j;
+}
+
+/* Read and clean the next line into s->ln; returns 0 at the end of the input. */
+BK_MUST_USE
+static enum bk_status read_line(struct smi *s, int *got)
+{
+    const char *data = s->in->data;
+    *got = 0;
+    if (s->off >= s->in->len)
+        return BK_OK;
+    const char *p = data + s->off;
+    size_t rest = s->in->len - s->off;
+    const char *nl = memchr(p, '\n', rest);
+    size_t len = nl ? (size_t)(nl - p) : rest;
+    s->off += len + (nl != NULL);
+    struct line *l = &s->ln;
+    l->no = ++s->lineno;
+    l->n = 0;
+    l->too_long = len > MAX_LINE;
+    *got = 1;
+    if (l->too_long)
+        return BK_OK;
+    if (len + 1 > l->cap) {
+        char *ns = realloc(l->s, len + 1);
+        if (ns)
+            l->s = ns;
+        int *nc = realloc(l->col, (len + 1) * sizeof *nc);
+        if (nc)
+            l->col = nc;
+        if (!ns || !nc)
+            return BK_ENOMEM;
+        l->cap = len + 1;
+    }
+    size_t i = 0;
+    if (p == data && len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        i = 3;
+    while (i < len) {
+        if (p[i] == 0x1b) {
+            i = skip_escape(p, i, len);
+            continue;
+        }
+        if (p[i] != '\r') {
+            l->s[l->n] = p[i];
+            l->col[l->n++] = (int)i + 1;
+        }
+        i++;
+    }
+    l->s[l->n] = '\0';
+    return BK_OK;
+}
+
+BK_MUST_USE
+static enum bk_status copy_line(struct line *dst, const struct line *src)
+{
+    dst->s = malloc(src->n + 1);
+    dst->col = malloc((src->n + 1) * sizeof *dst->col);
+    if (!dst->s || !dst->col)
+        return BK_ENOMEM;
+    memcpy(dst->s, src->s, src->n + 1);
+    memcpy(dst->col, src->col, (src->n + 1) * sizeof *dst->col);
+    dst->n = dst->cap = src->n;
+    dst->no = src->no;
+    return BK_OK;
+}
+
+/* Next whitespace-separated token at or after *pos; returns its length (0: none left). */
+static size_t next_tok(const struct line *l, size_t *pos, size_t *start)
+{
+    size_t i = *pos;
+    while (i < l->n && is_ws(l->s[i]))
+        i++;
+    *start = i;
+    while (i < l->n && !is_ws(l->s[i]))
+        i++;
+    *pos = i;
+    return i - *start;
+}
+
+/* A cell code, or C_NONE; *nv gets the count of NV#. */
+static int parse_code(const char *p, size_t n, int *nv)
+{
+    *nv = 0;
+    if (n >= 3 && p[0] == 'N' && p[1] == 'V') {
+        int v = 0;
+        for (size_t i = 2; i < n; i++) {
+            if (!isdigit((unsigned char)p[i]) || v > MAX_NV)
+                return C_NONE;
+            v = v * 10 + (p[i] - '0');
+        }
+        if (v < 1 || v > MAX_NV)
+            return C_NONE;
+        *nv = v;
+        return C_NV;
+    }
+    static const struct {
+        const char *s;
+        int code;
+    } codes[] = {{"X", C_X},     {"PIX", C_PIX}, {"PXB", C_PXB}, {"PHB", C_PHB},
+                 {"NODE", C_NODE}, {"SYS", C_SYS}, {"SOC", C_SYS}};
+    for (size_t i = 0; i < BK_ARRAY_LEN(codes); i++)
+        if (strlen(codes[i].s) == n && memcmp(codes[i].s, p, n) == 0)
+            return codes[i].code;
+    return C_NONE;
+}
+
+static int line_has_code(const struct line *l)
+{
+    size_t pos = 0, st, n;
+    int nv;
+    while ((n = next_tok(l, &pos, &st)))
+        if (parse_code(l->s + st, n, &nv) != C_NONE)
+            return 1;
+    return 0;
+}
+
+/* Is l a "Legend:" or "NIC Legend:" heading? */
+static int is_legend(const struct line *l, int *nic)
+{
+    size_t pos = 0, st, n = next_tok(l, &pos, &st);
+    *nic = 0;
+    if (n == 3 && strncasecmp(l->s + st, "NIC", 3) == 0) {
+        *nic = 1;
+        n = next_tok(l, &pos, &st);
+    }
+    return n >= 6 && strncasecmp(l->s + st, "Legend", 6) == 0;
+}
+
+/* Length of a trailing-column label ("CPU Affinity"...) at p, words separated by any blanks. */
+static size_t match_trail(const char *p, size_t n, int *kind)
+{
+    for (int k = 0; k < T_KINDS; k++) {
+        size_t i = 0;
+        int w;
+        for (w = 0; w < 3 && trail_words[k][w]; w++) {
+            while (w > 0 && i < n && is_ws(p[i]))
+                i++;
+            size_t wl = strlen(trail_words[k][w]);
+            if (n - i < wl || strncasecmp(p + i, trail_words[k][w], wl) != 0)
+                break;
+            i += wl;
+        }
+        if (w == 3 || !trail_words[k][w]) {
+            *kind = k;
+            return i;
+        }
+    }
+    return 0;
+}
+
+/* Length of "GPU<digits>" or "NIC<digits>" at p (greedy digits), or 0. */
+static size_t match_devlabel(const char *p, size_t n)
+{
+    if (n < 4 || (strncmp(p, "GPU", 3) != 0 && strncmp(p, "NIC", 3) != 0) ||
+        !isdigit((unsigned char)p[3]))
+        return 0;
+    size_t i = 3;
+    while (i < n && isdigit((unsigned char)p[i]))
+        i++;
+    return i;
+}
+
+/* Length of the next column label in the word p[0..n) of a header (see the file comment). */
+static size_t label_len(const struct smi *s, const char *p, size_t n)
+{
+    size_t best = 0;
+    for (int i = 0; i < s->ndict; i++) {
+        size_t dl = strlen(s->dict[i]);
+        if (dl <= n && dl > best && memcmp(p, s->dict[i], dl) == 0)
+            best = dl;
+    }
+    if (best == n || match_devlabel(p, n) == n)
+        return n;
+    if (best)
+        return best;
+    size_t dl = match_devlabel(p, n);
+    if (dl)
+        return dl;
+    /* Another name: it ends where a known label starts. */
+    int kind;
+    for (size_t q = 1; q < n; q++)
+        if (match_devlabel(p + q, n - q) || match_trail(p + q, n - q, &kind))
+            return q;
+    return n;
+}
+
+BK_MUST_USE
+static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, size_t n)
+{
+    struct diag_loc loc = loc_at(l, st);
+    const char *p = l->s + st;
+    if (s->ntrail)
+        return diag_error(s->d, s->in->name, loc,
+                          "column '%.*s' comes after the affinity columns; expected CPU Affinity, "
+                          "NUMA Affinity or GPU NUMA ID there",
+                          quote_len(n), p);
+    if (s->ncols >= MAX_COLS)
+        return diag_error(s->d, s->in->name, loc, "more than %d GPU and NIC columns", MAX_COLS);
+    for (int i = 0; i < s->ncols; i++)
+        if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
+            return diag_error(s->d, s->in->name, loc,
+                              "column '%.*s' appears twice in the header (first at line %d, "
+                              "column %d)",
+                              quote_len(n), p, s->cols[i].loc.line, s->cols[i].loc.col);
+    struct col *c = &s->cols[s->ncols];
+    memset(c, 0, sizeof *c);
+    c->gpu = -1;
+    c->node = -1;
+    c->loc = loc;
+    if (!(c->label = bk_strndup(p, n)))
+        return BK_ENOMEM;
+    s->ncols++;
+    if (match_devlabel(p, n) == n && p[0] == 'G') {
+        if (n > 9) /* GPU + 6 digits */
+            return diag_error(s->d, s->in->name, loc, "GPU number in '%.*s' is absurdly large",
+                              quote_len(n), p);
+        c->gpu = (int)strtol(p + 3, NULL, 10);
+    }
+    return BK_OK;
+}
+
+BK_MUST_USE
+static enum bk_status scan_header_line(struct smi *s, const struct line *l)
+{
+    size_t i = 0;
+    for (;;) {
+        while (i < l->n && is_ws(l->s[i]))
+            i++;
+        if (i >= l->n)
+            return BK_OK;
+        int kind;
+        size_t tl = match_trail(l->s + i, l->n - i, &kind);
+        if (tl) {
+            for (int k = 0; k < s->ntrail; k++)
+                if (s->trail[k] == kind)
+                    return diag_error(s->d, s->in->name, loc_at(l, i),
+                                      "column '%s' appears twice in the header", trail_names[kind]);
+            s->trail[s->ntrail++] = kind;
+            i += tl;
+            continue;
+        }
+        size_t we = i;
+        while (we < l->n && !is_ws(l->s[we]))
+            we++;
+        size_t n = label_len(s, l->s + i, we - i);
+        BK_CHECK(add_col(s, l, i, n));
+        i += n;
+    }
+}
+
+/* Collect the first labels of the rows below the header, then rewind. */
+BK_MUST_USE
+static enum bk_status collect_row_labels(struct smi *s)
+{
+    size_t off = s->off;
+    int lineno = s->lineno, got, seen = 0;
+    s->dict = calloc(MAX_COLS, sizeof *s->dict);
+    if (!s->dict)
+        return BK_ENOMEM;
+    for (int guard = 0; guard < 2 * MAX_COLS && s->ndict < MAX_COLS; guard++) {
+        BK_CHECK(read_line(s, &got));
+        if (!got || s->ln.too_long)
+            break;
+        size_t pos = 0, st, st2, n = next_tok(&s->ln, &pos, &st);
+        if (!n) {
+            if (seen)
+                break;
+            continue;
+        }
+        seen = 1;
+        int nv;
+        size_t n2 = next_tok(&s->ln, &pos, &st2);
+        if (n2 && parse_code(s->ln.s + st2, n2, &nv) != C_NONE &&
+            !(s->dict[s->ndict++] = bk_strndup(s->ln.s + st, n)))
+            return BK_ENOMEM;
+    }
+    s->off = off;
+    s->lineno = lineno;
+    return BK_OK;
+}
+
+/* Is l the continuation of a wrapped header: labels only, none repeating the first line's? */
+static int is_header_cont(const struct smi *s, const struct line *l)
+{
+    int nic;
+    size_t pos = 0, st, n;
+    if (l->too_long || is_legend(l, &nic) || line_has_code(l))
+        return 0;
+    size_t first = next_tok(l, &pos, &st), fst = st;
+    if (!first)
+        return 0;
+    for (pos = 0; (n = next_tok(l, &pos, &st));)
+        if (isdigit((unsigned char)l->s[st]) || (n == 3 && memcmp(l->s + st, "N/A", 3) == 0))
+            return 0;
+    const struct line *h = &s->hdr[0];
+    for (pos = 0; (n = next_tok(h, &pos, &st));)
+        if (n == first && memcmp(h->s + st, l->s + fst, n) == 0)
+            return 0;
+    return 1;
+}
+
+BK_MUST_USE
+enum bk_status smi_read_header(struct smi *s)
+{
+    int got;
+    for (;;) {
+        BK_CHECK(read_line(s, &got));
+        if (!got)
+            return diag_error(s->d, s->in->name, DIAG_AT(1, 0),
+                              "no 'nvidia-smi topo -m' header: expected a line of column labels "
+                              "starting with GPU0");
+        size_t pos = 0, st, n = next_tok(&s->ln, &pos, &st);
+        const char *p = s->ln.s + st;
+        if (!s->ln.too_long && n >= 4 && memcmp(p, "GPU0", 4) == 0 &&
+            (n == 4 || isalpha((unsigned char)p[4])))
+            break;
+    }
+    size_t pos = 0, st, n;
+    int nv;
+    next_tok(&s->ln, &pos, &st);
+    if ((n = next_tok(&s->ln, &pos, &st)) && parse_code(s->ln.s + st, n, &nv) != C_NONE)
+        return diag_error(s->d, s->in->name, loc_at(&s->ln, 0),
+                          "matrix row GPU0 comes before any header: expected a line of column "
+                          "labels (GPU0 GPU1 ... CPU Affinity) above the matrix");
+    BK_CHECK(copy_line(&s->hdr[s->nhdr++], &s->ln));
+    while (s->nhdr < MAX_HDR_LINES) {
+        size_t off = s->off;
+        int lineno = s->lineno;
+        BK_CHECK(read_line(s, &got));
+        if (!got || !is_header_cont(s, &s->ln)) {
+            s->off = off;
+            s->lineno = lineno;
+            break;
+        }
+        BK_CHECK(copy_line(&s->hdr[s->nhdr++], &s->ln));
+    }
+    BK_CHECK(collect_row_labels(s));
+    if (!(s->cols = calloc(MAX_COLS, sizeof *s->cols)))
+        return BK_ENOMEM;
+    for (int i = 0; i < s->nhdr; i++)
+        BK_CHECK(scan_header_line(s, &s->hdr[i]));
+    int ngpu = 0;
+    for (int i = 0; i < s->ncols; i++)
+        ngpu += s->cols[i].gpu >= 0;
+    if (!ngpu)
+        return diag_error(s->d, s->in->name, DIAG_AT(s->hdr[0].no, 0),
+                          "the header names no GPU columns (GPU0, GPU1, ...)");
+    if (!(s->m = calloc((size_t)s->ncols * (size_t)s->ncols, sizeof *s->m)))
+        return BK_ENOMEM;
+    return BK_OK;
+}
+
+static int find_col(const struct smi *s, const char *p, size_t n)
+{
+    for (int i = 0; i < s->ncols; i++)
+        if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
+            return i;
+    return -1;
+}
+
+BK_MUST_USE
+static enum bk_status parse_row(struct smi *s, int r, size_t pos)
+{
+    const struct line *l = &s->ln;
+    struct col *c = &s->cols[r];
+    size_t st, n;
+    for (int j = 0; j < s->ncols; j++) {
+        n = next_tok(l, &pos, &st);
+        const char *p = l->s + st;
+        int nv, code = n ? parse_code(p, n, &nv) : C_NONE;
+        if (code != C_NONE) {
+            s->m[(size_t)r * s->ncols + j] = (struct cell){(unsigned char)code,
+                                                           (unsigned char)nv, loc_at(l, st)};
+            continue;
+        }
+        if (!n || isdigit((unsigned char)p[0]) || (n == 3 && memcmp(p, "N/A", 3) == 0))
+            return diag_error(s->d, s->in->name, loc_at(l, st),
+                              "row %s has %d matrix cells but the header has %d GPU and NIC "
+                              "columns: the matrix must be square",
+                              c->label, j, s->ncols);
+        return diag_error(s->d, s->in->name, loc_at(l, st),
+                          "unknown cell '%.*s' in row %s, column %s: expected X, NV#, PIX, PXB, "
+                          "PHB, NODE, SYS or SOC",
+                          quote_len(n), p, c->label, s->cols[j].label);
+    }
+    for (int k = 0; (n = next_tok(l, &pos, &st)); k++) {
+        if (k >= s->ntrail)
+            return diag_error(s->d, s->in->name, loc_at(l, st),
+                              "extra cell '%.*s' in row %s: the header has only %d columns",
+                              quote_len(n), l->s + st, c->label, s->ncols + s->ntrail);
+        if (!(c->trail[s->trail[k]] = bk_strndup(l->s + st, n)))
+            return BK_ENOMEM;
+    }
+    return BK_OK;
+}
+
+/* The matrix rows, up to a blank line, a legend, or a line that is not a row. */
+BK_MUST_USE
+enum bk_status smi_read_rows(struct smi *s, int *nic_legend)
+{
+    int got, nrows = 0, nv;
+    *nic_legend = 0;
+    for (;;) {
+        BK_CHECK(read_line(s, &got));
+        if (!got)
+            return BK_OK;
+        const struct line *l = &s->ln;
+        if (l->too_long)
+            return diag_error(s->d, s->in->name, DIAG_AT(l->no, 0),
+                              "line longer than %u bytes in the matrix", MAX_LINE);
+        size_t pos = 0, st, st2, n = next_tok(l, &pos, &st);
+        if (!n) {
+            if (nrows)
+                return BK_OK;
+            continue;
+        }
+        if (is_legend(l, nic_legend))
+            return BK_OK;
+        size_t pos2 = pos, n2 = next_tok(l, &pos2, &st2);
+        int r = find_col(s, l->s + st, n);
+        if (r < 0) {
+            if (n2 && parse_code(l->s + st2, n2, &nv) != C_NONE)
+                return diag_error(s->d, s->in->name, loc_at(l, st),
+                                  "row '%.*s' names no column of the header", quote_len(n),
+                                  l->s + st);
+            return BK_OK; /* text after the matrix */
+        }
+        if (s->cols[r].has_row)
+            return diag_error(s->d, s->in->name, loc_at(l, st),
+                              "second row for %s (the first is at line %d)", s->cols[r].label,
+                              s->cols[r].row_loc.line);
+        s->cols[r].has_row = 1;
+        s->cols[r].row_loc = loc_at(l, st);
+        BK_CHECK(parse_row(s, r, pos));
+        nrows++;
+    }
+}
+
+/* "NIC Legend:" entries, "NIC0: mlx5_0"; everything else after the matrix is ignored. */
+BK_MUST_USE
+enum bk_status smi_read_legend(struct smi *s, int in_nic_legend)
+{
+    int got;
+    for (;;) {
+        BK_CHECK(read_line(s, &got));
+        if (!got)
+            return BK_OK;
+        const struct line *l = &s->ln;
+        int nic;
+        if (l->too_long)
+            continue;
+        if (is_legend(l, &nic)) {
+            in_nic_legend = nic;
+            continue;
+        }
+        size_t i = 0;
+        while (i < l->n && is_ws(l->s[i]))
+            i++;
+        size_t ll = match_devlabel(l->s + i, l->n - i);
+        if (!in_nic_legend || !ll || l->s[i] != 'N')
+            continue;
+        size_t j = i + ll;
+        while (j < l->n && is_ws(l->s[j]))
+            j++;
+        if (j >= l->n || l->s[j] != ':')
+            continue;
+        size_t pos = j + 1, st, n = next_tok(l, &pos, &st);
+        int c = find_col(s, l->s + i, ll);
+        if (!n || c < 0 || s->cols[c].dev)
+            continue;
+        if (!(s->cols[c].dev = bk_strndup(l->s + st, n)))
+            return BK_ENOMEM;
+        s->cols[c].dev_loc = loc_at(l, st);
+    }
+}
+
+static void code_text(const struct cell *c, char *buf, size_t cap)
+{
+    if (c->code == C_NV)
+        snprintf(buf, cap, "NV%d", c->nv);
+    else
+        snprintf(buf, cap, "%s", code_names[c->code]);
+}
+
+/* Every GPU has a row; diagonal X; NVLink only between GPUs; then symmetry. */
+BK_MUST_USE
+enum bk_status smi_check_matrix(struct smi *s)
+{
+    const char *f = s->in->name;
+    char ta[16], tb[16];
+    int warned = 0;
+    for (int i = 0; i < s->ncols; i++)
+        if (s->cols[i].gpu >= 0 && !s->cols[i].has_row)
+            return diag_error(s->d, f, s->cols[i].loc,
+                              "no row for column %s: the matrix must be square, with one row per "
+                              "GPU column",
+                              s->cols[i].label);
+    for (int i = 0; i < s->ncols; i++)
+        for (int j = 0; j < s->ncols && s->cols[i].has_row; j++) {
+            const struct cell *a = cell(s, i, j);
+            code_text(a, ta, sizeof ta);
+            if (i == j && a->code != C_X)
+                return diag_error(s->d, f, a->loc,
+                                  "diagonal cell of row %s is %s: a device's own cell must be X",
+                                  s->cols[i].label, ta);
+            if (i != j && a->code == C_X)
+                return diag_error(s->d, f, a->loc,
+                                  "X in row %s, column %s: X marks only a device's own cell",
+                                  s->cols[i].label, s->cols[j].label);
+            if (a->code == C_NV && (s->cols[i].gpu < 0 || s->cols[j].gpu < 0))
+                return diag_error(s->d, f, a->loc, "%s between %s and %s: NVLink joins GPUs only",
+                                  ta, s->cols[i].label, s->cols[j].label);
+        }
+    for (int i = 0; i < s->ncols; i++)
+        for (int j = i + 1; j < s->ncols && s->cols[i].has_row; j++) {
+            struct cell *a = cell(s, i, j), *b = cell(s, j, i);
+            if (!s->cols[j].has_row || (a->code == b->code && a->nv == b->nv))
+                continue;
+            code_text(a, ta, sizeof ta);
+            code_text(b, tb, sizeof tb);
+            if (a->code == C_NV || b->code == C_NV)
+                return diag_error(s->d, f, a->loc,
+                                  "asymmetric NVLink cells: row %s, column %s is %s but row %s, "
+                                  "column %s (line %d, column %d) is %s",
+                                  s->cols[i].label, s->cols[j].label, ta, s->cols[j].label,
+                                  s->cols[i].label, b->loc.line, b->loc.col, tb);
+            if (!warned++) /* one warning, not one per cell of a bad capture */
+                diag_warning(s->d, f, a->loc,
+                             "asymmetric cells: row %s, column %s is %s but row %s, column %s "
+                             "(line %d, column %d) is %s; using the farther relation here and "
+                             "for any other asymmetric PCIe cell",
+                             s->cols[i].label, s->cols[j].label, ta, s->cols[j].label,
+                             s->cols[i].label, b->loc.line, b->loc.col, tb);
+            if (a->code < b->code)
+                a->code = b->code;
+            else
+                b->code = a->code;
+        }
+    return BK_OK;
+}
