@@ -22,7 +22,8 @@ FUZZ_PLANNER_SRCS = \
 	planner/core/diag.c planner/core/strbuf.c planner/core/trail.c planner/core/input.c \
 	planner/topo/topo.c planner/topo/topo_canon.c planner/topo/topo_rates.c planner/read/topo_read.c \
 	planner/read/topo_text.c planner/read/text_lex.c planner/read/topo_cluster.c planner/topo/topo_join.c \
-	planner/read/topo_hwloc.c planner/read/hwloc_links.c planner/read/hwloc_precheck.c planner/read/topo_nccl.c \
+	planner/read/topo_hwloc.c planner/read/hwloc_links.c planner/read/hwloc_precheck.c \
+	planner/read/topo_nccl.c planner/read/nccl_values.c planner/read/nccl_links.c \
 	planner/read/topo_smi.c planner/read/smi_parse.c planner/read/smi_infer.c \
 	planner/read/xml_safe.c \
 	planner/emit/tmpl.c planner/emit/tmpl_parse.c planner/emit/tmpl_escape.c planner/emit/tmpl_value.c
