@@ -135,7 +135,8 @@ tests/nccl/nccl_client: $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_DEPS)
 	$(AM_V_CCLD)mkdir -p tests/nccl && $(MPICC) -std=c11 $(WARN_CFLAGS) -O2 \
 		-D_POSIX_C_SOURCE=200809L -o $@ $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_NCCL)
 
-MPI_JOB_SOURCES = tests/unit/mpi_job.c tests/unit/mpi_job.h
+MPI_JOB_SOURCES = tests/unit/mpi_job.c tests/unit/mpi_job.h tests/unit/mpirun_util.c \
+	tests/unit/mpirun_util.h
 tests_unit_test_nccl_mpi_SOURCES = tests/unit/test_nccl_mpi.c $(MPI_JOB_SOURCES)
 tests_unit_test_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) \
 	-DDROPIN_DGX1V='"$(abs_builddir)/runtime/libblink-nccl-host.so"' \

@@ -202,12 +202,9 @@ static blinkResult_t open_net(blinkComm_t c, const char *fn)
         return bk_error(blinkSystemError, "%s: out of memory", fn);
     for (int q = 0; q < c->nranks; q++)
         world[q] = c->peer[q].world;
-    unsigned h = 0;
-    for (const char *p = c->token; *p; p++)
-        h = h * 31u + (unsigned char)*p;
     char msg[BK_MSG_MAX];
-    int rc = bk_net_comm_create(world, c->nranks, (int)(h % BK_NET_TAG_MAX), &c->net, msg,
-                                sizeof msg);
+    int tag = (int)(bk_rv_token_hash(c->token) % BK_NET_TAG_MAX);
+    int rc = bk_net_comm_create(world, c->nranks, tag, &c->net, msg, sizeof msg);
     free(world);
     return rc ? bk_error(blinkSystemError, "%s: %s", fn, msg) : blinkSuccess;
 }

@@ -173,6 +173,14 @@ blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int ra
     return r;
 }
 
+unsigned bk_rv_token_hash(const char *token)
+{
+    unsigned h = 0;
+    for (const char *p = token; *p; p++)
+        h = h * 31u + (unsigned char)*p;
+    return h;
+}
+
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len)
 {
     snprintf(name, len, "/blink-%s-%d", token, rank);

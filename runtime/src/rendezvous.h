@@ -63,6 +63,8 @@ void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b
 /* One all-gather of rec among nranks under token (open, rounds, close): all[nranks*BK_RV_REC]. */
 blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int rank,
                              double timeout_s, const void *rec, void *all, const char *fn);
+/* A hash of the token, the same on every rank: MPI tags drawn from it. */
+unsigned bk_rv_token_hash(const char *token);
 /* The shared-memory name of rank r's segment ("/blink-TOKEN-r"). */
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len);
 

@@ -82,9 +82,7 @@ blinkResult_t bk_rvm_open(const char *token, int root, int nranks, int rank, dou
         return bk_error(blinkSystemError, "%s: out of memory", fn);
     }
     snprintf(m->token, sizeof m->token, "%s", token);
-    unsigned h = 0;
-    for (const char *p = token; *p; p++)
-        h = h * 31u + (unsigned char)*p;
+    unsigned h = bk_rv_token_hash(token);
     m->tag = BK_NET_TAG_MAX / 2 + (int)(h % (unsigned)(BK_NET_TAG_MAX / 2 - 16));
     m->root = root;
     m->nranks = nranks;

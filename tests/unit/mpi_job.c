@@ -3,7 +3,7 @@
  * mpi_job.c - mpi_job.h: mpirun with one app context per rank, killed past LIMIT_S, and the
  * /dev/shm checks.
  */
-#define _DEFAULT_SOURCE /* realpath, flock */
+#define _DEFAULT_SOURCE /* realpath */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mpi_job.h"
+#include "mpirun_util.h"
 
 /* The build defines these; the defaults are relative to the build directory. */
 #ifndef NCCL_CLIENT
@@ -41,25 +41,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* MPIRUN's full path (searched on PATH unless it has a slash), or 0. */
-static int find_mpirun(char *path, size_t len)
-{
-    if (strchr(MPIRUN, '/')) {
-        snprintf(path, len, "%s", MPIRUN);
-        return access(path, X_OK) == 0;
-    }
-    const char *p = getenv("PATH");
-    while (p && *p) {
-        const char *colon = strchr(p, ':');
-        int k = colon ? (int)(colon - p) : (int)strlen(p);
-        snprintf(path, len, "%.*s/%s", k, k ? p : ".", MPIRUN);
-        if (access(path, X_OK) == 0)
-            return 1;
-        p = colon ? colon + 1 : NULL;
-    }
-    return 0;
 }
 
 static char *slurp(int fd)
@@ -166,7 +147,7 @@ void run_job(const struct job *j, struct run *r)
     const char *argv[MAX_ARGV];
     int a = 0;
 
-    if (!find_mpirun(mpirun, sizeof mpirun))
+    if (!mu_find_mpirun(MPIRUN, mpirun, sizeof mpirun))
         cr_skip_test("%s not found: %s", MPIRUN, INSTALL);
     if (!realpath(NCCL_CLIENT, client))
         cr_skip_test("%s not built (it needs mpicc): %s", NCCL_CLIENT, INSTALL);
@@ -230,10 +211,7 @@ void run_job(const struct job *j, struct run *r)
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 
-    /* One mpirun at a time, across the programs that use this file: 16 ranks beside 8 others
-     * on two cores would only share out the time limit. */
-    int lock = open("/tmp/blinkc-test-nccl-mpi.lock", O_RDWR | O_CREAT, 0600);
-    cr_assert(lock >= 0 && flock(lock, LOCK_EX) == 0, "lock");
+    int lock = mu_lock();
     char out_path[] = "/tmp/blinkc-test-mpi-XXXXXX";
     int fd = mkstemp(out_path);
     cr_assert(fd >= 0);
@@ -269,7 +247,7 @@ void run_job(const struct job *j, struct run *r)
     r->secs = now() - start;
     r->out = slurp(fd);
     close(fd);
-    close(lock);
+    mu_unlock(lock);
 }
 
 /* The output's last 3000 bytes, for messages. */

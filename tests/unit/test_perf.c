@@ -7,16 +7,14 @@
  * and -M, a rank per MPI process, under mpirun on a 2 x 4 cluster of DGX-1V servers
  * (bench/blink-perf-cluster, built where MPI is; skipped elsewhere).
  */
-#define _DEFAULT_SOURCE /* flock */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/strbuf.h"
+#include "mpirun_util.h"
 #include "testutil.h"
 
 static char *perf_path(void)
@@ -165,24 +163,6 @@ Test(perf, failures_and_usage_have_their_exit_codes, .timeout = 60)
 #define MPIRUN "mpirun"
 #endif
 
-/* MPIRUN's full path into path, or 0 when there is none. */
-static int find_mpirun(char *path, size_t len)
-{
-    if (strchr(MPIRUN, '/')) {
-        snprintf(path, len, "%s", MPIRUN);
-        return access(path, X_OK) == 0;
-    }
-    for (const char *p = getenv("PATH"); p && *p;) {
-        const char *colon = strchr(p, ':');
-        int k = colon ? (int)(colon - p) : (int)strlen(p);
-        snprintf(path, len, "%.*s/%s", k, k ? p : ".", MPIRUN);
-        if (access(path, X_OK) == 0)
-            return 1;
-        p = colon ? colon + 1 : NULL;
-    }
-    return 0;
-}
-
 /* 8 B to 64 KiB by 2x is 14 sizes. */
 #define CLUSTER_ROWS 14
 
@@ -229,7 +209,7 @@ Test(perf, mpi_ranks_across_two_servers, .timeout = 120)
         cr_skip_test("bench/blink-perf-cluster not built: it needs MPI (Debian: libopenmpi-dev "
                      "openmpi-bin)");
     }
-    if (!find_mpirun(mpirun, sizeof mpirun)) {
+    if (!mu_find_mpirun(MPIRUN, mpirun, sizeof mpirun)) {
         free(bin);
         cr_skip_test("%s not found (Debian: openmpi-bin)", MPIRUN);
     }
@@ -243,13 +223,11 @@ Test(perf, mpi_ranks_across_two_servers, .timeout = 120)
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     /* In a sanitizer build: Open MPI's own allocations at exit are not blink-perf's leaks. */
     setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    /* One mpirun at a time, with the other programs' (mpi_job.c takes the same lock). */
-    int lock = open("/tmp/blinkc-test-nccl-mpi.lock", O_RDWR | O_CREAT, 0600);
-    cr_assert(lock >= 0 && flock(lock, LOCK_EX) == 0, "lock");
+    int lock = mu_lock();
     mpi_cluster_table(mpirun, bin, (const char *const[]){"-C", "allreduce", "-b", "8", "-e",
                       "64K", "-f", "2", "-n", "2", "-w", "1", NULL});
     mpi_cluster_table(mpirun, bin, (const char *const[]){"-C", "broadcast", "-r", "5", "-b",
                       "8", "-e", "64K", "-f", "2", "-n", "2", "-w", "1", NULL});
-    close(lock);
+    mu_unlock(lock);
     free(bin);
 }
