@@ -10,7 +10,8 @@
  * and no other input text reaches the output. The output is deterministic: no time stamps, no
  * paths, the blinkc version on one line.
  *
- * Data model (keys of the root map; the templates may use nothing else):
+ * Data model (every key is in emit_model_keys; the templates may use nothing else, and
+ * test_emit checks both the model and the templates against that list):
  *   blinkc_version  string, |raw only (the one whitelisted key)
  *   topology        string, the topology's name (input text: |cstr)
  *   nplans          int;  plans: list of maps, one per allocation (one, or with
@@ -18,6 +19,8 @@
  *     id            "p<k>" (|ident)
  *     fingerprint   string, 16 hex digits of FNV-1a 64 over the canonical graph and allocation
  *     nranks        int;  devices: list of int, the allocation's GPU numbers in rank order
+ *                   (cluster plans: each GPU's number within its server)
+ *     nservers      int;  servers: list of int, each rank's server (empty on one server)
  *     chunk_bytes   int (|size), the default pipeline chunk
  *     nschedules    int;  schedules: list of maps, one per plan of the plan set, in its order:
  *       id          "p<k>s<s>" (|ident)   collective  "broadcast", ... (|ident)
@@ -27,6 +30,10 @@
  *         weight    int (|u64), the rate in units of 1e-4 GB/s
  *         parent    list of int, per rank (-1 at the root)
  *         order     list of int, breadth first from the root, children in rank order
+ *       nring_trees int;  ring_trees: the same maps, NCCL's rings as chains (single server)
+ *       nranges     int;  ranges: list of maps, per message size (plan_tune.h):
+ *         min_bytes int (|size)  algo  "BLINK_PLAN_TREES" or "BLINK_PLAN_RINGS" (|ident)
+ *         chunk_bytes int (|size)  tree_us, ring_us  float, the simulated times
  * Only the main tier's trees are emitted; a plan's hybrid PCIe tree set is not (yet).
  */
 #ifndef BK_EMIT_H
@@ -44,6 +51,9 @@
 
 /* The template rendered for -o; the others are its partials. */
 #define EMIT_MAIN_TEMPLATE "collectives.cu"
+
+/* Every key of the data model above, NULL-terminated. */
+extern const char *const emit_model_keys[];
 
 /* templates/NAME.tmpl, embedded at build time (tools/embed.sh); ends with {NULL, NULL, 0}. */
 extern const struct builtin_file builtin_templates[];

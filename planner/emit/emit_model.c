@@ -19,6 +19,19 @@
 #include "ring/ring_chain.h"
 
 /* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
+const char *const emit_model_keys[] = {
+    "blinkc_version", "topology", "nplans", "plans",
+    /* a plan */
+    "id", "fingerprint", "nranks", "devices", "nservers", "servers", "chunk_bytes", "nschedules",
+    "schedules",
+    /* a schedule */
+    "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
+    "nranges", "ranges",
+    /* a tree */
+    "gbps", "weight", "parent", "order",
+    /* a range */
+    "min_bytes", "algo", "tree_us", "ring_us", NULL};
+
 static const char *const coll_enum[COLL_COUNT] = {
     "BLINK_PLAN_BROADCAST", "BLINK_PLAN_REDUCE", "BLINK_PLAN_ALLREDUCE",
     "BLINK_PLAN_ALLGATHER", "BLINK_PLAN_REDUCESCATTER",

@@ -2,7 +2,8 @@
 /*
  * test_emit.c - the code generator (emit.h): determinism, the injection property (a topology
  * whose names are hostile gives the same token stream outside string literals and compiles as
- * C), the tables against the plans, and -o / --templates through the binary.
+ * C), the tables against the plans, -o / --templates through the binary, and the data model's
+ * contract: the model and the templates use the keys emit_model_keys lists and no others.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "emit/emit.h"
+#include "tune/plan_tune.h"
 #include "testutil.h"
 
 /* A 4-GPU box: an NVLink ring with one diagonal, two PCIe switches under one CPU. name(k)
@@ -156,4 +158,104 @@ Test(emit, tables_follow_the_plans)
     topo_free(&t);
     diag_free(&d);
     free(text);
+}
+
+/* ------------------------------------------------------------------ the model's keys */
+
+static int listed(const char *key, size_t n)
+{
+    for (int i = 0; emit_model_keys[i]; i++)
+        if (strlen(emit_model_keys[i]) == n && strncmp(emit_model_keys[i], key, n) == 0)
+            return i;
+    return -1;
+}
+
+/* Every map key under v is listed; seen[i] marks emit_model_keys[i] as used. */
+static void walk_keys(const struct tmpl_value *v, unsigned char *seen)
+{
+    for (int i = 0; v && (v->kind == TV_MAP || v->kind == TV_LIST) && i < v->n; i++) {
+        if (v->kind == TV_MAP) {
+            int k = listed(v->keys[i], strlen(v->keys[i]));
+            cr_expect_geq(k, 0, "the model has key '%s', which emit_model_keys does not list",
+                          v->keys[i]);
+            if (k >= 0)
+                seen[k] = 1;
+        }
+        walk_keys(v->items[i], seen);
+    }
+}
+
+/* The model of one topology's plans (tuned: ranges) into seen. */
+static void model_keys(struct topo *t, unsigned char *seen)
+{
+    struct diag d;
+    diag_init(&d);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct plan_set ps;
+    cr_assert_eq(plan_all(t, &o, &ps, &d), BK_OK);
+    struct sim_params sp;
+    sim_params_default(&sp);
+    if (!ps.cluster)
+        cr_assert_eq(plan_tune(&ps, &sp, &d), BK_OK);
+    struct tmpl_value *m = NULL;
+    cr_assert_eq(emit_model(&(struct emit_alloc){t, &ps}, 1, &m, &d), BK_OK);
+    walk_keys(m, seen);
+    tv_free(m);
+    plan_set_free(&ps);
+    diag_free(&d);
+}
+
+/* The names a template looks up: {{name|f}}, {{#each name}}, {{#if name}}. */
+static void template_keys(const struct builtin_file *f)
+{
+    const char *p = f->data, *end = f->data + f->size;
+    int names = 0;
+    while ((p = strstr(p, "{{")) != NULL && p < end) {
+        p += 2;
+        const char *close = strstr(p, "}}");
+        cr_assert_not_null(close, "%s: unclosed tag", f->name);
+        if (*p == '#')
+            p = strchr(p, ' ') ? strchr(p, ' ') + 1 : close;
+        size_t n = strcspn(p, "|} ");
+        int special = *p == '!' || *p == '>' || *p == '/' || *p == '.' || *p == '@' ||
+                      (n == 4 && strncmp(p, "else", 4) == 0);
+        if (!special && p < close) {
+            cr_expect_geq(listed(p, n), 0, "%s uses '%.*s', which emit_model_keys does not list",
+                          f->name, (int)n, p);
+            names++;
+        }
+        p = close + 2;
+    }
+    cr_expect_gt(names, 0, "%s names no key", f->name);
+}
+
+Test(emit, model_and_templates_use_only_the_listed_keys)
+{
+    int nkeys = 0;
+    while (emit_model_keys[nkeys])
+        nkeys++;
+    unsigned char *seen = calloc((size_t)nkeys, 1);
+    cr_assert_not_null(seen);
+    char *text = box_text("box", plain_names);
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("box.topo", text, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    model_keys(&t, seen);
+    topo_free(&t);
+    free(text);
+    char *path = tu_src_path("topologies/cluster-4x-dgx1v.topo");
+    cr_assert_eq(tu_read_file(path, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    model_keys(&t, seen);
+    topo_free(&t);
+    free(path);
+    diag_free(&d);
+    for (int i = 0; i < nkeys; i++)
+        cr_expect(seen[i], "emit_model_keys lists '%s', which no model has", emit_model_keys[i]);
+    free(seen);
+    int ntemplates = 0;
+    for (const struct builtin_file *f = builtin_templates; f->name; f++, ntemplates++)
+        template_keys(f);
+    cr_expect_geq(ntemplates, 4, "only %d templates", ntemplates);
 }
