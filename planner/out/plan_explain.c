@@ -90,6 +90,9 @@ static void put_hybrid(struct strbuf *sb, const struct plan_set *ps, const struc
                   "at 500 MB %.1f%% goes over PCIe: %.0f us instead of %.0f us\n",
               p->pcie.trees.n, p->pcie.algbw, p->pcie.bound, p->switchover_bytes / 1e6,
               100 * dp / mb, 1e6 * t_hyb, 1e6 * t_nvl);
+    /* Planned and shown, but -o writes the main tier only (emit.h), and --simulate times it. */
+    sb_puts(sb, "    hybrid: not emitted: the generated code and the simulator run the NVLink trees "
+                "alone\n");
 }
 
 /* A byte count in binary units, as the runtime's sizes are given (0, 768 KiB, 1.5 MiB),

@@ -13,6 +13,7 @@
 
 #include "plan/plan.h"
 #include "out/plan_json.h"
+#include "out/plan_explain.h"
 #include "testutil.h"
 
 #define NV 25.0 /* one V100/A100 NVLink, GB/s per direction */
@@ -214,6 +215,14 @@ Test(plan, hybrid_pcie_set_and_split)
     double D = 100e6, dp = plan_hybrid_pcie_bytes(b, PLAN_DEFAULT_TDPA_US, D);
     cr_expect(dp > 0);
     cr_expect(fabs(dp / bp + tdpa - (D - dp) / bn) < 1e-9);
+    /* --explain shows the PCIe set, and says that -o and --simulate leave it out. */
+    struct strbuf sb;
+    sb_init(&sb);
+    plan_explain(&sb, &ps, 1);
+    char *ex = sb_take(&sb);
+    cr_expect(strstr(ex, "hybrid: 1 PCIe trees at 12.0 GB/s"), "%s", ex);
+    cr_expect(strstr(ex, "hybrid: not emitted:"), "%s", ex);
+    free(ex);
     plan_set_free(&ps);
     topo_free(&t);
 }
