@@ -16,7 +16,6 @@
 #include "config.h"
 #include "emit/emit.h"
 #include "core/json.h"
-#include "ring/ring_chain.h"
 
 /* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
 const char *const emit_model_keys[] = {
@@ -273,13 +272,8 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
     char id[48], rid[52];
     snprintf(id, sizeof id, "p%ds%d", k, s);
     snprintf(rid, sizeof rid, "%sr", id);
-    struct ptree_set rings;
-    ptree_set_init(&rings);
-    /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
-     * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
-    enum bk_status st = ps->cluster ? BK_OK : ring_chain_trees(&ps->ring, p->coll, p->root, &rings);
-    if (st == BK_OK)
-        st = tv_set(sched, "id", tv_string(id));
+    const struct ptree_set *rings = &p->ring_chains; /* planned with the plan (plan.h) */
+    enum bk_status st = tv_set(sched, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
     if (st == BK_OK)
@@ -291,18 +285,17 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
     if (st == BK_OK)
         st = tv_set(sched, "ntrees", tv_int(p->main.trees.n));
     if (st == BK_OK)
-        st = tv_set(sched, "nring_trees", tv_int(rings.n));
+        st = tv_set(sched, "nring_trees", tv_int(rings->n));
     if (st == BK_OK)
         st = tv_set(sched, "nranges", tv_int(p->tune.n));
     if (st == BK_OK)
         st = tree_set_model(p, &p->main.trees, n, id, "trees", sched, d);
     if (st == BK_OK)
-        st = tree_set_model(p, &rings, n, rid, "ring_trees", sched, d);
+        st = tree_set_model(p, rings, n, rid, "ring_trees", sched, d);
     if (st == BK_OK) {
         struct tmpl_value *r = ranges_model(p);
         st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;
     }
-    ptree_set_free(&rings);
     return st;
 }
 

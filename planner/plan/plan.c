@@ -14,6 +14,7 @@
 #include "pack/mwu.h"
 #include "plan/plan_cluster.h"
 #include "plan/plan_internal.h"
+#include "ring/ring_chain.h"
 
 /* Two candidates closer than this (relative) count as equally fast; depth then decides. */
 #define SAME_SPEED 1e-3
@@ -54,6 +55,7 @@ void plan_set_free(struct plan_set *s)
         plan_trees_free(&s->v[i].main);
         plan_trees_free(&s->v[i].pcie);
         free(s->v[i].tune.r);
+        ptree_set_free(&s->v[i].ring_chains);
     }
     free(s->v);
     for (int i = 0; i < s->ngraphs; i++)
@@ -423,6 +425,12 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
             if (o->root < 0 || o->root == r)
                 BK_CHECK_GOTO(plan_one(s, c, r, o, d), st, fail);
     }
+    /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
+     * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
+    for (int i = 0; i < s->n && !s->cluster; i++)
+        BK_CHECK_GOTO(ring_chain_trees(&s->ring, s->v[i].coll, s->v[i].root,
+                                       &s->v[i].ring_chains),
+                      st, fail);
     return BK_OK;
 fail:
     plan_set_free(s);

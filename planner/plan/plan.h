@@ -102,6 +102,8 @@ struct plan {
     struct plan_trees pcie;   /* hybrid: the PCIe tree set */
     double switchover_bytes;  /* hybrid: below this, NVLink alone (D* = T_dpa * BW_nvl) */
     struct plan_tuning tune;  /* per message size: trees or rings, and the chunk */
+    struct ptree_set ring_chains; /* NCCL's rings as chains the runtime can run itself
+                                     (ring_chain.h); empty for several servers */
 };
 
 struct plan_cluster;
