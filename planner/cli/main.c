@@ -24,6 +24,7 @@
 #include "plan/plan.h"
 #include "out/plan_dot.h"
 #include "out/plan_explain.h"
+#include "tune/allocations.h"
 #include "tune/plan_tune.h"
 #include "out/sim_report.h"
 #include "out/plan_json.h"
@@ -190,72 +191,26 @@ out:
     return st;
 }
 
-/* The most GPUs --all-allocations accepts: 2^12 sets of GPUs, each planned. */
-#define ALL_ALLOCATIONS_MAX_GPUS 12
-
-/*
- * --all-allocations: plan every set of 2 or more GPUs that the topology joins (ascending
- * bit masks of GPU numbers), and render them into one source whose blinkCommInitAll picks the
- * plan for the job's devices: a per-SKU library for whatever GPUs a scheduler hands out.
- */
+/* --all-allocations: every allocation's plans rendered into one source (allocations.h). */
 BK_MUST_USE
 static enum bk_status write_library(const struct cli *c, const struct topo *full,
                                     struct diag *d)
 {
-    int n = full->ngpus;
-    if (n > ALL_ALLOCATIONS_MAX_GPUS || n < 2) {
-        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
-                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d", n,
-                 ALL_ALLOCATIONS_MAX_GPUS);
-        return BK_EUSAGE;
-    }
-    size_t cap = (size_t)1 << n;
-    struct topo *topos = calloc(cap, sizeof *topos);
-    struct plan_set *sets = calloc(cap, sizeof *sets);
-    struct emit_alloc *allocs = calloc(cap, sizeof *allocs);
-    int count = 0;
-    enum bk_status st = topos && sets && allocs ? BK_OK : BK_ENOMEM;
-    for (unsigned mask = 3; st == BK_OK && mask < cap; mask++) {
-        int gpus[ALL_ALLOCATIONS_MAX_GPUS], k = 0;
-        for (int g = 0; g < n; g++)
-            if (mask & (1u << g))
-                gpus[k++] = g;
-        if (k < 2)
-            continue;
-        /* A set the topology does not join is no allocation: skip it quietly. */
-        struct diag quiet;
-        diag_init(&quiet);
-        st = topo_restrict(full, gpus, k, &topos[count], &quiet);
-        diag_free(&quiet);
-        if (st == BK_EINPUT) {
-            st = BK_OK;
-            continue;
-        }
-        if (st == BK_OK)
-            st = plan_all(&topos[count], &c->plan, &sets[count], d);
-        if (st == BK_OK && c->tune)
-            st = plan_tune(&sets[count], &c->sim.params, d);
-        if (st == BK_OK) {
-            allocs[count] = (struct emit_alloc){&topos[count], &sets[count]};
-            count++;
-        } else {
-            topo_free(&topos[count]);
-        }
-    }
+    struct allocations a;
+    BK_CHECK(plan_allocations(full, &c->plan, c->tune ? &c->sim.params : NULL, &a, d));
+    struct emit_alloc *allocs = calloc((size_t)a.n + 1, sizeof *allocs);
+    enum bk_status st = allocs ? BK_OK : BK_ENOMEM;
+    for (int i = 0; st == BK_OK && i < a.n; i++)
+        allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i]};
     struct strbuf code;
     sb_init(&code);
     if (st == BK_OK)
-        st = emit_render(&code, allocs, count, c->templates, d);
+        st = emit_render(&code, allocs, a.n, c->templates, d);
     if (st == BK_OK)
         st = write_rendered(c->output, &code, d);
     sb_free(&code);
-    for (int i = 0; i < count; i++) {
-        plan_set_free(&sets[i]);
-        topo_free(&topos[i]);
-    }
-    free(topos);
-    free(sets);
     free(allocs);
+    allocations_free(&a);
     return st;
 }
 
