@@ -58,8 +58,10 @@ void plan_set_free(struct plan_set *s)
         ptree_set_free(&s->v[i].ring_chains);
     }
     free(s->v);
-    for (int i = 0; i < s->ngraphs; i++)
-        pgraph_free(&s->graph[i]);
+    pgraph_free(&s->tier);
+    pgraph_free(&s->tier_rev);
+    pgraph_free(&s->pcie_tier);
+    pgraph_free(&s->pcie_tier_rev);
     plan_cluster_free(s->cluster);
     ring_result_free(&s->ring);
     memset(s, 0, sizeof *s);
@@ -83,32 +85,29 @@ static enum bk_status new_plan(struct plan_set *s, enum collective c, int root, 
 }
 
 /* The tier a collective's trees use: NVLink (with NVSwitch) when it joins every GPU, otherwise
- * every link kind. graph[0] is the tier, graph[1] its reverse. */
+ * every link kind; its reverse for reduce-like plans; and the PCIe tier for the hybrid. */
 BK_MUST_USE
 static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int hybrid,
                                    struct diag *d)
 {
-    BK_CHECK(pgraph_build(&s->graph[0], t, PG_NVLINK));
-    s->ngraphs = 1;
-    if (!pgraph_gpus_connected(&s->graph[0])) {
-        pgraph_free(&s->graph[0]);
-        BK_CHECK(pgraph_build(&s->graph[0], t, PG_ALL_KINDS));
-        if (!pgraph_gpus_connected(&s->graph[0]))
+    BK_CHECK(pgraph_build(&s->tier, t, PG_NVLINK));
+    if (!pgraph_gpus_connected(&s->tier)) {
+        pgraph_free(&s->tier);
+        BK_CHECK(pgraph_build(&s->tier, t, PG_ALL_KINDS));
+        if (!pgraph_gpus_connected(&s->tier))
             return diag_error(d, t->source, DIAG_NOWHERE,
                               "the GPUs of the allocation cannot all reach each other over the "
                               "topology's directed links; nothing can be planned");
     }
-    s->kinds = s->graph[0].kinds;
-    BK_CHECK(pgraph_reverse(&s->graph[1], &s->graph[0]));
-    s->ngraphs = 2;
+    s->kinds = s->tier.kinds;
+    BK_CHECK(pgraph_reverse(&s->tier_rev, &s->tier));
     if (!hybrid || s->kinds != PG_NVLINK)
         return BK_OK;
-    BK_CHECK(pgraph_build(&s->graph[2], t, PG_PCIE_TIER));
-    s->ngraphs = 3;
-    if (!pgraph_gpus_connected(&s->graph[2]))
+    BK_CHECK(pgraph_build(&s->pcie_tier, t, PG_PCIE_TIER));
+    if (!pgraph_gpus_connected(&s->pcie_tier))
         return BK_OK; /* no PCIe path between some GPUs: NVLink alone */
-    BK_CHECK(pgraph_reverse(&s->graph[3], &s->graph[2]));
-    s->ngraphs = 4;
+    BK_CHECK(pgraph_reverse(&s->pcie_tier_rev, &s->pcie_tier));
+    s->has_pcie_tier = 1;
     return BK_OK;
 }
 
@@ -337,16 +336,16 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     mirror = mirror_index >= 0 ? &s->v[mirror_index] : NULL; /* s->v may have moved */
     pl->method = "trees";
     pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
-    BK_CHECK(plan_tier(pl, &s->graph[0], &s->graph[1], mirror, s->cluster, o, o->dump_ilp, 0,
+    BK_CHECK(plan_tier(pl, &s->tier, &s->tier_rev, mirror, s->cluster, o, o->dump_ilp, 0,
                        &pl->main, d));
     if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2 && !s->cluster)
         pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
                                                 ? "undirected one-hop trees"
                                                 : "reduce-scatter + all-gather, one-hop")
                                          : "one-hop trees";
-    if (s->ngraphs == 4 && (!mirror || mirror->has_hybrid)) {
-        BK_CHECK(plan_tier(pl, &s->graph[2], &s->graph[3], mirror, NULL, o, NULL, 1, &pl->pcie,
-                           d));
+    if (s->has_pcie_tier && (!mirror || mirror->has_hybrid)) {
+        BK_CHECK(plan_tier(pl, &s->pcie_tier, &s->pcie_tier_rev, mirror, NULL, o, NULL, 1,
+                           &pl->pcie, d));
         pl->has_hybrid = pl->pcie.algbw > 0;
         pl->switchover_bytes = s->tdpa_us * 1e-6 * pl->main.algbw * 1e9;
     }
@@ -407,7 +406,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
         return BK_OK;
     }
     BK_CHECK_GOTO(build_graphs(s, t, o->hybrid, d), st, fail);
-    BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->graph[0]), st, fail);
+    BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->tier), st, fail);
     BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
     /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
      * candidate. */

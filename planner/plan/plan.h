@@ -111,8 +111,9 @@ struct plan_cluster;
 struct plan_set {
     const struct topo *topo;
     unsigned kinds;           /* main tier */
-    struct pgraph graph[4];   /* main, main reversed, PCIe, PCIe reversed */
-    int ngraphs;
+    struct pgraph tier, tier_rev;         /* the main tier's graph, and reversed */
+    struct pgraph pcie_tier, pcie_tier_rev; /* hybrid: the PCIe tier, and reversed */
+    int has_pcie_tier;        /* both PCIe graphs built: the hybrid can be planned */
     struct ring_result ring;
     struct plan_cluster *cluster; /* several servers: Blink's three phases (plan_cluster.h) */
     double tdpa_us;
