@@ -118,14 +118,13 @@ static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct
 BK_MUST_USE
 static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
 {
-    struct strbuf sb, dump, code;
+    struct strbuf sb, code;
     sb_init(&sb);
-    sb_init(&dump);
     sb_init(&code);
     struct plan_set ps;
     memset(&ps, 0, sizeof ps);
     struct plan_opts po = c->plan;
-    po.dump_ilp = c->dump_ilp ? &dump : NULL;
+    po.keep_ilp = c->dump_ilp != NULL;
     int any_output = c->plan_json || c->dump_ilp || c->output || c->dot;
     int only_topology = c->print_topology && !c->explain && !any_output;
     enum bk_status st = BK_OK;
@@ -138,7 +137,10 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
     if (c->tune && (c->output || c->explain || c->simulate))
         BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
-    if (c->dump_ilp && dump.len == 0 && !dump.failed) {
+    const char *model = NULL; /* --dump-ilp: the one plan's (cli.c checks there is one) */
+    for (int i = 0; i < ps.n && !model; i++)
+        model = ps.v[i].ilp_model;
+    if (c->dump_ilp && !model) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
                  "--dump-ilp: no ILP was solved for this plan, so there is no model to write");
         st = BK_ESOLVE;
@@ -148,8 +150,13 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
     if (c->output)
         BK_CHECK_GOTO(emit_render(&code, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
                       out);
-    if (c->dump_ilp)
-        BK_CHECK_GOTO(write_rendered(c->dump_ilp, &dump, d), st, out);
+    if (c->dump_ilp) {
+        sb_puts(&sb, model);
+        st = write_rendered(c->dump_ilp, &sb, d);
+        sb_free(&sb);
+        if (st != BK_OK)
+            goto out;
+    }
     if (c->output)
         BK_CHECK_GOTO(write_rendered(c->output, &code, d), st, out);
     if (c->dot) {
@@ -185,7 +192,6 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
     }
 out:
     sb_free(&sb);
-    sb_free(&dump);
     sb_free(&code);
     plan_set_free(&ps);
     return st;

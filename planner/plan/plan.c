@@ -56,6 +56,7 @@ void plan_set_free(struct plan_set *s)
         plan_trees_free(&s->v[i].pcie);
         free(s->v[i].tune.r);
         ptree_set_free(&s->v[i].ring_chains);
+        free(s->v[i].ilp_model);
     }
     free(s->v);
     pgraph_free(&s->tier);
@@ -336,8 +337,14 @@ static enum bk_status plan_one(struct plan_set *s, enum collective c, int root,
     mirror = mirror_index >= 0 ? &s->v[mirror_index] : NULL; /* s->v may have moved */
     pl->method = "trees";
     pl->ring_algbw = ring_algbw(s->ring.gbps, s->topo->ngpus, c);
-    BK_CHECK(plan_tier(pl, &s->tier, &s->tier_rev, mirror, s->cluster, o, o->dump_ilp, 0,
-                       &pl->main, d));
+    struct strbuf ilp;
+    sb_init(&ilp);
+    enum bk_status st = plan_tier(pl, &s->tier, &s->tier_rev, mirror, s->cluster, o,
+                                  o->keep_ilp ? &ilp : NULL, 0, &pl->main, d);
+    if (st == BK_OK && ilp.len > 0 && !(pl->ilp_model = sb_take(&ilp)))
+        st = BK_ENOMEM;
+    sb_free(&ilp);
+    BK_CHECK(st);
     if (max_depth(&pl->main.trees) == 1 && s->topo->ngpus > 2 && !s->cluster)
         pl->method = c == COLL_ALLREDUCE ? (strcmp(pl->method, "undirected trees") == 0
                                                 ? "undirected one-hop trees"

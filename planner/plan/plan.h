@@ -40,7 +40,7 @@ struct plan_opts {
     double slack;         /* ILP rate slack */
     double tdpa_us;       /* hybrid split: T_dpa in microseconds */
     int hybrid;           /* plan the PCIe tree set too (1 by default) */
-    struct strbuf *dump_ilp; /* --dump-ilp: receives the one ILP model (needs exactly one plan) */
+    int keep_ilp;             /* --dump-ilp: each plan keeps the last ILP it solved (ilp_model) */
 };
 
 void plan_opts_default(struct plan_opts *o);
@@ -104,6 +104,8 @@ struct plan {
     struct plan_tuning tune;  /* per message size: trees or rings, and the chunk */
     struct ptree_set ring_chains; /* NCCL's rings as chains the runtime can run itself
                                      (ring_chain.h); empty for several servers */
+    char *ilp_model;          /* keep_ilp: the last ILP solved for the main tier, in CPLEX LP
+                                 format (glpsol --lp); NULL when none was solved */
 };
 
 struct plan_cluster;
