@@ -7,7 +7,9 @@
  */
 #include "core/strbuf.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +142,32 @@ void *bk_grow(void *p, size_t *cap, size_t need, size_t size)
     if (need <= *cap)
         return p;
     size_t c = *cap ? *cap : 16;
-    while (c < need)
+    while (c < need) {
+        if (c > SIZE_MAX / 2)
+            return NULL;
         c *= 2;
+    }
+    if (size && c > SIZE_MAX / size)
+        return NULL;
     void *q = realloc(p, c * size);
     if (q)
         *cap = c;
     return q;
+}
+
+enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size)
+{
+    if (n < 0)
+        return BK_EINTERNAL; /* a count below zero: the caller's bug */
+    if (n < *cap)
+        return BK_OK;
+    if (n >= INT_MAX / 2)
+        return BK_ENOMEM;
+    size_t c = *cap > 0 ? (size_t)*cap : 0;
+    void *q = bk_grow(*p, &c, (size_t)n + 1, size);
+    if (!q)
+        return BK_ENOMEM;
+    *p = q;
+    *cap = (int)c; /* below 2 (n + 1) <= INT_MAX */
+    return BK_OK;
 }

@@ -34,9 +34,13 @@ char *sb_take(struct strbuf *sb);
 void sb_put_decimal(struct strbuf *sb, double v, int decimals);
 
 char *bk_vasprintf(const char *fmt, va_list ap);
-/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed); NULL when
- * out of memory, p then still valid. */
+/* Room for `need` elements of `size` bytes in p (capacity *cap, doubled as needed from 16);
+ * NULL when out of memory or when the size would overflow, p then still valid. */
 void *bk_grow(void *p, size_t *cap, size_t need, size_t size);
+/* The same for arrays counted in int: room for element n in *p (capacity *cap). BK_ENOMEM when
+ * out of memory or when the capacity would pass INT_MAX; BK_EINTERNAL for n below 0. */
+BK_MUST_USE
+enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size);
 char *bk_asprintf(const char *fmt, ...) BK_PRINTF(1, 2);
 char *bk_strndup(const char *s, size_t n);
 

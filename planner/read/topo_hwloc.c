@@ -25,20 +25,6 @@
 #include "read/hwloc_internal.h"
 #include "read/xml_safe.h"
 
-BK_MUST_USE
-static enum bk_status grow(void **p, int *cap, int n, size_t elt)
-{
-    if (n < *cap)
-        return BK_OK;
-    int ncap = *cap ? 2 * *cap : 16;
-    void *q = realloc(*p, (size_t)ncap * elt);
-    if (!q)
-        return BK_ENOMEM;
-    *p = q;
-    *cap = ncap;
-    return BK_OK;
-}
-
 /* A small non-negative decimal from an hwloc info value; -1 when absent or not a number. */
 static int info_int(hwloc_obj_t o, const char *name)
 {
@@ -218,7 +204,7 @@ static enum bk_status find_devices(struct ctx *c)
             dv.kind = DEV_NIC;
         else
             continue; /* storage, a BMC's VGA, bridges' extra functions: not part of the model */
-        BK_CHECK(grow((void **)&c->devs, &c->devs_cap, c->ndevs, sizeof *c->devs));
+        BK_CHECK(bk_grow_int((void **)&c->devs, &c->devs_cap, c->ndevs, sizeof *c->devs));
         c->devs[c->ndevs++] = dv;
         p->userdata = (void *)(uintptr_t)c->ndevs;
     }
@@ -466,7 +452,7 @@ static enum bk_status walk_io(struct ctx *c, hwloc_obj_t o, int sw, int cpu, enu
     if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST)
         next = ROLE_HOST;
     else if (role == ROLE_OTHER && is_switch_port(o)) {
-        BK_CHECK(grow((void **)&c->sws, &c->sws_cap, c->nsws, sizeof *c->sws));
+        BK_CHECK(bk_grow_int((void **)&c->sws, &c->sws_cap, c->nsws, sizeof *c->sws));
         c->sws[c->nsws] = (struct pcisw){o, sw, cpu, -1};
         sw = c->nsws++;
         next = ROLE_SWITCH;

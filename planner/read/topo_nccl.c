@@ -28,22 +28,6 @@
 
 /* ---------------------------------------------------------------- bookkeeping */
 
-BK_MUST_USE
-static enum bk_status grow(void **arr, int *cap, int n, size_t size)
-{
-    if (n < *cap)
-        return BK_OK;
-    if (*cap > INT_MAX / 4)
-        return BK_ENOMEM;
-    int ncap = *cap ? 2 * *cap : 16;
-    void *p = realloc(*arr, (size_t)ncap * size);
-    if (!p)
-        return BK_ENOMEM;
-    *arr = p;
-    *cap = ncap;
-    return BK_OK;
-}
-
 static size_t bus_slot_of(const struct bus_slot *s, size_t cap, const char *busid)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -148,7 +132,7 @@ static enum bk_status read_gpu_link(struct ctx *c, xmlNodePtr el, int g, const c
                             own_busid);
         c->gpus[g].links += r.count;
     }
-    BK_CHECK(grow((void **)&c->links, &c->links_cap, c->nlinks, sizeof *c->links));
+    BK_CHECK(bk_grow_int((void **)&c->links, &c->links_cap, c->nlinks, sizeof *c->links));
     c->links[c->nlinks++] = r;
     return BK_OK;
 }
@@ -169,7 +153,7 @@ static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, 
     c->t->nodes[node].gpu_order = (int)dev;
     c->t->nodes[node].nvlink_gen = nccl_gen_from_sm(sm);
     BK_CHECK(topo_add_link(c->t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(pci)));
-    BK_CHECK(grow((void **)&c->gpus, &c->gpus_cap, c->ngpus, sizeof *c->gpus));
+    BK_CHECK(bk_grow_int((void **)&c->gpus, &c->gpus_cap, c->ngpus, sizeof *c->gpus));
     int g = c->ngpus++;
     c->gpus[g] = (struct gpu_rec){node, (int)dev, cpu, 0, el};
     for (xmlNodePtr k = el->children; k; k = k->next)
@@ -333,7 +317,7 @@ static enum bk_status read_cpu(struct ctx *c, xmlNodePtr el, int position)
     int node;
     BK_CHECK(nccl_add_node(c, el, TOPO_CPU, name, NULL, &node));
     c->t->nodes[node].socket = socket;
-    BK_CHECK(grow((void **)&c->cpus, &c->cpus_cap, c->ncpus, sizeof *c->cpus));
+    BK_CHECK(bk_grow_int((void **)&c->cpus, &c->cpus_cap, c->ncpus, sizeof *c->cpus));
     c->cpus[c->ncpus++] = (struct cpu_rec){node, socket, f, el};
     for (xmlNodePtr k = el->children; k; k = k->next) {
         int made = 0;

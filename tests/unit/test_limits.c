@@ -4,9 +4,12 @@
  * 100,000-GPU server and a chain of 100,000 PCIe switches get a clear error in seconds instead
  * of a hang or a crash; --print-topology stays fast on them; max-flow walks a path of 200,000
  * nodes without recursion; and the fewest-trees ILP gives the same trees while other threads
- * load the CPU (its budget counts work, not time).
+ * load the CPU (its budget counts work, not time); growable arrays refuse a capacity that
+ * would overflow instead of wrapping.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -206,4 +209,24 @@ Test(limits, ilp_budget_gives_the_same_trees_under_load, .timeout = 120)
     oracle_free(o);
     pgraph_free(&g);
     topo_free(&t);
+}
+
+/* bk_grow_int doubles from 16, keeps the array when it refuses, and never wraps. */
+Test(limits, growable_arrays_refuse_overflow)
+{
+    int *a = NULL, cap = 0;
+    for (int n = 0; n < 100; n++) {
+        cr_assert_eq(bk_grow_int((void **)&a, &cap, n, sizeof *a), BK_OK);
+        a[n] = n;
+    }
+    cr_expect_eq(cap, 128);
+    cr_expect_eq(bk_grow_int((void **)&a, &cap, INT_MAX / 2, sizeof *a), BK_ENOMEM);
+    cr_expect_eq(bk_grow_int((void **)&a, &cap, -1, sizeof *a), BK_EINTERNAL);
+    cr_expect_eq(cap, 128, "a refusal changed the capacity");
+    cr_expect_eq(a[99], 99, "a refusal lost the elements");
+    free(a);
+    size_t big = 0;
+    cr_expect_null(bk_grow(NULL, &big, SIZE_MAX / 2 + 2, 1), "doubling past SIZE_MAX wrapped");
+    cr_expect_null(bk_grow(NULL, &big, SIZE_MAX / 8, 64), "count times size wrapped");
+    cr_expect_eq(big, 0);
 }
