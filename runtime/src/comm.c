@@ -334,19 +334,17 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         r = join(lib, c, rv, token, who, flags, &first, fn);
     }
     free(who);
+    if (r == blinkSuccess) {
+        bk_rv_close(rv); /* NCCL's init may need the others past it */
+        rv = NULL;
+        r = join_nccl(c, &first, fn);
+    }
     if (r != blinkSuccess) {
         char msg[BK_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", bk_last_error());
-        bk_rv_fail(rv, msg);
+        if (rv) /* still open: the others learn of the failure */
+            bk_rv_fail(rv, msg);
         bk_rv_close(rv);
-        bk_comm_free(c);
-        bk_set_last_error(msg);
-        return r;
-    }
-    bk_rv_close(rv);
-    if ((r = join_nccl(c, &first, fn)) != blinkSuccess) {
-        char msg[BK_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", bk_last_error());
         bk_comm_free(c);
         bk_set_last_error(msg);
         return r;
