@@ -4,12 +4,10 @@
  * the agreement between the option table (--help) and the man page, the man pages' lint, and
  * the default job on the built-in DGX-1V, and --debug's trail.
  */
-#define _DEFAULT_SOURCE /* mkstemps */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/strbuf.h"
 #include "testutil.h"
@@ -174,12 +172,8 @@ Test(cli, print_topology_uses_the_smi_legend)
 /* --debug (or BLINKC_DEBUG=1) adds where a failure passed inside blinkc; nothing else does. */
 Test(cli, debug_prints_the_failure_trail)
 {
-    char path[] = "/tmp/blinkc-trail-XXXXXX.topo";
-    int fd = mkstemps(path, 5);
-    cr_assert(fd >= 0, "mkstemps");
     static const char text[] = "gpu 0\nlink 0 9 nvlink\n";
-    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    char *path = tu_temp_file(".topo", text, sizeof text - 1);
     struct tu_run r;
     RUN(&r, path);
     cr_expect_eq(r.status, 1, "%s", r.err);
@@ -197,6 +191,7 @@ Test(cli, debug_prints_the_failure_trail)
     cr_expect(strstr(r.err, "blinkc: trail: planner/read/topo_text.c:"), "%s", r.err);
     tu_run_free(&r);
     remove(path);
+    free(path);
 }
 
 /* --servers and --nic-gbps say what is wrong (the exit codes are checked above). */
