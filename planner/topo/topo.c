@@ -167,10 +167,11 @@ enum bk_status topo_node_set_model(struct topo *t, int node, const char *model)
     return set_text(&t->nodes[node].model, model);
 }
 
-BK_MUST_USE
-static enum bk_status push_link(struct topo *t, int src, int dst, enum topo_link_kind kind,
-                                int count, double gbps, struct diag_loc loc)
+enum bk_status topo_add_arc(struct topo *t, int src, int dst, enum topo_link_kind kind,
+                            int count, double gbps, struct diag_loc loc)
 {
+    if (src == dst || src < 0 || dst < 0 || src >= t->nnodes || dst >= t->nnodes)
+        return BK_EINTERNAL;
     if (t->nlinks == t->links_cap) {
         int cap = t->links_cap ? 2 * t->links_cap : 32;
         struct topo_link *l = realloc(t->links, (size_t)cap * sizeof *l);
@@ -188,8 +189,8 @@ enum bk_status topo_add_link(struct topo *t, int a, int b, enum topo_link_kind k
 {
     if (a == b || a < 0 || b < 0 || a >= t->nnodes || b >= t->nnodes)
         return BK_EINTERNAL;
-    BK_CHECK(push_link(t, a, b, kind, count, gbps_ab, loc));
-    return push_link(t, b, a, kind, count, gbps_ba, loc);
+    BK_CHECK(topo_add_arc(t, a, b, kind, count, gbps_ab, loc));
+    return topo_add_arc(t, b, a, kind, count, gbps_ba, loc);
 }
 
 int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind kind)
@@ -251,7 +252,7 @@ enum bk_status topo_copy(const struct topo *in, struct topo *out)
     }
     for (int i = 0; i < in->nlinks; i++) {
         const struct topo_link *l = &in->links[i];
-        BK_CHECK_GOTO(push_link(out, l->src, l->dst, l->kind, l->count, l->gbps, l->loc), st, fail);
+        BK_CHECK_GOTO(topo_add_arc(out, l->src, l->dst, l->kind, l->count, l->gbps, l->loc), st, fail);
     }
     return BK_OK;
 fail:

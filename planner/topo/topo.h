@@ -113,6 +113,12 @@ BK_MUST_USE
 enum bk_status topo_add_link(struct topo *t, int a, int b, enum topo_link_kind kind, int count,
                              double gbps_ab, double gbps_ba, struct diag_loc loc);
 
+/* Add one directed link src->dst (a saved plan lists each direction on its own). Errors as
+ * topo_add_link. */
+BK_MUST_USE
+enum bk_status topo_add_arc(struct topo *t, int src, int dst, enum topo_link_kind kind,
+                            int count, double gbps, struct diag_loc loc);
+
 /* qsort order of links: (src, dst, kind), then input position. */
 int topo_link_cmp(const void *a, const void *b);
 
