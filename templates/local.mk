@@ -21,7 +21,8 @@ EMIT_TESTS = \
 	tests/unit/test_tmpl_escape \
 	tests/unit/test_emit \
 	tests/unit/test_emit_cli \
-	tests/unit/test_emit_golden
+	tests/unit/test_emit_golden \
+	tests/unit/test_from_plan
 UNIT_TESTS += $(EMIT_TESTS)
 
 tests_unit_test_tmpl_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -37,6 +38,9 @@ tests_unit_test_emit_golden_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_emit_golden_LDADD = $(TEST_LIBS)
 tests_unit_test_emit_golden_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc \
 	$(E2E_GEN)
+tests_unit_test_from_plan_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_from_plan_LDADD = $(TEST_LIBS)
+tests_unit_test_from_plan_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc
 # The link test builds a program against the runtime with the same sanitizer flags.
 tests_unit_test_emit_cli_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"' \
 	-DBK_RT_NET_LIBS='"$(RT_NET_LIBS)"'

@@ -42,6 +42,7 @@ enum opt_id {
     OPT_SERVERS,
     OPT_NIC_GBPS,
     OPT_DEBUG,
+    OPT_FROM_PLAN,
 };
 
 struct cli_option {
@@ -64,6 +65,8 @@ static const struct cli_option options[] = {
      "plan for these GPUs only (0,1,3 or 0-3,6), in rank order"},
     {"all-allocations", OPT_ALL_ALLOCATIONS, no_argument, G_INPUT, NULL,
      "with -o: a plan for every connected set of 2+ GPUs (up to 12 GPUs)"},
+    {"from-plan", OPT_FROM_PLAN, required_argument, G_INPUT, "FILE",
+     "with -o: render a plan saved by --plan-json instead of planning"},
     {"gpu-model", OPT_GPU_MODEL, required_argument, G_INPUT, "NAME",
      "GPU where the input names none: P100 ... B200"},
     {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
@@ -88,6 +91,7 @@ static const struct cli_option options[] = {
      "write the fewest-trees ILP for glpsol --lp (needs one plan)"},
     {"plan-json", OPT_PLAN_JSON, required_argument, G_OUTPUT, "FILE",
      "write the plan as JSON (- for stdout)"},
+
     {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE",
      "draw the plans' trees for Graphviz, one digraph per plan (- for stdout)"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
@@ -310,6 +314,36 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
     return 0;
 }
 
+static const struct cli_option *option_of(int val)
+{
+    for (size_t i = 0; i < BK_ARRAY_LEN(options); i++)
+        if (options[i].val == val)
+            return &options[i];
+    return NULL;
+}
+
+/* --from-plan renders a saved plan: it reads no topology and plans nothing, so every option
+ * that would change what is read or planned, and every other output, is refused. */
+BK_MUST_USE
+static enum bk_status check_from_plan(const struct cli *c, char *buf, size_t cap,
+                                      const char **why)
+{
+    if (!c->from_plan)
+        return BK_OK;
+    const char *clash = c->topology ? "a TOPOLOGY" : c->planning_opt;
+    if (!c->output)
+        snprintf(buf, cap, "--from-plan goes with -o/--output (it renders code)");
+    else if (clash)
+        snprintf(buf, cap, "--from-plan renders a saved plan; it cannot take %s%.40s", c->topology
+                 ? "" : "--", clash);
+    else if (c->plan_json || c->explain || c->dump_ilp || c->print_topology || c->dot)
+        snprintf(buf, cap, "--from-plan goes with -o/--output and --templates only");
+    else
+        return BK_OK;
+    *why = buf;
+    return BK_EUSAGE;
+}
+
 /* One model per file: --dump-ilp needs a selection that makes exactly one plan. */
 BK_MUST_USE
 static enum bk_status check_dump_ilp(const struct cli *c, char *buf, size_t cap, const char **why)
@@ -353,6 +387,9 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     int ch;
     while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         const char *rate_why = NULL;
+        const struct cli_option *opt = option_of(ch);
+        if (opt && opt->group != G_OUTPUT && opt->group != G_DIAG && ch != OPT_FROM_PLAN)
+            c->planning_opt = opt->name; /* what --from-plan cannot honour */
         switch (ch) {
         case OPT_FORMAT:
             if (!topo_format_parse(optarg, &c->read.format)) {
@@ -403,6 +440,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_EXPLAIN: c->explain = 1; break;
         case OPT_DUMP_ILP: c->dump_ilp = optarg; break;
         case OPT_PLAN_JSON: c->plan_json = optarg; break;
+        case OPT_FROM_PLAN: c->from_plan = optarg; break;
         case OPT_PRINT_TOPOLOGY: c->print_topology = 1; break;
         case 'o': c->output = optarg; break;
         case OPT_TEMPLATES: c->templates = optarg; break;
@@ -453,5 +491,6 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         *why = buf;
         return BK_EUSAGE;
     }
+    BK_CHECK(check_from_plan(c, buf, cap, why));
     return check_dump_ilp(c, buf, cap, why);
 }

@@ -27,6 +27,8 @@ struct cli {
     struct plan_opts plan;
     int collectives_given;  /* the first --collective replaces the default "all" */  /* --collective, --root, --epsilon, --time-limit, --tdpa, --no-hybrid */
     const char *plan_json;  /* --plan-json FILE */
+    const char *from_plan;  /* --from-plan FILE: render a saved plan (plan_load.h) */
+    const char *planning_opt; /* the last input, planning or simulation option given */
     const char *dump_ilp;   /* --dump-ilp FILE */
     const char *output;     /* -o/--output FILE: the generated source */
     const char *templates;  /* --templates DIR */

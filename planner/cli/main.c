@@ -22,6 +22,7 @@
 #include "core/input.h"
 #include "core/outfile.h"
 #include "plan/plan.h"
+#include "plan/plan_load.h"
 #include "out/plan_dot.h"
 #include "out/plan_explain.h"
 #include "tune/allocations.h"
@@ -220,9 +221,45 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     return st;
 }
 
+/* --from-plan: the code of a saved plan, rendered as -o renders it after planning. */
+BK_MUST_USE
+static enum bk_status render_saved_plan(const struct cli *c, struct diag *d)
+{
+    if (outfile_same_file(c->output, c->from_plan)) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--output %s would overwrite the plan file",
+                 c->output);
+        return BK_EUSAGE;
+    }
+    struct input in;
+    BK_CHECK(input_read(c->from_plan, &in, d));
+    struct topo t;
+    struct plan_set ps;
+    enum bk_status st = plan_load(&in, &t, &ps, d);
+    input_free(&in);
+    if (st != BK_OK)
+        return st;
+    int tuned = 0;
+    for (int i = 0; i < ps.n; i++)
+        tuned |= ps.v[i].tune.n > 0;
+    if (!tuned && ps.n > 0 && t.nservers == 1) /* cluster plans are not tuned (plan_tune.h) */
+        diag_note(d, c->from_plan, DIAG_NOWHERE, "the plan has no per-size ranges (it was saved "
+                  "without -o, or with --no-tune): the code runs the trees at every size");
+    struct strbuf code;
+    sb_init(&code);
+    st = emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, c->templates, d);
+    if (st == BK_OK)
+        st = write_rendered(c->output, &code, d);
+    sb_free(&code);
+    plan_set_free(&ps);
+    topo_free(&t);
+    return st;
+}
+
 BK_MUST_USE
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
+    if (c->from_plan)
+        return render_saved_plan(c, d);
     struct input in;
     const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
     const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};

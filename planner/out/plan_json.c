@@ -17,7 +17,8 @@ static void indent_to(struct strbuf *sb, int level)
         sb_puts(sb, "  ");
 }
 
-static void put_node(struct strbuf *sb, const struct topo_node *n)
+/* In a cluster a GPU's "local_gpu" is its number within its server: the device it runs on. */
+static void put_node(struct strbuf *sb, const struct topo *t, const struct topo_node *n)
 {
     sb_puts(sb, "{\"id\": ");
     json_put_string(sb, n->id);
@@ -25,6 +26,8 @@ static void put_node(struct strbuf *sb, const struct topo_node *n)
     json_put_string(sb, topo_node_kind_name(n->kind));
     if (n->kind == TOPO_GPU)
         sb_printf(sb, ", \"rank\": %d", n->rank);
+    if (n->kind == TOPO_GPU && t->nservers > 1)
+        sb_printf(sb, ", \"local_gpu\": %d", n->local_gpu);
     sb_printf(sb, ", \"server\": %d, \"name\": ", n->server);
     json_put_string(sb, n->name);
     if (n->busid) {
@@ -49,7 +52,7 @@ void plan_json_topology(struct strbuf *sb, const struct topo *t, int indent)
     sb_puts(sb, "\"nodes\": [\n");
     for (int i = 0; i < t->nnodes; i++) {
         indent_to(sb, indent + 2);
-        put_node(sb, &t->nodes[i]);
+        put_node(sb, t, &t->nodes[i]);
         sb_puts(sb, i + 1 < t->nnodes ? ",\n" : "\n");
     }
     indent_to(sb, indent + 1);

@@ -5,7 +5,10 @@
  * One tree per line. Paths are written as node ids walked along the arcs of the graph the trees
  * were packed on; for reduce-like plans that is the reversed graph, which gives the spec's
  * parent-to-child order while the data flows child to parent. Extra keys beyond the contract
- * ("method", "solver", "hybrid") only add information; checkers may ignore them.
+ * ("method", "solver", "hybrid", "ring_chains", "ranges") only add information; checkers may
+ * ignore them. The last two, with the trees, are what the code generator renders, so that
+ * blinkc --from-plan (plan_load.h) renders the same code again: ring chains have no paths (NCCL
+ * or the runtime routes them), and "ranges" appears when the run tuned the plan.
  */
 #include "out/plan_json.h"
 
@@ -40,6 +43,7 @@ static void put_kinds(struct strbuf *sb, const struct topo *t, const struct pgra
     sb_putc(sb, ']');
 }
 
+/* A tree with its edges; with g NULL (ring chains) the edges have no paths. */
 static void put_tree(struct strbuf *sb, const struct topo *t, const struct pgraph *g,
                      const struct ptree *tr)
 {
@@ -57,6 +61,10 @@ static void put_tree(struct strbuf *sb, const struct topo *t, const struct pgrap
         json_put_string(sb, node_id(t, tr->parent[v]));
         sb_puts(sb, ", \"child\": ");
         json_put_string(sb, node_id(t, v));
+        if (!g) {
+            sb_putc(sb, '}');
+            continue;
+        }
         sb_puts(sb, ", \"path\": [");
         json_put_string(sb, node_id(t, tr->parent[v]));
         for (int i = tr->path_off[v]; i < tr->path_off[v + 1]; i++) {
@@ -68,21 +76,38 @@ static void put_tree(struct strbuf *sb, const struct topo *t, const struct pgrap
     sb_puts(sb, "]}");
 }
 
-static void put_trees(struct strbuf *sb, const struct topo *t, const struct plan_trees *pt,
-                      const char *pad)
+static void put_trees(struct strbuf *sb, const struct topo *t, const struct pgraph *g,
+                      const struct ptree_set *ts, const char *pad)
 {
     sb_puts(sb, "[");
-    for (int i = 0; i < pt->trees.n; i++) {
+    for (int i = 0; i < ts->n; i++) {
         sb_puts(sb, i ? ",\n" : "\n");
         sb_puts(sb, pad);
         sb_puts(sb, "  ");
-        put_tree(sb, t, pt->g, &pt->trees.t[i]);
+        put_tree(sb, t, g, &ts->t[i]);
     }
-    if (pt->trees.n) {
+    if (ts->n) {
         sb_putc(sb, '\n');
         sb_puts(sb, pad);
     }
     sb_puts(sb, "]");
+}
+
+/* Times with the one decimal the generated code's comments show. */
+static void put_ranges(struct strbuf *sb, const struct plan_tuning *tu)
+{
+    sb_puts(sb, "[");
+    for (int i = 0; i < tu->n; i++) {
+        const struct plan_range *r = &tu->r[i];
+        sb_printf(sb, "%s\n        {\"min_bytes\": %lld, \"algo\": \"%s\", \"chunk_bytes\": %zu, "
+                  "\"tree_us\": ", i ? "," : "", (long long)r->min_bytes,
+                  r->algo == PLAN_ALGO_RINGS ? "rings" : "trees", r->chunk_bytes);
+        sb_put_decimal(sb, r->tree_us, 1);
+        sb_puts(sb, ", \"ring_us\": ");
+        sb_put_decimal(sb, r->ring_us, 1);
+        sb_putc(sb, '}');
+    }
+    sb_puts(sb, tu->n ? "\n      ]" : "]");
 }
 
 static const char *ilp_status_name(int s)
@@ -142,11 +167,17 @@ static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct 
         sb_puts(sb, ", \"tdpa_us\": ");
         json_put_number(sb, ps->tdpa_us);
         sb_printf(sb, ", \"switchover_bytes\": %.0f,\n        \"trees\": ", p->switchover_bytes);
-        put_trees(sb, t, &p->pcie, "        ");
+        put_trees(sb, t, p->pcie.g, &p->pcie.trees, "        ");
         sb_puts(sb, "}");
     }
     sb_puts(sb, ",\n      \"trees\": ");
-    put_trees(sb, t, &p->main, "      ");
+    put_trees(sb, t, p->main.g, &p->main.trees, "      ");
+    sb_puts(sb, ",\n      \"ring_chains\": ");
+    put_trees(sb, t, NULL, &p->ring_chains, "      ");
+    if (p->tune.n > 0) {
+        sb_puts(sb, ",\n      \"ranges\": ");
+        put_ranges(sb, &p->tune);
+    }
     sb_puts(sb, "\n    }");
 }
 

@@ -2,7 +2,8 @@
 /*
  * test_emit_golden.c - generated/: the committed sources for DGX-1P, DGX-1V and DGX-2 are
  * regenerated with the built blinkc and must match byte for byte (BLINKC_UPDATE_GOLDEN=1
- * rewrites them), and each compiles as C against the host runtime headers and, where nvcc is
+ * rewrites them); the plan file written in the same run renders them again with --from-plan;
+ * and each compiles as C against the host runtime headers and, where nvcc is
  * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it; so do the other
  * fixtures' sources, which make writes into the build tree.
  */
@@ -34,10 +35,16 @@ Test(golden, generated_sources_are_up_to_date)
         char *golden = tu_src_path(want_path);
         char *out = bk_asprintf("/tmp/blinkc-golden-%d-%s.cu", (int)getpid(), goldens[i]);
         char *input = bk_asprintf("builtin:%s", goldens[i]);
+        char *plan = bk_asprintf("/tmp/blinkc-golden-%d-%s.json", (int)getpid(), goldens[i]);
+        char *again = bk_asprintf("/tmp/blinkc-golden-%d-%s-again.cu", (int)getpid(), goldens[i]);
         struct tu_run r;
-        tu_run_blinkc(&r, (const char *const[]){input, "-o", update ? golden : out, NULL});
+        tu_run_blinkc(&r, (const char *const[]){input, "-o", update ? golden : out,
+                                                "--plan-json", plan, NULL});
         cr_assert_eq(r.status, 0, "blinkc %s: %s", input, r.err);
-        cr_expect_str_empty(r.out, "-o alone prints nothing");
+        cr_expect_str_empty(r.out, "-o and --plan-json to files print nothing");
+        tu_run_free(&r);
+        tu_run_blinkc(&r, (const char *const[]){"--from-plan", plan, "-o", again, NULL});
+        cr_assert_eq(r.status, 0, "blinkc --from-plan %s: %s", plan, r.err);
         tu_run_free(&r);
         size_t ng = 0, no = 0;
         char *g = tu_slurp(golden, &ng);
@@ -48,8 +55,15 @@ Test(golden, generated_sources_are_up_to_date)
                   "%s differs from what blinkc generates now (first at line %d); rerun with "
                   "BLINKC_UPDATE_GOLDEN=1 if the change is intended", golden,
                   first_diff_line(g, o));
-        unlink(out);
-        free(g), free(o), free(want_path), free(golden), free(out), free(input);
+        size_t na = 0;
+        char *a = tu_slurp(again, &na);
+        cr_assert_not_null(a);
+        cr_expect(na == ng && memcmp(a, g, ng) == 0,
+                  "--from-plan %s renders other code than %s (first at line %d)", plan, golden,
+                  first_diff_line(g, a));
+        unlink(out), unlink(plan), unlink(again);
+        free(g), free(o), free(a), free(want_path), free(golden), free(out), free(input);
+        free(plan), free(again);
     }
 }
 
