@@ -344,6 +344,33 @@ static enum bk_status check_from_plan(const struct cli *c, char *buf, size_t cap
     return BK_EUSAGE;
 }
 
+/* One output per stream: standard output takes one format, and no two outputs share a file. */
+BK_MUST_USE
+static enum bk_status check_streams(const struct cli *c, char *buf, size_t cap, const char **why)
+{
+    const char *path[] = {c->output, c->plan_json, c->dump_ilp, c->dot};
+    const char *name[] = {"-o", "--plan-json", "--dump-ilp", "--dot"};
+    const char *printer = c->simulate ? "--simulate" : c->explain ? "--explain"
+                        : c->print_topology ? "--print-topology" : NULL;
+    for (size_t i = 0; i < BK_ARRAY_LEN(path); i++)
+        for (size_t j = i + 1; path[i] && j < BK_ARRAY_LEN(path); j++)
+            if (path[j] && strcmp(path[i], path[j]) == 0) {
+                snprintf(buf, cap, "%s and %s both write to %s%.40s: give each its own file",
+                         name[i], name[j], strcmp(path[i], "-") ? "" : "standard output ",
+                         strcmp(path[i], "-") ? path[i] : "(-)");
+                *why = buf;
+                return BK_EUSAGE;
+            }
+    for (size_t i = 0; printer && i < BK_ARRAY_LEN(path); i++)
+        if (path[i] && strcmp(path[i], "-") == 0) {
+            snprintf(buf, cap, "%s prints to standard output, so %s needs a file, not -", printer,
+                     name[i]);
+            *why = buf;
+            return BK_EUSAGE;
+        }
+    return BK_OK;
+}
+
 /* One model per file: --dump-ilp needs a selection that makes exactly one plan. */
 BK_MUST_USE
 static enum bk_status check_dump_ilp(const struct cli *c, char *buf, size_t cap, const char **why)
@@ -492,5 +519,6 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         return BK_EUSAGE;
     }
     BK_CHECK(check_from_plan(c, buf, cap, why));
+    BK_CHECK(check_streams(c, buf, cap, why));
     return check_dump_ilp(c, buf, cap, why);
 }

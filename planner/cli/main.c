@@ -107,21 +107,34 @@ static enum bk_status load_input(const char *arg, struct input *in, struct diag 
     return st;
 }
 
+/* Give the reserved output `path` its contents. */
 BK_MUST_USE
-static enum bk_status write_rendered(const char *path, struct strbuf *sb, struct diag *d)
+static enum bk_status fill(struct outfile_set *outs, const char *path, struct strbuf *sb,
+                           struct diag *d)
 {
     if (sb->failed)
         return BK_ENOMEM;
-    return outfile_write(path, sb->data ? sb->data : "", sb->len, d);
+    return outfile_fill(outs, path, sb->data ? sb->data : "", sb->len, d);
 }
 
-/* Plan (unless only the topology was asked for) and write every requested output. */
+/* Print to standard output (the table, --explain, --print-topology, --simulate). */
 BK_MUST_USE
-static enum bk_status write_outputs(const struct cli *c, const struct topo *t, struct diag *d)
+static enum bk_status print(struct strbuf *sb, struct diag *d)
 {
-    struct strbuf sb, code;
+    enum bk_status st = sb->failed ? BK_ENOMEM
+                                   : outfile_write("-", sb->data ? sb->data : "", sb->len, d);
+    sb_free(sb);
+    return st;
+}
+
+/* Plan (unless only the topology was asked for), fill every reserved output, put them in place,
+ * then print what goes to the terminal. */
+BK_MUST_USE
+static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
+                                    struct outfile_set *outs, struct diag *d)
+{
+    struct strbuf sb;
     sb_init(&sb);
-    sb_init(&code);
     struct plan_set ps;
     memset(&ps, 0, sizeof ps);
     struct plan_opts po = c->plan;
@@ -147,53 +160,45 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t, s
         st = BK_ESOLVE;
         goto out;
     }
-    /* Render the code before writing anything, so a template or plan error leaves no file. */
-    if (c->output)
-        BK_CHECK_GOTO(emit_render(&code, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
+    if (c->output) {
+        BK_CHECK_GOTO(emit_render(&sb, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
                       out);
+        BK_CHECK_GOTO(fill(outs, c->output, &sb, d), st, out);
+        sb_free(&sb);
+    }
     if (c->dump_ilp) {
         sb_puts(&sb, model);
-        st = write_rendered(c->dump_ilp, &sb, d);
+        BK_CHECK_GOTO(fill(outs, c->dump_ilp, &sb, d), st, out);
         sb_free(&sb);
-        if (st != BK_OK)
-            goto out;
     }
-    if (c->output)
-        BK_CHECK_GOTO(write_rendered(c->output, &code, d), st, out);
     if (c->dot) {
         plan_dot(&sb, &ps);
-        st = write_rendered(c->dot, &sb, d);
+        BK_CHECK_GOTO(fill(outs, c->dot, &sb, d), st, out);
         sb_free(&sb);
-        if (st != BK_OK)
-            goto out;
     }
     if (c->plan_json) {
         plan_json_render(&sb, t, &ps);
-        st = write_rendered(c->plan_json, &sb, d);
+        BK_CHECK_GOTO(fill(outs, c->plan_json, &sb, d), st, out);
         sb_free(&sb);
-        if (st != BK_OK)
-            goto out;
     }
+    BK_CHECK_GOTO(outfile_commit(outs, d), st, out);
     if (c->print_topology) {
         topo_print_matrix(&sb, t);
-        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
-        sb_free(&sb);
+        BK_CHECK_GOTO(print(&sb, d), st, out);
     }
     if (c->simulate) {
         BK_CHECK_GOTO(sim_report(&sb, &ps, &c->sim, d), st, out);
-        BK_CHECK_GOTO(write_rendered("-", &sb, d), st, out);
-        sb_free(&sb);
+        BK_CHECK_GOTO(print(&sb, d), st, out);
     }
     if (c->explain || (!any_output && !c->print_topology && !c->simulate)) {
         /* The default job: what was read and the table of plans. */
         if (!c->explain)
             topo_print_summary(&sb, t);
         plan_explain(&sb, &ps, c->explain);
-        st = write_rendered("-", &sb, d);
+        st = print(&sb, d);
     }
 out:
     sb_free(&sb);
-    sb_free(&code);
     plan_set_free(&ps);
     return st;
 }
@@ -201,7 +206,7 @@ out:
 /* --all-allocations: every allocation's plans rendered into one source (allocations.h). */
 BK_MUST_USE
 static enum bk_status write_library(const struct cli *c, const struct topo *full,
-                                    struct diag *d)
+                                    struct outfile_set *outs, struct diag *d)
 {
     struct allocations a;
     BK_CHECK(plan_allocations(full, &c->plan, c->tune ? &c->sim.params : NULL, &a, d));
@@ -214,7 +219,9 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     if (st == BK_OK)
         st = emit_render(&code, allocs, a.n, c->templates, d);
     if (st == BK_OK)
-        st = write_rendered(c->output, &code, d);
+        st = fill(outs, c->output, &code, d);
+    if (st == BK_OK)
+        st = outfile_commit(outs, d);
     sb_free(&code);
     free(allocs);
     allocations_free(&a);
@@ -223,13 +230,9 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
 
 /* --from-plan: the code of a saved plan, rendered as -o renders it after planning. */
 BK_MUST_USE
-static enum bk_status render_saved_plan(const struct cli *c, struct diag *d)
+static enum bk_status render_saved_plan(const struct cli *c, struct outfile_set *outs,
+                                        struct diag *d)
 {
-    if (outfile_same_file(c->output, c->from_plan)) {
-        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--output %s would overwrite the plan file",
-                 c->output);
-        return BK_EUSAGE;
-    }
     struct input in;
     BK_CHECK(input_read(c->from_plan, &in, d));
     struct topo t;
@@ -248,29 +251,22 @@ static enum bk_status render_saved_plan(const struct cli *c, struct diag *d)
     sb_init(&code);
     st = emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, c->templates, d);
     if (st == BK_OK)
-        st = write_rendered(c->output, &code, d);
+        st = fill(outs, c->output, &code, d);
+    if (st == BK_OK)
+        st = outfile_commit(outs, d);
     sb_free(&code);
     plan_set_free(&ps);
     topo_free(&t);
     return st;
 }
 
+/* Read the topology (or build the cluster of --servers) and cut out the allocation. */
 BK_MUST_USE
-static enum bk_status run(const struct cli *c, struct diag *d)
+static enum bk_status read_topology(const struct cli *c, struct topo *out, struct diag *d)
 {
-    if (c->from_plan)
-        return render_saved_plan(c, d);
     struct input in;
-    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
-    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};
-    for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
-        if (c->topology && outs[i] && outfile_same_file(outs[i], c->topology)) {
-            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input topology",
-                     opt_names[i], outs[i]);
-            return BK_EUSAGE;
-        }
     BK_CHECK(load_input(c->topology, &in, d));
-    struct topo full, t;
+    struct topo full;
     enum bk_status st = topo_read(&in, &c->read, &full, d);
     input_free(&in);
     if (st != BK_OK)
@@ -288,21 +284,42 @@ static enum bk_status run(const struct cli *c, struct diag *d)
             return st;
         full = cluster;
     }
-    if (c->all_allocations) {
-        st = write_library(c, &full, d);
-        topo_free(&full);
-        return st;
+    if (c->all_allocations || !c->ngpus) {
+        *out = full;
+        return BK_OK;
     }
-    if (c->ngpus) {
-        st = topo_restrict(&full, c->gpus, c->ngpus, &t, d);
-        topo_free(&full);
-        if (st != BK_OK)
-            return st;
-    } else {
-        t = full;
+    st = topo_restrict(&full, c->gpus, c->ngpus, out, d);
+    topo_free(&full);
+    return st;
+}
+
+BK_MUST_USE
+static enum bk_status run(const struct cli *c, struct diag *d)
+{
+    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
+    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};
+    const char *input = c->from_plan ? c->from_plan : c->topology;
+    for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
+        if (input && outs[i] && outfile_same_file(outs[i], input)) {
+            diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "%s %s would overwrite the input %s",
+                     opt_names[i], outs[i], c->from_plan ? "plan" : "topology");
+            return BK_EUSAGE;
+        }
+    /* Every output is reserved before the work, so an unwritable path fails at once. */
+    struct outfile_set files;
+    outfile_set_init(&files);
+    enum bk_status st = BK_OK;
+    for (size_t i = 0; st == BK_OK && i < BK_ARRAY_LEN(outs); i++)
+        st = outfile_reserve(&files, outs[i], d);
+    struct topo t;
+    if (st == BK_OK && c->from_plan) {
+        st = render_saved_plan(c, &files, d);
+    } else if (st == BK_OK && (st = read_topology(c, &t, d)) == BK_OK) {
+        st = c->all_allocations ? write_library(c, &t, &files, d)
+                                : write_outputs(c, &t, &files, d);
+        topo_free(&t);
     }
-    st = write_outputs(c, &t, d);
-    topo_free(&t);
+    outfile_set_free(&files);
     return st;
 }
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,144 @@ enum bk_status outfile_write(const char *path, const char *data, size_t len, str
         return BK_EIO;
     }
     free(tmp);
+    return BK_OK;
+}
+
+/* The set whose temporaries a fatal signal removes: planning can take minutes, and an
+ * interrupted run must leave nothing behind either. Only unlink, which is async-signal-safe. */
+static const struct outfile_set *volatile armed;
+
+static void remove_temporaries(int sig)
+{
+    const struct outfile_set *s = armed;
+    for (int i = 0; s && i < s->n; i++)
+        if (s->v[i].tmp)
+            unlink(s->v[i].tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void outfile_set_init(struct outfile_set *s)
+{
+    memset(s, 0, sizeof *s);
+    armed = s;
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < BK_ARRAY_LEN(fatal); i++)
+        signal(fatal[i], remove_temporaries);
+}
+
+void outfile_set_free(struct outfile_set *s)
+{
+    if (armed == s)
+        armed = NULL;
+    for (int i = 0; i < s->n; i++) {
+        struct outfile *o = &s->v[i];
+        if (o->fd >= 0)
+            close(o->fd);
+        if (o->tmp)
+            unlink(o->tmp);
+        free(o->tmp);
+        free(o->path);
+        free(o->data);
+    }
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static struct outfile *find(struct outfile_set *s, const char *path)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->v[i].path, path) == 0)
+            return &s->v[i];
+    return NULL;
+}
+
+enum bk_status outfile_reserve(struct outfile_set *s, const char *path, struct diag *d)
+{
+    if (!path)
+        return BK_OK;
+    BK_CHECK(bk_grow_int((void **)&s->v, &s->cap, s->n, sizeof *s->v));
+    struct outfile *o = &s->v[s->n];
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    if (!(o->path = strdup(path)))
+        return BK_ENOMEM;
+    s->n++; /* counted now, so outfile_set_free cleans up after a failure below */
+    struct stat st;
+    o->late = strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+    if (strcmp(path, "-") == 0)
+        return BK_OK;
+    if (o->late) { /* a device or pipe, written in place at commit */
+        if (access(path, W_OK) == 0)
+            return BK_OK;
+        diag_add(d, DIAG_ERROR, path, DIAG_NOWHERE, "cannot write output: %s", strerror(errno));
+        return BK_EIO;
+    }
+    if (!(o->tmp = bk_asprintf("%s.XXXXXX", path)))
+        return BK_ENOMEM;
+    if ((o->fd = mkstemp(o->tmp)) < 0) {
+        diag_add(d, DIAG_ERROR, path, DIAG_NOWHERE, "cannot create output: %s", strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return BK_EIO;
+    }
+    return BK_OK;
+}
+
+enum bk_status outfile_fill(struct outfile_set *s, const char *path, const char *data, size_t len,
+                            struct diag *d)
+{
+    struct outfile *o = find(s, path);
+    if (!o || o->filled)
+        return BK_EINTERNAL;
+    o->filled = 1;
+    if (o->late) {
+        o->len = len;
+        return (o->data = malloc(len + 1)) ? (memcpy(o->data, data, len), BK_OK) : BK_ENOMEM;
+    }
+    errno = 0;
+    if (write_all(o->fd, data, len) == 0)
+        return BK_OK;
+    diag_add(d, DIAG_ERROR, path, DIAG_NOWHERE, "cannot write output: %s",
+             strerror(errno ? errno : EIO));
+    return BK_EIO;
+}
+
+enum bk_status outfile_commit(struct outfile_set *s, struct diag *d)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!s->v[i].filled)
+            return BK_EINTERNAL;
+    /* mkstemp makes 0600; give each file the mode a plain creat() would have. */
+    mode_t mask = umask(0);
+    umask(mask);
+    for (int i = 0; i < s->n; i++) {
+        struct outfile *o = &s->v[i];
+        if (o->fd < 0)
+            continue;
+        int err = fchmod(o->fd, 0666 & ~mask) != 0 ? errno : 0;
+        if (close(o->fd) != 0 && !err)
+            err = errno;
+        o->fd = -1;
+        if (err) {
+            diag_add(d, DIAG_ERROR, o->path, DIAG_NOWHERE, "cannot write output: %s",
+                     strerror(err));
+            return BK_EIO;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        struct outfile *o = &s->v[i];
+        if (o->tmp && rename(o->tmp, o->path) != 0) {
+            diag_add(d, DIAG_ERROR, o->path, DIAG_NOWHERE, "cannot write output: %s",
+                     strerror(errno));
+            return BK_EIO;
+        }
+        free(o->tmp);
+        o->tmp = NULL;
+    }
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i].late)
+            BK_CHECK(outfile_write(s->v[i].path, s->v[i].data, s->v[i].len, d));
     return BK_OK;
 }
 

@@ -18,6 +18,47 @@
 BK_MUST_USE
 enum bk_status outfile_write(const char *path, const char *data, size_t len, struct diag *d);
 
+/*
+ * A run's outputs, all or nothing. outfile_reserve creates each output's temporary file before
+ * the work starts, so a path that cannot be written fails in milliseconds, not after the
+ * planning; outfile_fill writes an output's contents into it; outfile_commit renames every
+ * file into place only once all were filled, then writes the devices and standard output ("-"),
+ * which cannot be taken back. outfile_set_free removes whatever was not committed, so a failed
+ * run leaves every existing output as it was; so does SIGINT, SIGTERM or SIGHUP while the last
+ * set initialised is alive (the process then dies of the signal as it would have).
+ */
+struct outfile {
+    char *path;
+    char *tmp;         /* a regular file's temporary beside it, NULL for "-" and devices */
+    int fd;            /* tmp's descriptor until commit, -1 otherwise */
+    int filled;
+    int late;          /* "-", a device or a pipe: written at commit, in place */
+    char *data;        /* late: the contents */
+    size_t len;
+};
+
+struct outfile_set {
+    struct outfile *v;
+    int n, cap;
+};
+
+void outfile_set_init(struct outfile_set *s);
+void outfile_set_free(struct outfile_set *s);
+
+/* Reserve path (NULL: nothing to do). Errors: BK_EIO naming the path, BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status outfile_reserve(struct outfile_set *s, const char *path, struct diag *d);
+
+/* The contents of the reserved output `path`. Errors: BK_EIO (disk full...), BK_EINTERNAL for a
+ * path never reserved, BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status outfile_fill(struct outfile_set *s, const char *path, const char *data, size_t len,
+                            struct diag *d);
+
+/* Put every output in place. Errors: BK_EIO, BK_EINTERNAL when one was never filled. */
+BK_MUST_USE
+enum bk_status outfile_commit(struct outfile_set *s, struct diag *d);
+
 /* Is `out` the same existing file as `in`? (refuse to overwrite the input) */
 int outfile_same_file(const char *out, const char *in);
 

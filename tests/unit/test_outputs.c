@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_outputs.c - a run's outputs are all or nothing (outfile.h): a path that cannot be
+ * written fails before any work and leaves the others as they were, a failure after the work
+ * started leaves no file and no temporary behind, so does a SIGTERM in the middle of planning,
+ * and standard output takes one format.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/strbuf.h"
+#include "testutil.h"
+
+extern char **environ;
+
+/* A fresh directory holding good.cu = "precious\n"; returns the directory (caller frees). */
+static char *dir_with_precious(char **good)
+{
+    char tmpl[] = "/tmp/blinkc-outputs-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmpl));
+    *good = bk_asprintf("%s/good.cu", tmpl);
+    FILE *f = fopen(*good, "w");
+    cr_assert_not_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    return strdup(tmpl);
+}
+
+/* The names in dir other than . and .., comma-separated (caller frees). */
+static char *listing(const char *dir)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp);
+    struct dirent *e;
+    while ((e = readdir(dp)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            sb_printf(&sb, "%s%s", sb.len ? "," : "", e->d_name);
+    closedir(dp);
+    return sb.data ? sb_take(&sb) : strdup("");
+}
+
+static void expect_untouched(const char *dir, const char *good)
+{
+    size_t n = 0;
+    char *text = tu_slurp(good, &n);
+    cr_expect(text && strcmp(text, "precious\n") == 0, "%s was changed", good);
+    char *names = listing(dir);
+    cr_expect_str_eq(names, "good.cu", "left behind in %s", dir);
+    free(text), free(names);
+}
+
+static void remove_dir(const char *dir)
+{
+    char *cmd = bk_asprintf("rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+    free(cmd);
+}
+
+Test(outputs, an_unwritable_path_fails_first_and_touches_no_other_output)
+{
+    char *good, *dir = dir_with_precious(&good);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"--gpus", "0,1", "-o", good, "--plan-json",
+                                            "/nonexistent/dir/p.json", "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "blinkc: /nonexistent/dir/p.json: error: cannot create output"), "%s",
+              r.err);
+    tu_run_free(&r);
+    expect_untouched(dir, good);
+    /* --all-allocations plans for a CPU minute: it must fail before that, not after. */
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--all-allocations", "-o",
+                                            "/nonexistent/dir/all.cu", "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "cannot create output"), "%s", r.err);
+    tu_run_free(&r);
+    remove_dir(dir);
+    free(good), free(dir);
+}
+
+Test(outputs, a_failure_after_the_work_started_leaves_nothing_behind)
+{
+    char *good, *dir = dir_with_precious(&good);
+    char *plan = bk_asprintf("%s/p.json", dir), *dot = bk_asprintf("%s/t.dot", dir);
+    struct tu_run r;
+    /* Reserved, then refused: the allocation has two GPUs, so there is no rank 5. */
+    tu_run_blinkc(&r, (const char *const[]){"--gpus", "0,1", "--root", "5", "-o", good,
+                                            "--plan-json", plan, "--dot", dot, "builtin:dgx1v",
+                                            NULL});
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "--root 5"), "%s", r.err);
+    tu_run_free(&r);
+    expect_untouched(dir, good);
+    remove_dir(dir);
+    free(good), free(dir), free(plan), free(dot);
+}
+
+Test(outputs, a_run_that_succeeds_writes_every_output)
+{
+    char *good, *dir = dir_with_precious(&good);
+    char *plan = bk_asprintf("%s/p.json", dir);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--gpus", "0,1", "-o", good, "--plan-json",
+                                            plan, "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char *names = listing(dir), *code = tu_slurp(good, NULL);
+    cr_expect(strcmp(names, "good.cu,p.json") == 0 || strcmp(names, "p.json,good.cu") == 0,
+              "%s", names);
+    cr_expect(code && strstr(code, "blinkCommInitAll"), "good.cu holds no generated code");
+    remove_dir(dir);
+    free(good), free(dir), free(plan), free(names), free(code);
+}
+
+Test(outputs, sigterm_while_planning_leaves_no_temporary, .timeout = 120)
+{
+    char *good, *dir = dir_with_precious(&good);
+    const char *bin = getenv("BLINKC_BIN");
+    cr_assert_not_null(bin, "BLINKC_BIN is not set");
+    char *const argv[] = {(char *)bin, "-q", "--all-allocations", "-o", good, "builtin:dgx1v",
+                          NULL};
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, bin, NULL, NULL, argv, environ), 0);
+    /* Wait until the temporary beside good.cu exists: the run is then planning. */
+    int seen = 0;
+    for (int i = 0; i < 2000 && !seen; i++) {
+        char *names = listing(dir);
+        seen = strchr(names, ',') != NULL;
+        free(names);
+        if (!seen)
+            nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    cr_expect(seen, "no temporary file appeared beside good.cu within 10 s");
+    kill(pid, SIGTERM);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+              "blinkc should die of the SIGTERM (status %d)", status);
+    expect_untouched(dir, good);
+    remove_dir(dir);
+    free(good), free(dir);
+}
+
+Test(outputs, standard_output_takes_one_format)
+{
+    static const char *const cases[][8] = {
+        {"-o", "-", "--plan-json", "-", NULL},
+        {"--dot", "-", "--plan-json", "-", NULL},
+        {"--simulate", "--plan-json", "-", NULL},
+        {"--explain", "-o", "-", NULL},
+        {"--print-topology", "--dot", "-", NULL},
+        {"-o", "x.cu", "--plan-json", "x.cu", NULL},
+    };
+    static const char *const want[] = {
+        "-o and --plan-json both write to standard output",
+        "--plan-json and --dot both write to standard output",
+        "--simulate prints to standard output, so --plan-json needs a file",
+        "--explain prints to standard output, so -o needs a file",
+        "--print-topology prints to standard output, so --dot needs a file",
+        "-o and --plan-json both write to x.cu",
+    };
+    for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++) {
+        struct tu_run r;
+        tu_run_blinkc(&r, cases[i]);
+        cr_expect_eq(r.status, 2, "case %zu: exit %d", i, r.status);
+        cr_expect(strstr(r.err, want[i]), "case %zu: %s", i, r.err);
+        cr_expect_str_empty(r.out, "case %zu printed to stdout", i);
+        tu_run_free(&r);
+    }
+}
