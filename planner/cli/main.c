@@ -149,7 +149,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     }
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
-    if (c->tune && (c->output || c->explain || c->simulate))
+    int table = c->explain || (!any_output && !c->print_topology && !c->simulate);
+    if (c->tune && (c->output || table || c->simulate))
         BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
     const char *model = NULL; /* --dump-ilp: the one plan's (cli.c checks there is one) */
     for (int i = 0; i < ps.n && !model; i++)
@@ -190,7 +191,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         BK_CHECK_GOTO(sim_report(&sb, &ps, &c->sim, d), st, out);
         BK_CHECK_GOTO(print(&sb, d), st, out);
     }
-    if (c->explain || (!any_output && !c->print_topology && !c->simulate)) {
+    if (table) {
         /* The default job: what was read and the table of plans. */
         if (!c->explain)
             topo_print_summary(&sb, t);

@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "out/sim_report.h"
+
 static const char *kinds_text(unsigned kinds)
 {
     if (kinds == PG_NVLINK)
@@ -21,15 +23,63 @@ static void put_root(struct strbuf *sb, const struct plan_set *ps, const struct 
     sb_printf(sb, "%-7s", p->root >= 0 ? ps->topo->nodes[p->root].id : "-");
 }
 
+/* A size as nccl-tests prints its arguments: 0, 64K, 1.5M, 1G. */
+static void put_short_size(struct strbuf *sb, double b)
+{
+    const char *unit = "";
+    if (b >= 1 << 30) {
+        b /= 1 << 30;
+        unit = "G";
+    } else if (b >= 1 << 20) {
+        b /= 1 << 20;
+        unit = "M";
+    } else if (b >= 1 << 10) {
+        b /= 1 << 10;
+        unit = "K";
+    }
+    sb_printf(sb, "%g%s", b, unit);
+}
+
+/* What the generated code runs, by message size: the tuned ranges with neighbours of one
+ * algorithm merged ("trees to 8M, NCCL from 8M"). */
+static void put_runs(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+{
+    if (p->tune.n == 0) {
+        sb_puts(sb, ps->cluster ? "trees (clusters are not tuned yet)" : "trees (not tuned)");
+        return;
+    }
+    for (int i = 0; i < p->tune.n;) {
+        enum plan_algo a = p->tune.r[i].algo;
+        int j = i;
+        while (j < p->tune.n && p->tune.r[j].algo == a)
+            j++;
+        const char *name = a == PLAN_ALGO_RINGS ? "NCCL" : "trees";
+        if (i == 0 && j == p->tune.n) {
+            sb_printf(sb, "%s at every size", name);
+        } else if (j == p->tune.n) {
+            sb_printf(sb, "%s from ", name);
+            put_short_size(sb, p->tune.r[i].min_bytes);
+        } else {
+            sb_printf(sb, "%s to ", name);
+            put_short_size(sb, p->tune.r[j].min_bytes);
+            sb_puts(sb, ", ");
+        }
+        i = j;
+    }
+}
+
 static void put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
 {
     const struct plan_trees *m = &p->main;
     double ratio = m->bound > 0 ? m->algbw / m->bound : 0;
     double speedup = p->ring_algbw > 0 ? m->algbw / p->ring_algbw : 0;
+    double busbw = m->algbw * sim_bus_factor(p->coll, ps->topo->ngpus);
     sb_printf(sb, "%-14s ", collective_name(p->coll));
     put_root(sb, ps, p);
-    sb_printf(sb, "%5d %9.1f %9.1f %6.3f %9.1f %7.2fx  %s\n", m->trees.n, m->algbw, m->bound,
-              ratio, p->ring_algbw, speedup, p->method);
+    sb_printf(sb, "%5d %9.1f %9.1f %9.1f %6.3f %9.1f %7.2fx  ", m->trees.n, m->algbw, busbw,
+              m->bound, ratio, p->ring_algbw, speedup);
+    put_runs(sb, ps, p);
+    sb_putc(sb, '\n');
 }
 
 static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
@@ -148,12 +198,15 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
               ps->ring.kinds == PG_NVLINK ? "NVLink" : "PCIe/CPU/network",
               ps->ring.nrings == 1 ? "" : "s", ps->ring.gbps,
               ps->ring.exhaustive ? " (best over every Hamiltonian cycle)" : "");
-    sb_puts(sb, "\ncollective     root   trees     algbw     bound  ratio     rings  speedup  "
-                "method\n");
+    sb_puts(sb, "\ncollective     root   trees     algbw     busbw     bound  ratio     rings  speedup  "
+                "the code runs\n");
     for (int i = 0; i < ps->n; i++)
         put_row(sb, ps, &ps->v[i]);
-    sb_puts(sb, "\nGB/s per direction; algbw as nccl-tests counts it; ratio = algbw / bound;\n"
-                "speedup = algbw / the best NCCL-style ring set on the same links.\n");
+    sb_puts(sb, "\nGB/s per direction for large messages; algbw and busbw as nccl-tests counts "
+                "them;\nratio = algbw / bound; speedup = algbw / the best NCCL-style ring set on "
+                "the same links;\nthe code runs: by message size, the trees or NCCL (the simulated "
+                "choice);\n--explain shows each plan's method, solver stages, sizes and "
+                "trees.\n");
     for (int i = 0; detail && i < ps->n; i++) {
         const struct plan *p = &ps->v[i];
         sb_printf(sb, "\n%s", collective_name(p->coll));

@@ -5,10 +5,12 @@
  * the default job on the built-in DGX-1V, and --debug's trail.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_read.h"
 #include "core/strbuf.h"
 #include "testutil.h"
 
@@ -148,7 +150,7 @@ Test(cli, default_job_reads_the_builtin_dgx1v)
     cr_assert(strstr(r.out, "8 gpu"), "%s", r.out);
     cr_assert(strstr(r.out, "16 nvlink pairs (24 NVLinks)"), "%s", r.out);
     tu_run_free(&r);
-    RUN(&r, "builtin:dgx1v");
+    RUN(&r, "--gpus", "0,1", "builtin:dgx1v");
     cr_assert_eq(r.status, 0);
     cr_assert_not(strstr(r.err, "no TOPOLOGY given"));
     tu_run_free(&r);
@@ -210,4 +212,76 @@ Test(cli, servers_errors_say_why)
         cr_assert(strstr(r.err, cases[i][3]), "case %zu: %s", i, r.err);
         tu_run_free(&r);
     }
+}
+
+/* What the plan file's ranges say the code runs, merged as a reader would say it. */
+static void expected_runs(const struct json_value *ranges, struct strbuf *sb)
+{
+    cr_assert(ranges && ranges->n > 0, "the plan was not tuned");
+    for (int i = 0; i < ranges->n;) {
+        const char *algo = json_get(&ranges->items[i], "algo")->string;
+        int j = i;
+        while (j < ranges->n && strcmp(json_get(&ranges->items[j], "algo")->string, algo) == 0)
+            j++;
+        const char *name = strcmp(algo, "rings") == 0 ? "NCCL" : "trees";
+        double at = json_get(&ranges->items[j < ranges->n ? j : i], "min_bytes")->number;
+        const char *unit = at >= 1 << 30 ? "G" : at >= 1 << 20 ? "M" : at >= 1 << 10 ? "K" : "";
+        double scaled = at / (*unit == 'G' ? 1 << 30 : *unit == 'M' ? 1 << 20 : *unit ? 1 << 10 : 1);
+        if (i == 0 && j == ranges->n)
+            sb_printf(sb, "%s at every size", name);
+        else
+            sb_printf(sb, "%s %s %g%s%s", name, j == ranges->n ? "from" : "to", scaled, unit,
+                      j == ranges->n ? "" : ", ");
+        i = j;
+    }
+}
+
+/* The default table: busbw as nccl-tests computes it, and per plan the sizes that go to the
+ * trees and to NCCL exactly as the plan file (and so the generated code) has them. */
+Test(cli, the_table_says_what_the_code_runs)
+{
+    struct tu_run table, plan;
+    RUN(&table, "-q", "--gpus", "0,2,3", "builtin:dgx1v");
+    RUN(&plan, "-q", "--gpus", "0,2,3", "-o", "/dev/null", "--plan-json", "-", "builtin:dgx1v");
+    cr_assert_eq(table.status, 0, "%s", table.err);
+    cr_assert_eq(plan.status, 0, "%s", plan.err);
+    struct input in;
+    cr_assert_eq(input_from_memory("plan", plan.out, strlen(plan.out), &in), BK_OK);
+    struct diag d;
+    diag_init(&d);
+    struct json_value doc;
+    cr_assert_eq(json_parse(&in, &doc, &d), BK_OK);
+    const struct json_value *plans = json_get(&doc, "plans");
+    cr_assert(plans && plans->n == 9, "3 broadcasts, 3 reduces and 3 unrooted plans");
+    const char *row = strstr(table.out, "\nbroadcast");
+    for (int i = 0; i < plans->n; i++) {
+        cr_assert_not_null(row, "the table has fewer rows than the plan file");
+        row++;
+        const struct json_value *p = &plans->items[i];
+        const char *coll = json_get(p, "collective")->string;
+        double algbw = json_get(p, "algbw_gbps")->number, busbw = 0, shown = 0;
+        cr_assert(strncmp(row, coll, strlen(coll)) == 0, "row %d is not %s: %.40s", i, coll, row);
+        cr_assert_eq(sscanf(row + 22, "%*d %lf %lf", &shown, &busbw), 2, "%.60s", row);
+        double factor = strcmp(coll, "allreduce") == 0 ? 4.0 / 3 : !strcmp(coll, "allgather") ||
+                        !strcmp(coll, "reducescatter") ? 2.0 / 3 : 1;
+        cr_expect(fabs(shown - algbw) < 0.06 && fabs(busbw - algbw * factor) < 0.06,
+                  "%s: algbw %.1f busbw %.1f, want %.1f and %.1f", coll, shown, busbw, algbw,
+                  algbw * factor);
+        struct strbuf want;
+        sb_init(&want);
+        expected_runs(json_get(p, "ranges"), &want);
+        const char *end = strchr(row, '\n');
+        cr_assert_not_null(end);
+        int len = (int)(end - row);
+        cr_expect(len >= (int)want.len && strncmp(end - want.len, want.data, want.len) == 0,
+                  "%s: the table says '%.*s', the plan file '%s'", coll, len - 87, row + 87,
+                  want.data);
+        sb_free(&want);
+        row = strchr(row, '\n');
+    }
+    json_free(&doc);
+    input_free(&in);
+    diag_free(&d);
+    tu_run_free(&table);
+    tu_run_free(&plan);
 }
