@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +74,7 @@ static const struct cli_option options[] = {
      "override a default rate (nvlink1-5, pcie1-6, smp, net)"},
     {"collective", OPT_COLLECTIVE, required_argument, G_OPTIM, "NAME",
      "plan only NAME (broadcast, reduce, allreduce, allgather, reducescatter); repeatable"},
-    {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK",
+    {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK|gpuN",
      "broadcast and reduce from this rank only (default: every rank)"},
     {"epsilon", OPT_EPSILON, required_argument, G_OPTIM, "EPS",
      "MWU accuracy, 0 < EPS <= 0.5 (default 0.1)"},
@@ -239,10 +240,17 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
         c->plan.collectives |= 1u << coll;
         return 1;
     case OPT_ROOT:
+        if (strncmp(arg, "gpu", 3) == 0 && parse_number(arg + 3, 0, INT_MAX, &v) &&
+            v == (int)v) {
+            c->root_gpu = arg; /* a GPU of the allocation, found once it is known (main.c) */
+            c->plan.root = 0;
+            return 1;
+        }
         if (!parse_number(arg, 0, CLI_MAX_GPUS - 1, &v) || v != (int)v) {
-            snprintf(buf, cap, "--root: '%.40s' is not a rank", arg);
+            snprintf(buf, cap, "--root: '%.40s' is neither a rank nor a GPU (gpuN)", arg);
             break;
         }
+        c->root_gpu = NULL;
         c->plan.root = (int)v;
         return 1;
     case OPT_EPSILON:

@@ -25,6 +25,7 @@ struct cli {
     int gpus[CLI_MAX_GPUS]; /* --gpus, canonical GPU numbers in rank order */
     int ngpus;              /* 0: every GPU */
     struct plan_opts plan;
+    const char *root_gpu;   /* --root gpuN: that GPU's rank replaces plan.root (main.c) */
     int collectives_given;  /* the first --collective replaces the default "all" */  /* --collective, --root, --epsilon, --time-limit, --tdpa, --no-hybrid */
     const char *plan_json;  /* --plan-json FILE */
     const char *from_plan;  /* --from-plan FILE: render a saved plan (plan_load.h) */

@@ -127,6 +127,41 @@ static enum bk_status print(struct strbuf *sb, struct diag *d)
     return st;
 }
 
+/* "rank 0 is gpu4, rank 1 is gpu5, ...": tables name GPUs, --root takes either. */
+static void put_ranks(struct strbuf *sb, const struct topo *t)
+{
+    for (int r = 0; r < t->ngpus && r < 16; r++)
+        sb_printf(sb, "%srank %d is %s", r ? ", " : "", r, t->nodes[topo_gpu_node(t, r)].id);
+    if (t->ngpus > 16)
+        sb_puts(sb, ", ...");
+}
+
+/* --root RANK or gpuN, checked against the allocation. */
+BK_MUST_USE
+static enum bk_status resolve_root(const struct cli *c, const struct topo *t, int *root,
+                                   struct diag *d)
+{
+    int r = c->root_gpu ? -1 : c->plan.root;
+    for (int k = 0; c->root_gpu && k < t->ngpus; k++)
+        if (strcmp(t->nodes[topo_gpu_node(t, k)].id, c->root_gpu) == 0)
+            r = k;
+    if (r < t->ngpus && (r >= 0 || c->plan.root < 0)) {
+        *root = c->root_gpu ? r : c->plan.root;
+        return BK_OK;
+    }
+    struct strbuf sb;
+    sb_init(&sb);
+    put_ranks(&sb, t);
+    if (c->root_gpu)
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %s: not a GPU of the allocation (%s)",
+                 c->root_gpu, sb.data ? sb.data : "");
+    else
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs (%s)",
+                 c->plan.root, t->ngpus, sb.data ? sb.data : "");
+    sb_free(&sb);
+    return BK_EUSAGE;
+}
+
 /* Plan (unless only the topology was asked for), fill every reserved output, put them in place,
  * then print what goes to the terminal. */
 BK_MUST_USE
@@ -142,11 +177,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     int any_output = c->plan_json || c->dump_ilp || c->output || c->dot;
     int only_topology = c->print_topology && !c->explain && !any_output;
     enum bk_status st = BK_OK;
-    if (po.root >= t->ngpus) {
-        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "--root %d: the allocation has %d GPUs",
-                 po.root, t->ngpus);
-        return BK_EUSAGE;
-    }
+    BK_CHECK(resolve_root(c, t, &po.root, d));
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
     int table = c->explain || (!any_output && !c->print_topology && !c->simulate);
@@ -330,7 +361,7 @@ int main(int argc, char **argv)
     char why_buf[256];
     const char *why = NULL;
     if (cli_parse(&c, argc, argv, why_buf, sizeof why_buf, &why) != BK_OK) {
-        fprintf(stderr, "blinkc: %s\nTry 'blinkc --help' for more information.\n", why);
+        fprintf(stderr, "blinkc: error: %s\nTry 'blinkc --help' for more information.\n", why);
         return 2;
     }
     if (c.help) {

@@ -74,8 +74,13 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
                        const struct sim_report_opts *o)
 {
     const struct sim_params *p = &o->params;
+    const struct topo *t = ps->topo;
     sb_printf(sb, "# blinkc --simulate: %d GPUs, flow-level model (blinkc(1), SIMULATION)\n",
-              ps->topo->ngpus);
+              t->ngpus);
+    sb_puts(sb, "# ranks:");
+    for (int r = 0; r < t->ngpus; r++)
+        sb_printf(sb, " %d=%s", r, t->nodes[topo_gpu_node(t, r)].id);
+    sb_putc(sb, '\n');
     sb_printf(sb, "# alpha us: nvlink %g pcie %g smp %g net %g; launch %g us per call; step %g "
                   "us per chunk and edge; reduce %g GB/s\n",
               p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],

@@ -51,12 +51,16 @@ Test(cli, usage_errors_exit_2_with_a_hint)
         {"--servers", "2", "--nic-gbps", "100Gb/s", NULL},
         {"--servers", "2", "builtin:pcie8", NULL},    /* no NIC */
         {"--servers", "2", "builtin:cluster-4x-dgx1v", NULL},
+        {"--root", "gpuX", NULL},
+        {"--root", "-1", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tu_run r;
         tu_run_blinkc(&r, cases[i]);
         cr_assert_eq(r.status, 2, "case %zu: status %d, stderr %s", i, r.status, r.err);
         cr_assert(strncmp(r.err, "blinkc: ", 8) == 0, "case %zu: %s", i, r.err);
+        const char *nl = strchr(r.err, '\n'), *e = strstr(r.err, "error: ");
+        cr_assert(e && nl && e < nl, "case %zu: one prefix style, 'blinkc: error:': %s", i, r.err);
         cr_assert(strstr(r.err, "Try 'blinkc --help'"), "case %zu", i);
         cr_assert_str_empty(r.out);
         tu_run_free(&r);
@@ -284,4 +288,31 @@ Test(cli, the_table_says_what_the_code_runs)
     diag_free(&d);
     tu_run_free(&table);
     tu_run_free(&plan);
+}
+
+/* --root takes a rank or the GPU the tables name; errors and --simulate say which is which. */
+Test(cli, root_takes_a_rank_or_a_gpu)
+{
+    struct tu_run r;
+    RUN(&r, "-q", "--gpus", "4-7", "--root", "gpu6", "--collective", "broadcast", "--no-hybrid",
+        "--plan-json", "-", "builtin:dgx1v");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"root\": \"gpu6\""), "gpu6 is rank 2 here: %.300s", r.out);
+    cr_expect_not(strstr(r.out, "\"root\": \"gpu4\""));
+    tu_run_free(&r);
+    RUN(&r, "--gpus", "4-7", "--root", "gpu9", "builtin:dgx1v");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "blinkc: error: --root gpu9: not a GPU of the allocation (rank 0 is "
+                            "gpu4, rank 1 is gpu5, rank 2 is gpu6, rank 3 is gpu7)"), "%s", r.err);
+    tu_run_free(&r);
+    RUN(&r, "--gpus", "4-7", "--root", "4", "builtin:dgx1v");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--root 4: the allocation has 4 GPUs (rank 0 is gpu4,"), "%s", r.err);
+    tu_run_free(&r);
+    RUN(&r, "-q", "--gpus", "4-7", "--root", "gpu6", "--collective", "broadcast", "--simulate",
+        "-b", "1M", "-e", "1M", "builtin:dgx1v");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "# ranks: 0=gpu4 1=gpu5 2=gpu6 3=gpu7\n"), "%s", r.out);
+    cr_expect(strstr(r.out, "broadcast     2 "), "the root column gives the rank: %s", r.out);
+    tu_run_free(&r);
 }
