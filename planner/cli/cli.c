@@ -77,7 +77,7 @@ static const struct cli_option options[] = {
     {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK|gpuN",
      "broadcast and reduce from this rank only (default: every rank)"},
     {"epsilon", OPT_EPSILON, required_argument, G_OPTIM, "EPS",
-     "MWU accuracy, 0 < EPS <= 0.5 (default 0.1)"},
+     "MWU accuracy, 0.0001 to 0.5 (default 0.1)"},
     {"time-limit", OPT_TIME_LIMIT, required_argument, G_OPTIM, "MS",
      "fewest-trees ILP budget, as work, not time (default 200)"},
     {"tdpa", OPT_TDPA, required_argument, G_OPTIM, "US",

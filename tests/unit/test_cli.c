@@ -5,11 +5,13 @@
  * the default job on the built-in DGX-1V, and --debug's trail.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "core/json_read.h"
 #include "core/strbuf.h"
 #include "testutil.h"
@@ -124,6 +126,124 @@ Test(cli, help_and_man_page_list_the_same_options)
     tu_run_free(&r);
 }
 
+/* The man page's paragraph of option `name` with escapes and font changes removed, or NULL. */
+static char *man_paragraph(const char *man, const char *name)
+{
+    struct strbuf h;
+    sb_init(&h);
+    sb_puts(&h, "\\-\\-");
+    for (const char *c = name; *c; c++)
+        sb_puts(&h, *c == '-' ? "\\-" : (char[]){*c, 0});
+    const char *p = man, *found = NULL;
+    while (!found && (p = strstr(p, "\n.TP\n"))) {
+        p += 5;
+        const char *nl = strchr(p, '\n'), *at = strstr(p, h.data);
+        if (at && nl && at < nl && (at[h.len] == ' ' || at[h.len] == '\n'))
+            found = p;
+    }
+    sb_free(&h);
+    if (!found)
+        return NULL;
+    p = found;
+    const char *end = strstr(p, "\n.TP");
+    struct strbuf sb;
+    sb_init(&sb);
+    for (; *p && (!end || p < end); p++) {
+        if (*p == '\\' && (p[1] == 'f') && p[2])
+            p += 2; /* \fR, \fP ... */
+        else if (*p == '\\' && p[1] == '-')
+            sb_putc(&sb, '-'), p++;
+        else if (*p == '\\' && p[1] == '(' && p[2] && p[3])
+            p += 3;
+        else if (*p == '\n' && p[1] == '.') /* a macro line: drop the macro name */
+            for (sb_putc(&sb, ' '), p++; p[1] && p[1] != ' ' && p[1] != '\n';)
+                p++;
+        else if (*p != '"' && *p != '\\')
+            sb_putc(&sb, *p == '\n' ? ' ' : *p);
+    }
+    return sb_take(&sb);
+}
+
+/* Each --help line's argument name, default and "A to B" range are the man page's too. */
+Test(cli, help_values_and_ranges_match_the_man_page)
+{
+    struct tu_run r;
+    RUN(&r, "--help");
+    char *path = tu_src_path("man/blinkc.1.in");
+    char *man = tu_slurp(path, NULL);
+    cr_assert_not_null(man);
+    int checked = 0;
+    for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *dd = strstr(line, "--"), *nl = strchr(line, '\n');
+        if (!dd || (nl && dd > nl) || strncmp(line, "  ", 2) != 0)
+            continue;
+        char name[40], arg[40] = "", rest[200] = "";
+        if (sscanf(dd + 2, "%39[a-z-] %39[A-Z|a-zN=_]", name, arg) < 1)
+            continue;
+        snprintf(rest, sizeof rest, "%.*s", nl ? (int)(nl - dd) : 199, dd);
+        char *para = man_paragraph(man, name);
+        cr_assert_not_null(para, "--%s is not in the man page", name);
+        const char *q = strstr(para, name) + strlen(name);
+        q += strspn(q, " ");
+        if (arg[0] >= 'A' && arg[0] <= 'Z')
+            cr_expect(strncmp(q, arg, strlen(arg)) == 0,
+                      "--%s %s: the man page names another argument: %.80s", name, arg, para);
+        const char *def = strstr(rest, "(default ");
+        if (def) {
+            char want[64];
+            snprintf(want, sizeof want, "default %.*s", (int)strcspn(def + 9, ")"), def + 9);
+            cr_expect(strstr(para, want), "--%s: help says '%s', the man page does not: %s",
+                      name, want, para);
+            checked++;
+        }
+        const char *to = strstr(rest, " to ");
+        if (to && to > rest + 1 && to[-1] >= '0' && to[-1] <= '9') {
+            const char *a = to;
+            while (a > rest && ((a[-1] >= '0' && a[-1] <= '9') || a[-1] == '.'))
+                a--;
+            char want[64];
+            snprintf(want, sizeof want, "%.*s to %.*s", (int)(to - a), a,
+                     (int)strspn(to + 4, "0123456789."), to + 4);
+            cr_expect(strstr(para, want), "--%s: help says '%s', the man page does not: %s",
+                      name, want, para);
+            checked++;
+        }
+        free(para);
+    }
+    cr_expect_geq(checked, 7, "only %d values were compared", checked);
+    free(man), free(path);
+    tu_run_free(&r);
+}
+
+/* --templates' paragraph names every template under templates/, and nothing else. */
+Test(cli, man_page_names_every_template)
+{
+    char *path = tu_src_path("man/blinkc.1.in"), *dir = tu_src_path("templates");
+    char *man = tu_slurp(path, NULL);
+    cr_assert_not_null(man);
+    char *para = man_paragraph(man, "templates");
+    cr_assert_not_null(para);
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp);
+    int n = 0, named = 0;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".tmpl") != 0)
+            continue;
+        n++;
+        named += strstr(para, e->d_name) != NULL;
+        cr_expect(strstr(para, e->d_name), "--templates does not name %s", e->d_name);
+    }
+    closedir(dp);
+    int mentioned = 0;
+    for (const char *p = para; (p = strstr(p, ".tmpl")); p++)
+        mentioned++;
+    cr_expect_eq(mentioned, n, "the man page names %d templates, templates/ has %d", mentioned, n);
+    cr_expect_gt(named, 0);
+    free(para), free(man), free(path), free(dir);
+}
+
 Test(cli, man_pages_pass_lint)
 {
     /* blinkc.1 as built, with its version and date filled in. */
@@ -131,6 +251,12 @@ Test(cli, man_pages_pass_lint)
     char *pages[] = {bk_asprintf("%s/man/blinkc.1", build ? build : "."),
                      tu_src_path("man/blinkc-topology.5"), tu_src_path("man/blink.3"),
                      tu_src_path("man/blink-nccl.7")};
+    char *built = tu_slurp(pages[0], NULL);
+    cr_assert_not_null(built, "%s is not built", pages[0]);
+    cr_expect_not(strstr(built, "@VERSION@") || strstr(built, "@DATE@"), "%s keeps a placeholder",
+                  pages[0]);
+    cr_expect(strstr(built, "\"blinkc " PACKAGE_VERSION "\""), "%s lacks its version", pages[0]);
+    free(built);
     for (int i = 0; i < 4; i++) {
         struct tu_run r;
         tu_run_argv(&r, (const char *const[]){"groff", "-man", "-ww", "-z", pages[i], NULL});
