@@ -44,6 +44,7 @@ enum opt_id {
     OPT_NIC_GBPS,
     OPT_DEBUG,
     OPT_FROM_PLAN,
+    OPT_DOT_COLLAPSE,
 };
 
 struct cli_option {
@@ -93,8 +94,10 @@ static const struct cli_option options[] = {
     {"plan-json", OPT_PLAN_JSON, required_argument, G_OUTPUT, "FILE",
      "write the plan as JSON (- for stdout)"},
 
-    {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE",
-     "draw the plans' trees for Graphviz, one digraph per plan (- for stdout)"},
+    {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE|DIR",
+     "draw the plans' trees for Graphviz (- for stdout; DIR: a file per plan)"},
+    {"dot-collapse-switches", OPT_DOT_COLLAPSE, no_argument, G_OUTPUT, NULL,
+     "with --dot: leave switches out, one line per tree edge"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
      "print the normalised topology and its links"},
     {"output", 'o', required_argument, G_OUTPUT, "FILE",
@@ -481,6 +484,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_TEMPLATES: c->templates = optarg; break;
         case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
         case OPT_DOT: c->dot = optarg; break;
+        case OPT_DOT_COLLAPSE: c->dot_collapse = 1; break;
         case OPT_SIMULATE: c->simulate = 1; break;
         case 'q': c->quiet = 1; break;
         case OPT_DEBUG: c->debug = 1; break;
@@ -523,6 +527,11 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     }
     if (c->templates && !c->output) {
         snprintf(buf, cap, "--templates only matters with -o/--output");
+        *why = buf;
+        return BK_EUSAGE;
+    }
+    if (c->dot_collapse && !c->dot) {
+        snprintf(buf, cap, "--dot-collapse-switches goes with --dot");
         *why = buf;
         return BK_EUSAGE;
     }

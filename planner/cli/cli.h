@@ -33,7 +33,8 @@ struct cli {
     const char *dump_ilp;   /* --dump-ilp FILE */
     const char *output;     /* -o/--output FILE: the generated source */
     const char *templates;  /* --templates DIR */
-    const char *dot;        /* --dot FILE: the trees for Graphviz */
+    const char *dot;        /* --dot FILE|DIR: the trees for Graphviz (DIR: a file per plan) */
+    int dot_collapse;       /* --dot-collapse-switches */
     int simulate;           /* --simulate: the table of simulated times */
     struct sim_report_opts sim; /* -b, -e, -f, --sim-param */
     int all_allocations;    /* --all-allocations: one plan per connected set of GPUs */

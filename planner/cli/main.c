@@ -203,8 +203,22 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         BK_CHECK_GOTO(fill(outs, c->dump_ilp, &sb, d), st, out);
         sb_free(&sb);
     }
-    if (c->dot) {
-        plan_dot(&sb, &ps);
+    if (c->dot && outfile_is_dir(c->dot)) { /* --dot DIR: a file per plan */
+        for (int k = 0; k < ps.n; k++) {
+            char name[64];
+            plan_dot_name(name, sizeof name, &ps, k);
+            char *path = bk_asprintf("%s/%s", c->dot, name);
+            st = path ? outfile_reserve(outs, path, d) : BK_ENOMEM;
+            plan_dot_one(&sb, &ps, k, c->dot_collapse);
+            if (st == BK_OK)
+                st = fill(outs, path, &sb, d);
+            free(path);
+            sb_free(&sb);
+            if (st != BK_OK)
+                goto out;
+        }
+    } else if (c->dot) {
+        plan_dot(&sb, &ps, c->dot_collapse);
         BK_CHECK_GOTO(fill(outs, c->dot, &sb, d), st, out);
         sb_free(&sb);
     }
@@ -342,7 +356,8 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     outfile_set_init(&files);
     enum bk_status st = BK_OK;
     for (size_t i = 0; st == BK_OK && i < BK_ARRAY_LEN(outs); i++)
-        st = outfile_reserve(&files, outs[i], d);
+        st = outs[i] == c->dot && c->dot && outfile_is_dir(c->dot) /* its files come later */
+                 ? outfile_check_dir(c->dot, d) : outfile_reserve(&files, outs[i], d);
     struct topo t;
     if (st == BK_OK && c->from_plan) {
         st = render_saved_plan(c, &files, d);

@@ -231,6 +231,21 @@ enum bk_status outfile_commit(struct outfile_set *s, struct diag *d)
     return BK_OK;
 }
 
+int outfile_is_dir(const char *path)
+{
+    struct stat st;
+    return strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+enum bk_status outfile_check_dir(const char *dir, struct diag *d)
+{
+    if (access(dir, W_OK | X_OK) == 0)
+        return BK_OK;
+    diag_add(d, DIAG_ERROR, dir, DIAG_NOWHERE, "cannot write into the directory: %s",
+             strerror(errno));
+    return BK_EIO;
+}
+
 int outfile_same_file(const char *out, const char *in)
 {
     struct stat a, b;

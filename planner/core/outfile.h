@@ -59,6 +59,13 @@ enum bk_status outfile_fill(struct outfile_set *s, const char *path, const char 
 BK_MUST_USE
 enum bk_status outfile_commit(struct outfile_set *s, struct diag *d);
 
+/* Is path an existing directory? */
+int outfile_is_dir(const char *path);
+
+/* Can files be created in the directory? Errors: BK_EIO naming it. */
+BK_MUST_USE
+enum bk_status outfile_check_dir(const char *dir, struct diag *d);
+
 /* Is `out` the same existing file as `in`? (refuse to overwrite the input) */
 int outfile_same_file(const char *out, const char *in);
 

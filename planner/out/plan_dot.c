@@ -4,6 +4,8 @@
  */
 #include "out/plan_dot.h"
 
+#include <stdio.h>
+
 #include "core/collective.h"
 
 /* A qualitative palette (ColorBrewer Set1 and Dark2): trees past its end reuse it. */
@@ -12,60 +14,110 @@ static const char *const palette[] = {"#e41a1c", "#377eb8", "#4daf4a", "#984ea3"
                                       "#e7298a", "#66a61e", "#e6ab02", "#666666"};
 #define NCOLOURS (sizeof palette / sizeof palette[0])
 
-static void put_nodes(struct strbuf *sb, const struct topo *t)
+static void put_nodes(struct strbuf *sb, const struct topo *t, const struct plan *p,
+                      int collapse)
 {
     for (int v = 0; v < t->nnodes; v++) {
         const struct topo_node *n = &t->nodes[v];
-        if (n->kind == TOPO_GPU)
+        if (n->kind == TOPO_GPU && v == p->root)
+            sb_printf(sb, "  \"%s\" [shape=box, style=\"filled,bold\", penwidth=3, "
+                          "fillcolor=\"#ffe08a\", label=\"%s\\nrank %d\\nroot\"];\n", n->id,
+                      n->id, n->rank);
+        else if (n->kind == TOPO_GPU)
             sb_printf(sb, "  \"%s\" [shape=box, style=filled, fillcolor=\"#f0f0f0\", "
                           "label=\"%s\\nrank %d\"];\n", n->id, n->id, n->rank);
-        else
+        else if (!collapse)
             sb_printf(sb, "  \"%s\" [shape=ellipse, fontsize=10];\n", n->id);
     }
 }
 
-/* Each link pair once (src < dst), faint and without direction. */
-static void put_links(struct strbuf *sb, const struct topo *t)
+/* Each link pair once (src < dst), faint and without direction; with collapse only the links
+ * between two GPUs (the switches and what hangs off them are left out). */
+static void put_links(struct strbuf *sb, const struct topo *t, int collapse)
 {
     for (int i = 0; i < t->nlinks; i++) {
         const struct topo_link *l = &t->links[i];
-        if (l->src < l->dst)
+        int gpus = t->nodes[l->src].kind == TOPO_GPU && t->nodes[l->dst].kind == TOPO_GPU;
+        if (l->src < l->dst && (gpus || !collapse))
             sb_printf(sb, "  \"%s\" -> \"%s\" [dir=none, color=\"#d0d0d0\", tooltip=\"%s %d\"];\n",
                       t->nodes[l->src].id, t->nodes[l->dst].id, topo_link_kind_name(l->kind),
                       l->count);
     }
 }
 
-static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct plan *p, int k)
+/* The legend: one row per tree, its colour, root and rate. */
+static void put_legend(struct strbuf *sb, const struct topo *t, const struct plan_trees *m)
+{
+    sb_puts(sb, "  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" "
+                "cellspacing=\"0\"><tr><td colspan=\"3\"><b>trees</b></td></tr>"
+                "<tr><td>colour</td><td>root</td><td>GB/s</td></tr>");
+    for (int i = 0; i < m->trees.n; i++)
+        sb_printf(sb, "<tr><td bgcolor=\"%s\">%d</td><td>%s</td><td>%.4f</td></tr>",
+                  palette[(size_t)i % NCOLOURS], i, t->nodes[m->trees.t[i].root].id,
+                  m->trees.t[i].rate);
+    sb_puts(sb, "</table>>];\n");
+}
+
+/* One tree edge: its path arcs, or with collapse one line from parent to child. Allreduce's
+ * undirected trees carry data both ways, so their edges have no arrow. */
+static void put_edge(struct strbuf *sb, const struct topo *t, const struct plan_trees *m, int i,
+                     int v, double width, int collapse)
+{
+    const struct ptree *tr = &m->trees.t[i];
+    const char *dir = m->pack == PACK_ALLREDUCE ? ", dir=none" : "";
+    const char *colour = palette[(size_t)i % NCOLOURS];
+    if (collapse) {
+        sb_printf(sb, "  \"%s\" -> \"%s\" [color=\"%s\", penwidth=%.2f%s, "
+                      "tooltip=\"tree %d: %.4f GB/s\"];\n",
+                  t->nodes[tr->parent[v]].id, t->nodes[v].id, colour, width, dir, i, tr->rate);
+        return;
+    }
+    for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++) {
+        int a = tr->path_arc[k];
+        sb_printf(sb, "  \"%s\" -> \"%s\" [color=\"%s\", penwidth=%.2f%s, "
+                      "tooltip=\"tree %d: %.4f GB/s\"];\n",
+                  t->nodes[m->g->src[a]].id, t->nodes[m->g->dst[a]].id, colour, width, dir, i,
+                  tr->rate);
+    }
+}
+
+void plan_dot_one(struct strbuf *sb, const struct plan_set *ps, int k, int collapse)
 {
     const struct topo *t = ps->topo;
+    const struct plan *p = &ps->v[k];
     const struct plan_trees *m = &p->main;
     sb_printf(sb, "digraph plan%d {\n  graph [label=\"%s", k, collective_name(p->coll));
     if (p->root >= 0)
         sb_printf(sb, " from %s", t->nodes[p->root].id);
     sb_printf(sb, ": %d trees, %.1f GB/s of a %.1f GB/s bound\", labelloc=t, overlap=false];\n",
               m->trees.n, m->algbw, m->bound);
-    put_nodes(sb, t);
-    put_links(sb, t);
+    put_nodes(sb, t, p, collapse);
+    put_links(sb, t, collapse);
+    put_legend(sb, t, m);
     double widest = 0;
     for (int i = 0; i < m->trees.n; i++)
         widest = m->trees.t[i].rate > widest ? m->trees.t[i].rate : widest;
     for (int i = 0; i < m->trees.n; i++) {
         const struct ptree *tr = &m->trees.t[i];
         double width = widest > 0 ? 1 + 4 * tr->rate / widest : 1;
-        for (int k2 = 0; k2 < tr->path_off[tr->ngpus]; k2++) {
-            int a = tr->path_arc[k2];
-            sb_printf(sb, "  \"%s\" -> \"%s\" [color=\"%s\", penwidth=%.2f, "
-                          "tooltip=\"tree %d: %.4f GB/s\"];\n",
-                      t->nodes[m->g->src[a]].id, t->nodes[m->g->dst[a]].id,
-                      palette[(size_t)i % NCOLOURS], width, i, tr->rate);
-        }
+        for (int v = 0; v < tr->ngpus; v++)
+            if (v != tr->root)
+                put_edge(sb, t, m, i, v, width, collapse);
     }
     sb_puts(sb, "}\n");
 }
 
-void plan_dot(struct strbuf *sb, const struct plan_set *ps)
+void plan_dot(struct strbuf *sb, const struct plan_set *ps, int collapse)
 {
     for (int k = 0; k < ps->n; k++)
-        put_plan(sb, ps, &ps->v[k], k);
+        plan_dot_one(sb, ps, k, collapse);
+}
+
+void plan_dot_name(char *out, size_t cap, const struct plan_set *ps, int k)
+{
+    const struct plan *p = &ps->v[k];
+    if (p->root >= 0)
+        snprintf(out, cap, "%s-%s.dot", collective_name(p->coll), ps->topo->nodes[p->root].id);
+    else
+        snprintf(out, cap, "%s.dot", collective_name(p->coll));
 }

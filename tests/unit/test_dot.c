@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "plan/plan.h"
+#include "core/strbuf.h"
 #include "out/plan_dot.h"
 #include "testutil.h"
 
@@ -29,7 +30,7 @@ Test(dot, trees_in_colours)
     tu_plan_alloc("dgx1v.topo", gpus, 3, 1u << COLL_BROADCAST, 0, &t, &ps);
     struct strbuf sb;
     sb_init(&sb);
-    plan_dot(&sb, &ps);
+    plan_dot(&sb, &ps, 0);
     cr_assert_eq(ps.n, 1);
     cr_expect_eq(count(sb.data, "digraph "), 1);
     /* Every path arc of every tree is one coloured edge; links are the grey ones. */
@@ -57,4 +58,62 @@ Test(dot, trees_in_colours)
     sb_free(&sb);
     plan_set_free(&ps);
     topo_free(&t);
+}
+
+/* The legend lists every tree; broadcast's root stands out; allreduce's undirected trees have no
+ * arrows; collapsed switches leave one line per tree edge and no switch. */
+Test(dot, legend_root_undirected_and_collapsed)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx2.topo", NULL, 0, (1u << COLL_BROADCAST) | (1u << COLL_ALLREDUCE), 0, &t,
+                  &ps);
+    cr_assert_eq(ps.n, 2);
+    for (int k = 0; k < 2; k++) {
+        const struct plan *p = &ps.v[k];
+        struct strbuf full, flat;
+        sb_init(&full);
+        sb_init(&flat);
+        plan_dot_one(&full, &ps, k, 0);
+        plan_dot_one(&flat, &ps, k, 1);
+        cr_expect_eq(count(full.data, "<tr><td bgcolor="), p->main.trees.n, "legend rows");
+        cr_expect_eq(count(full.data, "\\nroot\""), p->root >= 0, "the root is marked");
+        int edges = p->main.trees.n * (t.ngpus - 1);
+        cr_expect_eq(count(flat.data, "tooltip=\"tree "), edges);
+        cr_expect_null(strstr(flat.data, "\"nvs"), "a switch in the collapsed drawing");
+        cr_expect_not_null(strstr(full.data, "\"nvs0\""));
+        int undirected = p->main.pack == PACK_ALLREDUCE;
+        cr_expect_eq(count(flat.data, "dir=none, tooltip=\"tree "), undirected ? edges : 0,
+                     "%s: arrows", collective_name(p->coll));
+        sb_free(&full);
+        sb_free(&flat);
+    }
+    char name[64];
+    plan_dot_name(name, sizeof name, &ps, 0);
+    cr_expect_str_eq(name, "broadcast-gpu0.dot");
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* --dot DIR: one file per plan, named after it, each a digraph of its own. */
+Test(dot, a_directory_gets_a_file_per_plan)
+{
+    char dir[] = "/tmp/blinkc-dotdir-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--gpus", "0,2,3", "--collective", "broadcast",
+                                            "--collective", "allreduce", "--dot", dir,
+                                            "builtin:dgx1v", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    const char *names[] = {"broadcast-gpu0.dot", "broadcast-gpu2.dot", "broadcast-gpu3.dot",
+                           "allreduce.dot"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *path = bk_asprintf("%s/%s", dir, names[i]);
+        char *text = tu_slurp(path, NULL);
+        cr_expect(text && count(text, "digraph ") == 1, "%s", path);
+        unlink(path);
+        free(text), free(path);
+    }
+    cr_expect_eq(rmdir(dir), 0, "%s holds other files", dir);
 }
