@@ -155,7 +155,25 @@ void *bk_grow(void *p, size_t *cap, size_t need, size_t size)
     return q;
 }
 
-enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size)
+enum bk_status bk_grow_arrays(const struct bk_array *a, int k, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return BK_OK;
+    /* bk_grow picks the new capacity from *cap and need alone, so each array gets the same. */
+    size_t grown = *cap;
+    for (int i = 0; i < k; i++) {
+        size_t c = *cap;
+        void *q = bk_grow(*a[i].p, &c, need, a[i].size);
+        if (!q)
+            return BK_ENOMEM;
+        *a[i].p = q;
+        grown = c;
+    }
+    *cap = grown;
+    return BK_OK;
+}
+
+enum bk_status bk_grow_int_arrays(const struct bk_array *a, int k, int *cap, int n)
 {
     if (n < 0)
         return BK_EINTERNAL; /* a count below zero: the caller's bug */
@@ -164,10 +182,13 @@ enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size)
     if (n >= INT_MAX / 2)
         return BK_ENOMEM;
     size_t c = *cap > 0 ? (size_t)*cap : 0;
-    void *q = bk_grow(*p, &c, (size_t)n + 1, size);
-    if (!q)
-        return BK_ENOMEM;
-    *p = q;
+    BK_CHECK(bk_grow_arrays(a, k, &c, (size_t)n + 1));
     *cap = (int)c; /* below 2 (n + 1) <= INT_MAX */
     return BK_OK;
+}
+
+enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size)
+{
+    struct bk_array a = {p, size};
+    return bk_grow_int_arrays(&a, 1, cap, n);
 }

@@ -41,6 +41,24 @@ void *bk_grow(void *p, size_t *cap, size_t need, size_t size);
  * out of memory or when the capacity would pass INT_MAX; BK_EINTERNAL for n below 0. */
 BK_MUST_USE
 enum bk_status bk_grow_int(void **p, int *cap, int n, size_t size);
+
+/* One of several parallel arrays that share a capacity: where its pointer lives and the size of
+ * its elements. BK_ARRAY(a) describes the array whose pointer is the lvalue a. */
+struct bk_array {
+    void **p;
+    size_t size;
+};
+#define BK_ARRAY(a) ((struct bk_array){(void **)&(a), sizeof *(a)})
+
+/* bk_grow for the k parallel arrays a[0..k-1] that share the capacity *cap: room for `need`
+ * elements in each. All grow to the same new capacity and *cap changes only once all have, so
+ * after a failure every array is still valid (some merely larger than *cap says). BK_ENOMEM
+ * when out of memory or when a size would overflow. */
+BK_MUST_USE
+enum bk_status bk_grow_arrays(const struct bk_array *a, int k, size_t *cap, size_t need);
+/* bk_grow_int for parallel arrays: room for element n in each of a[0..k-1] (capacity *cap). */
+BK_MUST_USE
+enum bk_status bk_grow_int_arrays(const struct bk_array *a, int k, int *cap, int n);
 char *bk_asprintf(const char *fmt, ...) BK_PRINTF(1, 2);
 char *bk_strndup(const char *s, size_t n);
 

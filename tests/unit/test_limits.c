@@ -230,3 +230,37 @@ Test(limits, growable_arrays_refuse_overflow)
     cr_expect_null(bk_grow(NULL, &big, SIZE_MAX / 8, 64), "count times size wrapped");
     cr_expect_eq(big, 0);
 }
+
+/* Parallel arrays grow to one capacity; when the second cannot, the first (already grown) keeps
+ * its elements and the shared capacity stays what all of them have. */
+Test(limits, parallel_arrays_grow_together)
+{
+    int *a = NULL, cap = 0;
+    double *b = NULL;
+    struct bk_array both[] = {BK_ARRAY(a), BK_ARRAY(b)};
+    cr_expect_eq(both[1].size, sizeof(double));
+    for (int n = 0; n < 100; n++) {
+        cr_assert_eq(bk_grow_int_arrays(both, 2, &cap, n), BK_OK);
+        a[n] = n;
+        b[n] = n / 2.0;
+    }
+    cr_expect_eq(cap, 128);
+    struct bk_array huge[] = {BK_ARRAY(a), {(void **)&b, SIZE_MAX / 64}};
+    cr_expect_eq(bk_grow_int_arrays(huge, 2, &cap, 128), BK_ENOMEM);
+    cr_expect_eq(cap, 128, "a refusal changed the shared capacity");
+    cr_expect(a[99] == 99 && b[99] == 49.5, "a refusal lost the elements");
+    cr_expect_eq(bk_grow_int_arrays(both, 2, &cap, -1), BK_EINTERNAL);
+    free(a);
+    free(b);
+    char *s = NULL;
+    int *col = NULL;
+    size_t scap = 0;
+    struct bk_array line[] = {BK_ARRAY(s), BK_ARRAY(col)};
+    cr_assert_eq(bk_grow_arrays(line, 2, &scap, 40), BK_OK);
+    cr_expect_eq(scap, 64);
+    s[39] = 'x', col[39] = 39;
+    cr_expect_eq(bk_grow_arrays(line, 2, &scap, SIZE_MAX / 2 + 2), BK_ENOMEM);
+    cr_expect(scap == 64 && s[39] == 'x' && col[39] == 39, "a refused size_t growth changed them");
+    free(s);
+    free(col);
+}
