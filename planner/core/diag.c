@@ -32,16 +32,12 @@ static void vadd(struct diag *d, enum diag_level level, const char *file, struct
         d->nerrors++;
     else if (level == DIAG_WARNING)
         d->nwarnings++;
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 8;
-        struct diag_msg *m = realloc(d->msgs, cap * sizeof *m);
-        if (!m) {
-            d->lost++; /* diag_print says so: no error may pass unsaid */
-            return;
-        }
-        d->msgs = m;
-        d->cap = cap;
+    struct diag_msg *grown = bk_grow(d->msgs, &d->cap, d->n + 1, sizeof *d->msgs);
+    if (!grown) {
+        d->lost++; /* diag_print says so: no error may pass unsaid */
+        return;
     }
+    d->msgs = grown;
     struct diag_msg *m = &d->msgs[d->n++];
     m->level = level;
     m->loc = loc;

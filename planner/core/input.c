@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 enum bk_status input_from_memory(const char *name, const char *data, size_t len, struct input *in)
 {
     memset(in, 0, sizeof *in);
@@ -45,13 +47,12 @@ enum bk_status input_read(const char *path, struct input *in, struct diag *d)
                                 INPUT_MAX_BYTES >> 20);
                 break;
             }
-            char *p = realloc(buf, cap * 2);
+            char *p = bk_grow(buf, &cap, len + 2, 1); /* doubles cap */
             if (!p) {
                 st = BK_ENOMEM;
                 break;
             }
             buf = p;
-            cap *= 2;
         }
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;

@@ -82,16 +82,8 @@ enum bk_status tmpl_set_add(struct tmpl_set *s, const char *name, const char *la
     enum bk_status st = t.name && t.label && t.src ? BK_OK : BK_ENOMEM;
     if (st == BK_OK)
         st = tmpl_parse(&t, s->raw_ok, d);
-    if (st == BK_OK && s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 8;
-        struct tmpl *v = realloc(s->v, (size_t)cap * sizeof *v);
-        if (v) {
-            s->v = v;
-            s->cap = cap;
-        } else {
-            st = BK_ENOMEM;
-        }
-    }
+    if (st == BK_OK)
+        st = bk_grow_int((void **)&s->v, &s->cap, s->n, sizeof *s->v);
     if (st != BK_OK) {
         tmpl_free(&t);
         return st;

@@ -194,14 +194,7 @@ static enum bk_status parse_tag(struct parser *p, size_t a, size_t b, struct tag
 BK_MUST_USE
 static enum bk_status push(struct tnode_list *l, const struct tnode *n)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        struct tnode *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return BK_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&l->v, &l->cap, l->n, sizeof *l->v));
     l->v[l->n++] = *n;
     return BK_OK;
 }

@@ -93,21 +93,8 @@ void tv_free(struct tmpl_value *v)
 /* Room for one more item (and key, for maps). */
 static int grow(struct tmpl_value *c)
 {
-    if (c->n < c->cap)
-        return 1;
-    int cap = c->cap ? 2 * c->cap : 8;
-    struct tmpl_value **items = realloc(c->items, (size_t)cap * sizeof *items);
-    if (!items)
-        return 0;
-    c->items = items;
-    if (c->kind == TV_MAP) {
-        char **keys = realloc(c->keys, (size_t)cap * sizeof *keys);
-        if (!keys)
-            return 0;
-        c->keys = keys;
-    }
-    c->cap = cap;
-    return 1;
+    struct bk_array a[] = {BK_ARRAY(c->items), BK_ARRAY(c->keys)};
+    return bk_grow_int_arrays(a, c->kind == TV_MAP ? 2 : 1, &c->cap, c->n) == BK_OK;
 }
 
 enum bk_status tv_push(struct tmpl_value *list, struct tmpl_value *v)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 void ptree_free(struct ptree *t)
 {
     free(t->parent);
@@ -151,14 +153,7 @@ enum bk_status ptree_set_add(struct ptree_set *s, const struct ptree *t, int *in
 
 enum bk_status ptree_set_add_new(struct ptree_set *s, const struct ptree *t)
 {
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 16;
-        struct ptree *grown = realloc(s->t, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return BK_ENOMEM;
-        s->t = grown;
-        s->cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&s->t, &s->cap, s->n, sizeof *s->t));
     BK_CHECK(ptree_copy(&s->t[s->n], t));
     s->n++;
     return BK_OK;

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 /* Renormalise the stored lengths once the largest passes this (far from overflow). */
 #define LEN_RENORM 1e100
 /* Final scale-up leaves this relative margin so rounding never overfills an arc. */
@@ -96,14 +98,7 @@ static enum bk_status take_tree(struct mwu_run *r, struct ptree *t, double rate)
             return BK_OK;
         }
     }
-    if (r->set.n == r->set.cap) {
-        int cap = r->set.cap ? 2 * r->set.cap : 64;
-        struct ptree *grown = realloc(r->set.t, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return BK_ENOMEM;
-        r->set.t = grown;
-        r->set.cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&r->set.t, &r->set.cap, r->set.n, sizeof *r->set.t));
     t->rate = rate;
     r->set.t[r->set.n++] = *t;
     memset(t, 0, sizeof *t);

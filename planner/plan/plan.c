@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "pack/bound.h"
 #include "pack/mwu.h"
 #include "plan/plan_cluster.h"
@@ -71,10 +72,7 @@ void plan_set_free(struct plan_set *s)
 BK_MUST_USE
 static enum bk_status new_plan(struct plan_set *s, enum collective c, int root, struct plan **out)
 {
-    struct plan *grown = realloc(s->v, ((size_t)s->n + 1) * sizeof *grown);
-    if (!grown)
-        return BK_ENOMEM;
-    s->v = grown;
+    BK_CHECK(bk_grow_int((void **)&s->v, &s->cap, s->n, sizeof *s->v));
     struct plan *p = &s->v[s->n++];
     memset(p, 0, sizeof *p);
     p->coll = c;

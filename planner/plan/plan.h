@@ -88,6 +88,7 @@ struct plan_range {
 struct plan_tuning {
     int n;
     struct plan_range *r; /* [n] by min_bytes, the first from 0 */
+    int cap;              /* r's room (bk_grow_int); 0 for an array allocated to size */
 };
 
 struct plan {
@@ -121,6 +122,7 @@ struct plan_set {
     double tdpa_us;
     struct plan *v;
     int n;
+    int cap;                  /* v's room (bk_grow_int); 0 for an array allocated to size */
 };
 
 /* Plan everything o asks for on t (restricted to the allocation). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "graph/cluster.h"
 #include "plan/plan_internal.h"
 
@@ -141,14 +142,7 @@ struct cuts {
 BK_MUST_USE
 static enum bk_status cut_add(struct cuts *c, double x)
 {
-    if (c->n == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 64;
-        double *grown = realloc(c->v, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return BK_ENOMEM;
-        c->v = grown;
-        c->cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&c->v, &c->cap, c->n, sizeof *c->v));
     c->v[c->n++] = x;
     return BK_OK;
 }

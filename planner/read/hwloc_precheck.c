@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "read/hwloc_precheck.h"
 #include "read/xml_safe.h"
 
@@ -358,16 +359,10 @@ static enum bk_status check_object(struct pctx *c, xmlNodePtr e)
     unsigned long long v;
     int ok = gp && hwloc_precheck_ull(gp, &v);
     xmlFree(gp);
-    if (ok && pc->nlines == pc->lines_cap) {
-        int ncap = pc->lines_cap ? 2 * pc->lines_cap : 16;
-        void *q = ncap < INT_MAX / 4 ? realloc(pc->lines, (size_t)ncap * sizeof *pc->lines) : NULL;
-        if (!q)
-            return BK_ENOMEM;
-        pc->lines = q;
-        pc->lines_cap = ncap;
-    }
-    if (ok)
+    if (ok) {
+        BK_CHECK(bk_grow_int((void **)&pc->lines, &pc->lines_cap, pc->nlines, sizeof *pc->lines));
         pc->lines[pc->nlines++] = (struct hwloc_gp_line){v, xml_node_loc(e).line};
+    }
     /* hwloc sizes CPU and NUMA bitmaps by these indexes: 4294967295 costs 512 MiB. */
     char *type = xml_attr(e, "type"), *os = xml_attr(e, "os_index");
     int bad = os && type && (!strcmp(type, "PU") || !strcmp(type, "NUMANode")) &&

@@ -63,17 +63,8 @@ static enum bk_status read_line(struct smi *s, int *got)
     *got = 1;
     if (l->too_long)
         return BK_OK;
-    if (len + 1 > l->cap) {
-        char *ns = realloc(l->s, len + 1);
-        if (ns)
-            l->s = ns;
-        int *nc = realloc(l->col, (len + 1) * sizeof *nc);
-        if (nc)
-            l->col = nc;
-        if (!ns || !nc)
-            return BK_ENOMEM;
-        l->cap = len + 1;
-    }
+    struct bk_array text[] = {BK_ARRAY(l->s), BK_ARRAY(l->col)};
+    BK_CHECK(bk_grow_arrays(text, 2, &l->cap, len + 1));
     size_t i = 0;
     if (p == data && len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
         i = 3;

@@ -44,9 +44,9 @@ struct reader {
     char *nic_text;
     int nic_line, nic_col;
     struct server_line *s;
-    int ns;
+    int ns, s_cap;
     struct file_read *f;
-    int nf;
+    int nf, f_cap;
 };
 
 /* Check the statement has exactly `want` tokens, none empty, the form being `usage`. */
@@ -85,10 +85,7 @@ static enum bk_status stmt_server(struct reader *r)
     if (r->ns == TOPO_JOIN_MAX_SERVERS)
         return lex_error(&r->lx, r->lx.toks[0].col, "more than %d servers",
                          TOPO_JOIN_MAX_SERVERS);
-    struct server_line *g = realloc(r->s, ((size_t)r->ns + 1) * sizeof *g);
-    if (!g)
-        return BK_ENOMEM;
-    r->s = g;
+    BK_CHECK(bk_grow_int((void **)&r->s, &r->s_cap, r->ns, sizeof *r->s));
     struct server_line *sl = &r->s[r->ns];
     *sl = (struct server_line){strdup(nm->text), strdup(path->text), r->lx.line,
                                r->lx.toks[0].col, path->col, -1};
@@ -162,12 +159,11 @@ static enum bk_status read_server(struct reader *r, int k)
             sl->file = i;
             return BK_OK;
         }
-    struct file_read *g = realloc(r->f, ((size_t)r->nf + 1) * sizeof *g);
-    if (!g) {
+    enum bk_status st = bk_grow_int((void **)&r->f, &r->f_cap, r->nf, sizeof *r->f);
+    if (st != BK_OK) {
         free(path);
-        return BK_ENOMEM;
+        return st;
     }
-    r->f = g;
     struct file_read *f = &r->f[r->nf++];
     memset(f, 0, sizeof *f);
     f->path = path;
@@ -176,7 +172,7 @@ static enum bk_status read_server(struct reader *r, int k)
     struct input in;
     struct diag why;
     diag_init(&why);
-    enum bk_status st = input_read(path, &in, &why);
+    st = input_read(path, &in, &why);
     if (st != BK_OK) {
         const char *text = diag_first_error(&why);
         if (st != BK_ENOMEM)

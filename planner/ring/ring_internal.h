@@ -48,8 +48,8 @@ struct scratch {
 
 /* A list of ring orders, n GPUs each. */
 struct orders {
-    int n, count, cap;
-    int *v; /* [cap * n] */
+    int n, count, cap; /* cap: room for this many orders */
+    int *v;            /* [cap * n] */
 };
 
 int relay_ok(const struct topo *t, int v, int si, int sj);

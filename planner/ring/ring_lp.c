@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 void lpb_free(struct lpb *b)
 {
     free(b->type);
@@ -18,40 +20,18 @@ void lpb_free(struct lpb *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Room for one more row, column (and its end offset) or entry: capacities double together. */
+/* Room for one more row, column (and its end offset) or entry: each pair of arrays grows
+ * together. */
 BK_MUST_USE
 static enum bk_status lpb_reserve(struct lpb *b)
 {
-    if (b->nrows == b->rcap) {
-        int nc = b->rcap ? 2 * b->rcap : 64;
-        enum lp_row_type *t = realloc(b->type, (size_t)nc * sizeof *t);
-        b->type = t ? t : b->type;
-        double *r = realloc(b->rhs, (size_t)nc * sizeof *r);
-        b->rhs = r ? r : b->rhs;
-        if (!t || !r)
-            return BK_ENOMEM;
-        b->rcap = nc;
-    }
-    if (b->ncols + 1 >= b->ccap) {
-        int nc = b->ccap ? 2 * b->ccap : 64;
-        double *o = realloc(b->obj, (size_t)nc * sizeof *o);
-        b->obj = o ? o : b->obj;
-        int *f = realloc(b->off, (size_t)nc * sizeof *f);
-        b->off = f ? f : b->off;
-        if (!o || !f)
-            return BK_ENOMEM;
-        b->ccap = nc;
-    }
-    if (b->nnz == b->zcap) {
-        int nc = b->zcap ? 2 * b->zcap : 256;
-        int *w = realloc(b->row, (size_t)nc * sizeof *w);
-        b->row = w ? w : b->row;
-        double *v = realloc(b->val, (size_t)nc * sizeof *v);
-        b->val = v ? v : b->val;
-        if (!w || !v)
-            return BK_ENOMEM;
-        b->zcap = nc;
-    }
+    struct bk_array rows[] = {BK_ARRAY(b->type), BK_ARRAY(b->rhs)};
+    struct bk_array cols[] = {BK_ARRAY(b->obj), BK_ARRAY(b->off)};
+    struct bk_array entries[] = {BK_ARRAY(b->row), BK_ARRAY(b->val)};
+    BK_CHECK(bk_grow_int_arrays(rows, 2, &b->rcap, b->nrows));
+    /* A new column's end offset goes one past it, in off[ncols + 1]. */
+    BK_CHECK(bk_grow_int_arrays(cols, 2, &b->ccap, b->ncols + 1));
+    BK_CHECK(bk_grow_int_arrays(entries, 2, &b->zcap, b->nnz));
     return BK_OK;
 }
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 /*
  * Relays a hop may pass: those of its own servers, and network switches when it joins two
  * servers. NCCL never routes through a third server's PCIe, nor loops a hop inside one server
@@ -124,14 +126,8 @@ BK_MUST_USE
 enum bk_status orders_push(struct orders *o, const int *ord)
 {
     int n = o->n;
-    if ((o->count + 1) * n > o->cap) {
-        int nc = o->cap ? 2 * o->cap : 16 * n;
-        int *v = realloc(o->v, (size_t)nc * sizeof *v);
-        if (!v)
-            return BK_ENOMEM;
-        o->v = v;
-        o->cap = nc;
-    }
+    /* One element of the array is a whole order of n GPUs. */
+    BK_CHECK(bk_grow_int((void **)&o->v, &o->cap, o->count, (size_t)n * sizeof *o->v));
     memcpy(o->v + (size_t)o->count * n, ord, (size_t)n * sizeof *ord);
     o->count++;
     return BK_OK;

@@ -13,19 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(ptr, cap, need, fail)                                                               \
-    do {                                                                                         \
-        if ((need) > (cap)) {                                                                    \
-            int nc_ = (cap) ? 2 * (cap) : 256;                                                   \
-            while (nc_ < (need))                                                                 \
-                nc_ *= 2;                                                                        \
-            void *p_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr));                              \
-            if (!p_)                                                                             \
-                goto fail;                                                                       \
-            (ptr) = p_;                                                                          \
-            (cap) = nc_;                                                                         \
-        }                                                                                        \
-    } while (0)
+#include "core/strbuf.h"
 
 enum bk_status sim_eng_init(struct sim_eng *e, int nres, const double *cap_gbps)
 {
@@ -61,22 +49,18 @@ void sim_eng_free(struct sim_eng *e)
 enum bk_status sim_eng_task(struct sim_eng *e, double delay_us, double bytes, const int *res,
                             int nres, int *id)
 {
-    int n = e->ntasks, cap = e->tcap;
+    int n = e->ntasks;
     for (int i = 0; i < nres; i++)
         if (res[i] < 0 || res[i] >= e->nres)
             return BK_EINTERNAL;
-    if (n + 1 > cap) {
-        int c1 = cap, c2 = cap, c3 = cap, c4 = cap, c5 = cap;
-        GROW(e->delay, c1, n + 1, fail);
-        GROW(e->bytes, c2, n + 1, fail);
-        GROW(e->finish, c3, n + 1, fail);
-        GROW(e->res_off, c4, n + 1, fail);
-        GROW(e->res_n, c5, n + 1, fail);
-        e->tcap = c1;
-    }
-    GROW(e->res, e->res_cap, e->nres_used + nres, fail);
-    if (nres > 0)
+    struct bk_array tasks[] = {BK_ARRAY(e->delay), BK_ARRAY(e->bytes), BK_ARRAY(e->finish),
+                               BK_ARRAY(e->res_off), BK_ARRAY(e->res_n)};
+    BK_CHECK(bk_grow_int_arrays(tasks, (int)BK_ARRAY_LEN(tasks), &e->tcap, n));
+    if (nres > 0) {
+        BK_CHECK(bk_grow_int((void **)&e->res, &e->res_cap, e->nres_used + nres - 1,
+                             sizeof *e->res));
         memcpy(e->res + e->nres_used, res, (size_t)nres * sizeof *res);
+    }
     e->delay[n] = delay_us > 0 ? delay_us : 0;
     e->bytes[n] = nres > 0 && bytes > 0 ? bytes : 0;
     e->finish[n] = -1;
@@ -86,8 +70,6 @@ enum bk_status sim_eng_task(struct sim_eng *e, double delay_us, double bytes, co
     e->ntasks = n + 1;
     *id = n;
     return BK_OK;
-fail:
-    return BK_ENOMEM;
 }
 
 enum bk_status sim_eng_dep(struct sim_eng *e, int before, int after)
@@ -96,18 +78,12 @@ enum bk_status sim_eng_dep(struct sim_eng *e, int before, int after)
         return BK_OK;
     if (before >= e->ntasks || after < 0 || after >= e->ntasks)
         return BK_EINTERNAL;
-    if (e->ndeps + 1 > e->dep_cap) {
-        int c1 = e->dep_cap, c2 = e->dep_cap;
-        GROW(e->dep_from, c1, e->ndeps + 1, fail);
-        GROW(e->dep_to, c2, e->ndeps + 1, fail);
-        e->dep_cap = c1;
-    }
+    struct bk_array deps[] = {BK_ARRAY(e->dep_from), BK_ARRAY(e->dep_to)};
+    BK_CHECK(bk_grow_int_arrays(deps, 2, &e->dep_cap, e->ndeps));
     e->dep_from[e->ndeps] = before;
     e->dep_to[e->ndeps] = after;
     e->ndeps++;
     return BK_OK;
-fail:
-    return BK_ENOMEM;
 }
 
 /* ------------------------------------------------------------------ the run */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 struct topo_name_index {
     int *slots; /* node index + 1; 0 = empty */
     size_t cap; /* power of two */
@@ -119,14 +121,7 @@ enum bk_status topo_reindex(struct topo *t)
 enum bk_status topo_add_node(struct topo *t, enum topo_node_kind kind, const char *name, int server,
                              struct diag_loc loc, int *out)
 {
-    if (t->nnodes == t->nodes_cap) {
-        int cap = t->nodes_cap ? 2 * t->nodes_cap : 16;
-        struct topo_node *n = realloc(t->nodes, (size_t)cap * sizeof *n);
-        if (!n)
-            return BK_ENOMEM;
-        t->nodes = n;
-        t->nodes_cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&t->nodes, &t->nodes_cap, t->nnodes, sizeof *t->nodes));
     BK_CHECK(index_reserve(t, t->nnodes + 1));
     struct topo_node *n = &t->nodes[t->nnodes];
     memset(n, 0, sizeof *n);
@@ -172,14 +167,7 @@ enum bk_status topo_add_arc(struct topo *t, int src, int dst, enum topo_link_kin
 {
     if (src == dst || src < 0 || dst < 0 || src >= t->nnodes || dst >= t->nnodes)
         return BK_EINTERNAL;
-    if (t->nlinks == t->links_cap) {
-        int cap = t->links_cap ? 2 * t->links_cap : 32;
-        struct topo_link *l = realloc(t->links, (size_t)cap * sizeof *l);
-        if (!l)
-            return BK_ENOMEM;
-        t->links = l;
-        t->links_cap = cap;
-    }
+    BK_CHECK(bk_grow_int((void **)&t->links, &t->links_cap, t->nlinks, sizeof *t->links));
     t->links[t->nlinks++] = (struct topo_link){src, dst, kind, count, gbps, loc};
     return BK_OK;
 }

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/strbuf.h"
+
 /* Trees must beat NCCL by this much at both ends of a size interval to take it: between
  * samples the two times are only interpolated, and with the runtime's protocol modelled
  * (sim_tree.c) the trees' time at one chunk bends by up to about 1% between two samples an
@@ -32,10 +34,7 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
     struct plan_range *last = tu->n ? &tu->r[tu->n - 1] : NULL;
     if (last && last->algo == r->algo && last->chunk_bytes == r->chunk_bytes)
         return BK_OK;
-    struct plan_range *grown = realloc(tu->r, ((size_t)tu->n + 1) * sizeof *grown);
-    if (!grown)
-        return BK_ENOMEM;
-    tu->r = grown;
+    BK_CHECK(bk_grow_int((void **)&tu->r, &tu->cap, tu->n, sizeof *tu->r));
     tu->r[tu->n++] = *r;
     return BK_OK;
 }
@@ -79,7 +78,7 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
     for (double b = PLAN_TUNE_MIN_BYTES; b <= PLAN_TUNE_MAX_BYTES; b *= 2)
         ns++;
     struct sample *sm = calloc((size_t)ns, sizeof *sm);
-    struct plan_tuning tu = {0, NULL};
+    struct plan_tuning tu = {0};
     enum bk_status st = sm ? take_samples(ps, pl, p, sm, ns, d) : BK_ENOMEM;
     /* Interval k runs from sample k to sample k+1 (the first from 0); the last sample's from
      * there on. Trees take an interval only where they win at both of its ends. */
