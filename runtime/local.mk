@@ -4,7 +4,8 @@
 
 RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
-	runtime/src/errors.c runtime/src/env.c runtime/src/comm.c runtime/src/rendezvous.c \
+	runtime/src/errors.c runtime/src/env.c runtime/src/log.c runtime/src/log.h \
+	runtime/src/comm.c runtime/src/rendezvous.c \
 	runtime/src/plan_check.c runtime/src/library.c runtime/src/roles.c \
 	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
 	runtime/src/nccl_real.c runtime/src/nccl_real.h \
@@ -44,7 +45,7 @@ NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FL
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
 		$(top_srcdir)/runtime/src/kernel_cuda.cuh \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
-		$(top_srcdir)/runtime/include/blink.h
+		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h
 	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
 		-c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
 CLEANFILES += runtime/src/backend_cuda.$(OBJEXT)

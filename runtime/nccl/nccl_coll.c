@@ -38,11 +38,12 @@ int shim_hand_off(struct ncclComm *c, enum shim_call call, enum shim_why why,
                   const char *detail, const char *fn)
 {
     ncclComm_t real = shim_real_comm(c);
-    if (c->bk->env.log_level >= 2 && c->bk->rank == 0 && !c->said[call][why]) {
+    if (bk_logs(&c->bk->env, BK_LOG_INFO, BK_SUB_COLL) && c->bk->rank == 0 &&
+        !c->said[call][why]) {
         c->said[call][why] = 1;
-        fprintf(stderr, "blink INFO %s: NCCL (%s: %s)%s%s\n", call_names[call], why_text[why],
-                detail, real ? "" : "; there is no NCCL, so the call fails: ",
-                real ? "" : bk_nccl_missing(c->bk));
+        bk_log(BK_LOG_INFO, bk_log_dev(c->bk), "%s: NCCL (%s: %s)%s%s", call_names[call],
+               why_text[why], detail, real ? "" : "; there is no NCCL, so the call fails: ",
+               real ? "" : bk_nccl_missing(c->bk));
     }
     if (!real)
         bk_error(blinkInvalidUsage, "%s: this call goes to NCCL (%s: %s), and there is none (%s)",
@@ -83,10 +84,12 @@ static ncclResult_t solo(ncclComm_t comm, enum shim_call call, const struct bk_a
     if (bk_is_rooted(a->coll) && a->root != 0)
         return shim_result(bk_error(blinkInvalidArgument, "%s: root %d of a communicator of "
                                     "one rank", fn, a->root));
-    if (comm->bk->env.log_level >= 2 && !comm->said[call][WHY_NO_PLAN]) {
+    if (bk_logs(&comm->bk->env, BK_LOG_INFO, BK_SUB_COLL) && !comm->said[call][WHY_NO_PLAN]) {
         comm->said[call][WHY_NO_PLAN] = 1;
-        fprintf(stderr, "blink INFO %s: one rank, so a copy\n", fn);
+        bk_log(BK_LOG_INFO, bk_log_dev(comm->bk), "%s: one rank, so a copy", fn);
     }
+    if (bk_logs(&comm->bk->env, BK_LOG_TRACE, BK_SUB_COLL))
+        bk_trace_call(comm->bk, a, fn, "a copy (one rank)");
     size_t es = (unsigned)a->dt < blinkNumTypes ? bk_dtype_size(a->dt) : 1; /* fp8 */
     size_t bytes = a->count * es;
     if (!bytes || a->send == a->recv)
@@ -122,6 +125,11 @@ static ncclResult_t collective(ncclComm_t comm, enum shim_call call, struct bk_a
         return solo(comm, call, a);
     if (!shim_hand_off(comm, call, why, detail, fn))
         return ncclInvalidUsage;
+    if (bk_logs(&comm->bk->env, BK_LOG_TRACE, BK_SUB_COLL)) {
+        char runs[BK_MSG_MAX + 64];
+        snprintf(runs, sizeof runs, "NCCL (%s: %s)", why_text[why], detail);
+        bk_trace_call(comm->bk, a, fn, runs);
+    }
     return shim_result(bk_nccl_launch(comm->bk, a));
 }
 

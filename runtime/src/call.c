@@ -9,6 +9,9 @@
  * everywhere. A call whose own arguments are wrong on one rank aborts the communicator, so the
  * other ranks' calls fail instead of waiting for it.
  *
+ * BLINK_DEBUG=TRACE says each call as it is issued (collective, count, datatype, op, root and
+ * what runs it); off, that costs one compare per call.
+ *
  * Group style: between blinkGroupStart and blinkGroupEnd (thread-local) calls are recorded;
  * blinkGroupEnd issues them in order, then waits for those on NULL streams (host backend),
  * so one thread can drive every rank of a process.
@@ -51,6 +54,30 @@ static blinkResult_t check_local(blinkComm_t c, const struct bk_args *a, const c
     return blinkSuccess;
 }
 
+void bk_trace_call(blinkComm_t c, const struct bk_args *a, const char *fn, const char *runs)
+{
+    char dt[32];
+    if ((unsigned)a->dt < blinkNumTypes)
+        snprintf(dt, sizeof dt, "%s", bk_dtype_name(a->dt));
+    else
+        snprintf(dt, sizeof dt, "%d", (int)a->dt); /* NCCL's own (fp8), handed to it */
+    bk_log(BK_LOG_TRACE, bk_log_dev(c), "%s: rank %d count %zu datatype %s op %s root %d "
+           "sendbuff %p recvbuff %p comm %p [nranks=%d] stream %p: %s", fn, c->rank, a->count,
+           dt, bk_has_op(a->coll) ? bk_op_name(a->op) : "none", a->root, a->send,
+           (void *)a->recv, (void *)c, c->nranks, a->stream, runs);
+}
+
+/* The TRACE line of a call that the plan runs. */
+static void trace_plan(blinkComm_t c, const struct bk_args *a, const char *fn,
+                       const struct bk_choice *ch, size_t chunk)
+{
+    char runs[128];
+    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s, %zu-byte chunks", c->seq,
+             ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chains" : "trees",
+             chunk);
+    bk_trace_call(c, a, fn, runs);
+}
+
 /* Chunks per tree must fit the protocol's 32-bit counts. */
 static int too_many_chunks(const struct bk_launch *L)
 {
@@ -66,8 +93,15 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
             be->abort(c, bk_last_error());
         return r;
     }
-    if (!c->plan)
+    int trace = bk_logs(&c->env, BK_LOG_TRACE, BK_SUB_COLL);
+    if (!c->plan) {
+        if (trace) {
+            char runs[BK_MSG_MAX + 16];
+            snprintf(runs, sizeof runs, "NCCL (no plan: %s)", c->plan_why);
+            bk_trace_call(c, a, fn, runs);
+        }
         return bk_nccl_launch(c, a);
+    }
     int root = bk_is_rooted(a->coll) ? c->plan_of[a->root] : -1;
     const struct blink_plan_schedule *sch = bk_schedule(c->plan, a->coll, root);
     if (!sch) /* the plan is the same on every rank: they all fail here, and nothing waits */
@@ -77,8 +111,12 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
                         "?", bk_coll_name(a->coll), root >= 0 ? " for this root" : "");
     struct bk_choice ch;
     bk_choose(c, sch, a, 1, &ch);
-    if ((ch.algo == BLINK_PLAN_RINGS && c->nccl) || ch.algo == BK_ALGO_NCCL)
+    if ((ch.algo == BLINK_PLAN_RINGS && c->nccl) || ch.algo == BK_ALGO_NCCL) {
+        if (trace)
+            bk_trace_call(c, a, fn, ch.algo == BK_ALGO_NCCL ? "NCCL (BLINK_ALGO=nccl)"
+                          : "NCCL (the plan's per-size choice: NCCL's rings)");
         return bk_nccl_launch(c, a);
+    }
     if (++c->seq == 0)
         c->seq = 1; /* 0 is what a fresh segment holds */
     size_t es = bk_dtype_size(a->dt);
@@ -96,6 +134,8 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
         return blinkInvalidUsage;
     }
     c->ops = 0;
+    if (trace)
+        trace_plan(c, a, fn, &ch, chunk);
     return be->launch(c, &L, a->stream);
 }
 

@@ -3,8 +3,8 @@
  * choose.c - what a call runs: the range of its schedule that covers the message size (blinkc
  * put the simulator's choice there: trees or NCCL's rings, and the chunk), then the
  * environment's overrides. A plan that hands sizes to NCCL does it visibly: BLINK_DEBUG=INFO
- * says what runs, once per schedule and range, and BLINK_DEBUG=WARN says where rings were
- * planned but this runtime has no NCCL, so it runs the rings itself.
+ * (subsystem COLL) says what runs, once per schedule and range, and BLINK_DEBUG=WARN says where
+ * rings were planned but this runtime has no NCCL, so it runs the rings itself.
  * With NCCL (nccl_call.c) ring sizes go to NCCL, which picks its own rings; BLINK_ALGO=nccl
  * hands every size to it.
  */
@@ -62,7 +62,7 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
 
     int si = (int)(sch - c->plan->schedules);
     unsigned char *said = &c->said[(size_t)si * (size_t)c->said_stride + (size_t)(ri + 1)];
-    if (!say || c->env.log_level < 1 || *said || c->rank != 0)
+    if (!say || !bk_logs(&c->env, BK_LOG_WARN, BK_SUB_ALL) || *said || c->rank != 0)
         return;
     *said = 1;
     char from[32], ch[32];
@@ -72,21 +72,23 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     const char *rooted = sch->root >= 0 ? " (rooted)" : "";
     const char *by = c->env.algo_env >= 0 || c->env.chunk_env ? "set by the environment"
                                                               : "the plan's per-size choice";
+    int dev = bk_log_dev(c);
     if (algo == BK_ALGO_NCCL || (algo == BLINK_PLAN_RINGS && c->nccl)) {
-        if (c->env.log_level >= 2 || !c->nccl)
-            fprintf(stderr, "blink %s %s%s from %s: NCCL (%s)%s%s\n", c->nccl ? "INFO" : "WARN",
-                    coll, rooted, from, algo == BK_ALGO_NCCL ? "BLINK_ALGO=nccl" :
-                    "the plan's per-size choice: NCCL's rings are faster here",
-                    c->nccl ? "" : "; there is no NCCL, so the call fails: ",
-                    c->nccl ? "" : bk_nccl_missing(c));
+        int level = c->nccl ? BK_LOG_INFO : BK_LOG_WARN;
+        if (bk_logs(&c->env, level, c->nccl ? BK_SUB_COLL : BK_SUB_ALL))
+            bk_log(level, dev, "%s%s from %s: NCCL (%s)%s%s", coll, rooted, from,
+                   algo == BK_ALGO_NCCL ? "BLINK_ALGO=nccl" :
+                   "the plan's per-size choice: NCCL's rings are faster here",
+                   c->nccl ? "" : "; there is no NCCL, so the call fails: ",
+                   c->nccl ? "" : bk_nccl_missing(c));
     } else if (algo == BLINK_PLAN_RINGS)
-        fprintf(stderr, "blink WARN %s%s from %s: NCCL's rings were planned; this runtime has no "
-                "NCCL (%s), so it runs %s itself (%d chains, %s chunks)\n", coll, rooted, from,
-                bk_nccl_missing(c), rings ? "the rings" : "the trees (no ring set)",
-                out->ntrees, ch);
-    else if (c->env.log_level >= 2)
-        fprintf(stderr, "blink INFO %s%s from %s: blinkc's plan, %d trees, %s chunks (%s)\n",
-                coll, rooted, from, out->ntrees, ch, by);
+        bk_log(BK_LOG_WARN, dev, "%s%s from %s: NCCL's rings were planned; this runtime has no "
+               "NCCL (%s), so it runs %s itself (%d chains, %s chunks)", coll, rooted, from,
+               bk_nccl_missing(c), rings ? "the rings" : "the trees (no ring set)",
+               out->ntrees, ch);
+    else if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
+        bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, %d trees, %s chunks (%s)", coll,
+               rooted, from, out->ntrees, ch, by);
 }
 
 blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,

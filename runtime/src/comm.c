@@ -54,15 +54,15 @@ static void say_info(blinkComm_t c)
     const struct bk_peer *me = &c->peer[c->prank];
     size_t slots = c->layout.slot_bytes ? (c->layout.seg_bytes[c->prank] -
                                            c->layout.slots_off[c->prank]) / c->layout.slot_bytes : 0;
-    fprintf(stderr, "blink INFO rank %d/%d: plan rank %d of '%s' (fingerprint %s), device %d "
-            "(physical %d, bus %s) of server %d, %d of %d peers there, on %s pid %d; %d "
-            "stream%s, %d thread%s; staging %zu bytes (%zu slots of %zu bytes); timeout %g s\n",
-            c->rank, c->nranks, c->prank, c->plan->topology ? c->plan->topology : "?",
-            c->plan->fingerprint ? c->plan->fingerprint : "?", me->topo_dev, me->phys_dev,
-            me->busid[0] ? me->busid : "-", me->server, c->nranks - 1 - c->nremote,
-            c->nranks - 1, me->host, me->pid, c->nstreams,
-            c->nstreams == 1 ? "" : "s", c->nworkers, c->nworkers == 1 ? "" : "s",
-            c->layout.seg_bytes[c->prank], slots, c->layout.slot_bytes, c->env.timeout_s);
+    bk_log(BK_LOG_INFO, me->phys_dev, "rank %d/%d: plan rank %d of '%s' (fingerprint %s), "
+           "device %d (physical %d, bus %s) of server %d, %d of %d peers there, on %s pid %d; "
+           "%d stream%s, %d thread%s; staging %zu bytes (%zu slots of %zu bytes); timeout %g s",
+           c->rank, c->nranks, c->prank, c->plan->topology ? c->plan->topology : "?",
+           c->plan->fingerprint ? c->plan->fingerprint : "?", me->topo_dev, me->phys_dev,
+           me->busid[0] ? me->busid : "-", me->server, c->nranks - 1 - c->nremote,
+           c->nranks - 1, me->host, me->pid, c->nstreams,
+           c->nstreams == 1 ? "" : "s", c->nworkers, c->nworkers == 1 ? "" : "s",
+           c->layout.seg_bytes[c->prank], slots, c->layout.slot_bytes, c->env.timeout_s);
 }
 
 /* lib is one plan of several servers, for n ranks. */
@@ -320,6 +320,10 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         snprintf(me.host, sizeof me.host, "?");
     snprintf(me.server, sizeof me.server, "%s", c->env.server[0] ? c->env.server : me.host);
     be->bus_id(me.phys_dev, me.busid, sizeof me.busid);
+    /* NCCL's first lines: its version (rank 0) and the variables set, once per process. */
+    if (rank == 0)
+        bk_log_version(c->env.log_level, c->env.log_mask, me.phys_dev, be->name);
+    bk_log_env(c->env.log_level, c->env.log_mask, me.phys_dev);
     memcpy(rec, &me, sizeof me);
     struct seg_rec first = {{0}, 0, 0, 0, {0}};
     struct bk_rv_who *who = malloc((size_t)nranks * BK_RV_REC);
@@ -349,13 +353,18 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         bk_set_last_error(msg);
         return r;
     }
-    if (c->env.log_level >= 2 && c->plan)
+    if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_INIT) && c->plan)
         say_info(c);
-    else if (c->env.log_level >= 2)
-        fprintf(stderr, "blink INFO rank %d/%d: every call goes to NCCL: %s\n", c->rank,
-                c->nranks, c->plan_why);
+    else if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_INIT))
+        bk_log(BK_LOG_INFO, bk_log_dev(c), "rank %d/%d: every call goes to NCCL: %s", c->rank,
+               c->nranks, c->plan_why);
     *out = c;
     return blinkSuccess;
+}
+
+int bk_log_dev(blinkComm_t c)
+{
+    return c->peer ? c->peer[c->prank].phys_dev : -1;
 }
 
 blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,

@@ -4,7 +4,9 @@
  *   BLINK_CHUNK_BYTES=N       the pipeline chunk in bytes (overrides the plan's)
  *   BLINK_ALGO=trees|rings|nccl  run the trees, the rings, or NCCL itself, at every size
  *   BLINK_NCCL_LIB=PATH|none  the real NCCL to hand calls to (nccl_real.c)
- *   BLINK_DEBUG=WARN|INFO     say on stderr what runs; unset: silent
+ *   BLINK_DEBUG=LEVEL         VERSION, WARN, INFO or TRACE, any case: say on stderr what
+ *                             runs (log.h); unset or unknown: silent, as NCCL_DEBUG
+ *   BLINK_DEBUG_SUBSYS=LIST   INIT,COLL,NET,ENV,ALL, or ^LIST for all but those (default ALL)
  *   BLINK_TIMEOUT_S=S         how long a rank waits for a peer before the call fails
  *   BLINK_STAGING_BYTES=N     staging memory per rank
  *   BLINK_DEVICE=D            the topology device this rank plays (blinkCommInitRank)
@@ -58,8 +60,9 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees', 'rings' "
                             "or 'nccl'", fn, env);
     }
-    env = getenv("BLINK_DEBUG");
-    e->log_level = !env ? 0 : !strcmp(env, "INFO") ? 2 : !strcmp(env, "WARN") ? 1 : 0;
+    /* Never an error, as NCCL_DEBUG and NCCL_DEBUG_SUBSYS are not: a bad value is silence. */
+    e->log_level = bk_log_parse_level(getenv("BLINK_DEBUG"));
+    e->log_mask = bk_log_parse_subsys(getenv("BLINK_DEBUG_SUBSYS"));
     if ((env = getenv("BLINK_TIMEOUT_S")) != NULL) {
         char *end;
         errno = 0;

@@ -870,16 +870,16 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
     return blinkSuccess;
 }
 
-/* BLINK_DEBUG=INFO: what went over MPI, per peer on another server. */
+/* BLINK_DEBUG=INFO (subsystem NET): what went over MPI, per peer on another server. */
 static void say_net(const struct bk_hx *x)
 {
     blinkComm_t c = x->c;
     for (int q = 0; q < c->nranks; q++)
         if (c->peer[q].remote && (x->sent[q] || x->recvd[q]))
-            fprintf(stderr, "blink INFO rank %d/%d (server %d): MPI with rank %d (server %d): "
-                    "sent %llu bytes, received %llu bytes\n", c->rank, c->nranks,
-                    c->peer[c->prank].server, c->user_of[q], c->peer[q].server, x->sent[q],
-                    x->recvd[q]);
+            bk_log(BK_LOG_INFO, bk_log_dev(c), "rank %d/%d (server %d): MPI with rank %d "
+                   "(server %d): sent %llu bytes, received %llu bytes", c->rank, c->nranks,
+                   c->peer[c->prank].server, c->user_of[q], c->peer[q].server, x->sent[q],
+                   x->recvd[q]);
 }
 
 void bk_hx_stop(struct bk_hx *x)
@@ -893,7 +893,7 @@ void bk_hx_stop(struct bk_hx *x)
     for (int i = 1; i < x->nthreads; i++)
         if (x->w[i].th)
             pthread_join(x->w[i].th, NULL);
-    if (x->sent && x->c->env.log_level >= 2)
+    if (x->sent && bk_logs(&x->c->env, BK_LOG_INFO, BK_SUB_NET))
         say_net(x);
     for (int q = 0; x->abort_req && q < x->c->nranks; q++) {
         /* An abort's few bytes leave at once; give them a moment, then let them go. */

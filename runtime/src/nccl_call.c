@@ -75,8 +75,8 @@ void bk_nccl_init(blinkComm_t c, const void *id)
     free(n);
     snprintf(c->nccl_why, sizeof c->nccl_why, "%s%s", why == shared ? "" : "NCCL's init failed: ",
              why);
-    if (c->env.log_level >= 1)
-        fprintf(stderr, "blink WARN rank %d: no NCCL (%s)\n", c->rank, c->nccl_why);
+    if (bk_logs(&c->env, BK_LOG_WARN, BK_SUB_ALL))
+        bk_log(BK_LOG_WARN, bk_log_dev(c), "rank %d: no NCCL (%s)", c->rank, c->nccl_why);
 }
 
 /* Destroy, or abort, the rank's NCCL communicator. */

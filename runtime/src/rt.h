@@ -13,6 +13,7 @@
 
 #include "blink.h"
 #include "blink_plan.h"
+#include "log.h"
 #include "proto.h"
 
 #ifdef __cplusplus
@@ -60,12 +61,20 @@ struct bk_peer {
 struct bk_env {
     size_t chunk_env;        /* BLINK_CHUNK_BYTES, or 0 */
     int algo_env;            /* BLINK_ALGO: enum blink_plan_algo, or -1 */
-    int log_level;           /* BLINK_DEBUG: 0 silent, 1 WARN, 2 INFO */
+    int log_level;           /* BLINK_DEBUG: enum bk_log_level (log.h) */
+    unsigned log_mask;       /* BLINK_DEBUG_SUBSYS: BK_SUB_* bits */
     double timeout_s;        /* BLINK_TIMEOUT_S */
     size_t staging;          /* BLINK_STAGING_BYTES */
     int device;              /* BLINK_DEVICE, or -1 */
     char server[64];         /* BLINK_SERVER, or "" */
 };
+
+/* Whether e says lines of this level and subsystem: a compare, so a line that is off costs
+ * nothing more (log.h). */
+static inline int bk_logs(const struct bk_env *e, int level, unsigned sub)
+{
+    return e->log_level >= level && (e->log_mask & sub) != 0;
+}
 
 /* BLINK_ALGO=nccl: hand every call to NCCL (not a plan's algo, so outside blink_plan_algo). */
 #define BK_ALGO_NCCL 2
@@ -193,6 +202,10 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
 blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *comms, int ndev,
                           const int *devlist, unsigned flags, const char *fn);
 void bk_comm_free(blinkComm_t c);
+/* The device c's log lines name: the one its rank runs on (blinkCommCuDevice's). */
+int bk_log_dev(blinkComm_t c);
+/* BLINK_DEBUG=TRACE (COLL): one line per call as it is issued, with what runs it. */
+void bk_trace_call(blinkComm_t c, const struct bk_args *a, const char *fn, const char *runs);
 
 #ifdef __cplusplus
 }

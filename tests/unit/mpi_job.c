@@ -271,6 +271,23 @@ int count_lines(const char *s, const char *start, const char *has)
     return n;
 }
 
+int count_log_lines(const char *s, const char *level, const char *has)
+{
+    int n = 0;
+    for (const char *line = s; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char text[4096], got[16];
+        int pid, tid, dev, at = 0;
+        snprintf(text, sizeof text, "%.*s", (int)len, line);
+        if (sscanf(text, "%*[^: ]:%d:%d [%d] blink %15s %n", &pid, &tid, &dev, got, &at) == 4 &&
+            at > 0 && (!level || strcmp(got, level) == 0) && strstr(text + at, has))
+            n++;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
 static struct names marked;
 void shm_mark(void) { list_shm(&marked); }
 int shm_left_since_mark(char *out, size_t len) { return shm_left(&marked, out, len); }

@@ -43,6 +43,9 @@ void run_sweep(const struct job *j);
 const char *tail(const char *s);
 /* The number of lines that start with `start` and contain `has`. */
 int count_lines(const char *s, const char *start, const char *has);
+/* The number of the runtime's log lines of `level` (WARN, INFO, TRACE; NULL: any) that contain
+ * `has`: lines "HOST:PID:TID [DEV] blink LEVEL ...", as BLINK_DEBUG prints them. */
+int count_log_lines(const char *s, const char *level, const char *has);
 /* run_job's checks of /dev/shm alone, for runs that are meant to fail. */
 void shm_mark(void);
 int shm_left_since_mark(char *out, size_t len);
