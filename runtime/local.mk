@@ -61,7 +61,8 @@ RT_TESTS = \
 	tests/unit/test_rt_coll \
 	tests/unit/test_rt_styles \
 	tests/unit/test_rt_fail \
-	tests/unit/test_rt_ranges
+	tests/unit/test_rt_ranges \
+	tests/unit/test_rt_log
 UNIT_TESTS += $(RT_TESTS)
 EXTRA_DIST += tests/unit/rt_testutil.c tests/unit/rt_testutil.h
 
@@ -85,6 +86,9 @@ tests_unit_test_rt_coll_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/
 tests_unit_test_rt_styles_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_styles_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_styles_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_log_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_log_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_log_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -72,9 +72,9 @@ static void trace_plan(blinkComm_t c, const struct bk_args *a, const char *fn,
                        const struct bk_choice *ch, size_t chunk)
 {
     char runs[128];
-    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s, %zu-byte chunks", c->seq,
-             ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chains" : "trees",
-             chunk);
+    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks", c->seq,
+             ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chain" : "tree",
+             ch->ntrees == 1 ? "" : "s", chunk);
     bk_trace_call(c, a, fn, runs);
 }
 
