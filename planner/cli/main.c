@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/builtin.h"
 #include "cli/cli.h"
@@ -21,6 +22,7 @@
 #include "ilp/ilp.h"
 #include "core/input.h"
 #include "core/outfile.h"
+#include "core/progress.h"
 #include "plan/plan.h"
 #include "plan/plan_load.h"
 #include "out/plan_dot.h"
@@ -35,6 +37,9 @@
 #include "topo/topo_print.h"
 #include "read/topo_read.h"
 #include "core/trail.h"
+
+/* Plans made by this run, for the summary line. */
+static int plans_made;
 
 static int exit_code(enum bk_status st)
 {
@@ -52,25 +57,6 @@ static void print_version(void)
     printf("blinkc %s\n", PACKAGE_VERSION);
     printf("built with hwloc %s, libxml2 %s, %s\n", HWLOC_VERSION, LIBXML_DOTTED_VERSION,
            ilp_solver_version());
-}
-
-static void print_diags(const struct diag *d, int quiet)
-{
-    if (!quiet) {
-        diag_print(d, stderr);
-        return;
-    }
-    struct diag errors = *d;
-    errors.n = 0;
-    struct diag_msg *kept = malloc((d->n ? d->n : 1) * sizeof *kept);
-    if (!kept)
-        return;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->msgs[i].level == DIAG_ERROR)
-            kept[errors.n++] = d->msgs[i];
-    errors.msgs = kept;
-    diag_print(&errors, stderr);
-    free(kept);
 }
 
 /* Load the TOPOLOGY argument: a file, "-", builtin:NAME, or the built-in default. */
@@ -178,9 +164,14 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     int only_topology = c->print_topology && !c->explain && !any_output;
     enum bk_status st = BK_OK;
     BK_CHECK(resolve_root(c, t, &po.root, d));
+    int table = c->explain || (!any_output && !c->print_topology && !c->simulate);
+    if (table && !c->explain) { /* what was read comes first, before the planning's wait */
+        topo_print_summary(&sb, t);
+        BK_CHECK_GOTO(print(&sb, d), st, out);
+    }
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
-    int table = c->explain || (!any_output && !c->print_topology && !c->simulate);
+    plans_made = ps.n;
     if (c->tune && (c->output || table || c->simulate))
         BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
     const char *model = NULL; /* --dump-ilp: the one plan's (cli.c checks there is one) */
@@ -237,9 +228,6 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         BK_CHECK_GOTO(print(&sb, d), st, out);
     }
     if (table) {
-        /* The default job: what was read and the table of plans. */
-        if (!c->explain)
-            topo_print_summary(&sb, t);
         plan_explain(&sb, &ps, c->explain);
         st = print(&sb, d);
     }
@@ -256,6 +244,8 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
 {
     struct allocations a;
     BK_CHECK(plan_allocations(full, &c->plan, c->tune ? &c->sim.params : NULL, &a, d));
+    for (int i = 0; i < a.n; i++)
+        plans_made += a.sets[i].n;
     struct emit_alloc *allocs = calloc((size_t)a.n + 1, sizeof *allocs);
     enum bk_status st = allocs ? BK_OK : BK_ENOMEM;
     for (int i = 0; st == BK_OK && i < a.n; i++)
@@ -370,6 +360,15 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     return st;
 }
 
+/* The one-line summary that ends a long job on a terminal. */
+static void say_done(const struct cli *c)
+{
+    const char *what = c->output ? c->output : c->plan_json ? c->plan_json : c->dot;
+    fprintf(stderr, "blinkc: %s %d plan%s%s%s in %.0f s\n", what ? "wrote" : "made", plans_made,
+            plans_made == 1 ? "" : "s", what ? " to " : "",
+            what ? (strcmp(what, "-") ? what : "standard output") : "", progress_elapsed());
+}
+
 int main(int argc, char **argv)
 {
     struct cli c;
@@ -389,9 +388,15 @@ int main(int argc, char **argv)
     }
     struct diag d;
     diag_init(&d);
+    d.echo = stderr; /* warnings as they are found, not after the table */
+    d.echo_from = c.quiet ? DIAG_ERROR : DIAG_NOTE;
+    progress_enable(!c.quiet && isatty(STDERR_FILENO));
     bk_trail_clear();
     enum bk_status st = run(&c, &d);
-    print_diags(&d, c.quiet);
+    progress_clear();
+    diag_print_lost(&d, stderr);
+    if (st == BK_OK && progress_enabled() && progress_elapsed() >= 2)
+        say_done(&c);
     const char *env = getenv("BLINKC_DEBUG");
     if (st != BK_OK && (c.debug || (env && strcmp(env, "1") == 0)))
         bk_trail_print(stderr);

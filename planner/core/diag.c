@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/progress.h"
 #include "core/strbuf.h"
+
+static void print_one(FILE *out, const struct diag_msg *m);
 
 void diag_init(struct diag *d) { memset(d, 0, sizeof *d); }
 
@@ -43,6 +46,10 @@ static void vadd(struct diag *d, enum diag_level level, const char *file, struct
     m->loc = loc;
     m->file = file ? strdup(file) : NULL;
     m->text = bk_vasprintf(fmt, ap);
+    if (d->echo && level >= d->echo_from) {
+        progress_clear();
+        print_one(d->echo, m);
+    }
 }
 
 void diag_add(struct diag *d, enum diag_level level, const char *file, struct diag_loc loc,
@@ -90,28 +97,36 @@ static void put_safe(FILE *out, const char *s)
     }
 }
 
-void diag_print(const struct diag *d, FILE *out)
+static void print_one(FILE *out, const struct diag_msg *m)
 {
     static const char *const names[] = {"note", "warning", "error"};
-    for (size_t i = 0; i < d->n; i++) {
-        const struct diag_msg *m = &d->msgs[i];
-        fputs("blinkc: ", out);
-        if (m->file) {
-            put_safe(out, m->file);
-            if (m->loc.line > 0) {
-                fprintf(out, ":%d", m->loc.line);
-                if (m->loc.col > 0)
-                    fprintf(out, ":%d", m->loc.col);
-            }
-            fputs(": ", out);
+    fputs("blinkc: ", out);
+    if (m->file) {
+        put_safe(out, m->file);
+        if (m->loc.line > 0) {
+            fprintf(out, ":%d", m->loc.line);
+            if (m->loc.col > 0)
+                fprintf(out, ":%d", m->loc.col);
         }
-        fprintf(out, "%s: ", names[m->level]);
-        put_safe(out, m->text ? m->text : "(out of memory while formatting this message)");
-        fputc('\n', out);
+        fputs(": ", out);
     }
+    fprintf(out, "%s: ", names[m->level]);
+    put_safe(out, m->text ? m->text : "(out of memory while formatting this message)");
+    fputc('\n', out);
+}
+
+void diag_print_lost(const struct diag *d, FILE *out)
+{
     if (d->lost)
         fprintf(out, "blinkc: error: %d more message%s lost: out of memory\n", d->lost,
                 d->lost == 1 ? " was" : "s were");
+}
+
+void diag_print(const struct diag *d, FILE *out)
+{
+    for (size_t i = 0; i < d->n; i++)
+        print_one(out, &d->msgs[i]);
+    diag_print_lost(d, out);
 }
 
 const char *diag_first_error(const struct diag *d)

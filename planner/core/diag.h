@@ -35,6 +35,9 @@ struct diag {
     int nerrors;
     int nwarnings;
     int lost;              /* messages that could not be stored (out of memory) */
+    FILE *echo;            /* when set, each message from echo_from up is printed there as it
+                              is recorded, so warnings come when found, not after the table */
+    enum diag_level echo_from;
 };
 
 void diag_init(struct diag *d);
@@ -50,8 +53,12 @@ void diag_note(struct diag *d, const char *file, struct diag_loc loc, const char
 void diag_add(struct diag *d, enum diag_level level, const char *file, struct diag_loc loc,
               const char *fmt, ...) BK_PRINTF(5, 6);
 
-/* Print every record as "blinkc: FILE:LINE:COL: LEVEL: TEXT", escaping control bytes. */
+/* Print every record as "blinkc: FILE:LINE:COL: LEVEL: TEXT", escaping control bytes (then
+ * the count of lost messages, if any). */
 void diag_print(const struct diag *d, FILE *out);
+
+/* Only the count of lost messages, if any (after echoing). */
+void diag_print_lost(const struct diag *d, FILE *out);
 
 /* The first error's text, or NULL (tests use it). */
 const char *diag_first_error(const struct diag *d);

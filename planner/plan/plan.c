@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/progress.h"
 #include "core/strbuf.h"
 #include "pack/bound.h"
 #include "pack/mwu.h"
@@ -422,12 +423,15 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
         if (!(o->collectives & (1u << c)))
             continue;
         if (!collective_has_root(c)) {
+            progress_say("planning %s on %d GPUs", collective_name(c), t->ngpus);
             BK_CHECK_GOTO(plan_one(s, c, -1, o, d), st, fail);
             continue;
         }
         for (int r = 0; r < t->ngpus; r++)
-            if (o->root < 0 || o->root == r)
+            if (o->root < 0 || o->root == r) {
+                progress_say("planning %s from rank %d of %d", collective_name(c), r, t->ngpus);
                 BK_CHECK_GOTO(plan_one(s, c, r, o, d), st, fail);
+            }
     }
     /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
      * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "core/progress.h"
 #include "tune/plan_tune.h"
 
 enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *o,
@@ -42,6 +43,8 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
             continue;
         }
         struct plan_set *ps = &out->sets[out->n];
+        progress_context("allocation %d (%d GPUs; %u of %zu GPU sets looked at): ", out->n + 1, k,
+                         mask, cap - 1);
         if (st == BK_OK)
             st = plan_all(t, o, ps, d); /* frees ps when it fails */
         if (st == BK_OK && sim && (st = plan_tune(ps, sim, d)) != BK_OK)
@@ -51,6 +54,7 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
         else
             topo_free(t);
     }
+    progress_context(NULL);
     if (st != BK_OK)
         allocations_free(out);
     return st;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/progress.h"
 #include "core/strbuf.h"
 
 /* Trees must beat NCCL by this much at both ends of a size interval to take it: between
@@ -112,8 +113,11 @@ enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct
 {
     if (ps->cluster)
         return BK_OK; /* see plan_tune.h */
-    for (int i = 0; i < ps->n; i++)
+    for (int i = 0; i < ps->n; i++) {
+        progress_say("simulating sizes for %s (plan %d of %d)", collective_name(ps->v[i].coll),
+                     i + 1, ps->n);
         BK_CHECK(tune_one(ps, &ps->v[i], p, d));
+    }
     return BK_OK;
 }
 

@@ -3,10 +3,12 @@
  * test_outputs.c - a run's outputs are all or nothing (outfile.h): a path that cannot be
  * written fails before any work and leaves the others as they were, a failure after the work
  * started leaves no file and no temporary behind, so does a SIGTERM in the middle of planning,
- * and standard output takes one format.
+ * standard output takes one format, and progress shows on a terminal only.
  */
+#define _XOPEN_SOURCE 700 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -176,4 +178,71 @@ Test(outputs, standard_output_takes_one_format)
         cr_expect_str_empty(r.out, "case %zu printed to stdout", i);
         tu_run_free(&r);
     }
+}
+
+/* blinkc ARGS with standard error on a new terminal; what it wrote there (caller frees). */
+static char *on_a_terminal(const char *const *args)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert_geq(master, 0);
+    cr_assert_eq(grantpt(master), 0);
+    cr_assert_eq(unlockpt(master), 0);
+    const char *slave = ptsname(master);
+    cr_assert_not_null(slave);
+    const char *bin = getenv("BLINKC_BIN");
+    cr_assert_not_null(bin);
+    char *argv[16] = {(char *)bin};
+    int n = 1;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, slave, O_RDWR | O_NOCTTY, 0);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, bin, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    struct strbuf sb;
+    sb_init(&sb);
+    int status = 0;
+    char buf[4096];
+    for (;;) { /* until the child has exited and the terminal is drained (EIO) */
+        ssize_t got = read(master, buf, sizeof buf);
+        if (got > 0) {
+            sb_printf(&sb, "%.*s", (int)got, buf);
+            continue;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    while (read(master, buf, sizeof buf) > 0) /* anything left */
+        ;
+    close(master);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    return sb.data ? sb_take(&sb) : strdup("");
+}
+
+/* Progress goes to a terminal only, rewritten in place, and never with -q or into a pipe. */
+Test(outputs, progress_shows_on_a_terminal_only, .timeout = 120)
+{
+    char *out = tu_temp_file(".cu", "", 0);
+    char *seen = on_a_terminal((const char *const[]){"--gpus", "0-4", "-o", out, "builtin:dgx1v",
+                                                     NULL});
+    cr_expect(strstr(seen, "\rblinkc: planning "), "no planning progress: %s", seen);
+    cr_expect(strstr(seen, "\rblinkc: simulating sizes for "), "no tuning progress: %s", seen);
+    cr_expect(strstr(seen, "\033[K"), "the status line is not erased: %s", seen);
+    free(seen);
+    seen = on_a_terminal((const char *const[]){"-q", "--gpus", "0-4", "-o", out, "builtin:dgx1v",
+                                               NULL});
+    cr_expect_str_empty(seen, "-q: %s", seen);
+    free(seen);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"--gpus", "0-4", "-o", out, "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 0);
+    cr_expect_null(strchr(r.err, '\r'), "progress into a pipe: %s", r.err);
+    tu_run_free(&r);
+    unlink(out);
+    free(out);
 }
