@@ -70,7 +70,7 @@ static const struct cli_option options[] = {
     {"from-plan", OPT_FROM_PLAN, required_argument, G_INPUT, "FILE",
      "with -o: render a plan saved by --plan-json instead of planning"},
     {"gpu-model", OPT_GPU_MODEL, required_argument, G_INPUT, "NAME",
-     "GPU where the input names none: P100 ... B200"},
+     "GPU where the input names none: P100 ... GB300, RTX 3090, A40 (blinkc-topology(5))"},
     {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
      "override a default rate (nvlink1-5, pcie1-6, smp, net)"},
     {"collective", OPT_COLLECTIVE, required_argument, G_OPTIM, "NAME",
@@ -443,10 +443,10 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                 return BK_EUSAGE;
             break;
         case OPT_GPU_MODEL:
-            if (!topo_gpu_model_gen(optarg)) {
-                snprintf(buf, cap,
-                         "--gpu-model: unknown GPU '%.40s' (P100, V100, A100, H100, H200, B200)",
-                         optarg);
+            if (!topo_gpu_part_find(optarg)) { /* every part of the parts table */
+                char names[160];
+                snprintf(buf, cap, "--gpu-model: unknown GPU '%.40s' (known: %s)", optarg,
+                         topo_gpu_part_names(names, sizeof names));
                 *why = buf;
                 return BK_EUSAGE;
             }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/strbuf.h"
+#include "topo/topo_rates.h"
 
 struct topo_name_index {
     int *slots; /* node index + 1; 0 = empty */
@@ -159,7 +160,13 @@ enum bk_status topo_node_set_busid(struct topo *t, int node, const char *busid)
 
 enum bk_status topo_node_set_model(struct topo *t, int node, const char *model)
 {
-    return set_text(&t->nodes[node].model, model);
+    struct topo_node *n = &t->nodes[node];
+    /* A GPU's model names its part; one the table does not know leaves the part to the reader. */
+    if (n->kind == TOPO_GPU) {
+        n->part = topo_gpu_part_find(model);
+        n->part_assumed = 0;
+    }
+    return set_text(&n->model, model);
 }
 
 enum bk_status topo_add_arc(struct topo *t, int src, int dst, enum topo_link_kind kind,
@@ -231,6 +238,8 @@ enum bk_status topo_copy(const struct topo *in, struct topo *out)
         n->rank = s->rank;
         n->socket = s->socket;
         n->nvlink_gen = s->nvlink_gen;
+        n->part = s->part;
+        n->part_assumed = s->part_assumed;
         n->local_gpu = s->local_gpu;
         n->nic_gbps = s->nic_gbps;
         if ((s->id && !(n->id = strdup(s->id))) ||

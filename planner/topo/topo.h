@@ -33,6 +33,8 @@ enum topo_node_kind {
 
 enum topo_link_kind { TOPO_NVLINK, TOPO_PCIE, TOPO_SMP, TOPO_NET, TOPO_LINK_KINDS };
 
+struct topo_gpu_part; /* a GPU part of the parts table (topo_rates.h) */
+
 struct topo_node {
     enum topo_node_kind kind;
     char *name;     /* the input's own label: untrusted text, never NULL */
@@ -48,6 +50,11 @@ struct topo_node {
                        topo_finalize */
     int socket;     /* CPUs: socket or NUMA number when known, else -1 */
     int nvlink_gen; /* GPUs: NVLink generation 1..5, 0 when unknown */
+    const struct topo_gpu_part *part; /* GPUs: the part of topo_rates.h's table that the input's
+                                         model names, or that a reader assumed; NULL when
+                                         unknown. Static data, never freed. */
+    int part_assumed; /* GPUs: 1 when part and nvlink_gen were assumed, not read from the input
+                         (the reader warned which part and rate it took), else 0 */
     double nic_gbps; /* NICs: line rate in GB/s per direction when the input gives one, else 0 */
     char *busid;    /* PCI bus id "dddd:bb:dd.f" when known, else NULL */
     char *model;    /* GPU or CPU model text when known, else NULL (untrusted) */

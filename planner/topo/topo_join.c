@@ -75,6 +75,8 @@ static enum bk_status add_server(struct topo *out, const struct topo_join_server
         n->nic_gbps = src->nic_gbps;
         BK_CHECK(topo_node_set_busid(out, k, src->busid));
         BK_CHECK(topo_node_set_model(out, k, src->model));
+        n->part = src->part; /* as read or assumed in the server's own file */
+        n->part_assumed = src->part_assumed;
     }
     for (int i = 0; i < t->nlinks; i++) {
         const struct topo_link *l = &t->links[i];

@@ -253,7 +253,8 @@ Test(rates, gpu_models_and_pcie_speeds)
     cr_assert_eq(topo_gpu_model_gen("h200"), 4);
     cr_assert_eq(topo_gpu_model_gen("NVIDIA B200"), 5);
     cr_assert_eq(topo_gpu_model_gen("GH200"), 4);
-    cr_assert_eq(topo_gpu_model_gen("GeForce RTX 3090"), 0);
+    cr_assert_eq(topo_gpu_model_gen("NVIDIA GeForce RTX 3090"), 3); /* a GA102 bridge */
+    cr_assert_eq(topo_gpu_model_gen("NVIDIA GeForce RTX 4090"), 0);  /* no NVLink */
     int gen, width;
     cr_assert(topo_pcie_from_speed(15.753846, &gen, &width));
     cr_assert_eq(gen, 3);
@@ -264,4 +265,115 @@ Test(rates, gpu_models_and_pcie_speeds)
     cr_assert(topo_pcie_from_speed(31.507692, &gen, &width));
     cr_assert_eq(gen * 100 + width, 416, "Gen4 x16, not some other product of the same order");
     cr_assert_not(topo_pcie_from_speed(0.0, &gen, &width));
+}
+
+/* A part by the model string NVML prints: `want` (NULL: none). */
+static void expect_part(const char *model, const char *want)
+{
+    const struct topo_gpu_part *p = topo_gpu_part_find(model);
+    if (!want)
+        cr_assert_null(p, "%s is %s", model, p ? p->name : "");
+    else
+        cr_assert(p && strcmp(p->name, want) == 0, "%s: %s, not %s", model, p ? p->name : "none",
+                  want);
+}
+
+/* Names that contain one another go to the right part, whatever their order in the table. */
+Test(parts, model_strings_find_their_part)
+{
+    expect_part("NVIDIA GH200 480GB", "GH200");
+    expect_part("NVIDIA H200", "H200");
+    expect_part("NVIDIA H20", "H20");
+    expect_part("NVIDIA GB200", "GB200");
+    expect_part("NVIDIA B200", "B200");
+    expect_part("NVIDIA B300 SXM6 AC", "B300");
+    expect_part("NVIDIA GB300", "GB300");
+    expect_part("NVIDIA A800-SXM4-80GB", "A800");
+    expect_part("NVIDIA A100-SXM4-40GB", "A100");
+    expect_part("NVIDIA A100 80GB PCIe", "A100");
+    expect_part("NVIDIA H100 80GB HBM3", "H100");
+    expect_part("NVIDIA H100 NVL", "H100 NVL");
+    expect_part("NVIDIA H100 PCIe", "H100 NVL");
+    expect_part("NVIDIA H800", "H800");
+    expect_part("NVIDIA GeForce RTX 3090", "RTX 3090");
+    expect_part("rtx3090", "RTX 3090");
+    expect_part("NVIDIA RTX A6000", "RTX A6000");
+    expect_part("a5000", "RTX A5000");
+    expect_part("NVIDIA A40", "A40");
+    expect_part("NVIDIA A40-48Q", "A40");
+    expect_part("NVIDIA RTX A4000", NULL); /* no NVLink, and no A40 */
+    expect_part("NVIDIA A30", "A30");
+    expect_part("NVIDIA RTX 6000 Ada Generation", NULL);
+    expect_part("Quadro RTX 6000", "Quadro RTX 6000");
+    expect_part("Tesla V100-SXM2-16GB", "V100");
+    expect_part("A100X", NULL);
+    expect_part(NULL, NULL);
+}
+
+/* Links and rates per part: links x GB/s x 2 directions is NVIDIA's "total" figure. */
+Test(parts, links_and_rates_match_the_datasheets)
+{
+    static const struct {
+        const char *name;
+        int gen, links;
+        double total; /* GB/s, both directions, all links */
+    } want[] = {
+        {"P100", 1, 4, 160},      {"V100", 2, 6, 300},       {"A100", 3, 12, 600},
+        {"A800", 3, 8, 400},      {"A30", 3, 4, 200},        {"H100", 4, 18, 900},
+        {"H100 NVL", 4, 12, 600}, {"H800", 4, 8, 400},       {"H200", 4, 18, 900},
+        {"H20", 4, 18, 900},      {"GH200", 4, 18, 900},     {"B200", 5, 18, 1800},
+        {"B300", 5, 18, 1800},    {"GB200", 5, 18, 1800},    {"GB300", 5, 18, 1800},
+        {"RTX 3090", 3, 4, 112.5}, {"RTX A6000", 3, 4, 112.5}, {"RTX A5000", 3, 4, 112.5},
+        {"A40", 3, 4, 112.5},     {"TITAN RTX", 2, 2, 100},  {"Quadro RTX 5000", 2, 1, 50},
+    };
+    for (size_t i = 0; i < BK_ARRAY_LEN(want); i++) {
+        const struct topo_gpu_part *p = topo_gpu_part_find(want[i].name);
+        cr_assert(p && strcmp(p->name, want[i].name) == 0, "%s", want[i].name);
+        cr_assert_eq(p->gen, want[i].gen, "%s", p->name);
+        cr_assert_eq(p->links, want[i].links, "%s", p->name);
+        cr_assert_float_eq(p->links * p->link_gbps * 2, want[i].total, 1e-9, "%s", p->name);
+    }
+    /* Every row cites its source, and names itself. */
+    int n = 0;
+    for (const struct topo_gpu_part *p; (p = topo_gpu_part_at(n)); n++) {
+        cr_assert(p->source && strlen(p->source) > 10, "%s", p->name);
+        cr_assert_eq(topo_gpu_part_find(p->name), p, "%s", p->name);
+    }
+    cr_assert_geq(n, 21);
+    char names[64];
+    cr_assert_str_eq(topo_gpu_part_names(names, 24), "P100, V100, A100, ...");
+}
+
+Test(parts, nccl_sm_and_pci_device_id)
+{
+    cr_assert_str_eq(topo_gpu_part_by_pci(80, 0x20f3)->name, "A800");
+    cr_assert_str_eq(topo_gpu_part_by_pci(80, 0x20b7)->name, "A30");
+    cr_assert_str_eq(topo_gpu_part_by_pci(80, 0)->name, "A100");
+    cr_assert_str_eq(topo_gpu_part_by_pci(86, 0x2230)->name, "RTX A6000");
+    cr_assert_str_eq(topo_gpu_part_by_pci(86, 0)->name, "RTX 3090");
+    cr_assert_str_eq(topo_gpu_part_by_pci(90, 0x2324)->name, "H800");
+    cr_assert_str_eq(topo_gpu_part_by_pci(90, 0x1234)->name, "H100"); /* unknown id: by sm */
+    cr_assert_str_eq(topo_gpu_part_by_pci(100, 0)->name, "B200");
+    cr_assert_null(topo_gpu_part_by_pci(89, 0)); /* Ada: no NVLink */
+}
+
+/* A part's own rate: GA102 bridges run 14.0625 GB/s per link where NVLink3 runs 25. */
+Test(parts, rates_route_through_the_part)
+{
+    struct topo_rates r;
+    const char *why;
+    topo_rates_default(&r);
+    const struct topo_gpu_part *rtx = topo_gpu_part_find("RTX 3090");
+    const struct topo_gpu_part *a100 = topo_gpu_part_find("A100");
+    const struct topo_gpu_part *v100 = topo_gpu_part_find("V100");
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, rtx, rtx, 3, 4), 56.25, 1e-9);
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, rtx, NULL, 3, 4), 56.25, 1e-9);
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, a100, NULL, 3, 12), 300.0, 1e-9);
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, rtx, a100, 3, 1), 14.0625, 1e-9); /* slower */
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, NULL, NULL, 3, 2), 50.0, 1e-9);
+    /* A part of another generation than the link's does not set its rate. */
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, v100, rtx, 2, 1), 25.0, 1e-9);
+    /* --link-rate nvlink3 is the user's word for every NVLink3 link. */
+    cr_assert(topo_rates_override(&r, "nvlink3=20", &why));
+    cr_assert_float_eq(topo_rate_nvlink_parts(&r, rtx, rtx, 3, 4), 80.0, 1e-9);
 }
