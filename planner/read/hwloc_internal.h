@@ -9,7 +9,7 @@
 #include <hwloc.h>
 
 #include "read/hwloc_precheck.h"
-#include "read/topo_read.h"
+#include "read/reader.h"
 
 /* No real pair has more than 18 NVLinks; anything far beyond is a corrupt or hostile file. */
 #define MAX_LINKS_PER_PAIR 100
@@ -41,10 +41,7 @@ struct pcisw {
 };
 
 struct ctx {
-    const struct input *in;
-    const struct topo_read_opts *o;
-    struct topo *t;
-    struct diag *d;
+    struct reader rd;
     hwloc_topology_t hw;
     struct hwloc_precheck pc; /* object lines, NVLinkBandwidth elements, writer's version */
     struct hwloc_distances_s **dist;

@@ -54,7 +54,7 @@ static enum bk_status dev_node(struct ctx *c, int k, int *node)
     struct dev *dv = &c->devs[k];
     if (dv->node < 0) {
         BK_CHECK(hwloc_add_named(c, TOPO_NVSWITCH, dv->busid, hwloc_loc_of(c, dv->pci), &dv->node));
-        BK_CHECK(topo_node_set_busid(c->t, dv->node, dv->busid));
+        BK_CHECK(topo_node_set_busid(c->rd.t, dv->node, dv->busid));
     }
     *node = dv->node;
     return BK_OK;
@@ -117,11 +117,11 @@ static void decide_doubling(struct ctx *c)
     if (over >= 0 && all50) {
         c->doubled = 1;
         const struct dev *g = &c->devs[over];
-        diag_warning(c->d, c->in->name, DIAG_NOWHERE,
+        diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                      "unknown hwloc version '%.40s': at 25000 MB/s per link GPU %s would have %lld "
                      "NVLinks, more than the %d an %s has, so the values are read as hwloc "
                      "2.5.0-2.9.0's doubled NVLink%d encoding (50000 MB/s per link)",
-                     v ? v : "(none)", c->t->nodes[g->node].name, worst,
+                     v ? v : "(none)", c->rd.t->nodes[g->node].name, worst,
                      topo_nvlink_budget(g->gen), topo_gen_model(g->gen), g->gen);
     }
 }
@@ -130,17 +130,17 @@ BK_MUST_USE
 static enum bk_status add_nvlink(struct ctx *c, int a, int b, int count, int gen,
                                  struct diag_loc loc, const char *path)
 {
-    int have = topo_find_link(c->t, a, b, TOPO_NVLINK);
+    int have = topo_find_link(c->rd.t, a, b, TOPO_NVLINK);
     if (have >= 0) { /* the same pair again, e.g. in a second matrix */
-        if (c->t->links[have].count == count)
+        if (c->rd.t->links[have].count == count)
             return BK_OK;
-        return diag_error(c->d, c->in->name, loc,
+        return diag_error(c->rd.d, c->rd.in->name, loc,
                           "%s: %s and %s are given %d NVLinks here but %d elsewhere", path,
-                          c->t->nodes[a].name, c->t->nodes[b].name, count,
-                          c->t->links[have].count);
+                          c->rd.t->nodes[a].name, c->rd.t->nodes[b].name, count,
+                          c->rd.t->links[have].count);
     }
-    double r = topo_rate_nvlink(&c->o->rates, gen, count);
-    return topo_add_link(c->t, a, b, TOPO_NVLINK, count, r, r, loc);
+    double r = topo_rate_nvlink(&c->rd.o->rates, gen, count);
+    return topo_add_link(c->rd.t, a, b, TOPO_NVLINK, count, r, r, loc);
 }
 
 BK_MUST_USE
@@ -163,7 +163,7 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
             label(m->objs[i], na, sizeof na);
             label(m->objs[j], nb, sizeof nb);
             if (v != w) {
-                st = diag_error(c->d, c->in->name, loc,
+                st = diag_error(c->rd.d, c->rd.in->name, loc,
                                 "%s: NVLinkBandwidth is not symmetric: %llu MB/s from %s to %s "
                                 "but %llu MB/s back (hwloc always writes both directions "
                                 "alike)",
@@ -176,7 +176,7 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
             if (ma == M_NONE || mb == M_NONE ||
                 (ma != M_GPU && mb != M_GPU && (ma == M_CPU || mb == M_CPU))) {
                 if (!warned++)
-                    diag_warning(c->d, c->in->name, loc,
+                    diag_warning(c->rd.d, c->rd.in->name, loc,
                                  "%s: ignoring NVLink bandwidth between %s and %s: blinkc "
                                  "knows NVLinks only from GPUs to GPUs, NVSwitches and CPU "
                                  "packages",
@@ -193,7 +193,7 @@ static enum bk_status read_matrix(struct ctx *c, unsigned k)
             unsigned unit = per_link(c, gen);
             if (v % unit || v / unit > MAX_LINKS_PER_PAIR) {
                 st = diag_error(
-                    c->d, c->in->name, loc,
+                    c->rd.d, c->rd.in->name, loc,
                     "%s: NVLinkBandwidth between %s and %s is %llu MB/s, not a whole number of "
                     "NVLink%d links (hwloc writes %u MB/s per %s link%s, summed over the links "
                     "of a pair, at most %d)",
@@ -223,7 +223,7 @@ enum bk_status hwloc_add_nvlinks(struct ctx *c)
         for (int i = 0; i < c->ndevs; i++)
             ngpus += c->devs[i].kind == DEV_GPU;
         if (ngpus > 1)
-            diag_warning(c->d, c->in->name, DIAG_NOWHERE,
+            diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                          "no NVLinkBandwidth matrix: the GPUs are joined by PCIe only (hwloc "
                          "writes NVLinks only from 2.5 on, when built with NVML and run where "
                          "the NVIDIA driver works)");
@@ -233,10 +233,10 @@ enum bk_status hwloc_add_nvlinks(struct ctx *c)
     for (unsigned k = 0; k < c->ndist; k++)
         BK_CHECK(read_matrix(c, k));
     int nvlinks = 0;
-    for (int l = 0; l < c->t->nlinks; l++)
-        nvlinks += c->t->links[l].kind == TOPO_NVLINK;
+    for (int l = 0; l < c->rd.t->nlinks; l++)
+        nvlinks += c->rd.t->links[l].kind == TOPO_NVLINK;
     if (c->max_gen == 5 && !nvlinks)
-        diag_warning(c->d, c->in->name, DIAG_NOWHERE,
+        diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                      "the NVLinkBandwidth matrix has no NVLink5 link: hwloc before 2.12 drops "
                      "them; export with hwloc 2.12 or later");
     return BK_OK;
@@ -286,7 +286,7 @@ static int gpu_links(const struct topo *t, int s)
 BK_MUST_USE
 enum bk_status hwloc_add_trunks(struct ctx *c)
 {
-    struct topo *t = c->t;
+    struct topo *t = c->rd.t;
     int nsw = 0;
     for (int i = 0; i < t->nnodes; i++)
         nsw += t->nodes[i].kind == TOPO_NVSWITCH;
@@ -335,12 +335,12 @@ enum bk_status hwloc_add_trunks(struct ctx *c)
     for (int i = 0; i < nin[0] && st == BK_OK; i++) {
         int a = grp[i].node, b = grp[nsw + i].node;
         int na = gpu_links(t, a), nb = gpu_links(t, b), n = na > nb ? na : nb;
-        double r = topo_rate_nvlink(&c->o->rates, c->max_gen, n);
+        double r = topo_rate_nvlink(&c->rd.o->rates, c->max_gen, n);
         st = topo_add_link(t, a, b, TOPO_NVLINK, n, r, r, DIAG_NOWHERE);
         added += n;
     }
     if (st == BK_OK)
-        diag_note(c->d, c->in->name, DIAG_NOWHERE,
+        diag_note(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                   "added %d NVSwitch trunk NVLinks between %d switch pairs (peers paired in "
                   "bus-id order, each pair with as many links as a switch has GPU links, as on a "
                   "DGX-2): hwloc reports no switch-to-switch links, and the %d NVSwitches form "

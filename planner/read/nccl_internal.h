@@ -10,7 +10,7 @@
 #include <libxml/tree.h>
 #include <stddef.h>
 
-#include "read/topo_read.h"
+#include "read/reader.h"
 
 #define NAME_MAX_LEN 255 /* NCCL's own limit on an attribute value */
 #define MAX_NVLINK_COUNT 64
@@ -59,10 +59,7 @@ struct sw_frame {
 };
 
 struct ctx {
-    const struct input *in;
-    const struct topo_read_opts *o;
-    struct topo *t;
-    struct diag *d;
+    struct reader rd;
     struct cpu_rec *cpus;
     int ncpus, cpus_cap;
     struct gpu_rec *gpus;

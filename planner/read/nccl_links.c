@@ -60,7 +60,7 @@ enum bk_status nccl_set_gens(struct ctx *c)
 {
     int unknown = 0, most = 0;
     for (int g = 0; g < c->ngpus; g++) {
-        unknown += c->t->nodes[c->gpus[g].node].nvlink_gen == 0;
+        unknown += c->rd.t->nodes[c->gpus[g].node].nvlink_gen == 0;
         if (c->gpus[g].links > most)
             most = c->gpus[g].links;
     }
@@ -74,13 +74,13 @@ enum bk_status nccl_set_gens(struct ctx *c)
                       : bk_asprintf("for the GPUs without a known sm=");
     if (!why)
         return BK_ENOMEM;
-    int gen = topo_assumed_gen(c->o, guess, why, c->in, c->d);
+    int gen = topo_assumed_gen(c->rd.o, guess, why, c->rd.in, c->rd.d);
     free(why);
     if (!gen)
         return BK_EINPUT;
     for (int g = 0; g < c->ngpus; g++)
-        if (c->t->nodes[c->gpus[g].node].nvlink_gen == 0)
-            c->t->nodes[c->gpus[g].node].nvlink_gen = gen;
+        if (c->rd.t->nodes[c->gpus[g].node].nvlink_gen == 0)
+            c->rd.t->nodes[c->gpus[g].node].nvlink_gen = gen;
     return BK_OK;
 }
 
@@ -88,7 +88,7 @@ enum bk_status nccl_set_gens(struct ctx *c)
 BK_MUST_USE
 static enum bk_status peer_node(struct ctx *c, const struct link_rec *r, int *out)
 {
-    struct topo *t = c->t;
+    struct topo *t = c->rd.t;
     if (r->peer == PEER_CPU || r->peer == PEER_C2C) {
         *out = c->gpus[r->gpu].cpu;
         return BK_OK;
@@ -160,11 +160,11 @@ enum bk_status nccl_resolve_links(struct ctx *c)
             r = first;
         }
         int g = c->gpus[r->gpu].node, p = k[i].a == g ? k[i].b : k[i].a;
-        int gen = c->t->nodes[g].nvlink_gen;
-        if (c->t->nodes[p].kind == TOPO_GPU && c->t->nodes[p].nvlink_gen < gen)
-            gen = c->t->nodes[p].nvlink_gen;
-        double gbps = r->peer == PEER_C2C ? r->gbps : topo_rate_nvlink(&c->o->rates, gen, count);
-        st = topo_add_link(c->t, g, p, TOPO_NVLINK, count, gbps, gbps, xml_node_loc(r->el));
+        int gen = c->rd.t->nodes[g].nvlink_gen;
+        if (c->rd.t->nodes[p].kind == TOPO_GPU && c->rd.t->nodes[p].nvlink_gen < gen)
+            gen = c->rd.t->nodes[p].nvlink_gen;
+        double gbps = r->peer == PEER_C2C ? r->gbps : topo_rate_nvlink(&c->rd.o->rates, gen, count);
+        st = topo_add_link(c->rd.t, g, p, TOPO_NVLINK, count, gbps, gbps, xml_node_loc(r->el));
     }
     free(k);
     return st;
@@ -176,10 +176,10 @@ enum bk_status nccl_add_smp(struct ctx *c)
 {
     for (int i = 0; i < c->ncpus; i++)
         for (int j = i + 1; j < c->ncpus; j++) {
-            double a = topo_rate_smp(&c->o->rates, c->cpus[i].fam);
-            double b = topo_rate_smp(&c->o->rates, c->cpus[j].fam);
+            double a = topo_rate_smp(&c->rd.o->rates, c->cpus[i].fam);
+            double b = topo_rate_smp(&c->rd.o->rates, c->cpus[j].fam);
             double r = a < b ? a : b;
-            BK_CHECK(topo_add_link(c->t, c->cpus[i].node, c->cpus[j].node, TOPO_SMP, 1, r, r,
+            BK_CHECK(topo_add_link(c->rd.t, c->cpus[i].node, c->cpus[j].node, TOPO_SMP, 1, r, r,
                                    xml_node_loc(c->cpus[j].el)));
         }
     return BK_OK;

@@ -25,8 +25,9 @@ enum bk_status nccl_el_msg(struct ctx *c, enum diag_level lvl, xmlNodePtr el, co
     char *msg = bk_vasprintf(fmt, ap);
     va_end(ap);
     char *path = xml_node_path(el);
-    diag_add(c->d, lvl, c->in->name, xml_node_loc(el), "<%s> at %s: %s", (const char *)el->name,
-             path ? path : "?", msg ? msg : "(out of memory formatting the message)");
+    diag_add(c->rd.d, lvl, c->rd.in->name, xml_node_loc(el), "<%s> at %s: %s",
+             (const char *)el->name, path ? path : "?",
+             msg ? msg : "(out of memory formatting the message)");
     free(msg);
     free(path);
     return BK_EINPUT;
@@ -239,7 +240,7 @@ enum bk_status nccl_pci_rate(struct ctx *c, xmlNodePtr el, double *gbps)
     xmlFree(v);
     if (!empty)
         BK_CHECK(nccl_int_attr(c, el, "link_width", 0, 0, 32, 0, &width));
-    *gbps = topo_rate_pcie(&c->o->rates, gen, (int)width);
+    *gbps = topo_rate_pcie(&c->rd.o->rates, gen, (int)width);
     return BK_OK;
 }
 

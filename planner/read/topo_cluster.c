@@ -14,6 +14,8 @@
  * an error inside a server file names that file's position and gets a note at the server line.
  * Like every reader it leaves finalizing to topo_read.
  */
+#include "read/reader.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +36,8 @@ struct file_read {
     int read;            /* t holds a finalized topology */
 };
 
-struct reader {
-    const struct input *in;
-    const struct topo_read_opts *o;
-    struct diag *d;
+struct cluster_reader {
+    struct reader rd;    /* rd.t: the servers joined */
     struct lexer lx;
     int cluster_line, cluster_col;
     double nic_gbps;     /* 0: not given */
@@ -51,7 +51,7 @@ struct reader {
 
 /* Check the statement has exactly `want` tokens, none empty, the form being `usage`. */
 BK_MUST_USE
-static enum bk_status arity(struct reader *r, int want, const char *usage)
+static enum bk_status arity(struct cluster_reader *r, int want, const char *usage)
 {
     const struct lexer *lx = &r->lx;
     if (lx->ntoks < want)
@@ -68,7 +68,7 @@ static enum bk_status arity(struct reader *r, int want, const char *usage)
 }
 
 BK_MUST_USE
-static enum bk_status stmt_server(struct reader *r)
+static enum bk_status stmt_server(struct cluster_reader *r)
 {
     BK_CHECK(arity(r, 3, "server NAME PATH"));
     const struct lex_tok *nm = &r->lx.toks[1], *path = &r->lx.toks[2];
@@ -94,7 +94,7 @@ static enum bk_status stmt_server(struct reader *r)
 }
 
 BK_MUST_USE
-static enum bk_status stmt_nic_speed(struct reader *r)
+static enum bk_status stmt_nic_speed(struct cluster_reader *r)
 {
     BK_CHECK(arity(r, 2, "nic-speed BW"));
     const struct lex_tok *bw = &r->lx.toks[1];
@@ -111,7 +111,7 @@ static enum bk_status stmt_nic_speed(struct reader *r)
 }
 
 BK_MUST_USE
-static enum bk_status statement(struct reader *r, struct topo *t)
+static enum bk_status statement(struct cluster_reader *r)
 {
     const struct lex_tok *kw = &r->lx.toks[0];
     if (!r->cluster_line) {
@@ -121,7 +121,7 @@ static enum bk_status statement(struct reader *r, struct topo *t)
         BK_CHECK(arity(r, 2, "cluster NAME"));
         r->cluster_line = r->lx.line;
         r->cluster_col = kw->col;
-        return topo_set_name(t, r->lx.toks[1].text);
+        return topo_set_name(r->rd.t, r->lx.toks[1].text);
     }
     if (strcmp(kw->text, "server") == 0)
         return stmt_server(r);
@@ -146,11 +146,11 @@ static char *resolve(const char *cluster, const char *path)
 
 /* Read server file k once (every server naming the same file shares it). */
 BK_MUST_USE
-static enum bk_status read_server(struct reader *r, int k)
+static enum bk_status read_server(struct cluster_reader *r, int k)
 {
     struct server_line *sl = &r->s[k];
     struct diag_loc at = DIAG_AT(sl->line, sl->pcol);
-    char *path = resolve(r->in->name, sl->path);
+    char *path = resolve(r->rd.in->name, sl->path);
     if (!path)
         return BK_ENOMEM;
     for (int i = 0; i < r->nf; i++)
@@ -176,42 +176,42 @@ static enum bk_status read_server(struct reader *r, int k)
     if (st != BK_OK) {
         const char *text = diag_first_error(&why);
         if (st != BK_ENOMEM)
-            st = diag_error(r->d, r->in->name, at, "server '%s': cannot read '%s': %s", sl->name,
-                            path, text ? text : "error");
+            st = diag_error(r->rd.d, r->rd.in->name, at, "server '%s': cannot read '%s': %s",
+                            sl->name, path, text ? text : "error");
         diag_free(&why);
         return st;
     }
     diag_free(&why);
-    struct topo_read_opts o = *r->o;
-    o.format = topo_detect_format(&in, r->d);
+    struct topo_read_opts o = *r->rd.o;
+    o.format = topo_detect_format(&in, r->rd.d);
     if (o.format == TOPO_FMT_CLUSTER) {
         input_free(&in);
-        return diag_error(r->d, r->in->name, at,
+        return diag_error(r->rd.d, r->rd.in->name, at,
                           "server '%s': '%s' is a cluster file; name one server's topology",
                           sl->name, path);
     }
     /* TOPO_FMT_AUTO: the detector has said why. */
-    st = o.format == TOPO_FMT_AUTO ? BK_EINPUT : topo_read(&in, &o, &f->t, r->d);
+    st = o.format == TOPO_FMT_AUTO ? BK_EINPUT : topo_read(&in, &o, &f->t, r->rd.d);
     input_free(&in);
     if (st == BK_OK) {
         f->read = 1;
         char why_unfit[160];
         if (topo_join_unfit(&f->t, why_unfit, sizeof why_unfit))
-            st = diag_error(r->d, r->in->name, at,
+            st = diag_error(r->rd.d, r->rd.in->name, at,
                             "server '%s': '%s' cannot be one server of a cluster: %s", sl->name,
                             path, why_unfit);
     } else if (st == BK_EINPUT || st == BK_EIO) {
-        diag_note(r->d, r->in->name, at, "in server '%s', read from '%s'", sl->name, path);
+        diag_note(r->rd.d, r->rd.in->name, at, "in server '%s', read from '%s'", sl->name, path);
     }
     return st;
 }
 
 BK_MUST_USE
-static enum bk_status join(struct reader *r, struct topo *t)
+static enum bk_status join(struct cluster_reader *r)
 {
     struct diag_loc cl = DIAG_AT(r->cluster_line, r->cluster_col);
     if (r->ns < 2)
-        return diag_error(r->d, r->in->name, cl,
+        return diag_error(r->rd.d, r->rd.in->name, cl,
                           "the cluster has %d server%s; name 2 to %d with 'server NAME PATH'",
                           r->ns, r->ns == 1 ? "" : "s", TOPO_JOIN_MAX_SERVERS);
     for (int k = 0; k < r->ns; k++)
@@ -223,33 +223,32 @@ static enum bk_status join(struct reader *r, struct topo *t)
         at[k] = DIAG_AT(r->s[k].line, r->s[k].col);
         js[k] = (struct topo_join_server){&r->f[r->s[k].file].t, r->s[k].name, &at[k]};
     }
-    struct topo_join_opts jo = {r->in->name, cl, r->nic_gbps, &r->o->rates, r->nic_text,
-                                r->in->name, DIAG_AT(r->nic_line, r->nic_col)};
+    struct topo_join_opts jo = {r->rd.in->name, cl, r->nic_gbps, &r->rd.o->rates, r->nic_text,
+                                r->rd.in->name, DIAG_AT(r->nic_line, r->nic_col)};
     if (st == BK_OK)
-        st = topo_join(js, r->ns, &jo, t, r->d);
+        st = topo_join(js, r->ns, &jo, r->rd.t, r->rd.d);
     free(js);
     free(at);
     return st;
 }
 
-enum bk_status topo_read_cluster(const struct input *in, const struct topo_read_opts *o,
-                                 struct topo *t, struct diag *d)
+enum bk_status topo_read_cluster(const struct reader *rd)
 {
-    struct reader r;
+    struct cluster_reader r;
     memset(&r, 0, sizeof r);
-    r.in = in, r.o = o, r.d = d;
-    lex_init(&r.lx, in, d);
+    r.rd = *rd;
+    lex_init(&r.lx, rd->in, rd->d);
     enum bk_status st = BK_OK;
     for (int more = 1; st == BK_OK && more;) {
         st = lex_next(&r.lx, &more);
         if (st == BK_OK && more && r.lx.ntoks)
-            st = statement(&r, t);
+            st = statement(&r);
     }
     if (st == BK_OK && !r.cluster_line)
-        st = diag_error(d, in->name, DIAG_AT(1, 0),
+        st = diag_error(rd->d, rd->in->name, DIAG_AT(1, 0),
                         "no 'cluster NAME' statement: a cluster file starts with one");
     if (st == BK_OK)
-        st = join(&r, t);
+        st = join(&r);
     lex_free(&r.lx);
     for (int k = 0; k < r.ns; k++) {
         free(r.s[k].name);

@@ -70,14 +70,14 @@ static void blank_comments(char *s, size_t len)
 BK_MUST_USE
 static enum bk_status load_hwloc(struct ctx *c)
 {
-    if (c->in->len >= (size_t)INT_MAX)
-        return diag_error(c->d, c->in->name, DIAG_NOWHERE, "XML file too large for hwloc");
-    char *buf = malloc(c->in->len + 1);
+    if (c->rd.in->len >= (size_t)INT_MAX)
+        return diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE, "XML file too large for hwloc");
+    char *buf = malloc(c->rd.in->len + 1);
     if (!buf)
         return BK_ENOMEM;
-    memcpy(buf, c->in->data, c->in->len);
-    buf[c->in->len] = '\0';
-    blank_comments(buf, c->in->len);
+    memcpy(buf, c->rd.in->data, c->rd.in->len);
+    buf[c->rd.in->len] = '\0';
+    blank_comments(buf, c->rd.in->len);
 
     /* hwloc 2.9 prints a banner to stderr for some files it still loads (an out-of-order
      * object) and has no API to stop it; HWLOC_HIDE_ERRORS, read once per process, is the only
@@ -91,16 +91,16 @@ static enum bk_status load_hwloc(struct ctx *c)
     }
     /* Without KEEP_ALL hwloc silently drops the GPUs' OS devices and with them the matrix. */
     if (hwloc_topology_set_io_types_filter(c->hw, HWLOC_TYPE_FILTER_KEEP_ALL) < 0)
-        st = diag_error(c->d, c->in->name, DIAG_NOWHERE,
+        st = diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                         "hwloc refused to keep I/O objects (hwloc_topology_set_io_types_filter)");
     /* A failed set_xmlbuffer leaves the native backend in place: never load after it, or we
      * would describe the machine blinkc runs on. The size counts the terminating NUL. */
-    else if (hwloc_topology_set_xmlbuffer(c->hw, buf, (int)c->in->len + 1) < 0 ||
+    else if (hwloc_topology_set_xmlbuffer(c->hw, buf, (int)c->rd.in->len + 1) < 0 ||
              hwloc_topology_load(c->hw) < 0) {
         const char *imp = getenv("HWLOC_LIBXML");
         if (!imp)
             imp = getenv("HWLOC_LIBXML_IMPORT");
-        st = diag_error(c->d, c->in->name, DIAG_NOWHERE,
+        st = diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                         "hwloc 2.9 could not import this topology although it is well-formed "
                         "XML: an object, attribute or distance matrix is not what hwloc 2.x "
                         "writes%s; 'HWLOC_XML_VERBOSE=1 lstopo-no-graphics --input FILE' shows "
@@ -119,7 +119,7 @@ static enum bk_status get_matrices(struct ctx *c)
     unsigned nr = 0;
     struct hwloc_distances_s *none = NULL;
     if (hwloc_distances_get_by_name(c->hw, "NVLinkBandwidth", &nr, &none, 0) < 0)
-        return diag_error(c->d, c->in->name, DIAG_NOWHERE,
+        return diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                           "hwloc could not return the NVLinkBandwidth matrix");
     if (nr == 0)
         return BK_OK;
@@ -129,7 +129,7 @@ static enum bk_status get_matrices(struct ctx *c)
         return BK_ENOMEM;
     unsigned got = nr;
     if (hwloc_distances_get_by_name(c->hw, "NVLinkBandwidth", &got, c->dist, 0) < 0)
-        return diag_error(c->d, c->in->name, DIAG_NOWHERE,
+        return diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                           "hwloc could not return the NVLinkBandwidth matrix");
     c->ndist = got < nr ? got : nr;
     /* hwloc drops an index naming no object and shrinks the matrix without a word. */
@@ -141,7 +141,7 @@ static enum bk_status get_matrices(struct ctx *c)
         if (bad) {
             char *path = xml_node_path(c->pc.mats[k]);
             enum bk_status st = diag_error(
-                c->d, c->in->name, xml_node_loc(c->pc.mats[k]),
+                c->rd.d, c->rd.in->name, xml_node_loc(c->pc.mats[k]),
                 "%s: the NVLinkBandwidth matrix lists %llu objects but only %u of them exist in "
                 "the file (an index names no object); re-export it with lstopo --of xml",
                 path ? path : "NVLinkBandwidth", want, c->dist[k]->nbobjs);
@@ -215,12 +215,12 @@ BK_MUST_USE
 enum bk_status hwloc_add_named(struct ctx *c, enum topo_node_kind kind, const char *name,
                                struct diag_loc loc, int *node)
 {
-    if (topo_find(c->t, name) >= 0)
-        return diag_error(c->d, c->in->name, loc,
+    if (topo_find(c->rd.t, name) >= 0)
+        return diag_error(c->rd.d, c->rd.in->name, loc,
                           "two objects are both called '%s' (each GPU, NIC, switch and package "
                           "needs its own name or PCI bus id)",
                           name);
-    return topo_add_node(c->t, kind, name, 0, loc, node);
+    return topo_add_node(c->rd.t, kind, name, 0, loc, node);
 }
 
 BK_MUST_USE
@@ -232,8 +232,8 @@ static enum bk_status add_cpus(struct ctx *c)
     if (n <= 0) {
         /* No Package at all (a trimmed or virtual export): the machine is the one CPU. */
         BK_CHECK(hwloc_add_named(c, TOPO_CPU, "machine", hwloc_loc_of(c, root), &c->machine_node));
-        c->t->nodes[c->machine_node].socket = 0;
-        return topo_node_set_model(c->t, c->machine_node, info_str(root, "CPUModel"));
+        c->rd.t->nodes[c->machine_node].socket = 0;
+        return topo_node_set_model(c->rd.t, c->machine_node, info_str(root, "CPUModel"));
     }
     c->pkgs = calloc((size_t)n, sizeof *c->pkgs);
     c->pkg_node = calloc((size_t)n, sizeof *c->pkg_node);
@@ -248,8 +248,8 @@ static enum bk_status add_cpus(struct ctx *c)
         char name[32];
         snprintf(name, sizeof name, "package%d", sock);
         BK_CHECK(hwloc_add_named(c, TOPO_CPU, name, hwloc_loc_of(c, p), &c->pkg_node[i]));
-        c->t->nodes[c->pkg_node[i]].socket = sock;
-        BK_CHECK(topo_node_set_model(c->t, c->pkg_node[i], info_str(p, "CPUModel")));
+        c->rd.t->nodes[c->pkg_node[i]].socket = sock;
+        BK_CHECK(topo_node_set_model(c->rd.t, c->pkg_node[i], info_str(p, "CPUModel")));
         c->pkgs[i] = p;
         p->userdata = (void *)(uintptr_t)(i + 1);
         c->npkgs = i + 1;
@@ -277,10 +277,10 @@ static enum bk_status add_smp(struct ctx *c)
 {
     for (int i = 0; i < c->npkgs; i++)
         for (int j = i + 1; j < c->npkgs; j++) {
-            double a = topo_rate_smp(&c->o->rates, family_of(c, c->pkgs[i]));
-            double b = topo_rate_smp(&c->o->rates, family_of(c, c->pkgs[j]));
+            double a = topo_rate_smp(&c->rd.o->rates, family_of(c, c->pkgs[i]));
+            double b = topo_rate_smp(&c->rd.o->rates, family_of(c, c->pkgs[j]));
             double r = a < b ? a : b;
-            BK_CHECK(topo_add_link(c->t, c->pkg_node[i], c->pkg_node[j], TOPO_SMP, 1, r, r,
+            BK_CHECK(topo_add_link(c->rd.t, c->pkg_node[i], c->pkg_node[j], TOPO_SMP, 1, r, r,
                                    hwloc_loc_of(c, c->pkgs[j])));
         }
     return BK_OK;
@@ -295,7 +295,7 @@ static enum bk_status add_gpus(struct ctx *c)
     for (int i = 0; i < c->ndevs; i++)
         ngpus += c->devs[i].kind == DEV_GPU;
     if (!ngpus)
-        return diag_error(c->d, c->in->name, DIAG_NOWHERE,
+        return diag_error(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                           "no GPUs: no PCI device carries an NVML, CUDA, OpenCL or RSMI OS device "
                           "(export on the GPU server with an hwloc 2.x built with NVML or CUDA "
                           "support, keeping I/O objects: lstopo --of xml)");
@@ -309,7 +309,7 @@ static enum bk_status add_gpus(struct ctx *c)
             scheme = r;
     }
     if (scheme < 0)
-        diag_warning(c->d, c->in->name, DIAG_NOWHERE,
+        diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                      "the GPUs share no NVML, CUDA, OpenCL or RSMI numbering; numbering them in "
                      "PCI order");
     int pos = 0;
@@ -329,7 +329,7 @@ static enum bk_status add_gpus(struct ctx *c)
                 char *why = model ? bk_asprintf("because hwloc's GPUModel '%.64s' is not a GPU "
                                                 "blinkc knows", model)
                                   : bk_asprintf("because hwloc records no GPUModel");
-                assumed = topo_assumed_gen(c->o, 0, why, c->in, c->d);
+                assumed = topo_assumed_gen(c->rd.o, 0, why, c->rd.in, c->rd.d);
                 free(why);
                 if (!assumed)
                     return BK_EINPUT;
@@ -340,12 +340,12 @@ static enum bk_status add_gpus(struct ctx *c)
             c->max_gen = g->gen;
         BK_CHECK(hwloc_add_named(c, TOPO_GPU, os && os->name ? os->name : g->busid,
                                  hwloc_loc_of(c, g->pci), &g->node));
-        struct topo_node *nd = &c->t->nodes[g->node];
+        struct topo_node *nd = &c->rd.t->nodes[g->node];
         nd->gpu_order = scheme >= 0 ? g->osidx[scheme] : pos;
         nd->nvlink_gen = g->gen;
         pos++;
-        BK_CHECK(topo_node_set_busid(c->t, g->node, g->busid));
-        BK_CHECK(topo_node_set_model(c->t, g->node, model));
+        BK_CHECK(topo_node_set_busid(c->rd.t, g->node, g->busid));
+        BK_CHECK(topo_node_set_model(c->rd.t, g->node, model));
     }
     return BK_OK;
 }
@@ -371,7 +371,7 @@ static double pcie_rate(const struct ctx *c, hwloc_obj_t o)
     if (!topo_pcie_from_speed(link_speed(o), &gen, &width) &&
         !topo_pcie_from_speed(link_speed(o->parent), &gen, &width))
         gen = width = 0;
-    return topo_rate_pcie(&c->o->rates, gen, width);
+    return topo_rate_pcie(&c->rd.o->rates, gen, width);
 }
 
 BK_MUST_USE
@@ -389,9 +389,9 @@ static enum bk_status switch_node(struct ctx *c, int s, int *node)
                  (unsigned)a->dev, (unsigned)a->func);
         struct diag_loc loc = hwloc_loc_of(c, w->up);
         BK_CHECK(hwloc_add_named(c, TOPO_PCIE_SWITCH, busid, loc, &w->node));
-        BK_CHECK(topo_node_set_busid(c->t, w->node, busid));
+        BK_CHECK(topo_node_set_busid(c->rd.t, w->node, busid));
         double r = pcie_rate(c, w->up);
-        BK_CHECK(topo_add_link(c->t, w->node, parent, TOPO_PCIE, 1, r, r, loc));
+        BK_CHECK(topo_add_link(c->rd.t, w->node, parent, TOPO_PCIE, 1, r, r, loc));
     }
     *node = w->node;
     return BK_OK;
@@ -425,13 +425,13 @@ static enum bk_status attach_device(struct ctx *c, struct dev *dv, int sw, int c
             }
         const char *name = verbs ? verbs : first ? first : dv->busid;
         BK_CHECK(hwloc_add_named(c, TOPO_NIC, name, loc, &dv->node));
-        BK_CHECK(topo_node_set_busid(c->t, dv->node, dv->busid));
+        BK_CHECK(topo_node_set_busid(c->rd.t, dv->node, dv->busid));
     }
     int parent = cpu;
     if (sw >= 0)
         BK_CHECK(switch_node(c, sw, &parent));
     double r = pcie_rate(c, dv->pci);
-    return topo_add_link(c->t, dv->node, parent, TOPO_PCIE, 1, r, r, loc);
+    return topo_add_link(c->rd.t, dv->node, parent, TOPO_PCIE, 1, r, r, loc);
 }
 
 BK_MUST_USE
@@ -439,7 +439,8 @@ static enum bk_status walk_io(struct ctx *c, hwloc_obj_t o, int sw, int cpu, enu
                               int depth)
 {
     if (depth > MAX_DEPTH)
-        return diag_error(c->d, c->in->name, hwloc_loc_of(c, o), "PCI tree nested too deeply");
+        return diag_error(c->rd.d, c->rd.in->name, hwloc_loc_of(c, o),
+                          "PCI tree nested too deeply");
     if (o->type == HWLOC_OBJ_PCI_DEVICE) {
         uintptr_t k = (uintptr_t)o->userdata;
         if (k && k <= (uintptr_t)c->ndevs && c->devs[k - 1].kind != DEV_NVSWITCH)
@@ -485,7 +486,8 @@ BK_MUST_USE
 static enum bk_status walk_normal(struct ctx *c, hwloc_obj_t o, int depth)
 {
     if (depth > MAX_DEPTH)
-        return diag_error(c->d, c->in->name, hwloc_loc_of(c, o), "topology nested too deeply");
+        return diag_error(c->rd.d, c->rd.in->name, hwloc_loc_of(c, o),
+                          "topology nested too deeply");
     for (hwloc_obj_t ch = o->io_first_child; ch; ch = ch->next_sibling)
         BK_CHECK(walk_io(c, ch, -1, hwloc_cpu_of(c, o), ROLE_TOP, depth + 1));
     for (hwloc_obj_t ch = o->first_child; ch; ch = ch->next_sibling)
@@ -495,17 +497,16 @@ static enum bk_status walk_normal(struct ctx *c, hwloc_obj_t o, int depth)
 
 /* ---------------------------------------------------------------- entry point */
 
-enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_opts *o,
-                               struct topo *t, struct diag *d)
+enum bk_status topo_read_hwloc(const struct reader *r)
 {
     struct ctx c;
     memset(&c, 0, sizeof c);
-    c.in = in, c.o = o, c.t = t, c.d = d;
+    c.rd = *r;
     xmlDocPtr doc = NULL;
-    enum bk_status st = xml_safe_parse(in, &doc, d);
+    enum bk_status st = xml_safe_parse(r->in, &doc, r->d);
     if (st != BK_OK)
         return st;
-    BK_CHECK_GOTO(hwloc_precheck_doc(in, doc, &c.pc, d), st, out);
+    BK_CHECK_GOTO(hwloc_precheck_doc(r->in, doc, &c.pc, r->d), st, out);
     BK_CHECK_GOTO(load_hwloc(&c), st, out);
     BK_CHECK_GOTO(get_matrices(&c), st, out);
     BK_CHECK_GOTO(find_devices(&c), st, out);
@@ -518,7 +519,7 @@ enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_op
     {
         const char *product = info_str(hwloc_get_root_obj(c.hw), "DMIProductName");
         if (product)
-            st = topo_set_name(t, product);
+            st = topo_set_name(r->t, product);
     }
 out:
     for (unsigned k = 0; k < c.ndist; k++)

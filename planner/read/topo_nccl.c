@@ -73,13 +73,13 @@ BK_MUST_USE
 enum bk_status nccl_add_node(struct ctx *c, xmlNodePtr el, enum topo_node_kind kind,
                              const char *name, const char *busid, int *out)
 {
-    int other = topo_find(c->t, name);
+    int other = topo_find(c->rd.t, name);
     if (other >= 0)
         return el_error(c, el, "the name '%s' is already used by a %s declared at line %d", name,
-                        topo_node_kind_name(c->t->nodes[other].kind),
-                        c->t->nodes[other].loc.line);
-    BK_CHECK(topo_add_node(c->t, kind, name, 0, xml_node_loc(el), out));
-    return busid ? topo_node_set_busid(c->t, *out, busid) : BK_OK;
+                        topo_node_kind_name(c->rd.t->nodes[other].kind),
+                        c->rd.t->nodes[other].loc.line);
+    BK_CHECK(topo_add_node(c->rd.t, kind, name, 0, xml_node_loc(el), out));
+    return busid ? topo_node_set_busid(c->rd.t, *out, busid) : BK_OK;
 }
 
 /* The node a device below frame f hangs from: f's switch (made on first use) or the CPU. */
@@ -94,7 +94,8 @@ static enum bk_status attach_point(struct ctx *c, struct sw_frame *f, int cpu, i
         int up, n;
         BK_CHECK(attach_point(c, f->up, cpu, &up));
         BK_CHECK(nccl_add_node(c, f->el, TOPO_PCIE_SWITCH, f->busid, f->busid, &n));
-        BK_CHECK(topo_add_link(c->t, n, up, TOPO_PCIE, 1, f->gbps, f->gbps, xml_node_loc(f->el)));
+        BK_CHECK(topo_add_link(c->rd.t, n, up, TOPO_PCIE, 1, f->gbps, f->gbps,
+                               xml_node_loc(f->el)));
         f->node = n;
     }
     *out = f->node;
@@ -150,9 +151,9 @@ static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, 
     int node, parent;
     BK_CHECK(attach_point(c, up, cpu, &parent));
     BK_CHECK(nccl_add_node(c, el, TOPO_GPU, busid, busid, &node));
-    c->t->nodes[node].gpu_order = (int)dev;
-    c->t->nodes[node].nvlink_gen = nccl_gen_from_sm(sm);
-    BK_CHECK(topo_add_link(c->t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(pci)));
+    c->rd.t->nodes[node].gpu_order = (int)dev;
+    c->rd.t->nodes[node].nvlink_gen = nccl_gen_from_sm(sm);
+    BK_CHECK(topo_add_link(c->rd.t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(pci)));
     BK_CHECK(bk_grow_int((void **)&c->gpus, &c->gpus_cap, c->ngpus, sizeof *c->gpus));
     int g = c->ngpus++;
     c->gpus[g] = (struct gpu_rec){node, (int)dev, cpu, 0, el};
@@ -172,8 +173,8 @@ static enum bk_status add_nic(struct ctx *c, xmlNodePtr el, const char *name, co
     BK_CHECK(nccl_add_node(c, el, TOPO_NIC, name, busid, &node));
     double rate = (double)speed_mbps / 8000.0;
     /* A rate no link could carry is no rate: left unknown rather than failing later. */
-    c->t->nodes[node].nic_gbps = rate <= TOPO_MAX_GBPS ? rate : 0;
-    return topo_add_link(c->t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(link_el));
+    c->rd.t->nodes[node].nic_gbps = rate <= TOPO_MAX_GBPS ? rate : 0;
+    return topo_add_link(c->rd.t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(link_el));
 }
 
 /* <nic> with its <net> children: one NIC node per net, counted in *made. */
@@ -240,7 +241,7 @@ static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_
             npci++, only_pci = k;
         if (nccl_is_el(k, "pcilink") && !c->pcilink_noted) {
             c->pcilink_noted = 1;
-            diag_note(c->d, c->in->name, xml_node_loc(k),
+            diag_note(c->rd.d, c->rd.in->name, xml_node_loc(k),
                       "<pcilink> elements (Broadcom switch-to-switch P2P links) are ignored");
         }
     }
@@ -316,7 +317,7 @@ static enum bk_status read_cpu(struct ctx *c, xmlNodePtr el, int position)
     snprintf(name, sizeof name, "cpu%d", socket);
     int node;
     BK_CHECK(nccl_add_node(c, el, TOPO_CPU, name, NULL, &node));
-    c->t->nodes[node].socket = socket;
+    c->rd.t->nodes[node].socket = socket;
     BK_CHECK(bk_grow_int((void **)&c->cpus, &c->cpus_cap, c->ncpus, sizeof *c->cpus));
     c->cpus[c->ncpus++] = (struct cpu_rec){node, socket, f, el};
     for (xmlNodePtr k = el->children; k; k = k->next) {
@@ -324,7 +325,7 @@ static enum bk_status read_cpu(struct ctx *c, xmlNodePtr el, int position)
         if (nccl_is_el(k, "pci"))
             BK_CHECK(walk_pci(c, k, node, NULL));
         else if (nccl_is_el(k, "nic")) /* no PCI placement (a virtual NIC): link speed unknown */
-            BK_CHECK(read_nic(c, k, NULL, node, topo_rate_pcie(&c->o->rates, 0, 0), k, &made));
+            BK_CHECK(read_nic(c, k, NULL, node, topo_rate_pcie(&c->rd.o->rates, 0, 0), k, &made));
     }
     return BK_OK;
 }
@@ -343,7 +344,7 @@ enum bk_status nccl_read_system(struct ctx *c, xmlNodePtr root)
     char *name = xml_attr(root, "name");
     enum bk_status st = BK_OK;
     if (name && *name && strlen(name) <= NAME_MAX_LEN)
-        st = topo_set_name(c->t, name);
+        st = topo_set_name(c->rd.t, name);
     xmlFree(name);
     BK_CHECK(st);
     int position = 0;
@@ -353,16 +354,16 @@ enum bk_status nccl_read_system(struct ctx *c, xmlNodePtr root)
     return BK_OK;
 }
 
-enum bk_status topo_read_nccl(const struct input *in, const struct topo_read_opts *o, struct topo *t,
-                              struct diag *d)
+enum bk_status topo_read_nccl(const struct reader *r)
 {
     xmlDocPtr doc;
-    BK_CHECK(xml_safe_parse(in, &doc, d));
-    struct ctx c = {.in = in, .o = o, .t = t, .d = d};
+    BK_CHECK(xml_safe_parse(r->in, &doc, r->d));
+    struct ctx c = {.rd = *r};
     enum bk_status st;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     if (!root)
-        st = diag_error(d, in->name, DIAG_NOWHERE, "no root element: not an NCCL topology file");
+        st = diag_error(r->d, r->in->name, DIAG_NOWHERE,
+                        "no root element: not an NCCL topology file");
     else
         st = nccl_read_system(&c, root);
     if (st == BK_OK)

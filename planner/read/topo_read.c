@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * topo_read.c - format detection and the common path every reader shares: detect, read,
- * name, finalize.
+ * topo_read.c - format detection and the path every read takes: detect, begin (reader.c), the
+ * format's reader, finish (name and finalize).
  *
  * Detection looks at content only, never at file names: an XML root of <topology> is hwloc,
  * <system> is NCCL; a "GPU0 ..." header row is nvidia-smi topo -m; a first statement that is a
@@ -11,10 +11,9 @@
 #include "read/topo_read.h"
 
 #include <ctype.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "core/strbuf.h"
+#include "read/reader.h"
 
 static const char *const format_names[] = {"auto", "text", "hwloc", "nccl", "smi", "cluster"};
 
@@ -197,47 +196,22 @@ int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *
     return gen;
 }
 
-/* The topology's default name: the file's base name without its extension. */
-BK_MUST_USE
-static enum bk_status default_name(struct topo *t, const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strcspn(base, ".");
-    if (n == 0)
-        n = strlen(base);
-    char *s = bk_strndup(base, n);
-    if (!s)
-        return BK_ENOMEM;
-    free(t->name);
-    t->name = s;
-    return BK_OK;
-}
-
 enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
                          struct diag *d)
 {
-    topo_init(t);
+    struct reader r;
+    reader_begin(&r, in, o, t, d);
     enum topo_format f = o->format;
     if (f == TOPO_FMT_AUTO && (f = topo_detect_format(in, d)) == TOPO_FMT_AUTO)
         return BK_EINPUT;
     enum bk_status st;
     switch (f) {
-    case TOPO_FMT_TEXT: st = topo_read_text(in, o, t, d); break;
-    case TOPO_FMT_HWLOC: st = topo_read_hwloc(in, o, t, d); break;
-    case TOPO_FMT_NCCL: st = topo_read_nccl(in, o, t, d); break;
-    case TOPO_FMT_SMI: st = topo_read_smi(in, o, t, d); break;
-    case TOPO_FMT_CLUSTER: st = topo_read_cluster(in, o, t, d); break;
+    case TOPO_FMT_TEXT: st = topo_read_text(&r); break;
+    case TOPO_FMT_HWLOC: st = topo_read_hwloc(&r); break;
+    case TOPO_FMT_NCCL: st = topo_read_nccl(&r); break;
+    case TOPO_FMT_SMI: st = topo_read_smi(&r); break;
+    case TOPO_FMT_CLUSTER: st = topo_read_cluster(&r); break;
     default: return BK_EINTERNAL;
     }
-    t->format = format_names[f];
-    if (st == BK_OK && !(t->source = strdup(in->name)))
-        st = BK_ENOMEM;
-    if (st == BK_OK && !t->name)
-        st = default_name(t, in->name);
-    if (st == BK_OK)
-        st = topo_finalize(t, d);
-    if (st != BK_OK)
-        topo_free(t);
-    return st;
+    return reader_finish(&r, f, st);
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * topo_read.h - the four topology readers, the cluster file, and format detection.
+ * topo_read.h - reading a topology file: the four formats, the cluster file, and format detection.
  *
- * Every reader fills an initialised, empty struct topo from one input buffer and returns
- * BK_OK, or an error status with a diagnostic naming FILE:LINE:COL or the XML element. A reader
- * only adds nodes and links (topo.h) and never calls topo_finalize; topo_read() does that, so
- * validation and canonical order are the same for every format.
+ * Every reader (reader.h) fills an initialised, empty struct topo from one input buffer and
+ * returns BK_OK, or an error status with a diagnostic naming FILE:LINE:COL or the XML element. A
+ * reader only adds nodes and links (topo.h) and never calls topo_finalize; topo_read() does that,
+ * so validation and canonical order are the same for every format.
  */
 #ifndef BK_TOPO_READ_H
 #define BK_TOPO_READ_H
@@ -40,29 +40,10 @@ enum topo_format topo_detect_format(const struct input *in, struct diag *d);
 const char *topo_format_name(enum topo_format f);
 int topo_format_parse(const char *s, enum topo_format *out);
 
-/* Detect (unless forced), read, and finalize. */
+/* Detect (unless forced), read, and finalize. The readers themselves are in reader.h. */
 BK_MUST_USE
 enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
                          struct diag *d);
-
-/* The readers themselves (t is empty; they do not finalize). */
-BK_MUST_USE
-enum bk_status topo_read_text(const struct input *in, const struct topo_read_opts *o,
-                              struct topo *t, struct diag *d);
-BK_MUST_USE
-enum bk_status topo_read_hwloc(const struct input *in, const struct topo_read_opts *o,
-                               struct topo *t, struct diag *d);
-BK_MUST_USE
-enum bk_status topo_read_nccl(const struct input *in, const struct topo_read_opts *o,
-                              struct topo *t, struct diag *d);
-BK_MUST_USE
-enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o,
-                             struct topo *t, struct diag *d);
-/* A cluster file (topo_cluster.c): reads the server files it names (detected on their own, with
- * o's GPU model and rates) and joins them; paths are relative to in->name's directory. */
-BK_MUST_USE
-enum bk_status topo_read_cluster(const struct input *in, const struct topo_read_opts *o,
-                                 struct topo *t, struct diag *d);
 
 /*
  * NVLink generation for a GPU whose input gives no usable model: --gpu-model if set, else

@@ -52,7 +52,7 @@
  *
  * Files: smi_parse.c reads and checks the matrix, smi_infer.c builds the graph from it.
  */
-#include "read/topo_read.h"
+#include "read/reader.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +78,14 @@ static void smi_free(struct smi *s)
     free(s->m);
 }
 
-enum bk_status topo_read_smi(const struct input *in, const struct topo_read_opts *o, struct topo *t,
-                            struct diag *d)
+enum bk_status topo_read_smi(const struct reader *r)
 {
     struct smi s;
     memset(&s, 0, sizeof s);
-    s.in = in;
-    s.o = o;
-    s.t = t;
-    s.d = d;
+    s.in = r->in;
+    s.o = r->o;
+    s.t = r->t;
+    s.d = r->d;
     int nic_legend;
     enum bk_status st;
     BK_CHECK_GOTO(smi_read_header(&s), st, out);

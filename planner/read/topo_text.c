@@ -13,7 +13,7 @@
  * nodes and links; topo_read() finalizes. It never prints and never trusts a number it has not
  * range-checked.
  */
-#include "read/topo_read.h"
+#include "read/reader.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -74,11 +74,8 @@ struct smap {
     size_t cap, n;
 };
 
-struct reader {
-    const struct input *in;
-    const struct topo_read_opts *o;
-    struct topo *t;
-    struct diag *d;
+struct text_reader {
+    struct reader rd;
     struct lexer lx;     /* the current line's tokens, and the line number */
     int server;          /* current server index */
     int server_lines;    /* `server` statements seen */
@@ -157,8 +154,8 @@ static void smap_free(struct smap *m)
     free(m->keys), free(m->vals);
 }
 
-static enum bk_status err(struct reader *r, int col, const char *fmt, ...) BK_PRINTF(3, 4);
-static enum bk_status err(struct reader *r, int col, const char *fmt, ...)
+static enum bk_status err(struct text_reader *r, int col, const char *fmt, ...) BK_PRINTF(3, 4);
+static enum bk_status err(struct text_reader *r, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -183,8 +180,8 @@ static void list_attrs(struct strbuf *sb, unsigned mask)
  * `usage` is the statement's form, for the message when names are missing.
  */
 BK_MUST_USE
-static enum bk_status parse_stmt(struct reader *r, int npos, unsigned allowed, const char *usage,
-                                 struct attrs *a)
+static enum bk_status parse_stmt(struct text_reader *r, int npos, unsigned allowed,
+                                 const char *usage, struct attrs *a)
 {
     memset(a, 0, sizeof *a);
     const char *kw = r->lx.toks[0].text;
@@ -237,8 +234,8 @@ static int hexval(char c)
 
 /* A decimal (or, with `hex`, 0x-prefixed hexadecimal) integer attribute in [lo, hi]. */
 BK_MUST_USE
-static enum bk_status int_attr(struct reader *r, const struct lex_tok *tk, int hex, long lo,
-                               long hi, long *out)
+static enum bk_status int_attr(struct text_reader *r, const struct lex_tok *tk, int hex,
+                               long lo, long hi, long *out)
 {
     const char *s = lex_value(tk);
     int base = 10;
@@ -261,7 +258,7 @@ static enum bk_status int_attr(struct reader *r, const struct lex_tok *tk, int h
 }
 
 BK_MUST_USE
-static enum bk_status bw_attr(struct reader *r, const struct lex_tok *tk, double *out)
+static enum bk_status bw_attr(struct text_reader *r, const struct lex_tok *tk, double *out)
 {
     const char *why = "not a bandwidth";
     if (!topo_parse_bandwidth(lex_value(tk), out, &why))
@@ -310,15 +307,15 @@ static int parse_busid(const char *s, char out[16])
 }
 
 /* NVLink generation used when the input gives none: asked once, so it warns once. */
-static int assumed_gen(struct reader *r, const char *why)
+static int assumed_gen(struct text_reader *r, const char *why)
 {
     if (!r->assumed_gen)
-        r->assumed_gen = topo_assumed_gen(r->o, 0, why, r->in, r->d);
+        r->assumed_gen = topo_assumed_gen(r->rd.o, 0, why, r->rd.in, r->rd.d);
     return r->assumed_gen;
 }
 
 BK_MUST_USE
-static enum bk_status stmt_topology(struct reader *r)
+static enum bk_status stmt_topology(struct text_reader *r)
 {
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, 0, "topology NAME", &a));
@@ -327,18 +324,18 @@ static enum bk_status stmt_topology(struct reader *r)
                    "second 'topology' statement (the name was given on line %d)",
                    r->topology_line);
     r->topology_line = r->lx.line;
-    return topo_set_name(r->t, r->lx.toks[1].text);
+    return topo_set_name(r->rd.t, r->lx.toks[1].text);
 }
 
-static void warn_empty_section(struct reader *r)
+static void warn_empty_section(struct text_reader *r)
 {
     if (r->section_line && !r->section_nodes)
-        diag_warning(r->d, r->in->name, DIAG_AT(r->section_line, 0),
+        diag_warning(r->rd.d, r->rd.in->name, DIAG_AT(r->section_line, 0),
                      "server '%s' declares no nodes", r->section_name);
 }
 
 BK_MUST_USE
-static enum bk_status stmt_server(struct reader *r)
+static enum bk_status stmt_server(struct text_reader *r)
 {
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, 0, "server NAME", &a));
@@ -357,7 +354,7 @@ static enum bk_status stmt_server(struct reader *r)
     warn_empty_section(r);
     /* Nodes declared before any `server` line form server 0; a first `server` line names that
        server when nothing was declared yet, else it starts server 1. */
-    if (r->server_lines++ > 0 || r->t->nnodes > 0)
+    if (r->server_lines++ > 0 || r->rd.t->nnodes > 0)
         r->server++;
     r->section_nodes = 0;
     r->section_line = r->lx.line;
@@ -366,7 +363,7 @@ static enum bk_status stmt_server(struct reader *r)
 }
 
 BK_MUST_USE
-static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
+static enum bk_status stmt_node(struct text_reader *r, enum topo_node_kind kind)
 {
     static const char *const usage[TOPO_NODE_KINDS] = {
         "gpu NAME [model=TEXT] [bus=BUSID]",
@@ -378,11 +375,11 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
     struct attrs a;
     BK_CHECK(parse_stmt(r, 1, node_attrs[kind], usage[kind], &a));
     const struct lex_tok *kw = &r->lx.toks[0], *nm = &r->lx.toks[1];
-    int prev = topo_find(r->t, nm->text);
+    int prev = topo_find(r->rd.t, nm->text);
     if (prev >= 0) {
-        struct diag_loc pl = r->t->nodes[prev].loc;
+        struct diag_loc pl = r->rd.t->nodes[prev].loc;
         err(r, nm->col, "duplicate name '%s': already declared on line %d", nm->text, pl.line);
-        diag_note(r->d, r->in->name, pl, "'%s' was first declared here", nm->text);
+        diag_note(r->rd.d, r->rd.in->name, pl, "'%s' was first declared here", nm->text);
         return BK_EINPUT;
     }
     char busid[16] = "";
@@ -396,8 +393,8 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
         int other = smap_get(&r->map, key);
         if (other >= 0)
             return err(r, tk->vcol, "bus id %s is already used by '%s' (line %d) in this server",
-                       busid, r->t->nodes[other].name, r->t->nodes[other].loc.line);
-        BK_CHECK(smap_put(&r->map, key, r->t->nnodes));
+                       busid, r->rd.t->nodes[other].name, r->rd.t->nodes[other].loc.line);
+        BK_CHECK(smap_put(&r->map, key, r->rd.t->nnodes));
     }
     long socket = -1, family = -1, cpumodel = -1;
     if (a.at[AT_SOCKET])
@@ -410,18 +407,18 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
     if (a.at[AT_SPEED])
         BK_CHECK(bw_attr(r, a.at[AT_SPEED], &speed));
 
-    struct extra *x = bk_grow(r->extra, &r->extra_cap, (size_t)r->t->nnodes + 1, sizeof *x);
+    struct extra *x = bk_grow(r->extra, &r->extra_cap, (size_t)r->rd.t->nnodes + 1, sizeof *x);
     if (!x)
         return BK_ENOMEM;
     r->extra = x;
     int idx;
-    BK_CHECK(topo_add_node(r->t, kind, nm->text, r->server, DIAG_AT(r->lx.line, kw->col), &idx));
-    struct topo_node *n = &r->t->nodes[idx];
+    BK_CHECK(topo_add_node(r->rd.t, kind, nm->text, r->server, DIAG_AT(r->lx.line, kw->col), &idx));
+    struct topo_node *n = &r->rd.t->nodes[idx];
     const char *model = a.at[AT_MODEL] ? lex_value(a.at[AT_MODEL]) : NULL;
     if (busid[0])
-        BK_CHECK(topo_node_set_busid(r->t, idx, busid));
+        BK_CHECK(topo_node_set_busid(r->rd.t, idx, busid));
     if (model)
-        BK_CHECK(topo_node_set_model(r->t, idx, model));
+        BK_CHECK(topo_node_set_model(r->rd.t, idx, model));
     r->extra[idx] = (struct extra){TOPO_CPU_UNKNOWN};
     n->nic_gbps = speed; /* 0: unknown */
     if (kind == TOPO_GPU) {
@@ -429,7 +426,7 @@ static enum bk_status stmt_node(struct reader *r, enum topo_node_kind kind)
         n->nvlink_gen = topo_gpu_model_gen(model);
         /* --gpu-model stands in for a missing or unknown model; without it the generation is
            only assumed (with a warning) if an NVLink needs it. */
-        if (!n->nvlink_gen && r->o->gpu_model && !(n->nvlink_gen = assumed_gen(r, NULL)))
+        if (!n->nvlink_gen && r->rd.o->gpu_model && !(n->nvlink_gen = assumed_gen(r, NULL)))
             return BK_EINPUT;
     } else if (kind == TOPO_CPU) {
         n->socket = (int)socket;
@@ -483,12 +480,12 @@ static const char *kind_forbids(enum topo_link_kind k, enum topo_node_kind x, en
 }
 
 BK_MUST_USE
-static enum bk_status stmt_link(struct reader *r)
+static enum bk_status stmt_link(struct text_reader *r)
 {
     struct attrs a;
     BK_CHECK(parse_stmt(r, 2, link_attrs,
                         "link A B [kind=K] [count=N] [gen=G] [width=W] [bw=BW] [bw-rev=BW]", &a));
-    struct topo *t = r->t;
+    struct topo *t = r->rd.t;
     int end[2];
     for (int k = 0; k < 2; k++)
         if ((end[k] = topo_find(t, r->lx.toks[1 + k].text)) < 0)
@@ -553,8 +550,8 @@ static enum bk_status stmt_link(struct reader *r)
         struct diag_loc pl = r->links[prev].loc;
         err(r, l.loc.col, "duplicate %s link between '%s' and '%s' (first on line %d): declare "
             "one link with count= instead", kn, na->name, nb->name, pl.line);
-        diag_note(r->d, r->in->name, pl, "the first %s link between '%s' and '%s'", kn, na->name,
-                  nb->name);
+        diag_note(r->rd.d, r->rd.in->name, pl, "the first %s link between '%s' and '%s'", kn,
+                  na->name, nb->name);
         return BK_EINPUT;
     }
     struct pend_link *pl = bk_grow(r->links, &r->links_cap, (size_t)r->nlinks + 1, sizeof *pl);
@@ -568,7 +565,7 @@ static enum bk_status stmt_link(struct reader *r)
 
 /* The statement on the lexer's current line. */
 BK_MUST_USE
-static enum bk_status statement(struct reader *r)
+static enum bk_status statement(struct text_reader *r)
 {
     if (!r->lx.ntoks)
         return BK_OK;
@@ -592,9 +589,9 @@ static enum bk_status statement(struct reader *r)
  * NVLink generation of a link without gen=: its GPU ends' (the lower if they differ), else for a
  * switch-to-switch trunk that of the GPUs in its server, else the assumed one.
  */
-static int link_gen(struct reader *r, const struct pend_link *l, const int *server_gen)
+static int link_gen(struct text_reader *r, const struct pend_link *l, const int *server_gen)
 {
-    const struct topo_node *ends[2] = {&r->t->nodes[l->a], &r->t->nodes[l->b]};
+    const struct topo_node *ends[2] = {&r->rd.t->nodes[l->a], &r->rd.t->nodes[l->b]};
     int gen = 0, gpus = 0;
     for (int k = 0; k < 2; k++)
         if (ends[k]->kind == TOPO_GPU) {
@@ -615,10 +612,10 @@ static int link_gen(struct reader *r, const struct pend_link *l, const int *serv
 
 /* Turn the collected links into model links with their capacities. */
 BK_MUST_USE
-static enum bk_status add_links(struct reader *r)
+static enum bk_status add_links(struct text_reader *r)
 {
-    struct topo *t = r->t;
-    const struct topo_rates *rates = &r->o->rates;
+    struct topo *t = r->rd.t;
+    const struct topo_rates *rates = &r->rd.o->rates;
     int *server_gen = calloc((size_t)r->server + 1, sizeof *server_gen);
     if (!server_gen)
         return BK_ENOMEM;
@@ -666,13 +663,12 @@ static enum bk_status add_links(struct reader *r)
     return st;
 }
 
-enum bk_status topo_read_text(const struct input *in, const struct topo_read_opts *o,
-                              struct topo *t, struct diag *d)
+enum bk_status topo_read_text(const struct reader *rd)
 {
-    struct reader r;
+    struct text_reader r;
     memset(&r, 0, sizeof r);
-    r.in = in, r.o = o, r.t = t, r.d = d;
-    lex_init(&r.lx, in, d);
+    r.rd = *rd;
+    lex_init(&r.lx, rd->in, rd->d);
     enum bk_status st = BK_OK;
     for (int more = 1; st == BK_OK && more;) {
         st = lex_next(&r.lx, &more);

@@ -22,6 +22,7 @@ FUZZ_PLANNER_SRCS = \
 	planner/core/diag.c planner/core/strbuf.c planner/core/trail.c planner/core/input.c \
 	planner/core/progress.c \
 	planner/topo/topo.c planner/topo/topo_canon.c planner/topo/topo_rates.c planner/read/topo_read.c \
+	planner/read/reader.c \
 	planner/read/topo_text.c planner/read/text_lex.c planner/read/topo_cluster.c planner/topo/topo_join.c \
 	planner/read/topo_hwloc.c planner/read/hwloc_links.c planner/read/hwloc_precheck.c \
 	planner/read/topo_nccl.c planner/read/nccl_values.c planner/read/nccl_links.c \
