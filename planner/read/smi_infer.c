@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * smi_infer.c - the `nvidia-smi topo -m` reader's inference (topo_smi.c has the rules): the
- * NVLink generation and plane, PCIe switches from PIX and PXB cells, CPUs from affinities and
+ * GPU part and NVLink plane, PCIe switches from PIX and PXB cells, CPUs from affinities and
  * SYS cells.
  */
 #include "read/smi_internal.h"
@@ -211,67 +211,198 @@ out:
     return st;
 }
 
-/* The NVLink generation, from --gpu-model or the matrix's shape; 0 when nothing needs one. */
-BK_MUST_USE
-static enum bk_status nvlink_model(struct smi *s, int *gen, int *plane, int *per_gpu)
+/* ---------------------------------------------------------------- NVLink */
+
+/* What the NV# cells look like, over the GPU columns. */
+struct shape {
+    int ng;       /* GPU columns */
+    int any;      /* some pair shows NV# */
+    int uniform;  /* the NV# every GPU pair shows, 0 when pairs differ or one shows none */
+    int maxsum;   /* most NVLinks one row adds up to */
+    int sum_col;  /* the column of that row */
+    int maxcell;  /* largest NV# */
+    int complete; /* every GPU pair shows NV# */
+    int pairs;    /* every GPU is NVLinked to at most one other GPU (bridged pairs) */
+};
+
+static int nv_of(const struct smi *s, int i, int j)
 {
-    int uniform = -1, any = 0, maxsum = 0, ng = 0, mgen = 0;
-    *gen = *plane = 0;
-    if (s->o->gpu_model && !(mgen = topo_assumed_gen(s->o, 0, NULL, s->in, s->d)))
-        return BK_EINPUT;
+    const struct cell *c = cell(s, i, j);
+    return c->code == C_NV ? c->nv : 0;
+}
+
+static void get_shape(const struct smi *s, struct shape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->uniform = -1;
+    sh->complete = sh->pairs = 1;
+    sh->sum_col = -1;
     for (int i = 0; i < s->ncols; i++) {
         if (s->cols[i].gpu < 0)
             continue;
-        int sum = 0;
-        ng++;
+        int sum = 0, peers = 0;
+        sh->ng++;
         for (int j = 0; j < s->ncols; j++) {
             if (j == i || s->cols[j].gpu < 0)
                 continue;
-            const struct cell *c = cell(s, i, j);
-            int v = c->code == C_NV ? c->nv : 0;
+            int v = nv_of(s, i, j);
             sum += v;
-            any |= v > 0;
-            uniform = uniform == -1 || uniform == v ? v : 0;
+            peers += v > 0;
+            sh->any |= v > 0;
+            sh->complete &= v > 0;
+            sh->maxcell = v > sh->maxcell ? v : sh->maxcell;
+            sh->uniform = sh->uniform == -1 || sh->uniform == v ? v : 0;
         }
-        maxsum = sum > maxsum ? sum : maxsum;
+        sh->pairs &= peers <= 1;
+        if (sh->sum_col < 0 || sum > sh->maxsum)
+            sh->maxsum = sum, sh->sum_col = i;
     }
-    int budget_ok = mgen ? uniform == topo_nvlink_budget(mgen)
-                         : uniform == 6 || uniform == 12 || uniform == 18;
-    *plane = ng >= 3 && uniform > 0 && budget_ok;
-    *per_gpu = uniform;
-    if (mgen) {
-        *gen = mgen;
-    } else if (any) {
-        char why[96];
-        int guess = 0;
-        if (*plane) {
-            guess = uniform == 6 ? 2 : uniform == 12 ? 3 : 4;
-            snprintf(why, sizeof why, "from NV%d between every GPU pair (an NVSwitch plane)",
-                     uniform);
-        } else {
-            guess = maxsum == 4 ? 1 : maxsum == 6 ? 2 : 0;
-            if (guess)
-                snprintf(why, sizeof why, "from %d NVLinks per GPU", maxsum);
-            else
-                snprintf(why, sizeof why, "(no known board has %d NVLinks per GPU)", maxsum);
-        }
-        if (!(*gen = topo_assumed_gen(s->o, guess, why, s->in, s->d)))
-            return BK_EINPUT;
+    if (sh->uniform < 0)
+        sh->uniform = 0;
+}
+
+/* The smallest of `names` (in rising link counts) with at least n NVLinks, or NULL. */
+static const struct topo_gpu_part *smallest(const char *const *names, size_t k, int n)
+{
+    for (size_t i = 0; i < k; i++) {
+        const struct topo_gpu_part *p = topo_gpu_part_find(names[i]);
+        if (p && p->links >= n)
+            return p;
     }
-    if (!*plane && *gen && maxsum > topo_nvlink_budget(*gen))
-        diag_warning(s->d, s->in->name, DIAG_AT(s->hdr[0].no, 0),
-                     "a GPU shows %d NVLinks, more than the %d of a %s: if the NV# cells are "
-                     "NVSwitch totals, the graph overstates NVLink bandwidth",
-                     maxsum, topo_nvlink_budget(*gen), topo_gen_model(*gen));
+    return NULL;
+}
+
+/*
+ * Guess the part from the shape alone (see NVLINK in topo_smi.c): a uniform NV# at a switch
+ * count is that board's NVSwitch plane; bridged pairs are the bridge part with that many links;
+ * otherwise direct links, on the smallest board with direct links that has the row's links.
+ * Fills `why` with the reason, and the other boards that print the same, for the warning.
+ */
+static const struct topo_gpu_part *guess_part(const struct shape *sh, char *why, size_t cap)
+{
+    static const char *const plane[] = {"V100", "A800", "A100", "H100"}; /* 6 8 12 18 */
+    static const char *const mesh[] = {"P100", "V100", "A100", "H100"};   /* 4 6 12 18 */
+    static const char *const bridge[] = {"Quadro RTX 5000", "TITAN RTX", "RTX 3090", "V100",
+                                         "A800", "A100", "H100"};        /* 1 2 4 6 8 12 18 */
+    const struct topo_gpu_part *p;
+    int u = sh->uniform;
+    if (u > 0 && sh->ng >= 3 && (u == 6 || u == 8 || u == 12 || u == 18)) {
+        p = smallest(plane, BK_ARRAY_LEN(plane), u);
+        snprintf(why, cap, "NV%d between every GPU pair, the NVSwitch plane of %s boards%s", u,
+                 p->name,
+                 u == 6 && sh->ng == 4 ? " (4 H100s with direct links print NV6 too: "
+                                         "--gpu-model H100)"
+                 : u == 8  ? " (an H800 board prints NV8 too, at the same rate)"
+                 : u == 18 ? " (H200, H20 and B200 boards print NV18 too; B200 links run at "
+                             "50 GB/s: --gpu-model B200)"
+                           : "");
+        return p;
+    }
+    if (sh->pairs) {
+        p = smallest(bridge, BK_ARRAY_LEN(bridge), sh->maxcell);
+        if (p)
+            snprintf(why, cap, "NV%d between %s%s", sh->maxcell,
+                     sh->ng == 2 ? "the two GPUs" : "bridged pairs of GPUs",
+                     p->link_gbps != 25 ? " (an A30 pair prints NV4 too, at 25 GB/s per link: "
+                                          "--gpu-model A30)"
+                                        : "");
+        return p;
+    }
+    if ((p = smallest(mesh, BK_ARRAY_LEN(mesh), sh->maxsum))) {
+        snprintf(why, cap, "%d NVLinks per GPU, as direct links", sh->maxsum);
+        return p;
+    }
+    /* More links than any GPU has: only a switch plane can explain that. */
+    if ((p = smallest(plane, BK_ARRAY_LEN(plane), sh->maxcell)))
+        snprintf(why, cap, "NV%d cells that add up to %d per GPU, more than any GPU has as "
+                 "direct links", sh->maxcell, sh->maxsum);
+    return p;
+}
+
+/*
+ * The part of every GPU (--gpu-model, else guessed with a warning) and whether the NV# cells
+ * are one NVSwitch plane. The rule: the cells are direct links only if no row adds up to more
+ * NVLinks than the part has; a row that does means a switch plane, with each GPU's own NV# as
+ * its links to it. Cells no reading fits are refused.
+ */
+BK_MUST_USE
+static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **part, int *assumed,
+                                   int *plane)
+{
+    struct shape sh;
+    get_shape(s, &sh);
+    *part = NULL;
+    *assumed = *plane = 0;
+    if (s->o->gpu_model && !(*part = topo_gpu_part_find(s->o->gpu_model))) {
+        char names[200];
+        return diag_error(s->d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
+                          s->o->gpu_model, topo_gpu_part_names(names, sizeof names));
+    }
+    if (!sh.any)
+        return BK_OK; /* no NVLink: the rates of none matter */
+    struct diag_loc at = DIAG_AT(s->hdr[0].no, 0);
+    if (!*part) {
+        char why[200];
+        if (!(*part = guess_part(&sh, why, sizeof why)))
+            return diag_error(s->d, s->in->name, s->cols[sh.sum_col].row_loc,
+                              "row %s's NV# cells add up to %d NVLinks, more than any GPU has, "
+                              "and not every GPU pair is NVLinked, so they are neither direct "
+                              "links nor one NVSwitch plane",
+                              s->cols[sh.sum_col].label, sh.maxsum);
+        *assumed = 1;
+        const struct topo_gpu_part *p = *part;
+        diag_warning(s->d, s->in->name, at,
+                     "the input does not name the GPU model; assuming %s (NVLink%d, %d NVLinks "
+                     "per GPU of %g GB/s each) from %s; use --gpu-model to say otherwise",
+                     p->name, p->gen, p->links, topo_part_link_gbps(&s->o->rates, p, NULL, p->gen),
+                     why);
+    }
+    const struct topo_gpu_part *p = *part;
+    if (sh.maxcell > p->links) {
+        for (int i = 0; i < s->ncols; i++)
+            for (int j = 0; j < s->ncols && s->cols[i].gpu >= 0; j++)
+                if (s->cols[j].gpu >= 0 && nv_of(s, i, j) == sh.maxcell)
+                    return diag_error(s->d, s->in->name, cell(s, i, j)->loc,
+                                      "NV%d between %s and %s, but %s GPUs have %d NVLinks "
+                                      "each (check --gpu-model)",
+                                      sh.maxcell, s->cols[i].label, s->cols[j].label, p->name,
+                                      p->links);
+    }
+    if (sh.maxsum <= p->links)
+        return BK_OK; /* direct links, within what every GPU has */
+    if (!sh.complete)
+        return diag_error(s->d, s->in->name, s->cols[sh.sum_col].row_loc,
+                          "row %s's NV# cells add up to %d NVLinks, but %s GPUs have %d each, "
+                          "and not every GPU pair is NVLinked, so they are neither direct links "
+                          "nor one NVSwitch plane",
+                          s->cols[sh.sum_col].label, sh.maxsum, p->name, p->links);
+    *plane = 1;
+    if (!*assumed && sh.uniform != p->links)
+        diag_note(s->d, s->in->name, at,
+                  "%s: as direct links the NV# cells would give a GPU %d NVLinks, but %s GPUs "
+                  "have %d each; read as one NVSwitch plane, each GPU with its own NV# links to it",
+                  s->cols[sh.sum_col].label, sh.maxsum, p->name, p->links);
     return BK_OK;
+}
+
+/* A GPU's links to the plane: the largest NV# in its row. */
+static int plane_links(const struct smi *s, int i)
+{
+    int most = 0;
+    for (int j = 0; j < s->ncols; j++)
+        if (j != i && s->cols[j].gpu >= 0 && nv_of(s, i, j) > most)
+            most = nv_of(s, i, j);
+    return most;
 }
 
 BK_MUST_USE
 enum bk_status smi_build(struct smi *s)
 {
     struct topo *t = s->t;
-    int gen, plane, per_gpu, nvs = -1;
-    BK_CHECK(nvlink_model(s, &gen, &plane, &per_gpu));
+    const struct topo_gpu_part *part;
+    int assumed, plane, nvs = -1;
+    BK_CHECK(nvlink_model(s, &part, &assumed, &plane));
+    int gen = part ? part->gen : 0;
     for (int pass = 0; pass < 2; pass++) /* GPUs first, then NICs */
         for (int i = 0; i < s->ncols; i++) {
             struct col *c = &s->cols[i];
@@ -291,21 +422,25 @@ enum bk_status smi_build(struct smi *s)
             t->nodes[c->node].nvlink_gen = gen;
             if (s->o->gpu_model)
                 BK_CHECK(topo_node_set_model(t, c->node, s->o->gpu_model));
+            t->nodes[c->node].part = part; /* where the reader assumed it, recorded as such */
+            t->nodes[c->node].part_assumed = assumed;
         }
-    if (plane) { /* one bundle of per_gpu links from each GPU to the plane */
-        double r = topo_rate_nvlink(&s->o->rates, gen, per_gpu);
+    if (plane) { /* one bundle from each GPU to the plane, of its own NV# links */
         BK_CHECK(add_synth(s, TOPO_NVSWITCH, "NVSwitch", 0, &nvs));
-        for (int i = 0; i < s->ncols; i++)
-            if (s->cols[i].gpu >= 0)
-                BK_CHECK(topo_add_link(t, s->cols[i].node, nvs, TOPO_NVLINK, per_gpu, r, r,
+        for (int i = 0; i < s->ncols; i++) {
+            int links = s->cols[i].gpu >= 0 ? plane_links(s, i) : 0;
+            double r = topo_rate_nvlink_parts(&s->o->rates, part, NULL, gen, links);
+            if (links)
+                BK_CHECK(topo_add_link(t, s->cols[i].node, nvs, TOPO_NVLINK, links, r, r,
                                        s->cols[i].row_loc));
+        }
     } else {
         for (int i = 0; i < s->ncols; i++)
             for (int j = i + 1; j < s->ncols && s->cols[i].gpu >= 0; j++) {
                 const struct cell *c = cell(s, i, j);
                 if (c->code != C_NV || s->cols[j].gpu < 0)
                     continue;
-                double r = topo_rate_nvlink(&s->o->rates, gen, c->nv);
+                double r = topo_rate_nvlink_parts(&s->o->rates, part, part, gen, c->nv);
                 BK_CHECK(topo_add_link(t, s->cols[i].node, s->cols[j].node, TOPO_NVLINK, c->nv,
                                        r, r, c->loc));
             }

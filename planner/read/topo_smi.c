@@ -25,14 +25,21 @@
  * the farther relation. "NIC Legend:" entries ("NIC0: mlx5_0") give NIC nodes their device
  * names; the rest of the legend is ignored.
  *
- * NVLINK. On a switchless board NV# is the pair's number of direct links. When there are at
- * least 3 GPUs and every GPU pair shows the same NV#, equal to a GPU's whole link budget (6, 12
- * or 18; with --gpu-model, that model's budget), the GPUs hang off an NVSwitch plane: one
- * nvswitch node with # links from each GPU (a full mesh would overstate bandwidth about (n-1)
- * times). The text never names the GPU, so its NVLink generation comes from --gpu-model, else
- * from the shape with a warning: plane NV6 V100, NV12 A100, NV18 H100; switchless, 4 links per
- * GPU P100, 6 V100, anything else V100. A box without NVLink needs no generation (0, no
- * warning). A switchless GPU with more links than its model has gets a warning.
+ * NVLINK. The text never names the GPU, so its part (topo_rates.h's parts table: NVLink
+ * generation, NVLinks per GPU, GB/s per link) comes from --gpu-model, else from the shape, with a
+ * warning that names the part and rate assumed and the other boards that print the same:
+ * every pair of 3 or more GPUs at NV6, NV8, NV12 or NV18 is the NVSwitch plane of V100, A800
+ * (or H800), A100 or H100 (or H200, H20, B200) boards; GPUs NVLinked in pairs only are bridge
+ * cards with that many links (NV4: an RTX 3090-class GA102 bridge at 14.0625 GB/s per link; NV12
+ * A100; NV2 TITAN RTX-class; ...); otherwise direct links on the smallest board with direct
+ * links that has a row's links (4 P100, 6 V100, 12 A100, 18 H100). The GPU nodes record the part
+ * and whether it was assumed. Then the rule, by the part's link budget L: no NV# cell may exceed
+ * L; when no row of NV# cells adds up to more than L, the cells are direct links (NV# is the
+ * pair's bond); when a row does, they cannot be direct links and describe one NVSwitch plane
+ * (one nvswitch node, each GPU with the largest NV# of its row as its links to it; a full mesh
+ * would overstate bandwidth about (n-1) times), which needs every GPU pair to show NV#. Cells no
+ * reading fits are refused, so the graph never gives a GPU more NVLink bandwidth than it has.
+ * A box without NVLink needs no part (generation 0, no warning).
  *
  * PCIE. An NV# cell hides the PCIe relation of its pair, so NIC rows and columns are used too.
  * Devices (GPUs and NICs) that are PIX to each other, directly or through others, share one leaf

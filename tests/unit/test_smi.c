@@ -3,7 +3,9 @@
  * test_smi.c - the `nvidia-smi topo -m` reader: the DGX-1V fixture against the reference graph,
  * the dialects (old SOC, tabs, escapes, collapsed and wrapped headers), NVSwitch planes, PCIe and
  * CPU inference, and the error paths with their positions. Expectations come from
- * topology-facts.md (sections 3 and 4; the reference graph is 4.3 and 4.4).
+ * topology-facts.md (sections 3 and 4; the reference graph is 4.3 and 4.4). The NV# rule by the
+ * part's link budget (topo_smi.c): an A800 board's NV8 plane, an H100 NV6 mesh, an RTX 3090
+ * bridge at its own rate, A100's 12 links, and the cells no reading fits.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -367,6 +369,163 @@ Test(smi, lenient_nic_rows_and_pcie_asymmetry)
     diag_free(&d);
 }
 
+/* GPU g's NVLink capacity: the sum over its NVLinks, in GB/s one way. */
+static double nvlink_gbps(const struct topo *t, int g)
+{
+    double sum = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].src == g && t->links[i].kind == TOPO_NVLINK)
+            sum += t->links[i].gbps;
+    return sum;
+}
+
+static void assert_part(const struct topo *t, int ngpus, const char *part, int assumed)
+{
+    for (int g = 0; g < ngpus; g++) {
+        cr_assert(t->nodes[g].part, "gpu%d has no part", g);
+        cr_assert_str_eq(t->nodes[g].part->name, part);
+        cr_assert_eq(t->nodes[g].part_assumed, assumed);
+        cr_assert_eq(t->nodes[g].nvlink_gen, t->nodes[g].part->gen);
+    }
+}
+
+/* NV8 everywhere on an 8-GPU A800 or H800 board is the per-GPU switch count: 8 NVLinks to one
+ * NVSwitch plane, 200 GB/s per GPU, never a mesh of 56 links per GPU. */
+Test(smi, a800_nv8_is_a_plane_of_8_links)
+{
+    static const char *const models[] = {NULL, "A800", "NVIDIA H800", "H100"};
+    for (size_t m = 0; m < BK_ARRAY_LEN(models); m++) {
+        struct topo t;
+        struct diag d;
+        read_ok("tests/data/smi/a800-nv8.smi.txt", models[m], &t, &d);
+        assert_plane(&t, 8, 8, 8 * 25.0);
+        for (int g = 0; g < 8; g++)
+            cr_assert_float_eq(nvlink_gbps(&t, g), 200.0, 1e-9);
+        cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2);
+        cr_assert_eq(up(&t, node(&t, "mlx5_3")), up(&t, 7)); /* PXB: one switch */
+        if (!models[m]) {
+            assert_part(&t, 8, "A800", 1);
+            cr_assert_eq(d.nwarnings, 1);
+            cr_assert(diag_contains(&d, DIAG_WARNING, "assuming A800 (NVLink3, 8 NVLinks per "
+                                                      "GPU of 25 GB/s each)"));
+            cr_assert(diag_contains(&d, DIAG_WARNING, "H800"));
+        } else {
+            cr_assert_eq(d.nwarnings, 0, "%s", models[m]);
+            cr_assert_eq(t.nodes[0].part_assumed, 0);
+        }
+        if (models[m] && strcmp(models[m], "H100") == 0) /* 18 links: NV8 is no switch total */
+            cr_assert(diag_contains(&d, DIAG_NOTE, "but H100 GPUs have 18 each"));
+        if (models[m] && strstr(models[m], "H800"))
+            assert_part(&t, 8, "H800", 0);
+        topo_free(&t);
+        diag_free(&d);
+    }
+}
+
+#define H100_MESH                                                                                  \
+    "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"                       \
+    "GPU0\t X \tNV6\tNV6\tNV6\t0-47\t0\tN/A\n"                                                   \
+    "GPU1\tNV6\t X \tNV6\tNV6\t0-47\t0\tN/A\n"                                                   \
+    "GPU2\tNV6\tNV6\t X \tNV6\t48-95\t1\tN/A\n"                                                  \
+    "GPU3\tNV6\tNV6\tNV6\t X \t48-95\t1\tN/A\n"
+
+/* An HGX H100 4-GPU board: 6 direct NVLinks per pair, 18 per GPU at NVLink4 rates. Without the
+ * model the same print is a DGX-2 slice's V100 plane, and the warning says both. */
+Test(smi, h100_nv6_mesh_with_model)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok(H100_MESH, "H100", &t, &d);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_NVSWITCH), 0);
+    cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 2 * 6);
+    for (int g = 0; g < 4; g++) {
+        cr_assert_eq(count_from(&t, g, TOPO_NVLINK), 3);
+        cr_assert_float_eq(nvlink_gbps(&t, g), 18 * 25.0, 1e-9);
+    }
+    cr_assert_eq(link_of(&t, 0, 3, TOPO_NVLINK)->count, 6);
+    assert_part(&t, 4, "H100", 0);
+    cr_assert_eq(d.nwarnings, 0);
+    topo_free(&t);
+    diag_free(&d);
+
+    read_str_ok(H100_MESH, NULL, &t, &d);
+    assert_plane(&t, 4, 6, 6 * 25.0);
+    assert_part(&t, 4, "V100", 1);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "assuming V100"));
+    cr_assert(diag_contains(&d, DIAG_WARNING, "--gpu-model H100"));
+    topo_free(&t);
+    diag_free(&d);
+}
+
+/* A bridged RTX 3090 pair: NV4 at GA102's 14.0625 GB/s per link, not NVLink3's 25. */
+Test(smi, rtx3090_bridge_pair)
+{
+    static const char *const text = "        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
+                                    "GPU0     X      NV4     0-23            N/A\n"
+                                    "GPU1    NV4      X      0-23            N/A\n";
+    static const char *const models[] = {"NVIDIA GeForce RTX 3090", NULL, "RTX A6000", "A30"};
+    static const double gbps[] = {56.25, 56.25, 56.25, 100.0};
+    for (size_t m = 0; m < BK_ARRAY_LEN(models); m++) {
+        struct topo t;
+        struct diag d;
+        read_str_ok(text, models[m], &t, &d);
+        const struct topo_link *l = link_of(&t, 0, 1, TOPO_NVLINK);
+        cr_assert(l && l->count == 4);
+        cr_assert_float_eq(l->gbps, gbps[m], 1e-9, "%s", models[m] ? models[m] : "no model");
+        cr_assert_eq(tu_count_nodes(&t, TOPO_NVSWITCH), 0);
+        cr_assert_eq(t.nodes[0].part_assumed, models[m] == NULL);
+        if (!models[m]) {
+            cr_assert(diag_contains(&d, DIAG_WARNING, "assuming RTX 3090 (NVLink3, 4 NVLinks per "
+                                                      "GPU of 14.0625 GB/s each)"));
+            cr_assert(diag_contains(&d, DIAG_WARNING, "--gpu-model A30"));
+        }
+        topo_free(&t);
+        diag_free(&d);
+    }
+}
+
+/* A100 has 12 NVLinks: as an HGX A100 4-GPU mesh (NV4 per pair), as bridged PCIe pairs (NV12),
+ * and as the 8-GPU board's plane with the model given. */
+Test(smi, a100_twelve_links)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok("\tGPU0\tGPU1\tGPU2\tGPU3\n"
+                "GPU0\t X \tNV4\tNV4\tNV4\n"
+                "GPU1\tNV4\t X \tNV4\tNV4\n"
+                "GPU2\tNV4\tNV4\t X \tNV4\n"
+                "GPU3\tNV4\tNV4\tNV4\t X \n",
+                NULL, &t, &d);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_NVSWITCH), 0);
+    for (int g = 0; g < 4; g++)
+        cr_assert_float_eq(nvlink_gbps(&t, g), 300.0, 1e-9);
+    assert_part(&t, 4, "A100", 1);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "12 NVLinks per GPU"));
+    cr_assert_not(diag_contains(&d, DIAG_WARNING, "no known board"));
+    topo_free(&t);
+    diag_free(&d);
+
+    read_str_ok("\tGPU0\tGPU1\tGPU2\tGPU3\n"
+                "GPU0\t X \tNV12\tSYS\tSYS\n"
+                "GPU1\tNV12\t X \tSYS\tSYS\n"
+                "GPU2\tSYS\tSYS\t X \tNV12\n"
+                "GPU3\tSYS\tSYS\tNV12\t X \n",
+                NULL, &t, &d);
+    cr_assert_eq(link_of(&t, 2, 3, TOPO_NVLINK)->count, 12);
+    cr_assert_null(link_of(&t, 1, 2, TOPO_NVLINK));
+    cr_assert_float_eq(nvlink_gbps(&t, 0), 300.0, 1e-9);
+    assert_part(&t, 4, "A100", 1);
+    topo_free(&t);
+    diag_free(&d);
+
+    read_ok("tests/data/smi/dgxa100-nv12.smi.txt", "NVIDIA A100-SXM4-80GB", &t, &d);
+    assert_plane(&t, 8, 12, 300.0);
+    assert_part(&t, 8, "A100", 0);
+    cr_assert_eq(d.nwarnings, 0);
+    topo_free(&t);
+    diag_free(&d);
+}
+
 /* Read text that must fail; check the first error's text and position. */
 static void expect_error(const char *text, const char *model, const char *needle, int line,
                          int col)
@@ -408,6 +567,17 @@ Test(smi, errors)
     expect_error("hello\nworld\n", NULL, "no 'nvidia-smi topo -m' header", 1, 0);
     expect_error("\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n", "Z900", "unknown GPU model",
                  0, 0);
+    /* Never a bandwidth the GPU cannot have: a cell over the part's links, or rows that add up
+       past them without every pair linked (neither direct links nor one plane). */
+    expect_error("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV18\tNV18\nGPU1\tNV18\t X \tNV18\n"
+                 "GPU2\tNV18\tNV18\t X \n",
+                 "A100", "NV18 between GPU0 and GPU1, but A100 GPUs have 12 NVLinks each", 2, 10);
+    expect_error("\tGPU0\tGPU1\nGPU0\t X \tNV8\nGPU1\tNV8\t X \n", "RTX 3090",
+                 "but RTX 3090 GPUs have 4 NVLinks each", 2, 10);
+    expect_error("\tGPU0\tGPU1\tGPU2\tGPU3\nGPU0\t X \tNV4\tNV4\tSYS\n"
+                 "GPU1\tNV4\t X \tSYS\tNV4\nGPU2\tNV4\tSYS\t X \tNV4\n"
+                 "GPU3\tSYS\tNV4\tNV4\t X \n",
+                 "V100", "row GPU0's NV# cells add up to 8 NVLinks, but V100 GPUs have 6 each", 2, 1);
 }
 
 /* Every truncation of the fixture reads or fails cleanly. */
