@@ -3,27 +3,33 @@
  * blink_perf.c - blink-perf, the nccl-tests of blinkc: times one collective of a generated
  * source over a range of sizes, out of place and in place, and checks every element.
  *
- *   blink-perf -C allreduce -b 8 -e 128M -f 2 -c 1 -o sum -d float
- *   blink-perf -N -C allreduce -D 0,2,3 -b 8 -e 1M -f 4
- *   mpirun -np 8 ... blink-perf -M -C allreduce -b 8 -e 16M -f 4
+ *   blink-perf -b 8 -e 128M -f 2                      (all_reduce_perf's flags and defaults)
+ *   blink-perf --collective all_gather --devices 0,2,3 --procs -b 8 -e 1M -f 4
+ *   mpirun -np 8 ... blink-perf --mpi --collective allreduce -b 8 -e 16M -f 4
  *
- * Its columns and footer are nccl-tests' (size, count, type, redop, root, time, algbw, busbw,
- * #wrong; "Out of bounds values", "Avg bus bandwidth"). It links one generated source and one
- * runtime backend, and runs the ranks one of three ways:
- *  - threads (default): blinkCommInitAll, and every rank driven from this thread between
+ * It takes nccl-tests' flags with their meanings (usage() has the table; those that cannot
+ * apply to the runtime are accepted with a note on stderr), the collective in either spelling
+ * (allreduce, all_reduce; also from argv[0], as all_reduce_perf), devices as lists and ranges
+ * in any order, and by default the ranks and devices of the largest plan it links. Its columns
+ * and footer are nccl-tests' (size, count, type, redop, root, time, algbw, busbw, #wrong; "Out
+ * of bounds values", "Avg bus bandwidth"). It links one generated source and one runtime
+ * backend (the in-tree build also a tuned plan it puts first: BLINK_PERF_TUNED below), and
+ * runs the ranks one of three ways:
+ *  - threads (default): blinkCommInitAll's way, and every rank driven from this thread between
  *    blinkGroupStart and blinkGroupEnd, as nccl-tests does with -t 1 -g N;
- *  - processes (-N), as a job launcher runs them: blinkGetUniqueId here, then one child per
- *    rank plays its device of -D (BLINK_DEVICE; on CUDA also the current device), joins with
+ *  - processes (--procs), as a job launcher runs them: blinkGetUniqueId here, then one child
+ *    per rank plays its device (BLINK_DEVICE; on CUDA also the current device), joins with
  *    blinkCommInitRank, allocates only its own buffers and times its own calls. Children send
- *    their times and wrong counts up a pipe; this process prints the slowest rank's time and
- *    every rank's wrong elements. A child that dies, or no rank progressing for
- *    BLINK_TIMEOUT_S plus a margin, makes it kill the others: a run never hangs;
- *  - MPI (-M, only where the build defines BLINK_PERF_MPI): this process is one rank of an
+ *    their times and wrong counts up a pipe; this process prints the ranks' time (-a) and every
+ *    rank's wrong elements. A child that dies, or no rank progressing for BLINK_TIMEOUT_S plus
+ *    a margin, makes it kill the others: a run never hangs;
+ *  - MPI (--mpi, only where the build defines BLINK_PERF_MPI): this process is one rank of an
  *    mpirun job, as a cluster plan runs across servers. MPI rank 0 makes the unique id and
  *    broadcasts it, every rank joins with blinkCommInitRank (its server: BLINK_SERVER, else
- *    the host name; its device: BLINK_DEVICE, or its entry of -D), and after each half-row
- *    MPI_Reduce brings the slowest time and the sum of wrong elements to rank 0, which prints.
- *    Every rank exits with the job's worst status (MPI_Allreduce) and calls MPI_Finalize.
+ *    the host name; its device: BLINK_DEVICE, or its entry of --devices), and after each
+ *    half-row MPI_Reduce brings the ranks' time (-a) and the sum of wrong elements to rank 0,
+ *    which prints. Every rank exits with the job's worst status (MPI_Allreduce) and calls
+ *    MPI_Finalize.
  * All ways run the same per-rank code (fill, call, check), so they check the same values.
  * Exit status: 0 when every element was right, 1 when some were wrong or a call or a rank
  * failed, 2 for a usage error.
@@ -35,6 +41,7 @@
 #define _DEFAULT_SOURCE         /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -73,15 +81,24 @@ static const char *const op_names[blinkNumOps] = {"sum", "prod", "max", "min", "
 struct opts {
     enum coll coll;
     size_t min_bytes, max_bytes, step_bytes;
-    double factor;
-    int check, iters, warmup, root, ndev;
-    int devices[MAX_RANKS], ndevices; /* -D: the job's devices (default 0..ndev-1) */
+    double factor;             /* -f: above 1, multiply; 1 (default): add -i */
+    int check;                 /* -c: checked calls per half-row (0: none) */
+    int iters, warmup, root, ndev;
+    int devices[MAX_RANKS], ndevices; /* --devices: the job's devices (0: 0..ndev-1) */
     blinkDataType_t type;
     blinkRedOp_t op;
-    int procs;                 /* -N: a process per rank instead of one thread for all */
-    int mpi;                   /* -M: this process is one rank of an MPI job */
-    int ranks_given;           /* -g or -D was given (-M: must match the job's size) */
-    int servers;               /* -M: the job's distinct servers, for the header */
+    int type_all, op_all, root_all; /* -d all, -o all, -r all: a sweep for each */
+    int nthreads, ngpus;       /* -t, -g: a process's ranks are t x g (nccl-tests) */
+    int count_given;           /* -t or -g was given */
+    int agg;                   /* -m: calls per timed iteration, in one group */
+    long cycles;               /* -N: sweeps of every size (0: until killed) */
+    int blocking;              /* -z 1: wait for each timed call; 0: for the last */
+    int cputime;               /* -C 1: time the issuing of the calls, not their end */
+    int average;               /* -a: the ranks' time: 0 rank 0's, 1 mean, 2 min, 3 max */
+    int procs;                 /* --procs: a process per rank instead of one thread for all */
+    int mpi;                   /* --mpi: this process is one rank of an MPI job */
+    int servers;               /* --mpi: the job's distinct servers, for the header */
+    const struct blink_plan_library *lib; /* the plans init chooses from */
 };
 
 /* ---------------------------------------------------------------- the backend's memory */
@@ -337,21 +354,36 @@ static blinkResult_t issue(const struct opts *o, const struct rank *k, size_t co
     }
 }
 
-/* One call on every local rank, in a group, and wait for all of them. */
-static blinkResult_t launch(const struct opts *o, const struct local *l, size_t count,
-                            int in_place)
+/* `calls` calls on every local rank, in one group (-m aggregates the timed ones so). */
+static blinkResult_t issue_group(const struct opts *o, const struct local *l, size_t count,
+                                 int in_place, int calls)
 {
     blinkResult_t res = blinkGroupStart(), r2;
-    for (int i = 0; res == blinkSuccess && i < l->n; i++)
-        res = issue(o, &l->rank[i], count, in_place);
+    for (int c = 0; res == blinkSuccess && c < calls; c++)
+        for (int i = 0; res == blinkSuccess && i < l->n; i++)
+            res = issue(o, &l->rank[i], count, in_place);
     r2 = blinkGroupEnd();
-    res = res != blinkSuccess ? res : r2;
+    return res != blinkSuccess ? res : r2;
+}
+
+/* Wait for everything issued on the local ranks' streams. */
+static blinkResult_t sync_all(const struct local *l)
+{
+    blinkResult_t res = blinkSuccess;
     for (int i = 0; res == blinkSuccess && i < l->n; i++) {
         if (!stream_sync(l->rank[i].stream))
             res = blinkUnhandledCudaError;
         tick(&l->rank[i]);
     }
     return res;
+}
+
+/* One call on every local rank, in a group, and wait for all of them. */
+static blinkResult_t launch(const struct opts *o, const struct local *l, size_t count,
+                            int in_place)
+{
+    blinkResult_t res = issue_group(o, l, count, in_place, 1);
+    return res != blinkSuccess ? res : sync_all(l);
 }
 
 /* Fill rank k's send buffer with its check values and poison its receive buffer. */
@@ -419,13 +451,14 @@ struct half {
     long wrong;
 };
 
-/* Half a row on the local ranks: check once, warm up, then time the timed calls. 0 when a
- * call failed. */
+/* Half a row on the local ranks: check (-c times), warm up, then time -n iterations of -m
+ * calls each, waiting for each (-z 1) or for the last (-z 0, nccl-tests' default); the time is
+ * a call's, to its end or (-C 1) to its issue. 0 when a call failed. */
 static int measure(const struct opts *o, const struct local *l, size_t count, int in_place,
                    struct half *h)
 {
     h->wrong = 0;
-    if (o->check) {
+    for (int c = 0; c < o->check; c++) {
         for (int i = 0; i < l->n; i++)
             if (!prepare(o, &l->rank[i], count, in_place, l->host))
                 return 0;
@@ -439,16 +472,21 @@ static int measure(const struct opts *o, const struct local *l, size_t count, in
             return 0;
     double t0 = now_us();
     for (int i = 0; i < o->iters; i++)
-        if (launch(o, l, count, in_place) != blinkSuccess)
+        if (issue_group(o, l, count, in_place, o->agg) != blinkSuccess ||
+            (o->blocking && sync_all(l) != blinkSuccess))
             return 0;
-    h->us = (now_us() - t0) / (o->iters > 0 ? o->iters : 1);
+    double issued = now_us();
+    if (!o->blocking && sync_all(l) != blinkSuccess)
+        return 0;
+    double calls = (double)o->iters * o->agg;
+    h->us = ((o->cputime ? issued : now_us()) - t0) / (calls > 0 ? calls : 1);
     return 1;
 }
 
 /* Each local rank's device, buffers and stream, and the host copy; 0 when one is missing. */
 static int local_open(const struct opts *o, struct local *l)
 {
-    size_t biggest = o->max_bytes + (size_t)o->ndev * type_sizes[o->type];
+    size_t biggest = o->max_bytes + (size_t)o->ndev * 8; /* -d all: the widest type */
     int ok = (l->host = malloc(biggest)) != NULL;
     for (int i = 0; ok && i < l->n; i++) {
         struct rank *k = &l->rank[i];
@@ -477,9 +515,12 @@ static void local_close(struct local *l)
 
 /* ---------------------------------------------------------------- the table */
 
-/* Where a half-row comes from: measured here (threads) or gathered from the ranks (processes).
- * 0 when a call or a rank failed. */
-typedef int (*half_fn)(void *ctx, size_t count, int in_place, struct half *h);
+/* Where a half-row of combination c comes from: measured here (threads) or gathered from the
+ * ranks (processes, MPI). 0 when a call or a rank failed. */
+typedef int (*half_fn)(void *ctx, const struct opts *c, size_t count, int in_place,
+                       struct half *h);
+/* One row of the run: combination c at `bytes` (every mode sweeps the same rows). */
+typedef int (*row_fn)(void *ctx, const struct opts *c, size_t bytes);
 
 struct tally {
     long wrong;
@@ -490,7 +531,7 @@ struct tally {
 /* The next size of the sweep into *bytes; 0 after the last. */
 static int next_size(const struct opts *o, size_t *bytes)
 {
-    size_t next = o->step_bytes ? *bytes + o->step_bytes : (size_t)((double)*bytes * o->factor);
+    size_t next = o->factor > 1 ? (size_t)((double)*bytes * o->factor) : *bytes + o->step_bytes;
     if (next <= *bytes || next > o->max_bytes)
         return 0; /* a zero size never grows by a factor */
     *bytes = next;
@@ -506,6 +547,59 @@ static void row_size(const struct opts *o, size_t bytes, size_t *count, size_t *
     *shown = *count * esz * (per_rank ? n : 1);
 }
 
+static int is_rooted(const struct opts *o) { return o->coll == C_BROADCAST || o->coll == C_REDUCE; }
+static int has_op(const struct opts *o) { return o->coll != C_BROADCAST && o->coll != C_ALLGATHER; }
+
+/* The run's (datatype, op, root) combinations: the one given, or, where -d, -o or -r said
+ * all, every type, every op (of a collective that has one) and every root (of a rooted one),
+ * in nccl-tests' order (types, then ops, then roots). Combination k into *c. */
+static int combos(const struct opts *o)
+{
+    return (o->type_all ? blinkNumTypes : 1) * (o->op_all && has_op(o) ? blinkNumOps : 1) *
+           (o->root_all && is_rooted(o) ? o->ndev : 1);
+}
+static void combo(const struct opts *o, int k, struct opts *c)
+{
+    int nroots = o->root_all && is_rooted(o) ? o->ndev : 1;
+    int nops = o->op_all && has_op(o) ? blinkNumOps : 1;
+    *c = *o;
+    if (nroots > 1)
+        c->root = k % nroots;
+    if (nops > 1)
+        c->op = (blinkRedOp_t)(k / nroots % nops);
+    if (o->type_all)
+        c->type = (blinkDataType_t)(k / nroots / nops);
+}
+
+/* Every row of the run, in one order for every mode: -N cycles (0: until killed) of every
+ * combination of every size. 0 when a row failed. */
+static int sweep(const struct opts *o, row_fn row, void *ctx)
+{
+    for (long cycle = 0; o->cycles == 0 || cycle < o->cycles; cycle++)
+        for (int k = 0; k < combos(o); k++) {
+            struct opts c;
+            size_t bytes = o->min_bytes;
+            combo(o, k, &c);
+            do {
+                if (!row(ctx, &c, bytes))
+                    return 0;
+            } while (next_size(o, &bytes));
+        }
+    return 1;
+}
+
+/* -a, as nccl-tests reports a time across ranks: folding rank r's time t into acc (of n
+ * ranks, in rank order) gives rank 0's (0), the mean (1), the least (2) or the most (3). */
+static double ranks_time(int average, double acc, double t, int r, int n)
+{
+    switch (average) {
+    case 0: return r == 0 ? t : acc;
+    case 2: return r == 0 ? t : fmin(acc, t);
+    case 3: return r == 0 ? t : fmax(acc, t);
+    default: return acc + t / n;
+    }
+}
+
 static double bus_factor(const struct opts *o)
 {
     double n = o->ndev;
@@ -517,61 +611,142 @@ static double bus_factor(const struct opts *o)
     }
 }
 
-/* The header: the run, how the ranks run and what one holds (rank 0's), the columns. */
+/* "from 128 KiB" */
+static const char *size_text(size_t b, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (u < 3 && b >= 1024 && b % 1024 == 0)
+        b /= 1024, u++;
+    snprintf(buf, len, "%zu %s", b, unit[u]);
+    return buf;
+}
+
+/* The plan init will choose for the run's devices (on one server; a cluster library's only
+ * plan), or NULL where the header cannot tell. */
+static const struct blink_plan *run_plan(const struct opts *o)
+{
+    const struct blink_plan_library *lib = o->lib;
+    if (!lib || lib->nplans < 1)
+        return NULL;
+    if (lib->nplans == 1 || o->mpi)
+        return lib->nplans == 1 ? lib->plans[0] : NULL;
+    for (int k = 0; k < lib->nplans; k++) {
+        const struct blink_plan *p = lib->plans[k];
+        int same = p->nranks == o->ndev && p->devices && p->nservers <= 1;
+        for (int r = 0; same && r < o->ndev; r++) {
+            int dev = o->ndevices ? o->devices[r] : r, found = 0;
+            for (int q = 0; q < p->nranks && !found; q++)
+                found = p->devices[q] == dev;
+            same = found;
+        }
+        if (same)
+            return p;
+    }
+    return NULL;
+}
+
+/* The plan's per-size choice for the collective (its first root), as the runtime reads it. */
+static void print_plan(const struct opts *o)
+{
+    static const int plan_coll[C_COUNT] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_REDUCE,
+                                           BLINK_PLAN_ALLREDUCE, BLINK_PLAN_ALLGATHER,
+                                           BLINK_PLAN_REDUCESCATTER};
+    const struct blink_plan *p = run_plan(o);
+    if (!p)
+        return;
+    const struct blink_plan_schedule *sch = NULL;
+    for (int i = 0; i < p->nschedules && !sch; i++)
+        if (p->schedules[i].coll == plan_coll[o->coll])
+            sch = &p->schedules[i];
+    printf("#  Plan: '%s' (fingerprint %s), %d ranks; %s", p->topology ? p->topology : "?",
+           p->fingerprint ? p->fingerprint : "?", p->nranks, sch ? "" : "no schedule\n");
+    if (sch && sch->nranges < 1)
+        printf("no per-size choice (untuned): %d tree%s at every size\n", sch->ntrees,
+               sch->ntrees == 1 ? "" : "s");
+    for (int i = 0; sch && i < sch->nranges; i++) {
+        char from[32], chunk[32];
+        const struct blink_plan_range *rg = &sch->ranges[i];
+        printf("%s%s from %s (%s chunks)%s", i ? ", " : "per-size choice: ",
+               rg->algo == BLINK_PLAN_RINGS ? "rings" : "trees",
+               size_text(rg->min_bytes, from, sizeof from),
+               size_text(rg->chunk_bytes, chunk, sizeof chunk), i + 1 < sch->nranges ? "" : "\n");
+    }
+}
+
+/* The header: the run, how the ranks run and what one holds (rank 0's), the plan, the
+ * columns. */
 static void print_header(const struct opts *o, const struct blinkrt_stats *st)
 {
-    printf("# blink-perf: %s, %d ranks, %s backend, minBytes %zu maxBytes %zu step: %g%s "
-           "warmup iters: %d iters: %d validation: %d\n#\n",
-           coll_names[o->coll], o->ndev, BACKEND_NAME, o->min_bytes, o->max_bytes,
-           o->step_bytes ? (double)o->step_bytes : o->factor, o->step_bytes ? "(bytes)" : "(factor)",
-           o->warmup, o->iters, o->check);
+    char step[48];
+    if (o->factor > 1)
+        snprintf(step, sizeof step, "%g(factor)", o->factor);
+    else
+        snprintf(step, sizeof step, "%zu(bytes)", o->step_bytes);
+    printf("# blink-perf: %s, %d ranks, %s backend, minBytes %zu maxBytes %zu step: %s "
+           "warmup iters: %d iters: %d agg iters: %d validation: %d\n",
+           coll_names[o->coll], o->ndev, BACKEND_NAME, o->min_bytes, o->max_bytes, step,
+           o->warmup, o->iters, o->agg, o->check);
+    if (o->blocking)
+        printf("# Blocking Enabled: wait for completion after each collective\n");
+    printf("#\n");
     if (o->mpi)
         printf("#  Ranks as MPI processes: %d (one per rank, %d server%s)\n", o->ndev,
                o->servers, o->servers == 1 ? "" : "s");
     else
         printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
                o->procs ? "one process per rank" : "one thread drives all, grouped");
-    printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n#\n", st->streams,
+    printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n", st->streams,
            st->threads, st->staging_bytes);
-    printf("#                                                        out-of-place                    "
-           "   in-place\n");
-    printf("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
-           "     time   algbw   busbw  #wrong\n");
+    print_plan(o);
+    const char *t = o->cputime ? "cputime" : "time";
+    printf("#\n#                                                        out-of-place            "
+           "           in-place\n");
+    printf("#       size         count      type   redop    root  %7s   algbw   busbw  #wrong"
+           "  %7s   algbw   busbw  #wrong\n", t, t);
     printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)        "
            "     (us)  (GB/s)  (GB/s)\n");
 }
 
-/* Every row of the sweep, each half from half(); 0 when one failed (its row ends there). */
+struct print_ctx {
+    half_fn half;
+    void *ctx;
+    struct tally *t;
+};
+
+/* A row as nccl-tests prints it, each half from half(); 0 when one failed (the row ends). */
+static int print_row(void *ctx, const struct opts *c, size_t bytes)
+{
+    const struct print_ctx *p = ctx;
+    size_t count, shown, n = (size_t)c->ndev;
+    row_size(c, bytes, &count, &shown);
+    printf("%12zu  %12zu  %8s  %6s  %6d", shown,
+           c->coll == C_ALLGATHER || c->coll == C_REDUCESCATTER ? count * n : count,
+           type_names[c->type], has_op(c) ? op_names[c->op] : "none", is_rooted(c) ? c->root : -1);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        struct half h;
+        if (!p->half(p->ctx, c, count, in_place, &h)) {
+            printf("\n");
+            fflush(stdout);
+            return 0;
+        }
+        double algbw = h.us > 0 ? (double)shown / h.us / 1e3 : 0;
+        double busbw = algbw * bus_factor(c);
+        p->t->busbw_sum += busbw / 2;
+        p->t->wrong += h.wrong;
+        printf("  %8.2f  %6.2f  %6.2f  %6ld", h.us, algbw, busbw, h.wrong);
+    }
+    printf("\n");
+    fflush(stdout);
+    p->t->rows++;
+    return 1;
+}
+
+/* Every row of the run; 0 when one failed. */
 static int print_rows(const struct opts *o, half_fn half, void *ctx, struct tally *t)
 {
-    int rooted = o->coll == C_BROADCAST || o->coll == C_REDUCE;
-    size_t bytes = o->min_bytes;
-    do {
-        size_t count, shown, n = (size_t)o->ndev;
-        row_size(o, bytes, &count, &shown);
-        printf("%12zu  %12zu  %8s  %6s  %6d", shown,
-               o->coll == C_ALLGATHER || o->coll == C_REDUCESCATTER ? count * n : count,
-               type_names[o->type],
-               o->coll == C_BROADCAST || o->coll == C_ALLGATHER ? "none" : op_names[o->op],
-               rooted ? o->root : -1);
-        for (int in_place = 0; in_place < 2; in_place++) {
-            struct half h;
-            if (!half(ctx, count, in_place, &h)) {
-                printf("\n");
-                fflush(stdout);
-                return 0;
-            }
-            double algbw = h.us > 0 ? (double)shown / h.us / 1e3 : 0;
-            double busbw = algbw * bus_factor(o);
-            t->busbw_sum += busbw / 2;
-            t->wrong += h.wrong;
-            printf("  %8.2f  %6.2f  %6.2f  %6ld", h.us, algbw, busbw, h.wrong);
-        }
-        printf("\n");
-        fflush(stdout);
-        t->rows++;
-    } while (next_size(o, &bytes));
-    return 1;
+    struct print_ctx p = {half, ctx, t};
+    return sweep(o, print_row, &p);
 }
 
 static void print_footer(const struct tally *t, int ok)
@@ -587,17 +762,19 @@ struct threads_ctx {
     const struct local *l;
 };
 
-static int threads_half(void *ctx, size_t count, int in_place, struct half *h)
+static int threads_half(void *ctx, const struct opts *o, size_t count, int in_place,
+                        struct half *h)
 {
     const struct threads_ctx *c = ctx;
-    return measure(c->o, c->l, count, in_place, h);
+    return measure(o, c->l, count, in_place, h);
 }
 
 /* Every rank in this process, each call issued for all of them from this thread. */
 static int run_threads(const struct opts *o)
 {
     blinkComm_t comms[MAX_RANKS];
-    blinkResult_t res = blinkCommInitAll(comms, o->ndev, o->ndevices ? o->devices : NULL);
+    blinkResult_t res = blinkrtCommInitAllFrom(o->lib, comms, o->ndev,
+                                               o->ndevices ? o->devices : NULL);
     if (res != blinkSuccess) {
         fprintf(stderr, "blink-perf: blinkCommInitAll: %s: %s\n", blinkGetErrorString(res),
                 blinkGetLastError(NULL));
@@ -658,20 +835,30 @@ static int write_all(int fd, const void *buf, size_t len)
     return 1;
 }
 
-/* Every row for this rank alone: each half's time and wrong count up the pipe. */
+struct child_ctx {
+    const struct local *l;
+    int fd;
+};
+
+/* A row for this rank alone: each half's time and wrong count up the pipe. */
+static int child_row(void *ctx, const struct opts *c, size_t bytes)
+{
+    const struct child_ctx *k = ctx;
+    size_t count, shown;
+    row_size(c, bytes, &count, &shown);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        struct half h;
+        if (!measure(c, k->l, count, in_place, &h) || !write_all(k->fd, &h, sizeof h))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every row for this rank alone. */
 static int child_rows(const struct opts *o, const struct local *l, int fd)
 {
-    size_t bytes = o->min_bytes;
-    do {
-        size_t count, shown;
-        row_size(o, bytes, &count, &shown);
-        for (int in_place = 0; in_place < 2; in_place++) {
-            struct half h;
-            if (!measure(o, l, count, in_place, &h) || !write_all(fd, &h, sizeof h))
-                return 0;
-        }
-    } while (next_size(o, &bytes));
-    return 1;
+    struct child_ctx k = {l, fd};
+    return sweep(o, child_row, &k);
 }
 
 /* The physical device rank r runs on: its entry of BLINK_DEVICE_MAP (as blinkCommInitAll reads
@@ -703,7 +890,8 @@ static int child(const struct opts *o, blinkUniqueId id, int r, int fd, unsigned
     l.rank[0].rank = r;
     l.rank[0].beat = beat;
     blinkResult_t res = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(run_device(r, dev))
-                        ? blinkCommInitRank(&l.rank[0].comm, o->ndev, id, r) : blinkSystemError;
+                        ? blinkrtCommInitRankFrom(o->lib, &l.rank[0].comm, o->ndev, id, r)
+                        : blinkSystemError;
     if (res != blinkSuccess) {
         fprintf(stderr, "blink-perf: rank %d: blinkCommInitRank: %s: %s\n", r,
                 blinkGetErrorString(res), blinkGetLastError(NULL));
@@ -869,17 +1057,18 @@ static int kids_start(const struct opts *o, struct kids *k)
 }
 
 /* Half a row: every rank's, the slowest time and all wrong elements. */
-static int procs_half(void *ctx, size_t count, int in_place, struct half *h)
+static int procs_half(void *ctx, const struct opts *o, size_t count, int in_place,
+                      struct half *h)
 {
     struct kids *k = ctx;
-    (void)count, (void)in_place; /* the children sweep the same sizes in the same order */
+    (void)count, (void)in_place; /* the children sweep the same rows in the same order */
     h->us = 0;
     h->wrong = 0;
     for (int r = 0; r < k->n; r++) {
         struct half one;
         if (!kid_read(k, r, &one, sizeof one))
             return 0;
-        h->us = fmax(h->us, one.us);
+        h->us = ranks_time(o->average, h->us, one.us, r, k->n);
         h->wrong += one.wrong;
     }
     return 1;
@@ -919,34 +1108,44 @@ struct mpi_ctx {
 /* Half a row on this rank, then the job's: the slowest time and all wrong elements (on rank
  * 0). Every rank makes the same MPI calls whatever happened, and all learn whether a rank
  * failed: 0 then, on every rank. */
-static int mpi_half(void *ctx, size_t count, int in_place, struct half *h)
+static int mpi_half(void *ctx, const struct opts *o, size_t count, int in_place,
+                    struct half *h)
 {
     const struct mpi_ctx *c = ctx;
     struct half mine = {0, 0};
-    int bad = !measure(c->o, c->l, count, in_place, &mine), any = bad;
+    int bad = !measure(o, c->l, count, in_place, &mine), any = bad, size = 1;
     if (bad)
         fprintf(stderr, "blink-perf: rank %d: %s\n", c->me, blinkGetLastError(NULL));
     *h = mine;
-    MPI_Reduce(&mine.us, &h->us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    /* -a: rank 0's own time, or the job's sum (mean), least or most. */
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Op op = o->average == 2 ? MPI_MIN : o->average == 3 ? MPI_MAX : MPI_SUM;
+    MPI_Reduce(&mine.us, &h->us, 1, MPI_DOUBLE, op, 0, MPI_COMM_WORLD);
+    if (o->average == 0)
+        h->us = mine.us;
+    else if (o->average == 1)
+        h->us /= size;
     MPI_Reduce(&mine.wrong, &h->wrong, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return !any;
 }
 
 /* The sweep on a rank other than 0: the same halves in the same order, nothing printed. */
+static int mpi_row(void *ctx, const struct opts *c, size_t bytes)
+{
+    size_t count, shown;
+    row_size(c, bytes, &count, &shown);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        struct half h;
+        if (!mpi_half(ctx, c, count, in_place, &h))
+            return 0;
+    }
+    return 1;
+}
+
 static int mpi_sweep(const struct opts *o, struct mpi_ctx *c)
 {
-    size_t bytes = o->min_bytes;
-    do {
-        size_t count, shown;
-        row_size(o, bytes, &count, &shown);
-        for (int in_place = 0; in_place < 2; in_place++) {
-            struct half h;
-            if (!mpi_half(c, count, in_place, &h))
-                return 0;
-        }
-    } while (next_size(o, &bytes));
-    return 1;
+    return sweep(o, mpi_row, c);
 }
 
 #define SERVER_CHARS 64
@@ -1006,7 +1205,8 @@ static int mpi_rank(struct opts *o, int me, int size)
         placed = setenv("BLINK_DEVICE", env, 1) == 0 && dev_select(run_device(me, dev));
     else if (dev_env)
         placed = dev_select(run_device(me, dev));
-    blinkResult_t res = placed ? blinkCommInitRank(&l.rank[0].comm, size, made.id, me)
+    blinkResult_t res = placed ? blinkrtCommInitRankFrom(o->lib, &l.rank[0].comm, size,
+                                                         made.id, me)
                                : blinkSystemError;
     struct blinkrt_stats st;
     int ok = res == blinkSuccess, bad, any;
@@ -1043,15 +1243,20 @@ static int run_mpi(struct opts *o)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* The same on every rank: only rank 0 says it. */
-    if (size > MAX_RANKS || (o->ranks_given && o->ndev != size)) {
+    int per_process = o->nthreads * o->ngpus;
+    if (size > MAX_RANKS || per_process != 1 || (o->ndevices && o->ndevices != size)) {
         if (me == 0 && size > MAX_RANKS)
             fprintf(stderr, "blink-perf: the MPI job has %d ranks, blink-perf runs %d at "
                     "most\n", size, MAX_RANKS);
+        else if (me == 0 && per_process != 1)
+            fprintf(stderr, "blink-perf: --mpi runs one rank per process, and -t %d -g %d "
+                    "asks for %d (nccl-tests' -t and -g count a process's ranks)\n",
+                    o->nthreads, o->ngpus, per_process);
         else if (me == 0)
-            fprintf(stderr, "blink-perf: the MPI job has %d ranks, -g or -D says %d\n", size,
-                    o->ndev);
+            fprintf(stderr, "blink-perf: the MPI job has %d ranks, --devices lists %d\n", size,
+                    o->ndevices);
         status = 2;
-    } else if ((o->ndev = size), o->root >= size) {
+    } else if ((o->ndev = size), is_rooted(o) && !o->root_all && o->root >= size) {
         if (me == 0)
             fprintf(stderr, "blink-perf: root %d, but the MPI job has %d ranks\n", o->root,
                     size);
@@ -1087,30 +1292,56 @@ static int parse_size(const char *s, size_t *out)
     return 1;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < lo || v > hi)
-        return 0;
-    *out = (int)v;
-    return 1;
-}
-
-/* "0,2,3": the devices, which also set the rank count. */
+/* "0,2,3", "4-7", "5,1,4", "0-2,5": the job's devices in rank order, each once (a range may
+ * run down: "7-4"). */
 static int parse_devices(const char *s, struct opts *o)
 {
     o->ndevices = 0;
     for (const char *p = s; *p;) {
         char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 1 << 20 || o->ndevices == MAX_RANKS || (*end && *end != ','))
+        if (*p < '0' || *p > '9')
             return 0;
-        o->devices[o->ndevices++] = (int)v;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (*end == '-') {
+            const char *q = end + 1;
+            if (*q < '0' || *q > '9')
+                return 0;
+            hi = strtol(q, &end, 10);
+        }
+        if (lo > 1 << 20 || hi > 1 << 20 || (*end && *end != ',') || (*end == ',' && !end[1]))
+            return 0;
+        for (long v = lo;; v += lo <= hi ? 1 : -1) {
+            for (int i = 0; i < o->ndevices; i++)
+                if (o->devices[i] == v)
+                    return 0; /* a device twice */
+            if (o->ndevices == MAX_RANKS)
+                return 0;
+            o->devices[o->ndevices++] = (int)v;
+            if (v == hi)
+                break;
+        }
         p = *end ? end + 1 : end;
     }
-    o->ndev = o->ndevices;
     return o->ndevices > 0;
+}
+
+/* A collective in nccl-tests' spelling or ours, any case, with or without nccl-tests'
+ * "_perf" (all_reduce_perf). */
+static int parse_coll(const char *s, enum coll *out)
+{
+    static const struct { const char *name; enum coll c; } names[] = {
+        {"broadcast", C_BROADCAST}, {"reduce", C_REDUCE}, {"allreduce", C_ALLREDUCE},
+        {"all_reduce", C_ALLREDUCE}, {"allgather", C_ALLGATHER}, {"all_gather", C_ALLGATHER},
+        {"reducescatter", C_REDUCESCATTER}, {"reduce_scatter", C_REDUCESCATTER}};
+    size_t n = strlen(s);
+    if (n > 5 && !strcasecmp(s + n - 5, "_perf"))
+        n -= 5;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == n && !strncasecmp(s, names[i].name, n)) {
+            *out = names[i].c;
+            return 1;
+        }
+    return 0;
 }
 
 static int lookup(const char *s, const char *const *names, int n)
@@ -1142,109 +1373,310 @@ static int parse_type(const char *s, blinkDataType_t *out)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: blink-perf [OPTIONS]\n"
-            "Time and check one collective of the linked blinkc plan (nccl-tests' columns).\n\n"
-            "  -C, --collective NAME  broadcast, reduce, allreduce (default), allgather,\n"
-            "                         reducescatter\n"
-            "  -g, --ngpus N          ranks; must match the plan (default 8)\n"
-            "  -D, --devices LIST     the job's devices, e.g. 0,2,3 (default 0..N-1); sets -g\n"
-            "  -b, --minbytes SIZE    smallest size (default 32M; K, M, G suffixes)\n"
-            "  -e, --maxbytes SIZE    largest size (default 32M)\n"
-            "  -i, --stepbytes SIZE   add this between sizes (default: multiply by -f)\n"
-            "  -f, --stepfactor N     multiply by this between sizes (default 2)\n"
-            "  -o, --op OP            sum (default), prod, max, min, avg\n"
-            "  -d, --datatype TYPE    int8, uint8, int32, uint32, int64, uint64, half,\n"
-            "                         float (default), double, bfloat16\n"
-            "  -r, --root N           root of broadcast and reduce (default 0)\n"
-            "  -n, --iters N          timed iterations (default 20)\n"
-            "  -w, --warmup_iters N   untimed iterations first (default 5)\n"
-            "  -c, --check 0|1        check every element (default 1)\n"
-            "  -N, --procs            a process per rank (blinkCommInitRank, BLINK_DEVICE set\n"
-            "                         to its device of -D); default: one thread drives every\n"
-            "                         rank in a group (blinkCommInitAll). Time: the slowest\n"
-            "                         rank's. A rank that dies, or none progressing for\n"
-            "                         BLINK_TIMEOUT_S + %g s, gets the others killed\n"
-            "  -M, --mpi              this process is one rank of an MPI job, one process per\n"
-            "                         rank (mpirun -np N blink-perf -M ...), as a cluster plan\n"
-            "                         runs across servers: MPI rank 0 makes the unique id,\n"
-            "                         every rank joins with blinkCommInitRank. A rank's server:\n"
-            "                         BLINK_SERVER, else its host name; its device: its entry\n"
-            "                         of -D, else BLINK_DEVICE. Ranks: the job's size. Time:\n"
-            "                         the slowest rank's; rank 0 prints the table; every rank\n"
-            "                         exits with the job's status%s\n"
-            "  -h, --help             this text\n\n"
-            "BLINK_DEVICE_MAP=0,0,0,0 runs every rank of every mode on GPU 0 (CUDA): a rank\n"
-            "runs on its entry there and plays its device of -D.\n"
-            "Backend: " BACKEND_NAME ". Exit status: 0 all right, 1 wrong elements or a failed\n"
-            "call or rank, 2 usage error.\n", MARGIN_S,
+"Usage: blink-perf [OPTIONS]\n"
+"Time and check one collective of the linked blinkc plans, as nccl-tests does (its flags,\n"
+"columns and footer).\n\n"
+"nccl-tests' flags, with their meanings:\n"
+"  -t, --nthreads N          threads per process: a process runs t x g ranks (default 1),\n"
+"                            all driven from one thread in a group\n"
+"  -g, --ngpus N             GPUs per thread (default 1). Without -t, -g or --devices: the\n"
+"                            ranks and devices of the largest linked plan\n"
+"  -b, --minbytes SIZE       smallest size (default 32M; K, M, G suffixes)\n"
+"  -e, --maxbytes SIZE       largest size (default 32M)\n"
+"  -i, --stepbytes SIZE      add this between sizes (default 1M)\n"
+"  -f, --stepfactor F        multiply by this between sizes instead (default 1: off)\n"
+"  -n, --iters N             timed iterations (default 20)\n"
+"  -w, --warmup_iters N      untimed calls first (default 5)\n"
+"  -m, --agg_iters N         calls per timed iteration, in one group (default 1)\n"
+"  -N, --run_cycles N        sweep every size N times (default 1; 0: until killed)\n"
+"  -c, --check N             checked calls per size and placement (default 1; 0: none)\n"
+"  -o, --op OP               sum (default), prod, max, min, avg, or all (a sweep each)\n"
+"  -d, --datatype TYPE       int8, uint8, int32, uint32, int64, uint64, half, float\n"
+"                            (default), double, bfloat16, or all\n"
+"  -r, --root N              root of broadcast and reduce (default 0), or all\n"
+"  -z, --blocking 0|1        1: wait for each timed call; 0 (default): for the last\n"
+"  -C, --report_cputime 0|1  1: time the issuing of the calls (column 'cputime')\n"
+"  -a, --average 0-3         the ranks' time (--procs, --mpi): 0 rank 0's, 1 the mean\n"
+"                            (default), 2 the least, 3 the most\n"
+"  -T, --timeout S           BLINK_TIMEOUT_S=S: a rank that waits longer fails its call\n"
+"  accepted and ignored with a note, for the runtime has nothing like them:\n"
+"  -p, --parallel_init       (every rank's init runs on a thread of its own anyway)\n"
+"  -y, --stream_null         (each rank runs on a stream of its own)\n"
+"  -G, --cudagraph N         (no CUDA graph capture)\n"
+"  -R, --local_register N    (no buffer registration: chunks go through staging)\n"
+"  -x, --cta_policy, -D N (--device_implementation), -V, --device_cta_count,\n"
+"  -M, --memory_report, -S, --report_timestamps, -J, --output_file (NCCL 2.27+)\n\n"
+"blink-perf's own:\n"
+"      --collective NAME     broadcast, reduce, allreduce (default), allgather,\n"
+"                            reducescatter; or all_reduce, all_gather, reduce_scatter;\n"
+"                            run as all_gather_perf (a link), the name says it.\n"
+"                            -C NAME still works\n"
+"      --devices LIST        the job's devices in rank order, e.g. 0,2,3 or 4-7 or\n"
+"                            5,1,4; sets the ranks. -D LIST (a list or a range) still\n"
+"                            works\n"
+"      --procs               a process per rank (blinkCommInitRank, BLINK_DEVICE set to\n"
+"                            its device); default: one thread drives every rank in a\n"
+"                            group (blinkCommInitAll). A rank that dies, or none\n"
+"                            progressing for BLINK_TIMEOUT_S + %g s, gets the others\n"
+"                            killed. Was -N, which is nccl-tests' now\n"
+"      --mpi                 this process is one rank of an MPI job, one process per\n"
+"                            rank (mpirun -np N blink-perf --mpi ...), as a cluster plan\n"
+"                            runs across servers: MPI rank 0 makes the unique id,\n"
+"                            every rank joins with blinkCommInitRank. A rank's server:\n"
+"                            BLINK_SERVER, else its host name; its device: its entry of\n"
+"                            --devices, else BLINK_DEVICE. Ranks: the job's size; rank 0\n"
+"                            prints the table; every rank exits with the job's status.\n"
+"                            Was -M, which is nccl-tests' now%s\n"
+"  -h, --help                this text\n\n"
+"BLINK_DEVICE_MAP=0,0,0,0 runs every rank of every mode on GPU 0 (CUDA): a rank\n"
+"runs on its entry there and plays its device of --devices.\n"
+"Backend: " BACKEND_NAME ". Exit status: 0 all right, 1 wrong elements or a failed\n"
+"call or rank, 2 usage error.\n", MARGIN_S,
 #ifdef BLINK_PERF_MPI
             ""
 #else
-            ".\n                         Not in this build: it was built without MPI"
+            ".\n                            Not in this build: it was built without MPI"
 #endif
     );
 }
 
+/* An nccl-tests flag that cannot apply here: accepted, and said so. */
+static void note(int c, const char *arg, const char *why)
+{
+    fprintf(stderr, "blink-perf: note: -%c %s ignored: %s\n", c, arg ? arg : "", why);
+}
+
+/* The value of an integer flag: the whole argument, in [lo, hi]. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+enum { OPT_COLLECTIVE = 256, OPT_DEVICES, OPT_PROCS, OPT_MPI };
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longs[] = {
-        {"collective", required_argument, NULL, 'C'}, {"ngpus", required_argument, NULL, 'g'},
-        {"devices", required_argument, NULL, 'D'},
-        {"minbytes", required_argument, NULL, 'b'},   {"maxbytes", required_argument, NULL, 'e'},
-        {"stepbytes", required_argument, NULL, 'i'},  {"stepfactor", required_argument, NULL, 'f'},
-        {"op", required_argument, NULL, 'o'},         {"datatype", required_argument, NULL, 'd'},
-        {"root", required_argument, NULL, 'r'},       {"iters", required_argument, NULL, 'n'},
-        {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
-        {"procs", no_argument, NULL, 'N'},            {"mpi", no_argument, NULL, 'M'},
+        {"nthreads", required_argument, NULL, 't'},    {"ngpus", required_argument, NULL, 'g'},
+        {"minbytes", required_argument, NULL, 'b'},    {"maxbytes", required_argument, NULL, 'e'},
+        {"stepbytes", required_argument, NULL, 'i'},   {"stepfactor", required_argument, NULL, 'f'},
+        {"iters", required_argument, NULL, 'n'},       {"agg_iters", required_argument, NULL, 'm'},
+        {"warmup_iters", required_argument, NULL, 'w'},
+        {"run_cycles", required_argument, NULL, 'N'},
+        {"parallel_init", required_argument, NULL, 'p'},
+        {"check", required_argument, NULL, 'c'},       {"op", required_argument, NULL, 'o'},
+        {"datatype", required_argument, NULL, 'd'},    {"root", required_argument, NULL, 'r'},
+        {"blocking", required_argument, NULL, 'z'},
+        {"stream_null", required_argument, NULL, 'y'},
+        {"timeout", required_argument, NULL, 'T'},     {"cudagraph", required_argument, NULL, 'G'},
+        {"report_cputime", required_argument, NULL, 'C'},
+        {"average", required_argument, NULL, 'a'},
+        {"local_register", required_argument, NULL, 'R'},
+        {"cta_policy", required_argument, NULL, 'x'},
+        {"device_implementation", required_argument, NULL, 'D'},
+        {"device_cta_count", required_argument, NULL, 'V'},
+        {"memory_report", required_argument, NULL, 'M'}, {"memory", required_argument, NULL, 'M'},
+        {"report_timestamps", required_argument, NULL, 'S'},
+        {"output_file", required_argument, NULL, 'J'},
+        {"collective", required_argument, NULL, OPT_COLLECTIVE},
+        {"devices", required_argument, NULL, OPT_DEVICES},
+        {"procs", no_argument, NULL, OPT_PROCS},       {"mpi", no_argument, NULL, OPT_MPI},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    int c, k, ok = 1;
-    while (ok && (c = getopt_long(argc, argv, "C:g:D:b:e:i:f:o:d:r:n:w:c:NMh", longs, NULL)) != -1) {
+    static const char shorts[] = "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:";
+    int c, k, ok = 1, n;
+    long v;
+    char *end;
+    while (ok && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        const char *why = NULL; /* a usage error's own words, else "bad value" */
         switch (c) {
-        case 'C': ok = (k = lookup(optarg, coll_names, C_COUNT)) >= 0; o->coll = (enum coll)k; break;
-        case 'g': ok = parse_int(optarg, 1, MAX_RANKS, &o->ndev); o->ranks_given = 1; break;
-        case 'D': ok = parse_devices(optarg, o); o->ranks_given = 1; break;
+        case 't':
+        case 'g':
+            ok = parse_long(optarg, 1, MAX_RANKS, &v);
+            *(c == 't' ? &o->nthreads : &o->ngpus) = (int)v;
+            o->count_given = 1;
+            break;
         case 'b': ok = parse_size(optarg, &o->min_bytes); break;
         case 'e': ok = parse_size(optarg, &o->max_bytes); break;
         case 'i': ok = parse_size(optarg, &o->step_bytes) && o->step_bytes > 0; break;
-        case 'f': ok = (o->factor = strtod(optarg, NULL)) > 1; o->step_bytes = 0; break;
-        case 'o': ok = (k = lookup(optarg, op_names, blinkNumOps)) >= 0; o->op = (blinkRedOp_t)k; break;
-        case 'd': ok = parse_type(optarg, &o->type); break;
-        case 'r': ok = parse_int(optarg, 0, MAX_RANKS - 1, &o->root); break;
-        case 'n': ok = parse_int(optarg, 0, 1000000, &o->iters); break;
-        case 'w': ok = parse_int(optarg, 0, 1000000, &o->warmup); break;
-        case 'c': ok = parse_int(optarg, 0, 1, &o->check); break;
-        case 'N': o->procs = 1; break;
+        case 'f':
+            o->factor = strtod(optarg, &end);
+            ok = end != optarg && !*end && o->factor >= 1;
+            break;
+        case 'n': ok = parse_long(optarg, 0, 1000000, &v); o->iters = (int)v; break;
+        case 'w': ok = parse_long(optarg, 0, 1000000, &v); o->warmup = (int)v; break;
+        case 'm': ok = parse_long(optarg, 1, 1000000, &v); o->agg = (int)v; break;
+        case 'c': ok = parse_long(optarg, 0, 1000000, &v); o->check = (int)v; break;
+        case 'a': ok = parse_long(optarg, 0, 3, &v); o->average = (int)v; break;
+        case 'z': ok = parse_long(optarg, 0, 1, &v); o->blocking = (int)v; break;
+        case 'T':
+            ok = parse_long(optarg, 0, 1000000000, &v);
+            if (ok && v > 0) /* 0: nccl-tests' "no timeout", the runtime's default here */
+                ok = setenv("BLINK_TIMEOUT_S", optarg, 1) == 0;
+            break;
+        case 'N':
+            ok = parse_long(optarg, 0, LONG_MAX, &v);
+            o->cycles = v;
+            if (!ok && optarg[0] == '-')
+                why = "-N is nccl-tests' --run_cycles N now; a process per rank is --procs";
+            break;
         case 'M':
+            ok = optarg[0] != '-';
+            if (ok)
+                note(c, optarg, "the runtime reports its memory at BLINK_DEBUG=INFO (staging)");
+            else
+                why = "-M is nccl-tests' --memory_report 0|1 now; MPI ranks are --mpi";
+            break;
+        case 'o':
+            o->op_all = !strcmp(optarg, "all");
+            ok = o->op_all || (k = lookup(optarg, op_names, blinkNumOps)) >= 0;
+            if (ok && !o->op_all)
+                o->op = (blinkRedOp_t)k;
+            if (!strcmp(optarg, "mulsum"))
+                why = "-o mulsum: the runtime has no PreMulSum op (NCCL's, handed to NCCL by "
+                      "libblink-nccl)";
+            break;
+        case 'd':
+            o->type_all = !strcmp(optarg, "all");
+            ok = o->type_all || parse_type(optarg, &o->type);
+            break;
+        case 'r':
+            o->root_all = !strcmp(optarg, "all");
+            ok = o->root_all || parse_long(optarg, 0, MAX_RANKS - 1, &v);
+            if (ok && !o->root_all)
+                o->root = (int)v;
+            break;
+        case 'C': /* nccl-tests' 0|1; a name is the collective, as blink-perf had it */
+            if (parse_long(optarg, 0, 1, &v))
+                o->cputime = (int)v;
+            else
+                ok = parse_coll(optarg, &o->coll);
+            break;
+        case 'D': /* a single number is nccl-tests'; a list or a range, the devices */
+            n = (int)strspn(optarg, "0123456789");
+            if (n > 0 && !optarg[n])
+                note(c, optarg, "NCCL's device implementations (2.28) are NCCL's own");
+            else
+                ok = parse_devices(optarg, o);
+            break;
+        case 'p': note(c, optarg, "every rank's init runs on a thread of its own anyway"); break;
+        case 'y': note(c, optarg, "each rank runs its calls on a stream of its own"); break;
+        case 'G': note(c, optarg, "the runtime has no CUDA graph capture"); break;
+        case 'R': note(c, optarg, "no buffer registration: chunks go through the runtime's "
+                       "staging"); break;
+        case 'x': case 'V': case 'S': case 'J':
+            note(c, optarg, "an NCCL 2.27+ feature the runtime does not have"); break;
+        case OPT_COLLECTIVE: ok = parse_coll(optarg, &o->coll); break;
+        case OPT_DEVICES: ok = parse_devices(optarg, o); break;
+        case OPT_PROCS: o->procs = 1; break;
+        case OPT_MPI:
 #ifdef BLINK_PERF_MPI
             o->mpi = 1;
 #else
-            fprintf(stderr, "blink-perf: -M: this blink-perf was built without MPI\n");
+            why = "--mpi: this blink-perf was built without MPI";
             ok = 0;
 #endif
             break;
         case 'h': usage(stdout); exit(0);
         default: ok = 0; break;
         }
-        if (!ok && c != '?' && c != 'M')
-            fprintf(stderr, "blink-perf: bad value for -%c: '%s'\n", c, optarg ? optarg : "");
+        if ((!ok || why) && c != '?') {
+            if (why)
+                fprintf(stderr, "blink-perf: %s\n", why);
+            else
+                fprintf(stderr, "blink-perf: bad value for %s%s: '%s'\n",
+                        c < 256 ? "-" : "--", c < 256 ? (char[2]){(char)c, 0} :
+                        c == OPT_COLLECTIVE ? "collective" : "devices", optarg ? optarg : "");
+            ok = 0;
+        }
     }
     if (ok && optind < argc) {
         fprintf(stderr, "blink-perf: unexpected argument '%s'\n", argv[optind]);
         ok = 0;
     }
     if (ok && o->mpi && o->procs) {
-        fprintf(stderr, "blink-perf: -M and -N exclude each other\n");
+        fprintf(stderr, "blink-perf: --mpi and --procs exclude each other\n");
         ok = 0;
     }
-    /* -M: the ranks are the MPI job's, checked once it runs. */
-    if (ok && (o->min_bytes > o->max_bytes || (!o->mpi && o->root >= o->ndev))) {
-        fprintf(stderr, "blink-perf: need minbytes <= maxbytes and root < ranks\n");
+    if (ok && o->min_bytes > o->max_bytes) {
+        fprintf(stderr, "blink-perf: need minbytes <= maxbytes\n");
         ok = 0;
     }
-    if (!ok)
-        fprintf(stderr, "Try 'blink-perf --help' for more information.\n");
     return ok;
+}
+
+#ifdef BLINK_PERF_TUNED
+/* The in-tree build (templates/local.mk) links a tuned source besides the one it is built
+ * with, its blinkPlanLibrary renamed to this. Weak: the other builds of this file link one
+ * source and need nothing. */
+const struct blink_plan_library *BLINK_PERF_TUNED(void) __attribute__((weak));
+#endif
+
+/* The plans init chooses from: the linked source's, after the tuned ones where the build links
+ * those too (init takes the first plan for the ranks' devices, so theirs win). */
+static const struct blink_plan_library *perf_library(void)
+{
+    static struct blink_plan_library merged;
+    const struct blink_plan_library *lib = blinkPlanLibrary(), *tuned = NULL;
+#ifdef BLINK_PERF_TUNED
+    if (BLINK_PERF_TUNED)
+        tuned = BLINK_PERF_TUNED();
+#endif
+    if (!tuned || !lib || tuned->abi != lib->abi || tuned->nplans < 1 || lib->nplans < 1)
+        return lib;
+    const struct blink_plan **plans = malloc(sizeof *plans * (size_t)(tuned->nplans + lib->nplans));
+    if (!plans)
+        return lib;
+    memcpy(plans, tuned->plans, sizeof *plans * (size_t)tuned->nplans);
+    memcpy(plans + tuned->nplans, lib->plans, sizeof *plans * (size_t)lib->nplans);
+    merged.abi = lib->abi;
+    merged.nplans = tuned->nplans + lib->nplans;
+    merged.plans = plans;
+    return &merged;
+}
+
+/* The ranks and their devices: --devices, else t x g (devices 0..n-1, as nccl-tests), else
+ * those of the largest plan linked (a cluster plan's ranks play its devices in order). --mpi
+ * takes the job's size once MPI runs. 0 on a usage error. */
+static int choose_ranks(struct opts *o)
+{
+    int asked = o->nthreads * o->ngpus;
+    if (o->mpi)
+        return 1;
+    if (o->ndevices && o->count_given && asked != o->ndevices) {
+        fprintf(stderr, "blink-perf: -t %d -g %d make %d ranks, but --devices lists %d\n",
+                o->nthreads, o->ngpus, asked, o->ndevices);
+        return 0;
+    }
+    if (o->ndevices)
+        o->ndev = o->ndevices;
+    else if (o->count_given)
+        o->ndev = asked;
+    else {
+        const struct blink_plan *big = NULL;
+        for (int k = 0; o->lib && k < o->lib->nplans; k++)
+            if (o->lib->plans[k] && (!big || o->lib->plans[k]->nranks > big->nranks))
+                big = o->lib->plans[k];
+        o->ndev = big ? big->nranks : 1;
+        int own = big && big->devices && big->nservers <= 1; /* a cluster's: in order */
+        for (int r = 0; own && r < o->ndev && r < MAX_RANKS; r++)
+            o->devices[o->ndevices++] = big->devices[r];
+    }
+    if (o->ndev > MAX_RANKS) {
+        fprintf(stderr, "blink-perf: %d ranks; blink-perf runs %d at most\n", o->ndev, MAX_RANKS);
+        return 0;
+    }
+    if (!o->root_all && is_rooted(o) && o->root >= o->ndev) {
+        fprintf(stderr, "blink-perf: root %d, but there are %d ranks\n", o->root, o->ndev);
+        return 0;
+    }
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -1252,16 +1684,29 @@ int main(int argc, char **argv)
     struct opts o;
     memset(&o, 0, sizeof o);
     o.coll = C_ALLREDUCE;
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    if (strlen(base) > 5 && !strcmp(base + strlen(base) - 5, "_perf"))
+        parse_coll(base, &o.coll); /* run as all_gather_perf: nccl-tests' binary names */
     o.min_bytes = o.max_bytes = 32u << 20;
-    o.factor = 2;
+    o.step_bytes = 1u << 20;
+    o.factor = 1;
     o.check = 1;
     o.iters = 20;
     o.warmup = 5;
-    o.ndev = 8;
+    o.nthreads = o.ngpus = 1;
+    o.agg = 1;
+    o.cycles = 1;
+    o.average = 1;
     o.type = blinkFloat32;
     o.op = blinkSum;
-    if (!parse(argc, argv, &o))
+    if (!parse(argc, argv, &o) || ((o.lib = perf_library()), !choose_ranks(&o))) {
+        fprintf(stderr, "Try 'blink-perf --help' for more information.\n");
         return 2;
+    }
+    if (o.nthreads > 1 && !o.mpi)
+        fprintf(stderr, "blink-perf: note: -t %d: one thread drives all %d ranks in a group\n",
+                o.nthreads, o.ndev);
 #ifdef BLINK_PERF_MPI
     if (o.mpi)
         return run_mpi(&o);

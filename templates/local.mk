@@ -71,6 +71,23 @@ tests/e2e/cluster.cu: planner/blinkc
 tests/e2e/dgx1v_all.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx1v --all-allocations --no-tune -o $@
 
+# blink-perf (Makefile.am) links that untuned library, so it runs every allocation; tuning its
+# 247 plans would cost every build one and a half CPU minutes (1m33s here). So that it still
+# exercises a per-size choice, it links the committed, tuned full-server source too
+# (generated/dgx1v.cu as tests/e2e/dgx1v.o, already built for test_e2e, nothing planned anew),
+# whose library blink-perf puts first (BLINK_PERF_TUNED): its default run, all 8 GPUs, takes
+# the tuned ranges, trees at some sizes and rings at others; other device sets, the untuned
+# plans. The generated tables are the same C for both backends; the object's only calls, into
+# the runtime's init, are already linked by the first source.
+bench_blink_perf_CPPFLAGS += -DBLINK_PERF_TUNED=e2e_lib_dgx1v
+bench_blink_perf_LDADD += tests/e2e/dgx1v.o
+bench_blink_perf_DEPENDENCIES += tests/e2e/dgx1v.o
+if HAVE_NVCC
+bench_blink_perf_cuda_CPPFLAGS += -DBLINK_PERF_TUNED=e2e_lib_dgx1v
+bench_blink_perf_cuda_LDADD += tests/e2e/dgx1v.o
+bench_blink_perf_cuda_DEPENDENCIES += tests/e2e/dgx1v.o
+endif
+
 E2E_INCLUDES = $(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
 tests/e2e/dgx1p.o: $(top_srcdir)/generated/dgx1p.cu $(E2E_INCLUDES)
 	$(AM_V_CC)mkdir -p tests/e2e && $(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1p -DblinkCommInitRank=e2e_rank_dgx1p -DblinkPlanLibrary=e2e_lib_dgx1p -o $@ $(top_srcdir)/generated/dgx1p.cu
