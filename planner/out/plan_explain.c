@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "out/sim_report.h"
+#include "topo/topo_rates.h"
 
 static const char *kinds_text(unsigned kinds)
 {
@@ -185,6 +186,23 @@ static void put_tuning(struct strbuf *sb, const struct plan_set *ps, const struc
     }
 }
 
+/* Where the input named no GPU model, the NVLink rate of every plan rests on the part the reader
+ * assumed: say which, so the numbers are read for what they are. */
+static void put_assumed_part(struct strbuf *sb, const struct topo *t)
+{
+    const struct topo_gpu_part *part = NULL;
+    int n = 0;
+    for (int v = 0; v < t->nnodes; v++)
+        if (t->nodes[v].kind == TOPO_GPU && t->nodes[v].part_assumed && t->nodes[v].part) {
+            part = part ? part : t->nodes[v].part;
+            n++;
+        }
+    if (part)
+        sb_printf(sb, "assumed: %d GPU%s %s (%d NVLinks at %.4g GB/s each way): the input names "
+                      "no model; --gpu-model sets it\n",
+                  n, n == 1 ? " is" : "s are", part->name, part->links, part->link_gbps);
+}
+
 void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
 {
     const struct topo *t = ps->topo;
@@ -194,6 +212,7 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
     }
     sb_printf(sb, "%s: %d GPUs, %d server%s; trees over %s\n", t->name ? t->name : "topology",
               t->ngpus, t->nservers, t->nservers == 1 ? "" : "s", kinds_text(ps->kinds));
+    put_assumed_part(sb, t);
     sb_printf(sb, "rings: %d %s ring%s, %.1f GB/s in all%s\n", ps->ring.nrings,
               ps->ring.kinds == PG_NVLINK ? "NVLink" : "PCIe/CPU/network",
               ps->ring.nrings == 1 ? "" : "s", ps->ring.gbps,

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "core/json.h"
+#include "topo/topo_rates.h"
 
 static void indent_to(struct strbuf *sb, int level)
 {
@@ -17,7 +18,9 @@ static void indent_to(struct strbuf *sb, int level)
         sb_puts(sb, "  ");
 }
 
-/* In a cluster a GPU's "local_gpu" is its number within its server: the device it runs on. */
+/* In a cluster a GPU's "local_gpu" is its number within its server: the device it runs on.
+ * "part" names the GPU part of the parts table whose NVLink rate was used, and "part_assumed"
+ * says the input named none, so the rate rests on the reader's guess (blinkc-topology(5)). */
 static void put_node(struct strbuf *sb, const struct topo *t, const struct topo_node *n)
 {
     sb_puts(sb, "{\"id\": ");
@@ -37,6 +40,12 @@ static void put_node(struct strbuf *sb, const struct topo *t, const struct topo_
     if (n->model) {
         sb_puts(sb, ", \"model\": ");
         json_put_string(sb, n->model);
+    }
+    if (n->kind == TOPO_GPU && n->part) { /* the part whose link rate the plan used */
+        sb_puts(sb, ", \"part\": ");
+        json_put_string(sb, n->part->name);
+        if (n->part_assumed)
+            sb_puts(sb, ", \"part_assumed\": true");
     }
     sb_putc(sb, '}');
 }

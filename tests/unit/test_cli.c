@@ -442,3 +442,28 @@ Test(cli, root_takes_a_rank_or_a_gpu)
     cr_expect(strstr(r.out, "broadcast     2 "), "the root column gives the rank: %s", r.out);
     tu_run_free(&r);
 }
+
+/* Where the input names no GPU model, the table and the plan file say which part was assumed. */
+Test(cli, an_assumed_gpu_part_is_said_in_the_outputs)
+{
+    char *smi = tu_src_path("topologies/dgx1v.smi.txt");
+    struct tu_run r;
+    RUN(&r, "-q", "--no-tune", "--gpus", "0,1,2", smi);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "assumed: 3 GPUs are V100 (6 NVLinks at 25 GB/s each way)"), "%s",
+              r.out);
+    tu_run_free(&r);
+    RUN(&r, "-q", "--gpus", "0,1,2", "--plan-json", "-", smi);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"part\": \"V100\", \"part_assumed\": true}"), "%.600s", r.out);
+    tu_run_free(&r);
+    RUN(&r, "-q", "--no-tune", "--gpu-model", "V100", "--gpus", "0,1,2", smi);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_null(strstr(r.out, "assumed:"), "%s", r.out);
+    tu_run_free(&r);
+    RUN(&r, "-q", "--gpu-model", "V100", "--gpus", "0,1,2", "--plan-json", "-", smi);
+    cr_expect(strstr(r.out, "\"part\": \"V100\"}"), "%.600s", r.out);
+    cr_expect_null(strstr(r.out, "part_assumed"));
+    tu_run_free(&r);
+    free(smi);
+}
