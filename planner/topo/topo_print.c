@@ -3,10 +3,14 @@
  * topo_print.c - the --print-topology matrix and the run summary.
  *
  * Relations use nvidia-smi's legend so users can compare with `nvidia-smi topo -m` on the real
- * box: NV# is the direct NVLink count, or for a pair joined through NVSwitches the smaller of the
- * two GPUs' links into the switch fabric (what nvidia-smi prints behind NVSwitch); otherwise the
- * PCIe path decides: PIX (one switch), PXB (several switches, no CPU), PHB (through one CPU),
- * SYS (across CPUs). NET marks ends on different servers.
+ * box, and blinkc reads the print back as `nvidia-smi topo -m` text to the same matrix
+ * (test_print_roundtrip): NV# is the direct NVLink count, or for a pair joined through
+ * NVSwitches the smaller of the two GPUs' links into the switch fabric (what nvidia-smi prints
+ * behind NVSwitch); otherwise the PCIe path decides: PIX (one switch), PXB (several switches, no
+ * CPU), NODE (through one CPU: the model has no host bridges, and a CPU's devices sit behind
+ * different root ports, which nvidia-smi calls NODE), SYS (across CPUs). NET marks ends on
+ * different servers. The affinity columns give each GPU's NUMA node (its CPU's socket) and N/A
+ * for the CPU cores, which the model does not know.
  */
 #include "topo/topo_print.h"
 
@@ -124,7 +128,7 @@ void topo_relation(const struct topo *t, int a, int b, char *buf, size_t cap)
         else if (c >= 2000)
             snprintf(buf, cap, "SYS");
         else if (c >= 1000)
-            snprintf(buf, cap, "PHB");
+            snprintf(buf, cap, "NODE");
         else if (c == 2)
             snprintf(buf, cap, "PIX");
         else
@@ -133,19 +137,20 @@ void topo_relation(const struct topo *t, int a, int b, char *buf, size_t cap)
     free(ibuf), free(cbuf);
 }
 
-/* The CPU a GPU or NIC hangs under: the nearest CPU by PCIe hops. */
-static const char *home_cpu(const struct topo *t, int u, int *dist, char *done)
+/* The NUMA node of the CPU a GPU hangs under (the nearest CPU by PCIe hops): its socket, else
+ * its position among its server's CPUs; -1 when no CPU is reachable. */
+static int home_numa(const struct topo *t, int u, int *dist, char *done)
 {
-    const char *best = "-";
-    int bestd = -1;
+    int best = -1, bestd = -1, k = 0;
     for (int c = 0; c < t->nnodes; c++) {
         if (t->nodes[c].kind != TOPO_CPU || t->nodes[c].server != t->nodes[u].server)
             continue;
         int d = pcie_cost(t, u, c, dist, done);
         if (d >= 0 && (bestd < 0 || d < bestd)) {
             bestd = d;
-            best = t->nodes[c].id;
+            best = t->nodes[c].socket >= 0 ? t->nodes[c].socket : k;
         }
+        k++;
     }
     return best;
 }
@@ -186,29 +191,40 @@ void topo_print_matrix(struct strbuf *sb, const struct topo *t)
     char label[32];
     sb_printf(sb, "%-8s", "");
     for (int j = 0; j < n; j++)
-        sb_printf(sb, "%-7s", matrix_label(t, cols, j, label, sizeof label));
-    sb_puts(sb, "CPU\n");
+        sb_printf(sb, "%-8s", matrix_label(t, cols, j, label, sizeof label));
+    sb_puts(sb, "CPU Affinity    NUMA Affinity\n");
     for (int i = 0; i < n; i++) {
         sb_printf(sb, "%-8s", matrix_label(t, cols, i, label, sizeof label));
         for (int j = 0; j < n; j++) {
             char rel[16];
             topo_relation(t, cols[i], cols[j], rel, sizeof rel);
-            sb_printf(sb, "%-7s", rel);
+            sb_printf(sb, "%-8s", rel);
         }
-        sb_printf(sb, "%s\n", home_cpu(t, cols[i], dist, done));
+        int numa = t->nodes[cols[i]].kind == TOPO_GPU ? home_numa(t, cols[i], dist, done) : -2;
+        if (numa >= 0)
+            sb_printf(sb, "%-16s%d", "N/A", numa);
+        else if (numa == -1)
+            sb_printf(sb, "%-16s%s", "N/A", "N/A");
+        while (sb->len > 0 && sb->data[sb->len - 1] == ' ')
+            sb->data[--sb->len] = '\0';
+        sb_putc(sb, '\n');
     }
     sb_puts(sb, "\nLegend:\n\n"
                 "  X    = Self\n"
                 "  NET  = Ends on different servers (through NICs and the network)\n"
                 "  SYS  = Connection traversing PCIe and the link between CPUs (QPI/UPI)\n"
-                "  PHB  = Connection traversing PCIe and a CPU (host bridge)\n"
+                "  NODE = Connection traversing PCIe and a CPU's host bridges (one NUMA node)\n"
+                "  PHB  = Connection traversing PCIe and one host bridge (blinkc prints NODE)\n"
                 "  PXB  = Connection traversing multiple PCIe switches (no CPU)\n"
                 "  PIX  = Connection traversing a single PCIe switch\n"
                 "  NV#  = Connection traversing a bonded set of # NVLinks\n");
     int nic = 0;
-    for (int j = t->ngpus; j < n; j++)
-        sb_printf(sb, "%s  NIC%d = %s (%s)\n", nic++ ? "" : "\nNIC Legend:\n\n",
-                  j - t->ngpus, t->nodes[cols[j]].id, t->nodes[cols[j]].name);
+    for (int j = t->ngpus; j < n; j++) {
+        sb_printf(sb, "%s  NIC%d: ", nic++ ? "" : "\nNIC Legend:\n\n", j - t->ngpus);
+        for (const char *c = t->nodes[cols[j]].name; *c; c++) /* input text: no control bytes */
+            sb_putc(sb, (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c);
+        sb_putc(sb, '\n');
+    }
 links:
     sb_puts(sb, "\nLinks (each direction; GB/s = 1e9 B/s):\n\n");
     for (int i = 0; i < t->nlinks; i++) {

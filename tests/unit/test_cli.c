@@ -296,7 +296,7 @@ Test(cli, print_topology_uses_the_smi_legend)
     RUN(&r, "--print-topology", "--gpus", "0,1,2,3", "builtin:dgx1v");
     cr_assert_eq(r.status, 0, "%s", r.err);
     /* Row GPU0 of the DGX-1V matrix in topology-facts.md 4.3: X NV1 NV1 NV2. */
-    cr_assert(strstr(r.out, "GPU0    X      NV1    NV1    NV2"), "%s", r.out);
+    cr_assert(strstr(r.out, "GPU0    X       NV1     NV1     NV2"), "%s", r.out);
     cr_assert(strstr(r.out, "gpu0     -> gpu3     nvlink  x2   50.0 GB/s"), "%s", r.out);
     tu_run_free(&r);
 }
