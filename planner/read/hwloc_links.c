@@ -139,7 +139,11 @@ static enum bk_status add_nvlink(struct ctx *c, int a, int b, int count, int gen
                           c->rd.t->nodes[a].name, c->rd.t->nodes[b].name, count,
                           c->rd.t->links[have].count);
     }
-    double r = topo_rate_nvlink(&c->rd.o->rates, gen, count);
+    /* hwloc counts every NVLink3 link as 25000 MB/s, but a GA102 bridge runs at its part's own
+       14.0625 GB/s: the count comes from hwloc, the rate from the parts. */
+    const struct topo_node *na = &c->rd.t->nodes[a], *nb = &c->rd.t->nodes[b];
+    double r = topo_rate_nvlink_parts(&c->rd.o->rates, na->kind == TOPO_GPU ? na->part : NULL,
+                                      nb->kind == TOPO_GPU ? nb->part : NULL, gen, count);
     return topo_add_link(c->rd.t, a, b, TOPO_NVLINK, count, r, r, loc);
 }
 

@@ -78,9 +78,16 @@ enum bk_status nccl_set_gens(struct ctx *c)
     free(why);
     if (!gen)
         return BK_EINPUT;
-    for (int g = 0; g < c->ngpus; g++)
-        if (c->rd.t->nodes[c->gpus[g].node].nvlink_gen == 0)
-            c->rd.t->nodes[c->gpus[g].node].nvlink_gen = gen;
+    /* The part too, so that its own link rate applies: --gpu-model's, else the generation's
+       flagship, recorded as assumed. */
+    const char *model = c->rd.o->gpu_model;
+    const struct topo_gpu_part *part =
+        model ? topo_gpu_part_find(model) : topo_gpu_part_of_gen(gen);
+    for (int g = 0; g < c->ngpus; g++) {
+        struct topo_node *n = &c->rd.t->nodes[c->gpus[g].node];
+        if (n->nvlink_gen == 0)
+            n->nvlink_gen = gen, n->part = part, n->part_assumed = !model;
+    }
     return BK_OK;
 }
 
@@ -163,7 +170,13 @@ enum bk_status nccl_resolve_links(struct ctx *c)
         int gen = c->rd.t->nodes[g].nvlink_gen;
         if (c->rd.t->nodes[p].kind == TOPO_GPU && c->rd.t->nodes[p].nvlink_gen < gen)
             gen = c->rd.t->nodes[p].nvlink_gen;
-        double gbps = r->peer == PEER_C2C ? r->gbps : topo_rate_nvlink(&c->rd.o->rates, gen, count);
+        /* At the parts' own rate: a GA102 bridge runs 14.0625 GB/s per link, not NVLink3's 25. */
+        const struct topo_gpu_part *pg = c->rd.t->nodes[g].part;
+        const struct topo_gpu_part *pp =
+            c->rd.t->nodes[p].kind == TOPO_GPU ? c->rd.t->nodes[p].part : NULL;
+        double gbps = r->peer == PEER_C2C ? r->gbps
+                                          : topo_rate_nvlink_parts(&c->rd.o->rates, pg, pp, gen,
+                                                                   count);
         st = topo_add_link(c->rd.t, g, p, TOPO_NVLINK, count, gbps, gbps, xml_node_loc(r->el));
     }
     free(k);

@@ -346,6 +346,11 @@ static enum bk_status add_gpus(struct ctx *c)
         pos++;
         BK_CHECK(topo_node_set_busid(c->rd.t, g->node, g->busid));
         BK_CHECK(topo_node_set_model(c->rd.t, g->node, model));
+        if (!nd->part) { /* a model the parts table does not know: --gpu-model's, or assumed */
+            const char *given = c->rd.o->gpu_model;
+            nd->part = given ? topo_gpu_part_find(given) : topo_gpu_part_of_gen(g->gen);
+            nd->part_assumed = !given;
+        }
     }
     return BK_OK;
 }

@@ -138,6 +138,17 @@ static enum bk_status read_gpu_link(struct ctx *c, xmlNodePtr el, int g, const c
     return BK_OK;
 }
 
+/* The device id of a GPU's <pci device="0x20b0">, 0 when absent or unreadable: NCCL writes it
+ * but never reads it back, so a bad one only leaves the part to the sm. */
+static unsigned pci_device(xmlNodePtr pci)
+{
+    char *v = xml_attr(pci, "device"), *end = NULL;
+    unsigned long d = v ? strtoul(v, &end, 16) : 0;
+    unsigned out = v && end != v && !*end && d <= 0xffff ? (unsigned)d : 0;
+    xmlFree(v);
+    return out;
+}
+
 /* <gpu> inside the <pci> element `pci` whose bus id is `busid`, hanging from `up`. */
 BK_MUST_USE
 static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, int cpu,
@@ -152,7 +163,14 @@ static enum bk_status read_gpu(struct ctx *c, xmlNodePtr el, const char *busid, 
     BK_CHECK(attach_point(c, up, cpu, &parent));
     BK_CHECK(nccl_add_node(c, el, TOPO_GPU, busid, busid, &node));
     c->rd.t->nodes[node].gpu_order = (int)dev;
-    c->rd.t->nodes[node].nvlink_gen = nccl_gen_from_sm(sm);
+    /* sm and the PCI device id tell parts apart (an A800 from an A100, an RTX A6000 from an
+       A100); sm alone gives its most common part, recorded as assumed. */
+    unsigned device = pci_device(pci);
+    const struct topo_gpu_part *part = topo_gpu_part_by_pci((int)sm, device);
+    struct topo_node *n = &c->rd.t->nodes[node];
+    n->part = part;
+    n->part_assumed = part && topo_gpu_part_by_pci(0, device) != part;
+    n->nvlink_gen = part ? part->gen : nccl_gen_from_sm(sm);
     BK_CHECK(topo_add_link(c->rd.t, node, parent, TOPO_PCIE, 1, gbps, gbps, xml_node_loc(pci)));
     BK_CHECK(bk_grow_int((void **)&c->gpus, &c->gpus_cap, c->ngpus, sizeof *c->gpus));
     int g = c->ngpus++;

@@ -428,6 +428,8 @@ static enum bk_status stmt_node(struct text_reader *r, enum topo_node_kind kind)
            only assumed (with a warning) if an NVLink needs it. */
         if (!n->nvlink_gen && r->rd.o->gpu_model && !(n->nvlink_gen = assumed_gen(r, NULL)))
             return BK_EINPUT;
+        if (!n->part && r->rd.o->gpu_model) /* --gpu-model stands in for the part too */
+            n->part = topo_gpu_part_find(r->rd.o->gpu_model);
     } else if (kind == TOPO_CPU) {
         n->socket = (int)socket;
         r->extra[idx].fam = topo_cpu_family_of(
@@ -637,7 +639,10 @@ static enum bk_status add_links(struct text_reader *r)
                     st = BK_EINPUT; /* topo_assumed_gen recorded why */
                     break;
                 }
-                fwd = topo_rate_nvlink(rates, gen, l->count);
+                const struct topo_node *na = &t->nodes[l->a], *nb = &t->nodes[l->b];
+                fwd = topo_rate_nvlink_parts(rates, na->kind == TOPO_GPU ? na->part : NULL,
+                                             nb->kind == TOPO_GPU ? nb->part : NULL, gen,
+                                             l->count);
                 /* A GPU of unknown model takes the generation its NVLinks run at. */
                 if (t->nodes[l->a].kind == TOPO_GPU && !t->nodes[l->a].nvlink_gen)
                     t->nodes[l->a].nvlink_gen = gen;

@@ -53,8 +53,10 @@ struct topo_node {
     const struct topo_gpu_part *part; /* GPUs: the part of topo_rates.h's table that the input's
                                          model names, or that a reader assumed; NULL when
                                          unknown. Static data, never freed. */
-    int part_assumed; /* GPUs: 1 when part and nvlink_gen were assumed, not read from the input
-                         (the reader warned which part and rate it took), else 0 */
+    int part_assumed; /* GPUs: 1 when the input does not name the part and the reader chose
+                         it: from the NV# shape or an assumed generation (a warning names the
+                         part and rate), or from an NCCL sm without a known PCI device id (sm
+                         gives generation and rate; the part is the sm's most common); else 0 */
     double nic_gbps; /* NICs: line rate in GB/s per direction when the input gives one, else 0 */
     char *busid;    /* PCI bus id "dddd:bb:dd.f" when known, else NULL */
     char *model;    /* GPU or CPU model text when known, else NULL (untrusted) */

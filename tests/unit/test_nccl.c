@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * test_nccl.c - the NCCL topology XML reader: the DGX-1V fixture against the reference graph in
- * topology-facts.md 4.3/4.4, the NVSwitch, VM and PCIe-only inputs under tests/data/nccl, and every
- * error path with its message and line.
+ * topology-facts.md 4.3/4.4, the NVSwitch, VM and PCIe-only inputs under tests/data/nccl, GPU
+ * parts from sm and the PCI device id, and every error path with its message and line.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -412,7 +412,7 @@ Test(nccl, unknown_sm)
     expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 2, 100);
     topo_free(&t), diag_free(&d), free(xml);
 
-    /* Without sm=, 12 NVLinks per GPU point at an A100. */
+    /* Without sm=, the PCI device id 0x20b0 names the A100: no warning. */
     char *path = tu_src_path("tests/data/nccl/hgx-a100.xml");
     struct input in;
     diag_init(&d);
@@ -420,6 +420,15 @@ Test(nccl, unknown_sm)
     while ((p = strstr(in.data, " sm=\"80\"")))
         memmove(p, p + 8, strlen(p + 8) + 1);
     cr_assert_eq(read_text(in.data, NULL, &t, &d), BK_OK, "%s", diag_first_error(&d));
+    cr_expect_eq(d.nwarnings, 0);
+    cr_assert_str_eq(t.nodes[0].part->name, "A100");
+    topo_free(&t), diag_free(&d);
+
+    /* Without sm= and device ids, 12 NVLinks per GPU point at an A100. */
+    while ((p = strstr(in.data, " device=\"0x20b0\"")))
+        memmove(p, p + 16, strlen(p + 16) + 1);
+    cr_assert_eq(read_text(in.data, NULL, &t, &d), BK_OK, "%s", diag_first_error(&d));
+    cr_expect_eq(t.nodes[0].part_assumed, 1);
     cr_expect(diag_contains(&d, DIAG_WARNING, "assuming A100"));
     cr_expect(diag_contains(&d, DIAG_WARNING, "guessed from 12 NVLinks per GPU"));
     int count, peers;
@@ -427,4 +436,64 @@ Test(nccl, unknown_sm)
     nvlink_total(&t, 0, &count, &gbps, &peers);
     cr_expect_float_eq(gbps, 300, 1e-9);
     topo_free(&t), diag_free(&d), input_free(&in), free(path);
+}
+
+/* Two bridged workstation cards as NCCL dumps them: sm 86 with the PCI device id of an RTX
+ * A6000, 4 NVLinks between them at GA102's 14.0625 GB/s, not NVLink3's 25. */
+static char *bridge_xml(const char *device)
+{
+    char *xml = bk_asprintf("<system version=\"1\">\n"
+                            " <cpu numaid=\"0\" affinity=\"00000000,ffffffff\" arch=\"x86_64\" "
+                            "vendor=\"AuthenticAMD\" familyid=\"25\" modelid=\"1\">\n"
+                            "  <pci busid=\"0000:41:00.0\" class=\"0x030000\" vendor=\"0x10de\" "
+                            "%s subsystem_vendor=\"0x10de\" subsystem_device=\"0x1459\" "
+                            "link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n"
+                            "   <gpu dev=\"0\" sm=\"86\" rank=\"0\" gdr=\"1\">\n"
+                            "    <nvlink target=\"0000:61:00.0\" count=\"4\" "
+                            "tclass=\"0x030000\"/>\n"
+                            "   </gpu>\n"
+                            "  </pci>\n"
+                            "  <pci busid=\"0000:61:00.0\" class=\"0x030000\" vendor=\"0x10de\" "
+                            "%s subsystem_vendor=\"0x10de\" subsystem_device=\"0x1459\" "
+                            "link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n"
+                            "   <gpu dev=\"1\" sm=\"86\" rank=\"1\" gdr=\"1\">\n"
+                            "    <nvlink target=\"0000:41:00.0\" count=\"4\" "
+                            "tclass=\"0x030000\"/>\n"
+                            "   </gpu>\n"
+                            "  </pci>\n"
+                            " </cpu>\n"
+                            "</system>\n",
+                            device, device);
+    cr_assert(xml);
+    return xml;
+}
+
+Test(nccl, parts_from_sm_and_device_id)
+{
+    struct topo t;
+    struct diag d;
+    char *xml = bridge_xml("device=\"0x2230\"");
+    cr_assert_eq(read_text(xml, NULL, &t, &d), BK_OK, "%s", diag_first_error(&d));
+    expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 4, 56.25);
+    cr_assert_str_eq(t.nodes[0].part->name, "RTX A6000");
+    cr_expect_eq(t.nodes[0].part_assumed, 0);
+    cr_expect_eq(t.nodes[0].nvlink_gen, 3);
+    cr_expect_eq(d.nwarnings, 0);
+    topo_free(&t), diag_free(&d), free(xml);
+
+    /* No device id: sm 86 alone is an NVLink GA102 part, the same rate; recorded as assumed. */
+    xml = bridge_xml("device=\"junk\"");
+    cr_assert_eq(read_text(xml, NULL, &t, &d), BK_OK, "%s", diag_first_error(&d));
+    expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 4, 56.25);
+    cr_assert_str_eq(t.nodes[1].part->name, "RTX 3090");
+    cr_expect_eq(t.nodes[1].part_assumed, 1);
+    topo_free(&t), diag_free(&d), free(xml);
+
+    /* An HGX A100 dump names its parts by device id 0x20b0. */
+    cr_assert_eq(read_fixture("tests/data/nccl/hgx-a100.xml", NULL, &t, &d), BK_OK);
+    for (int g = 0; g < 8; g++) {
+        cr_assert_str_eq(t.nodes[g].part->name, "A100");
+        cr_expect_eq(t.nodes[g].part_assumed, 0);
+    }
+    topo_free(&t), diag_free(&d);
 }

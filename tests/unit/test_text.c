@@ -487,6 +487,23 @@ Test(text, nvlink_generation_sources)
     expect_link(&t, "nvs0", "nvs1", TOPO_NVLINK, 2, 40);
     topo_free(&t);
     diag_free(&d);
+    /* A GA102 bridge runs its part's 14.0625 GB/s per link, whether the model is in the file or
+       given by --gpu-model; gen= or --link-rate nvlink3 still say otherwise. */
+    read_ok("gpu a model=\"NVIDIA GeForce RTX 3090\"\ngpu b model=\"NVIDIA GeForce RTX 3090\"\n"
+            "link a b count=4\n",
+            NULL, &t, &d);
+    expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 4, 56.25);
+    cr_assert_str_eq(t.nodes[0].part->name, "RTX 3090");
+    topo_free(&t);
+    diag_free(&d);
+    read_ok("gpu a\ngpu b\nlink a b count=4\n", "RTX A6000", &t, &d);
+    expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 4, 56.25);
+    topo_free(&t);
+    diag_free(&d);
+    read_ok("gpu a model=A40\ngpu b model=A40\nlink a b count=4 gen=2\n", NULL, &t, &d);
+    expect_link(&t, "gpu0", "gpu1", TOPO_NVLINK, 4, 100);
+    topo_free(&t);
+    diag_free(&d);
 }
 
 Test(text, servers_and_quoting)
