@@ -58,27 +58,57 @@ static void put_legend(struct strbuf *sb, const struct topo *t, const struct pla
     sb_puts(sb, "</table>>];\n");
 }
 
-/* One tree edge: its path arcs, or with collapse one line from parent to child. Allreduce's
- * undirected trees carry data both ways, so their edges have no arrow. */
+/* One tree edge: its path arcs, or with collapse one line from parent to child, between the
+ * nodes named id + sfx (a panel's copies). Allreduce's undirected trees carry data both ways, so
+ * their edges have no arrow. */
 static void put_edge(struct strbuf *sb, const struct topo *t, const struct plan_trees *m, int i,
-                     int v, double width, int collapse)
+                     int v, double width, int collapse, const char *sfx)
 {
     const struct ptree *tr = &m->trees.t[i];
     const char *dir = m->pack == PACK_ALLREDUCE ? ", dir=none" : "";
     const char *colour = palette[(size_t)i % NCOLOURS];
     if (collapse) {
-        sb_printf(sb, "  \"%s\" -> \"%s\" [color=\"%s\", penwidth=%.2f%s, "
+        sb_printf(sb, "  \"%s%s\" -> \"%s%s\" [color=\"%s\", penwidth=%.2f%s, "
                       "tooltip=\"tree %d: %.4f GB/s\"];\n",
-                  t->nodes[tr->parent[v]].id, t->nodes[v].id, colour, width, dir, i, tr->rate);
+                  t->nodes[tr->parent[v]].id, sfx, t->nodes[v].id, sfx, colour, width, dir, i,
+                  tr->rate);
         return;
     }
     for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++) {
         int a = tr->path_arc[k];
-        sb_printf(sb, "  \"%s\" -> \"%s\" [color=\"%s\", penwidth=%.2f%s, "
+        sb_printf(sb, "  \"%s%s\" -> \"%s%s\" [color=\"%s\", penwidth=%.2f%s, "
                       "tooltip=\"tree %d: %.4f GB/s\"];\n",
-                  t->nodes[m->g->src[a]].id, t->nodes[m->g->dst[a]].id, colour, width, dir, i,
-                  tr->rate);
+                  t->nodes[m->g->src[a]].id, sfx, t->nodes[m->g->dst[a]].id, sfx, colour, width,
+                  dir, i, tr->rate);
     }
+}
+
+/* Many trees drawn over one another are a tangle: past this many, each tree gets a panel of its
+ * own (a Graphviz cluster with its own copies of the GPUs and of the switches it crosses). */
+#define DOT_PANEL_TREES 6
+
+static void put_panel(struct strbuf *sb, const struct topo *t, const struct plan_trees *m, int i,
+                      double width, int collapse)
+{
+    const struct ptree *tr = &m->trees.t[i];
+    char sfx[16];
+    snprintf(sfx, sizeof sfx, ".t%d", i);
+    sb_printf(sb, "  subgraph cluster_t%d {\n  label=\"tree %d from %s: %.4f GB/s\"; "
+                  "color=\"%s\";\n", i, i, t->nodes[tr->root].id, tr->rate,
+              palette[(size_t)i % NCOLOURS]);
+    for (int v = 0; v < tr->ngpus; v++)
+        sb_printf(sb, "  \"%s%s\" [shape=box, label=\"%s\"%s];\n", t->nodes[v].id, sfx,
+                  t->nodes[v].id, v == tr->root ? ", style=bold, penwidth=3" : "");
+    for (int k = 0; !collapse && k < tr->path_off[tr->ngpus]; k++) {
+        int u = m->g->dst[tr->path_arc[k]];
+        if (t->nodes[u].kind != TOPO_GPU) /* a relay on this tree's paths */
+            sb_printf(sb, "  \"%s%s\" [shape=ellipse, fontsize=10, label=\"%s\"];\n",
+                      t->nodes[u].id, sfx, t->nodes[u].id);
+    }
+    for (int v = 0; v < tr->ngpus; v++)
+        if (v != tr->root)
+            put_edge(sb, t, m, i, v, width, collapse, sfx);
+    sb_puts(sb, "  }\n");
 }
 
 void plan_dot_one(struct strbuf *sb, const struct plan_set *ps, int k, int collapse)
@@ -91,8 +121,11 @@ void plan_dot_one(struct strbuf *sb, const struct plan_set *ps, int k, int colla
         sb_printf(sb, " from %s", t->nodes[p->root].id);
     sb_printf(sb, ": %d trees, %.1f GB/s of a %.1f GB/s bound\", labelloc=t, overlap=false];\n",
               m->trees.n, m->algbw, m->bound);
-    put_nodes(sb, t, p, collapse);
-    put_links(sb, t, collapse);
+    int panels = m->trees.n > DOT_PANEL_TREES;
+    if (!panels) {
+        put_nodes(sb, t, p, collapse);
+        put_links(sb, t, collapse);
+    }
     put_legend(sb, t, m);
     double widest = 0;
     for (int i = 0; i < m->trees.n; i++)
@@ -100,9 +133,13 @@ void plan_dot_one(struct strbuf *sb, const struct plan_set *ps, int k, int colla
     for (int i = 0; i < m->trees.n; i++) {
         const struct ptree *tr = &m->trees.t[i];
         double width = widest > 0 ? 1 + 4 * tr->rate / widest : 1;
+        if (panels) {
+            put_panel(sb, t, m, i, width, collapse);
+            continue;
+        }
         for (int v = 0; v < tr->ngpus; v++)
             if (v != tr->root)
-                put_edge(sb, t, m, i, v, width, collapse);
+                put_edge(sb, t, m, i, v, width, collapse, "");
     }
     sb_puts(sb, "}\n");
 }

@@ -15,8 +15,10 @@
  * of broadcast and reduce highlighted, switches, CPUs and NICs as ellipses), each physical link
  * once as a faint line, a legend (each tree's colour, root and rate), and every tree's path arcs
  * in the tree's own colour, as wide as the tree's rate allows (the widest tree 5 points);
- * allreduce's undirected trees without arrows. With collapse, switches are left out and each
- * tree edge is one line from parent to child. Only canonical ids and numbers are written: no
+ * allreduce's undirected trees without arrows. Past six trees, each tree is drawn in a panel
+ * of its own (a cluster with copies of the GPUs and of the switches it crosses) instead of all
+ * over one another. With collapse, switches are left out and each tree edge is one line from
+ * parent to child. Only canonical ids and numbers are written: no
  * input text reaches the file.
  */
 void plan_dot(struct strbuf *sb, const struct plan_set *ps, int collapse);

@@ -117,3 +117,24 @@ Test(dot, a_directory_gets_a_file_per_plan)
     }
     cr_expect_eq(rmdir(dir), 0, "%s holds other files", dir);
 }
+
+/* Past six trees each gets a panel: a cluster with its own GPUs, bold at its root. */
+Test(dot, many_trees_get_a_panel_each)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", NULL, 0, 1u << COLL_ALLGATHER, -1, &t, &ps);
+    cr_assert_eq(ps.n, 1);
+    int n = ps.v[0].main.trees.n;
+    cr_assert_gt(n, 6, "the DGX-1V allgather has many trees");
+    struct strbuf sb;
+    sb_init(&sb);
+    plan_dot_one(&sb, &ps, 0, 0);
+    cr_expect_eq(count(sb.data, "subgraph cluster_t"), n);
+    cr_expect_eq(count(sb.data, "style=bold, penwidth=3"), n, "one root per panel");
+    cr_expect_eq(count(sb.data, "[shape=box, label="), n * t.ngpus, "every GPU in every panel");
+    cr_expect_null(strstr(sb.data, "color=\"#d0d0d0\""), "no background links in panels");
+    sb_free(&sb);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
