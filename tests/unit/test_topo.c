@@ -5,6 +5,7 @@
  * Topologies are built through the model API, independent of any reader.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -340,6 +341,14 @@ Test(parts, links_and_rates_match_the_datasheets)
         cr_assert_eq(topo_gpu_part_find(p->name), p, "%s", p->name);
     }
     cr_assert_geq(n, 21);
+    /* blinkc-topology(5) lists every part with its source. */
+    char *path = tu_src_path("man/blinkc-topology.5");
+    char *page = tu_slurp(path, NULL);
+    cr_assert(page, "%s", path);
+    for (int i = 0; i < n; i++)
+        cr_assert(strstr(page, topo_gpu_part_at(i)->name), "%s: no %s", path,
+                  topo_gpu_part_at(i)->name);
+    free(page), free(path);
     char names[64];
     cr_assert_str_eq(topo_gpu_part_names(names, 24), "P100, V100, A100, ...");
 }
