@@ -110,7 +110,8 @@ static const struct topo_gpu_part parts[] = {
     /* Datacentre parts, SXM boards (direct links or NVSwitch) and their PCIe cards. */
     {"P100", {NULL}, 1, 4, 20, 60, {0x15f9}, "SXM2 direct links",
      "NVIDIA Tesla P100 whitepaper WP-08019-001: 4 NVLinks, 160 GB/s; hwloc topology-nvml.c"},
-    {"V100", {"V100S", NULL}, 2, 6, 25, 70, {0x1db1, 0x1db5, 0x1db8, 0x1df5}, "SXM2 direct, SXM3 NVSwitch",
+    {"V100", {"V100S", NULL}, 2, 6, 25, 70, {0x1db1, 0x1db5, 0x1db8, 0x1df5},
+     "SXM2 direct, SXM3 NVSwitch",
      "NVIDIA Tesla V100 architecture whitepaper WP-08608-001: 6 NVLinks, 300 GB/s"},
     {"A100", {NULL}, 3, 12, 25, 80, {0x20b0, 0x20b1, 0x20b2, 0x20b3, 0x20b5, 0x20f1},
      "SXM4 NVSwitch, PCIe bridge",

@@ -577,7 +577,8 @@ Test(smi, errors)
     expect_error("\tGPU0\tGPU1\tGPU2\tGPU3\nGPU0\t X \tNV4\tNV4\tSYS\n"
                  "GPU1\tNV4\t X \tSYS\tNV4\nGPU2\tNV4\tSYS\t X \tNV4\n"
                  "GPU3\tSYS\tNV4\tNV4\t X \n",
-                 "V100", "row GPU0's NV# cells add up to 8 NVLinks, but V100 GPUs have 6 each", 2, 1);
+                 "V100", "row GPU0's NV# cells add up to 8 NVLinks, but V100 GPUs have 6 each", 2,
+                 1);
 }
 
 /* Every truncation of the fixture reads or fails cleanly. */
