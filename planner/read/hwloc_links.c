@@ -70,6 +70,20 @@ static unsigned per_link(const struct ctx *c, int gen)
     return 25000;
 }
 
+/* A GPU's NVLinks: its part's (an A800 or H800 has 8), else its generation's flagship's. */
+static int link_budget(const struct ctx *c, const struct dev *g)
+{
+    const struct topo_gpu_part *p = g->node >= 0 ? c->rd.t->nodes[g->node].part : NULL;
+    return p && p->gen == g->gen ? p->links : topo_nvlink_budget(g->gen);
+}
+
+/* The name of a GPU's part, for messages. */
+static const char *part_name(const struct ctx *c, const struct dev *g)
+{
+    const struct topo_gpu_part *p = g->node >= 0 ? c->rd.t->nodes[g->node].part : NULL;
+    return p && p->gen == g->gen ? p->name : topo_gen_model(g->gen);
+}
+
 /*
  * Decide whether the writer doubled NVLink3/4 values. A known version decides: 2.5.0 up to
  * 2.9.0 did (fixed in 2.9.1 by hwloc commit 01fee4021). An unknown one (a pre-release, or no
@@ -110,7 +124,7 @@ static void decide_doubling(struct ctx *c)
                 all50 &= x % 50000 == 0;
                 links += x / 25000 < 1000000 ? (long long)(x / 25000) : 1000000;
             }
-            if (links > topo_nvlink_budget(c->devs[gpu].gen) && links > worst)
+            if (links > link_budget(c, &c->devs[gpu]) && links > worst)
                 worst = links, over = gpu;
         }
     }
@@ -119,10 +133,10 @@ static void decide_doubling(struct ctx *c)
         const struct dev *g = &c->devs[over];
         diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                      "unknown hwloc version '%.40s': at 25000 MB/s per link GPU %s would have %lld "
-                     "NVLinks, more than the %d an %s has, so the values are read as hwloc "
+                     "NVLinks, but %s GPUs have %d, so the values are read as hwloc "
                      "2.5.0-2.9.0's doubled NVLink%d encoding (50000 MB/s per link)",
-                     v ? v : "(none)", c->rd.t->nodes[g->node].name, worst,
-                     topo_nvlink_budget(g->gen), topo_gen_model(g->gen), g->gen);
+                     v ? v : "(none)", c->rd.t->nodes[g->node].name, worst, part_name(c, g),
+                     link_budget(c, g), g->gen);
     }
 }
 

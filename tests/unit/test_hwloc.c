@@ -240,8 +240,9 @@ Test(hwloc, libxml2_parser)
 
 /* ---------------------------------------------------------------- NVLink3 doubling */
 
-/* Two A100s and six NVSwitches as on a DGX A100; `mbs` MB/s per GPU-switch pair. */
-static char *a100(const char *version, unsigned mbs)
+/* Two GPUs called `model` and six NVSwitches as on a DGX A100; `mbs` MB/s per GPU-switch
+ * pair. */
+static char *board(const char *version, unsigned mbs, const char *model)
 {
     struct strbuf sb;
     sb_init(&sb);
@@ -267,9 +268,9 @@ static char *a100(const char *version, unsigned mbs)
                   "pci_type=\"0302 [10de:20b0] [10de:134f] a1\" pci_link_speed=\"31.507692\">\n"
                   "     <object type=\"OSDev\" gp_index=\"%d\" name=\"nvml%d\" subtype=\"NVML\" "
                   "osdev_type=\"1\">\n"
-                  "      <info name=\"GPUModel\" value=\"NVIDIA A100-SXM4-40GB\"/>\n"
+                  "      <info name=\"GPUModel\" value=\"%s\"/>\n"
                   "     </object>\n    </object>\n",
-                  10 + g, 7 + 8 * g, 20 + g, g);
+                  10 + g, 7 + 8 * g, 20 + g, g, model);
     for (int s = 0; s < 6; s++)
         sb_printf(&sb,
                   "    <object type=\"PCIDev\" gp_index=\"%d\" subtype=\"NVSwitch\" "
@@ -297,6 +298,11 @@ static char *a100(const char *version, unsigned mbs)
     sb_free(&v);
     sb_puts(&sb, " </distances2hetero>\n</topology>\n");
     return sb_take(&sb);
+}
+
+static char *a100(const char *version, unsigned mbs)
+{
+    return board(version, mbs, "NVIDIA A100-SXM4-40GB");
 }
 
 static void check_a100(const char *version, unsigned mbs, int links, int warns)
@@ -331,6 +337,27 @@ Test(hwloc, nvlink3_doubling_undone)
     check_a100("2.9.1", 100000, 4, 0);   /* fixed, so 100000 really is 4 links */
     check_a100("PR-1-20210101", 100000, 2, 1); /* unknown: 24 links > 12 gives it away */
     check_a100("PR-1-20210101", 50000, 2, 0);
+
+    /* An H800 has 8 NVLinks, not NVLink4's 18: 12 links at 25000 MB/s give the doubling away,
+       and every link runs at the part's rate. */
+    char *s = board("PR-1-20210101", 50000, "NVIDIA H800");
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("h800.xml", s, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    assert_nvlink(&t, "gpu0", "nvs0", 1, 25.0);
+    cr_assert(diag_contains(&d, DIAG_WARNING, "but H800 GPUs have 8"));
+    cr_assert_str_eq(t.nodes[0].part->name, "H800");
+    topo_free(&t), diag_free(&d), free(s);
+
+    /* hwloc writes a GA102 link as 25000 MB/s like any NVLink3 link; its rate is the part's. */
+    s = board("2.9.1", 25000, "NVIDIA RTX A6000");
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("a6000.xml", s, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    assert_nvlink(&t, "gpu1", "nvs5", 1, 14.0625);
+    topo_free(&t), diag_free(&d), free(s);
 }
 
 /* ---------------------------------------------------------------- refused inputs */
