@@ -526,6 +526,34 @@ Test(smi, a100_twelve_links)
     diag_free(&d);
 }
 
+/* NVLink5 parts: an HGX B200 board's NV18 and a GB200 NVL72 compute tray (4 of the rack's 72
+ * GPUs, NV18 between them through the NVLink switch trays) are planes of 18 links of 50 GB/s. */
+Test(smi, b200_and_gb200_tray_planes)
+{
+    struct topo t;
+    struct diag d;
+    read_ok("tests/data/smi/h100-nv18.smi.txt", "NVIDIA B200", &t, &d);
+    assert_plane(&t, 8, 18, 18 * 50.0);
+    assert_part(&t, 8, "B200", 0);
+    topo_free(&t);
+    diag_free(&d);
+
+    read_str_ok("\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+                "GPU0\t X \tNV18\tNV18\tNV18\tNODE\tSYS\t0-71\t0\t2\n"
+                "GPU1\tNV18\t X \tNV18\tNV18\tNODE\tSYS\t0-71\t0\t10\n"
+                "GPU2\tNV18\tNV18\t X \tNV18\tSYS\tNODE\t72-143\t1\t18\n"
+                "GPU3\tNV18\tNV18\tNV18\t X \tSYS\tNODE\t72-143\t1\t26\n"
+                "NIC0\tNODE\tNODE\tSYS\tSYS\t X \tSYS\n"
+                "NIC1\tSYS\tSYS\tNODE\tNODE\tSYS\t X \n",
+                "GB200", &t, &d);
+    assert_plane(&t, 4, 18, 900.0);
+    assert_part(&t, 4, "GB200", 0);
+    cr_assert_eq(d.nwarnings, 0);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 2);
+    topo_free(&t);
+    diag_free(&d);
+}
+
 /* Read text that must fail; check the first error's text and position. */
 static void expect_error(const char *text, const char *model, const char *needle, int line,
                          int col)
