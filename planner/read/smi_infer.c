@@ -120,15 +120,15 @@ BK_MUST_USE
 static enum bk_status add_synth(struct smi *s, enum topo_node_kind kind, const char *base, int num,
                                 int *out)
 {
-    for (int attempt = 0; attempt <= s->t->nnodes; attempt++) {
+    for (int attempt = 0; attempt <= s->rd.t->nnodes; attempt++) {
         char *name = attempt ? bk_asprintf("%s%d-%d", base, num, attempt)
                              : bk_asprintf("%s%d", base, num);
         if (!name)
             return BK_ENOMEM;
         enum bk_status st = BK_OK;
-        int free_name = topo_find(s->t, name) < 0;
+        int free_name = topo_find(s->rd.t, name) < 0;
         if (free_name)
-            st = topo_add_node(s->t, kind, name, 0, DIAG_AT(s->hdr[0].no, 0), out);
+            st = topo_add_node(s->rd.t, kind, name, 0, DIAG_AT(s->hdr[0].no, 0), out);
         free(name);
         if (free_name)
             return st;
@@ -166,13 +166,13 @@ static enum bk_status build_pcie(struct smi *s)
             groups[uf_find(up, a)]++;
     }
     int ncpu = group_cpus(s, cuf, key, cpu, mark);
-    struct topo_rates const *rt = &s->o->rates;
+    struct topo_rates const *rt = &s->rd.o->rates;
     for (int c = 0; c < ncpu; c++) {
         BK_CHECK_GOTO(add_synth(s, TOPO_CPU, "CPU", c, &cpu_node[c]), st, out);
-        s->t->nodes[cpu_node[c]].socket = c;
+        s->rd.t->nodes[cpu_node[c]].socket = c;
         double smp = topo_rate_smp(rt, TOPO_CPU_UNKNOWN);
         for (int c2 = 0; c2 < c; c2++)
-            BK_CHECK_GOTO(topo_add_link(s->t, cpu_node[c2], cpu_node[c], TOPO_SMP, 1, smp, smp,
+            BK_CHECK_GOTO(topo_add_link(s->rd.t, cpu_node[c2], cpu_node[c], TOPO_SMP, 1, smp, smp,
                                         DIAG_NOWHERE),
                           st, out);
     }
@@ -185,7 +185,7 @@ static enum bk_status build_pcie(struct smi *s)
             if (up_node[p] < 0) {
                 BK_CHECK_GOTO(add_synth(s, TOPO_PCIE_SWITCH, "PCIeSwitch", nsw++, &up_node[p]),
                               st, out);
-                BK_CHECK_GOTO(topo_add_link(s->t, up_node[p], cpu_node[cpu[p]], TOPO_PCIE, 1,
+                BK_CHECK_GOTO(topo_add_link(s->rd.t, up_node[p], cpu_node[cpu[p]], TOPO_PCIE, 1,
                                             pcie, pcie, loc),
                               st, out);
             }
@@ -197,12 +197,12 @@ static enum bk_status build_pcie(struct smi *s)
                 int pa = parent >= 0 ? parent : cpu_node[cpu[g]];
                 BK_CHECK_GOTO(add_synth(s, TOPO_PCIE_SWITCH, "PCIeSwitch", nsw++, &leaf_node[g]),
                               st, out);
-                BK_CHECK_GOTO(topo_add_link(s->t, leaf_node[g], pa, TOPO_PCIE, 1, pcie, pcie, loc),
+                BK_CHECK_GOTO(topo_add_link(s->rd.t, leaf_node[g], pa, TOPO_PCIE, 1, pcie, pcie, loc),
                               st, out);
             }
             attach = leaf_node[g];
         }
-        BK_CHECK_GOTO(topo_add_link(s->t, s->cols[a].node, attach, TOPO_PCIE, 1, pcie, pcie, loc),
+        BK_CHECK_GOTO(topo_add_link(s->rd.t, s->cols[a].node, attach, TOPO_PCIE, 1, pcie, pcie, loc),
                       st, out);
     }
     st = BK_OK;
@@ -333,10 +333,10 @@ static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **p
     get_shape(s, &sh);
     *part = NULL;
     *assumed = *plane = 0;
-    if (s->o->gpu_model && !(*part = topo_gpu_part_find(s->o->gpu_model))) {
+    if (s->rd.o->gpu_model && !(*part = topo_gpu_part_find(s->rd.o->gpu_model))) {
         char names[200];
-        return diag_error(s->d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
-                          s->o->gpu_model, topo_gpu_part_names(names, sizeof names));
+        return diag_error(s->rd.d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
+                          s->rd.o->gpu_model, topo_gpu_part_names(names, sizeof names));
     }
     if (!sh.any)
         return BK_OK; /* no NVLink: the rates of none matter */
@@ -344,17 +344,17 @@ static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **p
     if (!*part) {
         char why[200];
         if (!(*part = guess_part(&sh, why, sizeof why)))
-            return diag_error(s->d, s->in->name, s->cols[sh.sum_col].row_loc,
+            return diag_error(s->rd.d, s->rd.in->name, s->cols[sh.sum_col].row_loc,
                               "row %s's NV# cells add up to %d NVLinks, more than any GPU has, "
                               "and not every GPU pair is NVLinked, so they are neither direct "
                               "links nor one NVSwitch plane",
                               s->cols[sh.sum_col].label, sh.maxsum);
         *assumed = 1;
         const struct topo_gpu_part *p = *part;
-        diag_warning(s->d, s->in->name, at,
+        diag_warning(s->rd.d, s->rd.in->name, at,
                      "the input does not name the GPU model; assuming %s (NVLink%d, %d NVLinks "
                      "per GPU of %g GB/s each) from %s; use --gpu-model to say otherwise",
-                     p->name, p->gen, p->links, topo_part_link_gbps(&s->o->rates, p, NULL, p->gen),
+                     p->name, p->gen, p->links, topo_part_link_gbps(&s->rd.o->rates, p, NULL, p->gen),
                      why);
     }
     const struct topo_gpu_part *p = *part;
@@ -362,7 +362,7 @@ static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **p
         for (int i = 0; i < s->ncols; i++)
             for (int j = 0; j < s->ncols && s->cols[i].gpu >= 0; j++)
                 if (s->cols[j].gpu >= 0 && nv_of(s, i, j) == sh.maxcell)
-                    return diag_error(s->d, s->in->name, cell(s, i, j)->loc,
+                    return diag_error(s->rd.d, s->rd.in->name, cell(s, i, j)->loc,
                                       "NV%d between %s and %s, but %s GPUs have %d NVLinks "
                                       "each (check --gpu-model)",
                                       sh.maxcell, s->cols[i].label, s->cols[j].label, p->name,
@@ -371,14 +371,14 @@ static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **p
     if (sh.maxsum <= p->links)
         return BK_OK; /* direct links, within what every GPU has */
     if (!sh.complete)
-        return diag_error(s->d, s->in->name, s->cols[sh.sum_col].row_loc,
+        return diag_error(s->rd.d, s->rd.in->name, s->cols[sh.sum_col].row_loc,
                           "row %s's NV# cells add up to %d NVLinks, but %s GPUs have %d each, "
                           "and not every GPU pair is NVLinked, so they are neither direct links "
                           "nor one NVSwitch plane",
                           s->cols[sh.sum_col].label, sh.maxsum, p->name, p->links);
     *plane = 1;
     if (!*assumed && sh.uniform != p->links)
-        diag_note(s->d, s->in->name, at,
+        diag_note(s->rd.d, s->rd.in->name, at,
                   "%s: as direct links the NV# cells would give a GPU %d NVLinks, but %s GPUs "
                   "have %d each; read as one NVSwitch plane, each GPU with its own NV# links to it",
                   s->cols[sh.sum_col].label, sh.maxsum, p->name, p->links);
@@ -398,7 +398,7 @@ static int plane_links(const struct smi *s, int i)
 BK_MUST_USE
 enum bk_status smi_build(struct smi *s)
 {
-    struct topo *t = s->t;
+    struct topo *t = s->rd.t;
     const struct topo_gpu_part *part;
     int assumed, plane, nvs = -1;
     BK_CHECK(nvlink_model(s, &part, &assumed, &plane));
@@ -411,7 +411,7 @@ enum bk_status smi_build(struct smi *s)
             const char *name = c->dev ? c->dev : c->label;
             struct diag_loc loc = c->dev ? c->dev_loc : c->loc;
             if (topo_find(t, name) >= 0)
-                return diag_error(s->d, s->in->name, loc,
+                return diag_error(s->rd.d, s->rd.in->name, loc,
                                   "device name '%s' is used twice; every GPU and NIC needs its "
                                   "own name",
                                   name);
@@ -420,8 +420,8 @@ enum bk_status smi_build(struct smi *s)
                 continue;
             t->nodes[c->node].gpu_order = c->gpu;
             t->nodes[c->node].nvlink_gen = gen;
-            if (s->o->gpu_model)
-                BK_CHECK(topo_node_set_model(t, c->node, s->o->gpu_model));
+            if (s->rd.o->gpu_model)
+                BK_CHECK(topo_node_set_model(t, c->node, s->rd.o->gpu_model));
             t->nodes[c->node].part = part; /* where the reader assumed it, recorded as such */
             t->nodes[c->node].part_assumed = assumed;
         }
@@ -429,7 +429,7 @@ enum bk_status smi_build(struct smi *s)
         BK_CHECK(add_synth(s, TOPO_NVSWITCH, "NVSwitch", 0, &nvs));
         for (int i = 0; i < s->ncols; i++) {
             int links = s->cols[i].gpu >= 0 ? plane_links(s, i) : 0;
-            double r = topo_rate_nvlink_parts(&s->o->rates, part, NULL, gen, links);
+            double r = topo_rate_nvlink_parts(&s->rd.o->rates, part, NULL, gen, links);
             if (links)
                 BK_CHECK(topo_add_link(t, s->cols[i].node, nvs, TOPO_NVLINK, links, r, r,
                                        s->cols[i].row_loc));
@@ -440,7 +440,7 @@ enum bk_status smi_build(struct smi *s)
                 const struct cell *c = cell(s, i, j);
                 if (c->code != C_NV || s->cols[j].gpu < 0)
                     continue;
-                double r = topo_rate_nvlink_parts(&s->o->rates, part, part, gen, c->nv);
+                double r = topo_rate_nvlink_parts(&s->rd.o->rates, part, part, gen, c->nv);
                 BK_CHECK(topo_add_link(t, s->cols[i].node, s->cols[j].node, TOPO_NVLINK, c->nv,
                                        r, r, c->loc));
             }

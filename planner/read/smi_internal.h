@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "read/reader.h"
 #include "read/topo_read.h"
 
 #define MAX_COLS 1024          /* GPU + NIC columns: real boxes have under 64 */
@@ -48,10 +49,7 @@ struct line {
 };
 
 struct smi {
-    const struct input *in;
-    const struct topo_read_opts *o;
-    struct topo *t;
-    struct diag *d;
+    struct reader rd; /* the input, options, topology and diagnostics (reader.h) */
     size_t off;
     int lineno;
     struct line ln;

@@ -47,12 +47,12 @@ static size_t skip_escape(const char *p, size_t i, size_t len)
 BK_MUST_USE
 static enum bk_status read_line(struct smi *s, int *got)
 {
-    const char *data = s->in->data;
+    const char *data = s->rd.in->data;
     *got = 0;
-    if (s->off >= s->in->len)
+    if (s->off >= s->rd.in->len)
         return BK_OK;
     const char *p = data + s->off;
-    size_t rest = s->in->len - s->off;
+    size_t rest = s->rd.in->len - s->off;
     const char *nl = memchr(p, '\n', rest);
     size_t len = nl ? (size_t)(nl - p) : rest;
     s->off += len + (nl != NULL);
@@ -223,15 +223,15 @@ static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, si
     struct diag_loc loc = loc_at(l, st);
     const char *p = l->s + st;
     if (s->ntrail)
-        return diag_error(s->d, s->in->name, loc,
+        return diag_error(s->rd.d, s->rd.in->name, loc,
                           "column '%.*s' comes after the affinity columns; expected CPU Affinity, "
                           "NUMA Affinity or GPU NUMA ID there",
                           quote_len(n), p);
     if (s->ncols >= MAX_COLS)
-        return diag_error(s->d, s->in->name, loc, "more than %d GPU and NIC columns", MAX_COLS);
+        return diag_error(s->rd.d, s->rd.in->name, loc, "more than %d GPU and NIC columns", MAX_COLS);
     for (int i = 0; i < s->ncols; i++)
         if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
-            return diag_error(s->d, s->in->name, loc,
+            return diag_error(s->rd.d, s->rd.in->name, loc,
                               "column '%.*s' appears twice in the header (first at line %d, "
                               "column %d)",
                               quote_len(n), p, s->cols[i].loc.line, s->cols[i].loc.col);
@@ -245,7 +245,7 @@ static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, si
     s->ncols++;
     if (match_devlabel(p, n) == n && p[0] == 'G') {
         if (n > 9) /* GPU + 6 digits */
-            return diag_error(s->d, s->in->name, loc, "GPU number in '%.*s' is absurdly large",
+            return diag_error(s->rd.d, s->rd.in->name, loc, "GPU number in '%.*s' is absurdly large",
                               quote_len(n), p);
         c->gpu = (int)strtol(p + 3, NULL, 10);
     }
@@ -266,7 +266,7 @@ static enum bk_status scan_header_line(struct smi *s, const struct line *l)
         if (tl) {
             for (int k = 0; k < s->ntrail; k++)
                 if (s->trail[k] == kind)
-                    return diag_error(s->d, s->in->name, loc_at(l, i),
+                    return diag_error(s->rd.d, s->rd.in->name, loc_at(l, i),
                                       "column '%s' appears twice in the header", trail_names[kind]);
             s->trail[s->ntrail++] = kind;
             i += tl;
@@ -339,7 +339,7 @@ enum bk_status smi_read_header(struct smi *s)
     for (;;) {
         BK_CHECK(read_line(s, &got));
         if (!got)
-            return diag_error(s->d, s->in->name, DIAG_AT(1, 0),
+            return diag_error(s->rd.d, s->rd.in->name, DIAG_AT(1, 0),
                               "no 'nvidia-smi topo -m' header: expected a line of column labels "
                               "starting with GPU0");
         size_t pos = 0, st, n = next_tok(&s->ln, &pos, &st);
@@ -352,7 +352,7 @@ enum bk_status smi_read_header(struct smi *s)
     int nv;
     next_tok(&s->ln, &pos, &st);
     if ((n = next_tok(&s->ln, &pos, &st)) && parse_code(s->ln.s + st, n, &nv) != C_NONE)
-        return diag_error(s->d, s->in->name, loc_at(&s->ln, 0),
+        return diag_error(s->rd.d, s->rd.in->name, loc_at(&s->ln, 0),
                           "matrix row GPU0 comes before any header: expected a line of column "
                           "labels (GPU0 GPU1 ... CPU Affinity) above the matrix");
     BK_CHECK(copy_line(&s->hdr[s->nhdr++], &s->ln));
@@ -376,7 +376,7 @@ enum bk_status smi_read_header(struct smi *s)
     for (int i = 0; i < s->ncols; i++)
         ngpu += s->cols[i].gpu >= 0;
     if (!ngpu)
-        return diag_error(s->d, s->in->name, DIAG_AT(s->hdr[0].no, 0),
+        return diag_error(s->rd.d, s->rd.in->name, DIAG_AT(s->hdr[0].no, 0),
                           "the header names no GPU columns (GPU0, GPU1, ...)");
     if (!(s->m = calloc((size_t)s->ncols * (size_t)s->ncols, sizeof *s->m)))
         return BK_ENOMEM;
@@ -407,18 +407,18 @@ static enum bk_status parse_row(struct smi *s, int r, size_t pos)
             continue;
         }
         if (!n || isdigit((unsigned char)p[0]) || (n == 3 && memcmp(p, "N/A", 3) == 0))
-            return diag_error(s->d, s->in->name, loc_at(l, st),
+            return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                               "row %s has %d matrix cells but the header has %d GPU and NIC "
                               "columns: the matrix must be square",
                               c->label, j, s->ncols);
-        return diag_error(s->d, s->in->name, loc_at(l, st),
+        return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                           "unknown cell '%.*s' in row %s, column %s: expected X, NV#, PIX, PXB, "
                           "PHB, NODE, SYS or SOC",
                           quote_len(n), p, c->label, s->cols[j].label);
     }
     for (int k = 0; (n = next_tok(l, &pos, &st)); k++) {
         if (k >= s->ntrail)
-            return diag_error(s->d, s->in->name, loc_at(l, st),
+            return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                               "extra cell '%.*s' in row %s: the header has only %d columns",
                               quote_len(n), l->s + st, c->label, s->ncols + s->ntrail);
         if (!(c->trail[s->trail[k]] = bk_strndup(l->s + st, n)))
@@ -439,7 +439,7 @@ enum bk_status smi_read_rows(struct smi *s, int *nic_legend)
             return BK_OK;
         const struct line *l = &s->ln;
         if (l->too_long)
-            return diag_error(s->d, s->in->name, DIAG_AT(l->no, 0),
+            return diag_error(s->rd.d, s->rd.in->name, DIAG_AT(l->no, 0),
                               "line longer than %u bytes in the matrix", MAX_LINE);
         size_t pos = 0, st, st2, n = next_tok(l, &pos, &st);
         if (!n) {
@@ -453,13 +453,13 @@ enum bk_status smi_read_rows(struct smi *s, int *nic_legend)
         int r = find_col(s, l->s + st, n);
         if (r < 0) {
             if (n2 && parse_code(l->s + st2, n2, &nv) != C_NONE)
-                return diag_error(s->d, s->in->name, loc_at(l, st),
+                return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                                   "row '%.*s' names no column of the header", quote_len(n),
                                   l->s + st);
             return BK_OK; /* text after the matrix */
         }
         if (s->cols[r].has_row)
-            return diag_error(s->d, s->in->name, loc_at(l, st),
+            return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                               "second row for %s (the first is at line %d)", s->cols[r].label,
                               s->cols[r].row_loc.line);
         s->cols[r].has_row = 1;
@@ -519,12 +519,12 @@ static void code_text(const struct cell *c, char *buf, size_t cap)
 BK_MUST_USE
 enum bk_status smi_check_matrix(struct smi *s)
 {
-    const char *f = s->in->name;
+    const char *f = s->rd.in->name;
     char ta[16], tb[16];
     int warned = 0;
     for (int i = 0; i < s->ncols; i++)
         if (s->cols[i].gpu >= 0 && !s->cols[i].has_row)
-            return diag_error(s->d, f, s->cols[i].loc,
+            return diag_error(s->rd.d, f, s->cols[i].loc,
                               "no row for column %s: the matrix must be square, with one row per "
                               "GPU column",
                               s->cols[i].label);
@@ -533,15 +533,15 @@ enum bk_status smi_check_matrix(struct smi *s)
             const struct cell *a = cell(s, i, j);
             code_text(a, ta, sizeof ta);
             if (i == j && a->code != C_X)
-                return diag_error(s->d, f, a->loc,
+                return diag_error(s->rd.d, f, a->loc,
                                   "diagonal cell of row %s is %s: a device's own cell must be X",
                                   s->cols[i].label, ta);
             if (i != j && a->code == C_X)
-                return diag_error(s->d, f, a->loc,
+                return diag_error(s->rd.d, f, a->loc,
                                   "X in row %s, column %s: X marks only a device's own cell",
                                   s->cols[i].label, s->cols[j].label);
             if (a->code == C_NV && (s->cols[i].gpu < 0 || s->cols[j].gpu < 0))
-                return diag_error(s->d, f, a->loc, "%s between %s and %s: NVLink joins GPUs only",
+                return diag_error(s->rd.d, f, a->loc, "%s between %s and %s: NVLink joins GPUs only",
                                   ta, s->cols[i].label, s->cols[j].label);
         }
     for (int i = 0; i < s->ncols; i++)
@@ -552,13 +552,13 @@ enum bk_status smi_check_matrix(struct smi *s)
             code_text(a, ta, sizeof ta);
             code_text(b, tb, sizeof tb);
             if (a->code == C_NV || b->code == C_NV)
-                return diag_error(s->d, f, a->loc,
+                return diag_error(s->rd.d, f, a->loc,
                                   "asymmetric NVLink cells: row %s, column %s is %s but row %s, "
                                   "column %s (line %d, column %d) is %s",
                                   s->cols[i].label, s->cols[j].label, ta, s->cols[j].label,
                                   s->cols[i].label, b->loc.line, b->loc.col, tb);
             if (!warned++) /* one warning, not one per cell of a bad capture */
-                diag_warning(s->d, f, a->loc,
+                diag_warning(s->rd.d, f, a->loc,
                              "asymmetric cells: row %s, column %s is %s but row %s, column %s "
                              "(line %d, column %d) is %s; using the farther relation here and "
                              "for any other asymmetric PCIe cell",

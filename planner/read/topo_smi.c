@@ -89,10 +89,7 @@ enum bk_status topo_read_smi(const struct reader *r)
 {
     struct smi s;
     memset(&s, 0, sizeof s);
-    s.in = r->in;
-    s.o = r->o;
-    s.t = r->t;
-    s.d = r->d;
+    s.rd = *r;
     int nic_legend;
     enum bk_status st;
     BK_CHECK_GOTO(smi_read_header(&s), st, out);
