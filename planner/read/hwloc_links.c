@@ -237,10 +237,24 @@ BK_MUST_USE
 enum bk_status hwloc_add_nvlinks(struct ctx *c)
 {
     if (!c->ndist) {
-        int ngpus = 0;
-        for (int i = 0; i < c->ndevs; i++)
-            ngpus += c->devs[i].kind == DEV_GPU;
-        if (ngpus > 1)
+        int ngpus = 0, nvidia = 0, nvml = 0;
+        for (int i = 0; i < c->ndevs; i++) {
+            const struct dev *g = &c->devs[i];
+            ngpus += g->kind == DEV_GPU;
+            nvidia += g->kind == DEV_GPU && g->pci->attr->pcidev.vendor_id == 0x10de;
+            nvml += g->kind == DEV_GPU && g->os[0] != NULL; /* scheme 0: nvmlN */
+        }
+        /* NVIDIA GPUs seen without NVML (OpenCL or CUDA only) may well have NVLinks that the
+         * file cannot show: say so loudly rather than plan as if the box had none. */
+        if (nvidia > 1 && nvml == 0)
+            diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
+                         "NVLinks unknown: these %d NVIDIA GPUs were exported without NVML (through "
+                         "OpenCL or CUDA), so the file has no NVLinkBandwidth matrix, and blinkc "
+                         "plans over PCIe only, maybe far below the box's NVLink speed; export "
+                         "with hwloc's NVML plugin where the NVIDIA driver runs (Debian: "
+                         "libhwloc-contrib-plugins), or give blinkc an NCCL dump "
+                         "(NCCL_TOPO_DUMP_FILE) or 'nvidia-smi topo -m'", nvidia);
+        else if (ngpus > 1)
             diag_warning(c->rd.d, c->rd.in->name, DIAG_NOWHERE,
                          "no NVLinkBandwidth matrix: the GPUs are joined by PCIe only (hwloc "
                          "writes NVLinks only from 2.5 on, when built with NVML and run where "

@@ -509,3 +509,50 @@ Test(hwloc, hwloc_stays_silent)
     free(swapped);
     free(s);
 }
+
+/* NVIDIA GPUs exported through OpenCL only: no NVLinkBandwidth matrix. The NVLinks are unknown,
+ * not absent, and the warning says so and how to get them; with NVML and no matrix the old,
+ * milder warning stays. */
+Test(hwloc, nvidia_gpus_without_nvml_warn_that_nvlinks_are_unknown)
+{
+    char *path = tu_src_path("topologies/dgx1v.hwloc.xml");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text);
+    struct strbuf sb;
+    sb_init(&sb);
+    const char *p = text, *hit;
+    while ((hit = strstr(p, "name=\"nvml"))) { /* nvmlN (NVML) -> opencl0dN (OpenCL) */
+        sb_printf(&sb, "%.*sname=\"opencl0d%c\" subtype=\"OpenCL\"", (int)(hit - p), p, hit[10]);
+        p = strstr(hit, "subtype=\"NVML\"") + strlen("subtype=\"NVML\"");
+    }
+    sb_puts(&sb, p);
+    const char *from = strstr(sb.data, "<distances2 type=\"OSDev\"");
+    cr_assert_not_null(from);
+    const char *to = strstr(from, "</distances2>") + strlen("</distances2>");
+    char *ocl = bk_asprintf("%.*s%s", (int)(from - sb.data), sb.data, to);
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("ocl.xml", ocl, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK,
+                 "%s", diag_first_error(&d));
+    cr_expect_eq(t.ngpus, 8);
+    cr_expect(diag_contains(&d, DIAG_WARNING, "NVLinks unknown: these 8 NVIDIA GPUs were "
+                                              "exported without NVML"), "no loud warning");
+    cr_expect(diag_contains(&d, DIAG_WARNING, "libhwloc-contrib-plugins"));
+    for (int i = 0; i < t.nlinks; i++)
+        cr_expect_neq(t.links[i].kind, TOPO_NVLINK, "an NVLink out of nowhere");
+    topo_free(&t);
+    diag_free(&d);
+    /* With NVML and no matrix: the PCIe-only warning. */
+    char *nvml = bk_asprintf("%.*s%s", (int)(strstr(text, "<distances2 type=\"OSDev\"") - text),
+                             text, strstr(strstr(text, "<distances2 type=\"OSDev\""),
+                                          "</distances2>") + strlen("</distances2>"));
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("nvml.xml", nvml, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK);
+    cr_expect(diag_contains(&d, DIAG_WARNING, "no NVLinkBandwidth matrix"));
+    cr_expect_not(diag_contains(&d, DIAG_WARNING, "NVLinks unknown"));
+    topo_free(&t);
+    diag_free(&d);
+    sb_free(&sb);
+    free(path), free(text), free(ocl), free(nvml);
+}
