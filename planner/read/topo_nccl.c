@@ -128,9 +128,13 @@ static enum bk_status read_gpu_link(struct ctx *c, xmlNodePtr el, int g, const c
             return el_error(c, el, "tclass=\"0x%06lx\" is not a GPU (0x03xxxx), NVSwitch "
                                    "(0x068000) or CPU (0x068001) class",
                             cls);
-        if (r.peer <= PEER_GPU && strcmp(r.target, own_busid) == 0)
-            return el_error(c, el, "target %s is this GPU's own bus id (an NVLink needs a peer)",
-                            own_busid);
+        if (r.peer <= PEER_GPU && strcmp(r.target, own_busid) == 0) {
+            /* Seen in files cloud images ship: drop it, read the rest. */
+            diag_warning(c->rd.d, c->rd.in->name, xml_node_loc(el),
+                         "<nvlink> target %s is this GPU's own bus id: an NVLink needs a peer, "
+                         "so this one is dropped", own_busid);
+            return BK_OK;
+        }
         c->gpus[g].links += r.count;
     }
     BK_CHECK(bk_grow_int((void **)&c->links, &c->links_cap, c->nlinks, sizeof *c->links));
@@ -271,6 +275,13 @@ static enum bk_status walk_pci(struct ctx *c, xmlNodePtr el, int cpu, struct sw_
         kind = PCI_BRIDGE;
     else if ((cls >> 8) == 0x0680)
         kind = PCI_NVSWITCH; /* an NVSwitch or POWER NPU as a PCI device: not on PCIe paths */
+    else if ((cls >> 8) == 0x0302 && !gpu) /* a 3D controller NCCL is left to fill in */
+        return el_error(c, el, "GPU %s is a <pci> of class 0x%06lx without its <gpu> element: "
+                               "this file is a template that NCCL completes at run time (cloud "
+                               "images ship such files for NCCL_TOPO_FILE), so it does not say "
+                               "how the GPUs are linked; on the machine, run an NCCL job with "
+                               "NCCL_TOPO_DUMP_FILE=topo.xml and give blinkc that file",
+                        busid, cls);
     else if ((cls >> 16) == 0x03)
         kind = gpu ? PCI_GPU : PCI_PLAIN; /* a BMC's VGA device is no GPU */
     else if ((cls >> 16) == 0x02 || nnic)

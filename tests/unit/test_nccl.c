@@ -282,12 +282,7 @@ Test(nccl, nvlink_errors)
                  "<nvlink> at /system/cpu/pci[1]/gpu/nvlink: target 0000:99:00.0 is not the bus "
                  "id of a GPU in this file",
                  5);
-    expect_error(pair_xml("0000:07:00.0", "1",
-                          "<nvlink target=\"0000:06:00.0\" count=\"2\" tclass=\"0x030200\"/>",
-                          LINK1),
-                 "<nvlink> at /system/cpu/pci[1]/gpu/nvlink: target 0000:06:00.0 is this GPU's "
-                 "own bus id",
-                 5);
+    /* A self-link is dropped with a warning: cloud_image_templates. */
     static const char *const bad[] = {"two", "0", "-2", "65", "", "2.5", "99999999999999999999"};
     for (size_t i = 0; i < BK_ARRAY_LEN(bad); i++) {
         char *link = bk_asprintf("<nvlink target=\"0000:06:00.0\" count=\"%s\" "
@@ -352,11 +347,16 @@ Test(nccl, xml_level_errors)
     expect_error(bk_asprintf("<system version=\"1\">\n <cpu numaid=\"0\">\n\n"
                              "  <pci busid=0000:01:00.0/>\n </cpu>\n</system>\n"),
                  "malformed XML: AttValue: \" or ' expected", 4);
-    /* No GPU at all (a placement-only file): the reader accepts it, finalize refuses it. */
+    /* No <gpu> at all, the GPU a bare 3D controller (a placement-only file): refused at it. */
     expect_error(bk_asprintf("<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"ffff:ff:01.0\" "
                              "class=\"0x060400\"><pci busid=\"0001:00:00.0\" class=\"0x030200\"/>"
                              "<pci busid=\"0101:00:00.0\" class=\"0x020700\"/></pci>\n</cpu>\n"
                              "</system>\n"),
+                 "GPU 0001:00:00.0 is a <pci> of class 0x030200 without its <gpu> element", 3);
+    /* No GPU and no 3D controller: the reader accepts it, finalize refuses it. */
+    expect_error(bk_asprintf("<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"ffff:ff:01.0\" "
+                             "class=\"0x060400\"><pci busid=\"0101:00:00.0\" class=\"0x020700\"/>"
+                             "</pci>\n</cpu>\n</system>\n"),
                  "the topology has no GPUs", 0);
 }
 
@@ -496,4 +496,36 @@ Test(nccl, parts_from_sm_and_device_id)
         cr_expect_eq(t.nodes[g].part_assumed, 0);
     }
     topo_free(&t), diag_free(&d);
+}
+
+/* Files cloud images ship for NCCL_TOPO_FILE (issue 18, item 5): a GPU listed only as a PCI
+ * device of class 0x0302 is refused with what to do instead; an NVLink to the GPU's own bus id
+ * is dropped with a warning and the rest is read. */
+Test(nccl, cloud_image_templates)
+{
+    char *xml = pair_xml("0000:07:00.0", "1", LINK0, LINK1);
+    const char *gpu1 = strstr(xml, "  <pci busid=\"0000:07:00.0\"");
+    cr_assert_not_null(gpu1);
+    char *bare = bk_asprintf("%.*s  <pci busid=\"0000:07:00.0\" class=\"0x030200\" "
+                             "link_speed=\"8 GT/s\" link_width=\"16\"/>\n </cpu>\n</system>\n",
+                             (int)(gpu1 - xml), xml);
+    struct topo t;
+    struct diag d;
+    cr_assert_eq(read_text(bare, NULL, &t, &d), BK_EINPUT);
+    const char *e = diag_first_error(&d);
+    cr_expect(e && strstr(e, "GPU 0000:07:00.0 is a <pci> of class 0x030200 without its <gpu> "
+                             "element") && strstr(e, "NCCL_TOPO_DUMP_FILE"), "%s", e);
+    diag_free(&d);
+    char *self = pair_xml("0000:07:00.0", "1",
+                          "<nvlink target=\"0000:06:00.0\" count=\"1\" tclass=\"0x030200\"/>\n"
+                          "    " LINK0, LINK1);
+    cr_assert_eq(read_text(self, "V100", &t, &d), BK_OK, "%s", diag_first_error(&d));
+    cr_expect(diag_contains(&d, DIAG_WARNING, "this GPU's own bus id"));
+    int count = 0, peers = 0;
+    double gbps = 0;
+    nvlink_total(&t, 0, &count, &gbps, &peers);
+    cr_expect_eq(count, 2, "the two real links remain, the self-link is gone");
+    topo_free(&t);
+    diag_free(&d);
+    free(xml), free(bare), free(self);
 }
