@@ -59,16 +59,40 @@ static void key_union(int *uf, const char **key, int a, int b)
     key[uf_find(uf, a)] = k;
 }
 
+/* Two devices that affinity column `kind` puts on one CPU while their cell says SYS (other
+ * sockets): a batch job or container prints its cgroup's CPUs ("0-3" on every row), not the
+ * socket. Returns 1 and the first such pair in *a, *b. */
+static int affinity_contradicts(const struct smi *s, int kind, int *a, int *b)
+{
+    for (*a = 0; *a < s->ncols; (*a)++)
+        for (*b = *a + 1; *b < s->ncols; (*b)++) {
+            const char *x = aff_value(&s->cols[*a], kind), *y = aff_value(&s->cols[*b], kind);
+            if (x && y && strcmp(x, y) == 0 && rel(s, *a, *b) == C_SYS)
+                return 1;
+        }
+    return 0;
+}
+
 /* CPU number (first-appearance order) of every device into cpu[]; returns the count. */
 static int group_cpus(const struct smi *s, int *uf, const char **key, int *cpu, char *mark)
 {
     int n = s->ncols, keycol = -1;
     static const int prefer[2] = {T_NUMA, T_CPU};
+    static const char *const names[2] = {"NUMA Affinity", "CPU Affinity"};
     for (int k = 0; k < 2 && keycol < 0; k++) {
-        int ok = 1;
+        int ok = 1, a, b;
         for (int i = 0; i < n; i++)
             if (s->cols[i].gpu >= 0)
                 ok &= aff_value(&s->cols[i], prefer[k]) != NULL;
+        if (ok && affinity_contradicts(s, prefer[k], &a, &b)) {
+            diag_warning(s->rd.d, s->rd.in->name, s->cols[a].row_loc,
+                         "%s puts %s and %s on one CPU ('%s'), but their cell says SYS (other "
+                         "sockets): the column looks like a job's or container's CPU set, not "
+                         "the sockets; the cells win",
+                         names[k], s->cols[a].label, s->cols[b].label,
+                         aff_value(&s->cols[a], prefer[k]));
+            ok = 0;
+        }
         if (ok)
             keycol = prefer[k];
     }

@@ -633,3 +633,40 @@ Test(smi, truncations_never_crash)
     free(path);
     diag_free(&d);
 }
+
+/* A batch job prints its cgroup's CPUs on every row (issue 18, item 2): the SYS cells still say
+ * two sockets, and they win, with a warning; the graph is the one the true columns give. */
+Test(smi, a_jobs_cpu_set_does_not_merge_the_sockets)
+{
+    char *path = tu_src_path("topologies/dgx1v.smi.txt");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text);
+    struct strbuf sb;
+    sb_init(&sb);
+    for (const char *p = text; *p;) { /* every affinity pair becomes "0-3  0" */
+        const char *a = strstr(p, "0-19,40-59"), *b = strstr(p, "20-39,60-79");
+        const char *hit = a && (!b || a < b) ? a : b;
+        if (!hit) {
+            sb_puts(&sb, p);
+            break;
+        }
+        const char *end = strchr(hit, '\n');
+        sb_printf(&sb, "%.*s0-3               0", (int)(hit - p), p);
+        p = end ? end : hit + strlen(hit);
+    }
+    struct topo t, truth;
+    struct diag d, d2;
+    read_str_ok(sb.data, "V100", &t, &d);
+    read_ok("topologies/dgx1v.smi.txt", "V100", &truth, &d2);
+    cr_expect(diag_contains(&d, DIAG_WARNING, "puts GPU0 and GPU5 on one CPU ('0'), but their "
+                                              "cell says SYS"), "no warning");
+    int cpus = 0;
+    for (int i = 0; i < t.nnodes; i++)
+        cpus += t.nodes[i].kind == TOPO_CPU;
+    cr_expect_eq(cpus, 2, "a two-socket box became %d", cpus);
+    cr_expect_eq(t.nlinks, truth.nlinks, "the graph differs from the true columns'");
+    topo_free(&t), topo_free(&truth);
+    diag_free(&d), diag_free(&d2);
+    sb_free(&sb);
+    free(text), free(path);
+}
