@@ -43,7 +43,21 @@ static size_t skip_escape(const char *p, size_t i, size_t len)
     return j < len && p[j] >= 0x30 && p[j] <= 0x7e ? j + 1 : j;
 }
 
-/* Read and clean the next line into s->ln; returns 0 at the end of the input. */
+/* The leftover of an escape sequence whose ESC byte a paste lost: an SGR ("[4m", "[0m",
+ * "[1;32m") at p[i] == '[', or the "(B" of tput sgr0's charset reset at p[i] == '('; returns its
+ * length, 0 if none. Nothing else in nvidia-smi's output holds '[' or "(B". */
+static size_t lost_escape(const char *p, size_t i, size_t len)
+{
+    if (p[i] == '(')
+        return i + 1 < len && (p[i + 1] == 'B' || p[i + 1] == '0') ? 2 : 0;
+    size_t j = i + 1;
+    while (j < len && ((p[j] >= '0' && p[j] <= '9') || p[j] == ';'))
+        j++;
+    return j < len && p[j] == 'm' ? j + 1 - i : 0;
+}
+
+/* Read and clean the next line into s->ln (escape sequences, their leftovers and CRs removed);
+ * returns 0 at the end of the input. */
 BK_MUST_USE
 static enum bk_status read_line(struct smi *s, int *got)
 {
@@ -71,6 +85,11 @@ static enum bk_status read_line(struct smi *s, int *got)
     while (i < len) {
         if (p[i] == 0x1b) {
             i = skip_escape(p, i, len);
+            continue;
+        }
+        size_t lost = p[i] == '[' || p[i] == '(' ? lost_escape(p, i, len) : 0;
+        if (lost) {
+            i += lost;
             continue;
         }
         if (p[i] != '\r') {

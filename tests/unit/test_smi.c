@@ -670,3 +670,31 @@ Test(smi, a_jobs_cpu_set_does_not_merge_the_sockets)
     sb_free(&sb);
     free(text), free(path);
 }
+
+/* A paste that lost the escape bytes keeps their leftovers ("[4m", "[0m"): still the same graph,
+ * with no warning (issue 18, item 4). */
+Test(smi, escape_leftovers_without_their_escape_byte)
+{
+    char *path = tu_src_path("tests/data/smi/dgx1v-escapes.smi.txt");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text);
+    int lost = 0;
+    char *w = text;
+    for (const char *r = text; *r; r++) {
+        lost += *r == 0x1b;
+        if (*r != 0x1b)
+            *w++ = *r;
+    }
+    *w = '\0';
+    cr_assert_gt(lost, 0, "the fixture has no escape to lose");
+    cr_assert(strstr(text, "[4m") || strstr(text, "[1m") || strstr(text, "[0m"), "%s", text);
+    struct topo t, ref;
+    struct diag d, dr;
+    read_str_ok(text, "V100", &t, &d);
+    read_ok("topologies/dgx1v.smi.txt", "V100", &ref, &dr);
+    assert_same_graph(&t, &ref);
+    cr_expect_eq(d.nwarnings, 0);
+    topo_free(&t), topo_free(&ref);
+    diag_free(&d), diag_free(&dr);
+    free(text), free(path);
+}
