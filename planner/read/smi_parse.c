@@ -410,14 +410,48 @@ static int find_col(const struct smi *s, const char *p, size_t n)
     return -1;
 }
 
+/* A row that a narrow terminal or an e-mail wrapped goes on on the next line, which then starts
+ * with what the row still lacks (a cell, or with cells==0 an affinity value) and not with a row
+ * label. On 1 s->ln holds that line; on 0 the input is as it was (the line is read again). */
+BK_MUST_USE
+static enum bk_status wrapped_rest(struct smi *s, int cells, int *more)
+{
+    size_t off = s->off;
+    int lineno = s->lineno, got, nv;
+    *more = 0;
+    BK_CHECK(read_line(s, &got));
+    size_t pos = 0, st, n = got && !s->ln.too_long ? next_tok(&s->ln, &pos, &st) : 0;
+    const char *p = s->ln.s + st;
+    if (n && find_col(s, p, n) < 0)
+        *more = cells ? parse_code(p, n, &nv) != C_NONE
+                      : isdigit((unsigned char)p[0]) || (n == 3 && memcmp(p, "N/A", 3) == 0);
+    if (!*more) {
+        s->off = off;
+        s->lineno = lineno;
+    }
+    return BK_OK;
+}
+
 BK_MUST_USE
 static enum bk_status parse_row(struct smi *s, int r, size_t pos)
 {
     const struct line *l = &s->ln;
     struct col *c = &s->cols[r];
     size_t st, n;
+    int more;
     for (int j = 0; j < s->ncols; j++) {
         n = next_tok(l, &pos, &st);
+        if (!n) {
+            struct diag_loc end = loc_at(l, st);
+            BK_CHECK(wrapped_rest(s, 1, &more));
+            if (!more)
+                return diag_error(s->rd.d, s->rd.in->name, end,
+                                  "row %s has %d matrix cells but the header has %d GPU and NIC "
+                                  "columns: the matrix must be square",
+                                  c->label, j, s->ncols);
+            pos = 0;
+            n = next_tok(l, &pos, &st);
+        }
         const char *p = l->s + st;
         int nv, code = n ? parse_code(p, n, &nv) : C_NONE;
         if (code != C_NONE) {
@@ -435,7 +469,14 @@ static enum bk_status parse_row(struct smi *s, int r, size_t pos)
                           "PHB, NODE, SYS or SOC",
                           quote_len(n), p, c->label, s->cols[j].label);
     }
-    for (int k = 0; (n = next_tok(l, &pos, &st)); k++) {
+    for (int k = 0;; k++) {
+        if (!(n = next_tok(l, &pos, &st)) && c->gpu >= 0 && k < s->ntrail) {
+            BK_CHECK(wrapped_rest(s, 0, &more)); /* the affinities wrapped onto the next line? */
+            pos = 0;
+            n = more ? next_tok(l, &pos, &st) : 0;
+        }
+        if (!n)
+            break;
         if (k >= s->ntrail)
             return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
                               "extra cell '%.*s' in row %s: the header has only %d columns",

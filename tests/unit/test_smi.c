@@ -698,3 +698,58 @@ Test(smi, escape_leftovers_without_their_escape_byte)
     diag_free(&d), diag_free(&dr);
     free(text), free(path);
 }
+
+/* The text hard-wrapped at `width` columns, as `fold -w` or an e-mail does. */
+static char *folded(const char *text, int width)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    int col = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') {
+            col = 0;
+        } else if (col == width) {
+            sb_putc(&sb, '\n');
+            col = 0;
+        }
+        sb_putc(&sb, *p);
+        col += *p != '\n';
+    }
+    return sb_take(&sb);
+}
+
+/* Rows and headers wrapped where a gap falls are read to the same graph; a wrap that splits a
+ * cell ("SY" + "S") is refused at that cell (issue 18, item 4). */
+Test(smi, hard_wrapped_rows)
+{
+    char *path = tu_src_path("topologies/dgx1v.smi.txt");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text);
+    struct topo ref;
+    struct diag dr;
+    read_ok("topologies/dgx1v.smi.txt", "V100", &ref, &dr);
+    static const int widths[] = {60, 70, 80, 100};
+    for (size_t i = 0; i < BK_ARRAY_LEN(widths); i++) {
+        char *w = folded(text, widths[i]);
+        struct topo t;
+        struct diag d;
+        diag_init(&d);
+        cr_assert_eq(tu_read_string("wrapped.smi", w, TOPO_FMT_SMI, "V100", &t, &d), BK_OK,
+                     "%d columns: %s", widths[i], diag_first_error(&d));
+        assert_same_graph(&t, &ref);
+        topo_free(&t);
+        diag_free(&d);
+        free(w);
+    }
+    char *split = folded(text, 90);
+    struct topo t;
+    struct diag d;
+    diag_init(&d);
+    cr_expect_eq(tu_read_string("split.smi", split, TOPO_FMT_SMI, "V100", &t, &d), BK_EINPUT);
+    cr_expect(diag_first_error(&d) && strstr(diag_first_error(&d), "unknown cell 'SY'"), "%s",
+              diag_first_error(&d));
+    diag_free(&d);
+    topo_free(&ref);
+    diag_free(&dr);
+    free(split), free(text), free(path);
+}
