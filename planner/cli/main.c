@@ -127,12 +127,12 @@ BK_MUST_USE
 static enum bk_status resolve_root(const struct cli *c, const struct topo *t, int *root,
                                    struct diag *d)
 {
-    int r = c->root_gpu ? -1 : c->plan.root;
+    int r = c->root_gpu ? -2 : c->plan.root; /* -1: every rank; -2: no such GPU */
     for (int k = 0; c->root_gpu && k < t->ngpus; k++)
         if (strcmp(t->nodes[topo_gpu_node(t, k)].id, c->root_gpu) == 0)
             r = k;
-    if (r < t->ngpus && (r >= 0 || c->plan.root < 0)) {
-        *root = c->root_gpu ? r : c->plan.root;
+    if (r >= -1 && r < t->ngpus) {
+        *root = r;
         return BK_OK;
     }
     struct strbuf sb;

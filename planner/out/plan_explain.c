@@ -24,21 +24,20 @@ static void put_root(struct strbuf *sb, const struct plan_set *ps, const struct 
     sb_printf(sb, "%-7s", p->root >= 0 ? ps->topo->nodes[p->root].id : "-");
 }
 
+/* b in binary units: the scaled value, and 0..3 for B, Ki, Mi, Gi in *unit. */
+static double binary_scaled(double b, int *unit)
+{
+    for (*unit = 0; *unit < 3 && b >= 1024; (*unit)++)
+        b /= 1024;
+    return b;
+}
+
 /* A size as nccl-tests prints its arguments: 0, 64K, 1.5M, 1G. */
 static void put_short_size(struct strbuf *sb, double b)
 {
-    const char *unit = "";
-    if (b >= 1 << 30) {
-        b /= 1 << 30;
-        unit = "G";
-    } else if (b >= 1 << 20) {
-        b /= 1 << 20;
-        unit = "M";
-    } else if (b >= 1 << 10) {
-        b /= 1 << 10;
-        unit = "K";
-    }
-    sb_printf(sb, "%g%s", b, unit);
+    int u;
+    b = binary_scaled(b, &u);
+    sb_printf(sb, "%g%s", b, (const char *[]){"", "K", "M", "G"}[u]);
 }
 
 /* What the generated code runs, by message size: the tuned ranges with neighbours of one
@@ -151,11 +150,8 @@ static void put_hybrid(struct strbuf *sb, const struct plan_set *ps, const struc
 static void put_size(struct strbuf *sb, double b, int width)
 {
     const char *unit[] = {"B", "KiB", "MiB", "GiB"};
-    int u = 0;
-    while (u < 3 && b >= 1024) {
-        b /= 1024;
-        u++;
-    }
+    int u;
+    b = binary_scaled(b, &u);
     char text[32];
     snprintf(text, sizeof text, b == 0 ? "0" : "%g %s", b, unit[u]);
     sb_printf(sb, "%-*s", width, text);
