@@ -107,5 +107,7 @@ BK_MUST_USE
 enum bk_status nccl_resolve_links(struct ctx *c);
 BK_MUST_USE
 enum bk_status nccl_set_gens(struct ctx *c);
+BK_MUST_USE
+enum bk_status nccl_check_budgets(struct ctx *c);
 
 #endif

@@ -91,6 +91,25 @@ enum bk_status nccl_set_gens(struct ctx *c)
     return BK_OK;
 }
 
+/* No GPU may list more NVLinks than its part has (the sm's most common part has the most links
+ * of its sm, so an assumed part is no stricter than the real one): more would plan a bandwidth
+ * the GPU cannot have. */
+BK_MUST_USE
+enum bk_status nccl_check_budgets(struct ctx *c)
+{
+    for (int g = 0; g < c->ngpus; g++) {
+        const struct topo_node *n = &c->rd.t->nodes[c->gpus[g].node];
+        if (n->part && c->gpus[g].links > n->part->links)
+            return el_error(c, c->gpus[g].el,
+                            "its <nvlink> counts add up to %d NVLinks, but %s GPUs have %d "
+                            "each%s; check the file's counts, its sm= and <pci device=>, or "
+                            "--gpu-model",
+                            c->gpus[g].links, n->part->name, n->part->links,
+                            n->part_assumed ? " (the part assumed from sm=)" : "");
+    }
+    return BK_OK;
+}
+
 /* The node at the far end of link record r (an NVSwitch is made on first mention). */
 BK_MUST_USE
 static enum bk_status peer_node(struct ctx *c, const struct link_rec *r, int *out)

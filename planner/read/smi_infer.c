@@ -343,8 +343,45 @@ static const struct topo_gpu_part *guess_part(const struct shape *sh, char *why,
     return p;
 }
 
+/* The name `nvidia-smi -L` gave matrix column i's GPU, or NULL. */
+static const struct listed_gpu *listed_of(const struct smi *s, int i)
+{
+    for (int k = 0; k < s->nlisted; k++)
+        if (s->listed[k].gpu == s->cols[i].gpu)
+            return &s->listed[k];
+    return NULL;
+}
+
+/* The part all `nvidia-smi -L` lines name, or NULL with a warning when they name a part the
+ * table does not know, several parts, or a GPU the matrix does not have. */
+static const struct topo_gpu_part *listed_part(const struct smi *s)
+{
+    const struct topo_gpu_part *part = NULL;
+    for (int k = 0; k < s->nlisted; k++) {
+        const struct listed_gpu *g = &s->listed[k];
+        const struct topo_gpu_part *p = topo_gpu_part_find(g->name);
+        int in_matrix = 0;
+        for (int i = 0; i < s->ncols; i++)
+            in_matrix |= s->cols[i].gpu == g->gpu;
+        const char *why = !in_matrix ? "the matrix has no such GPU"
+                          : !p       ? "a GPU the parts table does not know"
+                          : part && p != part ? "another part than the lines above it"
+                                              : NULL;
+        if (why) {
+            diag_warning(s->rd.d, s->rd.in->name, g->loc,
+                         "nvidia-smi -L line for GPU %d names '%.*s', %s; the GPU model is "
+                         "inferred from the matrix instead",
+                         g->gpu, QUOTE, g->name, why);
+            return NULL;
+        }
+        part = p;
+    }
+    return part;
+}
+
 /*
- * The part of every GPU (--gpu-model, else guessed with a warning) and whether the NV# cells
+ * The part of every GPU (--gpu-model, else named by nvidia-smi -L lines, else guessed with a
+ * warning) and whether the NV# cells
  * are one NVSwitch plane. The rule: the cells are direct links only if no row adds up to more
  * NVLinks than the part has; a row that does means a switch plane, with each GPU's own NV# as
  * its links to it. Cells no reading fits are refused.
@@ -362,6 +399,8 @@ static enum bk_status nvlink_model(struct smi *s, const struct topo_gpu_part **p
         return diag_error(s->rd.d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
                           s->rd.o->gpu_model, topo_gpu_part_names(names, sizeof names));
     }
+    if (!*part && s->nlisted)
+        *part = listed_part(s);
     if (!sh.any)
         return BK_OK; /* no NVLink: the rates of none matter */
     struct diag_loc at = DIAG_AT(s->hdr[0].no, 0);
@@ -444,8 +483,10 @@ enum bk_status smi_build(struct smi *s)
                 continue;
             t->nodes[c->node].gpu_order = c->gpu;
             t->nodes[c->node].nvlink_gen = gen;
-            if (s->rd.o->gpu_model)
-                BK_CHECK(topo_node_set_model(t, c->node, s->rd.o->gpu_model));
+            const struct listed_gpu *named = listed_of(s, i);
+            if (s->rd.o->gpu_model || named)
+                BK_CHECK(topo_node_set_model(t, c->node,
+                                             s->rd.o->gpu_model ? s->rd.o->gpu_model : named->name));
             t->nodes[c->node].part = part; /* where the reader assumed it, recorded as such */
             t->nodes[c->node].part_assumed = assumed;
         }

@@ -48,6 +48,13 @@ struct line {
     int too_long;
 };
 
+/* A "GPU k: NAME (UUID: ...)" line of `nvidia-smi -L` pasted above the matrix. */
+struct listed_gpu {
+    int gpu;
+    char *name;
+    struct diag_loc loc;
+};
+
 struct smi {
     struct reader rd; /* the input, options, topology and diagnostics (reader.h) */
     size_t off;
@@ -62,6 +69,8 @@ struct smi {
     int trail[T_KINDS]; /* trailing columns in header order */
     int ntrail;
     struct cell *m;     /* ncols x ncols: m[r * ncols + c] is row r's cell in column c */
+    struct listed_gpu *listed; /* nvidia-smi -L lines before the header */
+    int nlisted, listed_cap;
 };
 
 static inline struct cell *cell(const struct smi *s, int r, int c)

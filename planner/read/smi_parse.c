@@ -352,6 +352,32 @@ static int is_header_cont(const struct smi *s, const struct line *l)
 }
 
 BK_MUST_USE
+/* Keep the name of an `nvidia-smi -L` line ("GPU 0: NVIDIA A800-SXM4-80GB (UUID: GPU-...)");
+ * other lines before the header are skipped. */
+BK_MUST_USE
+static enum bk_status note_listed_gpu(struct smi *s)
+{
+    const struct line *l = &s->ln;
+    int gpu, at = 0;
+    if (l->too_long || sscanf(l->s, " GPU %d: %n", &gpu, &at) != 1 || !at || gpu < 0 ||
+        gpu >= MAX_COLS)
+        return BK_OK;
+    const char *name = l->s + at, *end = strstr(name, " (UUID:");
+    size_t n = end ? (size_t)(end - name) : strlen(name);
+    while (n && is_ws(name[n - 1]))
+        n--;
+    if (!n || !end)
+        return BK_OK; /* without its UUID it is not nvidia-smi -L's line */
+    BK_CHECK(bk_grow_int((void **)&s->listed, &s->listed_cap, s->nlisted, sizeof *s->listed));
+    struct listed_gpu *g = &s->listed[s->nlisted];
+    if (!(g->name = bk_strndup(name, n)))
+        return BK_ENOMEM;
+    g->gpu = gpu;
+    g->loc = loc_at(l, (size_t)at);
+    s->nlisted++;
+    return BK_OK;
+}
+
 enum bk_status smi_read_header(struct smi *s)
 {
     int got;
@@ -366,6 +392,7 @@ enum bk_status smi_read_header(struct smi *s)
         if (!s->ln.too_long && n >= 4 && memcmp(p, "GPU0", 4) == 0 &&
             (n == 4 || isalpha((unsigned char)p[4])))
             break;
+        BK_CHECK(note_listed_gpu(s));
     }
     size_t pos = 0, st, n;
     int nv;

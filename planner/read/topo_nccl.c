@@ -400,6 +400,8 @@ enum bk_status topo_read_nccl(const struct reader *r)
     if (st == BK_OK)
         st = nccl_set_gens(&c);
     if (st == BK_OK)
+        st = nccl_check_budgets(&c);
+    if (st == BK_OK)
         st = nccl_resolve_links(&c);
     if (st == BK_OK)
         st = nccl_add_smp(&c);

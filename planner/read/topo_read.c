@@ -182,10 +182,10 @@ int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *
 {
     if (o->gpu_model) {
         int gen = topo_gpu_model_gen(o->gpu_model);
+        char names[200];
         if (!gen)
-            diag_error(d, NULL, DIAG_NOWHERE,
-                       "--gpu-model %s: unknown GPU model (P100, V100, A100, H100, H200, B200)",
-                       o->gpu_model);
+            diag_error(d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
+                       o->gpu_model, topo_gpu_part_names(names, sizeof names));
         return gen;
     }
     int gen = guess_gen ? guess_gen : 2;

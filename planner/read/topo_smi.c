@@ -10,7 +10,8 @@
  * escapes and collapsed or wrapped headers. It never prints and never trusts a count or a name
  * it has not checked; every rejected cell is reported at FILE:LINE:COL.
  *
- * INPUT. Lines before the header (a shell prompt, "nvidia-smi topo -m") are skipped. ANSI
+ * INPUT. Lines before the header (a shell prompt, "nvidia-smi topo -m") are skipped, except
+ * the "GPU k: NAME (UUID: ...)" lines of `nvidia-smi -L`, which name the GPUs (see NVLINK). ANSI
  * escapes (ESC[...m), carriage returns and a UTF-8 byte-order mark are ignored; cells are
  * separated by tabs or runs of spaces. The header is the first line whose first label is GPU0
  * (or starts "GPU0GPU1..."); labels glued together are split by a token scan that knows GPUk,
@@ -25,8 +26,9 @@
  * the farther relation. "NIC Legend:" entries ("NIC0: mlx5_0") give NIC nodes their device
  * names; the rest of the legend is ignored.
  *
- * NVLINK. The text never names the GPU, so its part (topo_rates.h's parts table: NVLink
- * generation, NVLinks per GPU, GB/s per link) comes from --gpu-model, else from the shape, with a
+ * NVLINK. The matrix never names the GPU, so its part (topo_rates.h's parts table: NVLink
+ * generation, NVLinks per GPU, GB/s per link) comes from --gpu-model, else from `nvidia-smi -L`
+ * lines above the matrix when all of them name one part of the table, else from the shape, with a
  * warning that names the part and rate assumed and the other boards that print the same:
  * every pair of 3 or more GPUs at NV6, NV8, NV12 or NV18 is the NVSwitch plane of V100, A800
  * (or H800), A100 or H100 (or H200, H20, B200) boards; GPUs NVLinked in pairs only are bridge
@@ -83,6 +85,9 @@ static void smi_free(struct smi *s)
     }
     free(s->cols);
     free(s->m);
+    for (int i = 0; i < s->nlisted; i++)
+        free(s->listed[i].name);
+    free(s->listed);
 }
 
 enum bk_status topo_read_smi(const struct reader *r)

@@ -307,6 +307,14 @@ Test(nccl, nvlink_errors)
     expect_error(pair_xml("0000:07:00.0", "1",
                           "<nvlink target=\"06:00\" count=\"2\" tclass=\"0x030200\"/>", LINK1),
                  "target=\"06:00\" is not a PCI bus id", 5);
+    /* More NVLinks than the part has (sm 70: a V100, 6 links) would plan bandwidth that
+       does not exist. */
+    expect_error(pair_xml("0000:07:00.0", "1",
+                          "<nvlink target=\"0000:07:00.0\" count=\"8\" tclass=\"0x030200\"/>",
+                          "<nvlink target=\"0000:06:00.0\" count=\"8\" tclass=\"0x030200\"/>"),
+                 "<gpu> at /system/cpu/pci[1]/gpu: its <nvlink> counts add up to 8 NVLinks, but "
+                 "V100 GPUs have 6 each (the part assumed from sm=)",
+                 4);
 }
 
 Test(nccl, element_errors)

@@ -96,6 +96,26 @@ static void assert_pcie_12(const struct topo *t)
             cr_assert_float_eq(t->links[i].gbps, 12.0, 1e-9);
 }
 
+/* GPU g's NVLink capacity: the sum over its NVLinks, in GB/s one way. */
+static double nvlink_gbps(const struct topo *t, int g)
+{
+    double sum = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].src == g && t->links[i].kind == TOPO_NVLINK)
+            sum += t->links[i].gbps;
+    return sum;
+}
+
+static void assert_part(const struct topo *t, int ngpus, const char *part, int assumed)
+{
+    for (int g = 0; g < ngpus; g++) {
+        cr_assert(t->nodes[g].part, "gpu%d has no part", g);
+        cr_assert_str_eq(t->nodes[g].part->name, part);
+        cr_assert_eq(t->nodes[g].part_assumed, assumed);
+        cr_assert_eq(t->nodes[g].nvlink_gen, t->nodes[g].part->gen);
+    }
+}
+
 /* The shared checker holds the graph; the capture adds the model it was given and NIC names. */
 Test(smi, dgx1v_reference_graph)
 {
@@ -338,7 +358,8 @@ Test(smi, wrapped_header_and_nic_legend)
                 NULL, &t, &d);
     cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 6); /* NV2 is no plane: direct bonds */
     cr_assert_eq(link_of(&t, 0, 1, TOPO_NVLINK)->count, 2);
-    cr_assert(diag_contains(&d, DIAG_WARNING, "P100")); /* 4 links per GPU */
+    assert_part(&t, 3, "P100", 0); /* named by the nvidia-smi -L line */
+    cr_assert_eq(d.nwarnings, 0);
     cr_assert_eq(up(&t, node(&t, "mlx5_4")), up(&t, 0));
     cr_assert_eq(t.nodes[up(&t, 1)].kind, TOPO_CPU);
     cr_assert_eq(tu_count_nodes(&t, TOPO_CPU), 1);
@@ -367,26 +388,6 @@ Test(smi, lenient_nic_rows_and_pcie_asymmetry)
     cr_assert(!link_of(&t, sw, g2, TOPO_PCIE));
     topo_free(&t);
     diag_free(&d);
-}
-
-/* GPU g's NVLink capacity: the sum over its NVLinks, in GB/s one way. */
-static double nvlink_gbps(const struct topo *t, int g)
-{
-    double sum = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].src == g && t->links[i].kind == TOPO_NVLINK)
-            sum += t->links[i].gbps;
-    return sum;
-}
-
-static void assert_part(const struct topo *t, int ngpus, const char *part, int assumed)
-{
-    for (int g = 0; g < ngpus; g++) {
-        cr_assert(t->nodes[g].part, "gpu%d has no part", g);
-        cr_assert_str_eq(t->nodes[g].part->name, part);
-        cr_assert_eq(t->nodes[g].part_assumed, assumed);
-        cr_assert_eq(t->nodes[g].nvlink_gen, t->nodes[g].part->gen);
-    }
 }
 
 /* NV8 everywhere on an 8-GPU A800 or H800 board is the per-GPU switch count: 8 NVLinks to one
@@ -455,6 +456,50 @@ Test(smi, h100_nv6_mesh_with_model)
     cr_assert(diag_contains(&d, DIAG_WARNING, "--gpu-model H100"));
     topo_free(&t);
     diag_free(&d);
+}
+
+#define H100_LIST(g3)                                                                              \
+    "$ nvidia-smi -L\r\n"                                                                          \
+    "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b2c3d-0000-4e5f-8a9b-000000000000)\n"             \
+    "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b2c3d-0001-4e5f-8a9b-000000000001)\n"             \
+    "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b2c3d-0002-4e5f-8a9b-000000000002)\n"             \
+    "GPU " g3 " (UUID: GPU-0a1b2c3d-0003-4e5f-8a9b-000000000003)\n"                              \
+    "  MIG 1g.10gb     Device  0: (UUID: MIG-5e6f7a8b-0000-5c6d-9e0f-000000000000)\n"            \
+    "$ nvidia-smi topo -m\n"
+
+/* `nvidia-smi -L` pasted above the matrix names the part: the H100 NV6 mesh needs no
+ * --gpu-model. Lines that disagree, name an unknown GPU or one the matrix lacks are warned
+ * about, and the shape decides as before. */
+Test(smi, nvidia_smi_list_names_the_part)
+{
+    struct topo t;
+    struct diag d;
+    read_str_ok(H100_LIST("3: NVIDIA H100 80GB HBM3") H100_MESH, NULL, &t, &d);
+    cr_assert_eq(tu_count_nodes(&t, TOPO_NVSWITCH), 0);
+    cr_assert_eq(link_of(&t, 0, 3, TOPO_NVLINK)->count, 6);
+    assert_part(&t, 4, "H100", 0);
+    cr_assert_str_eq(t.nodes[3].model, "NVIDIA H100 80GB HBM3");
+    cr_assert_eq(d.nwarnings, 0);
+    topo_free(&t);
+    diag_free(&d);
+
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        {"3: NVIDIA A100-SXM4-80GB", "another part than the lines above it"},
+        {"3: Tesla K80", "a GPU the parts table does not know"},
+        {"9: NVIDIA H100 80GB HBM3", "the matrix has no such GPU"},
+    };
+    for (size_t i = 0; i < BK_ARRAY_LEN(bad); i++) {
+        char text[2048];
+        snprintf(text, sizeof text, H100_LIST("%s") H100_MESH, bad[i].line);
+        read_str_ok(text, NULL, &t, &d);
+        assert_plane(&t, 4, 6, 6 * 25.0); /* the shape's guess, as without the list */
+        cr_assert(diag_contains(&d, DIAG_WARNING, bad[i].why), "%s", bad[i].line);
+        cr_assert(diag_contains(&d, DIAG_WARNING, "assuming V100"), "%s", bad[i].line);
+        topo_free(&t);
+        diag_free(&d);
+    }
 }
 
 /* A bridged RTX 3090 pair: NV4 at GA102's 14.0625 GB/s per link, not NVLink3's 25. */
