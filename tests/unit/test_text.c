@@ -296,6 +296,73 @@ Test(text, hgx_h100)
     topo_free(&t);
 }
 
+/* HGX H200: the H100 board with H200 parts, named as such (not assumed). */
+Test(text, hgx_h200)
+{
+    struct topo t;
+    read_fixture("hgx-h200.topo", &t);
+    expect_counts(&t, 8, 4, 8, 2, 8, 0);
+    for (int g = 0; g < 8; g++) {
+        int n;
+        double bw;
+        nvlinks_of(&t, g, &n, &bw);
+        cr_assert_eq(n, 18);
+        cr_assert_float_eq(bw, 450, 1e-9);
+        cr_assert_str_eq(t.nodes[g].part->name, "H200");
+        cr_assert_eq(t.nodes[g].part_assumed, 0);
+    }
+    topo_free(&t);
+}
+
+/* HGX B200: 9 NVLink5 links from every GPU to each of 2 switches, 18 x 50 = 900 GB/s. */
+Test(text, hgx_b200)
+{
+    struct topo t;
+    read_fixture("hgx-b200.topo", &t);
+    expect_counts(&t, 8, 2, 8, 2, 8, 0);
+    char a[16], b[16];
+    for (int g = 0; g < 8; g++) {
+        int n;
+        double bw;
+        nvlinks_of(&t, g, &n, &bw);
+        cr_assert_eq(n, 18);
+        cr_assert_float_eq(bw, 900, 1e-9);
+        cr_assert_str_eq(t.nodes[g].part->name, "B200");
+        snprintf(a, sizeof a, "gpu%d", g);
+        for (int s = 0; s < 2; s++) {
+            snprintf(b, sizeof b, "nvs%d", s);
+            expect_link(&t, a, b, TOPO_NVLINK, 9, 9 * 50.0);
+        }
+    }
+    expect_link(&t, "cpu0", "cpu1", TOPO_SMP, 1, 40); /* Emerald Rapids */
+    topo_free(&t);
+}
+
+/* GB200 NVL72: 72 GPUs with one NVLink5 link to each of 18 switch chips; each Grace holds two
+ * GPUs over C2C, and no link joins the Graces. */
+Test(text, gb200_nvl72)
+{
+    struct topo t;
+    read_fixture("gb200-nvl72.topo", &t);
+    expect_counts(&t, 72, 18, 0, 36, 0, 0);
+    char a[16], b[16];
+    for (int g = 0; g < 72; g++) {
+        int n;
+        double bw;
+        nvlinks_of(&t, g, &n, &bw);
+        cr_assert_eq(n, 18);
+        cr_assert_float_eq(bw, 900, 1e-9);
+        cr_assert_str_eq(t.nodes[g].part->name, "GB200");
+        snprintf(a, sizeof a, "gpu%d", g);
+        snprintf(b, sizeof b, "nvs%d", g % 18);
+        expect_link(&t, a, b, TOPO_NVLINK, 1, 50);
+        snprintf(b, sizeof b, "cpu%d", g / 2); /* CPUs take canonical names by socket */
+        expect_link(&t, a, b, TOPO_PCIE, 1, 450);
+    }
+    cr_assert_eq(tu_count_links(&t, TOPO_SMP), 0);
+    topo_free(&t);
+}
+
 Test(text, pcie8_has_no_nvlink)
 {
     struct topo t;
