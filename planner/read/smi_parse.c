@@ -271,17 +271,43 @@ static enum bk_status add_col(struct smi *s, const struct line *l, size_t st, si
     return BK_OK;
 }
 
-BK_MUST_USE
-static enum bk_status scan_header_line(struct smi *s, const struct line *l)
+/* An affinity label that starts at l->s[i] and goes on at the start of the next header line
+ * (wrapped between its words: "CPU" | "Affinity"): its kind, and how far it reaches into next
+ * (0: none). */
+static size_t trail_across(const struct line *l, size_t i, const struct line *next, int *kind)
 {
-    size_t i = 0;
+    char buf[64];
+    size_t rest = l->n - i, lead = 0;
+    while (rest && is_ws(l->s[i + rest - 1]))
+        rest--;
+    while (next && lead < next->n && is_ws(next->s[lead]))
+        lead++;
+    if (!next || rest + 1 + (next->n - lead) >= sizeof buf)
+        return 0;
+    memcpy(buf, l->s + i, rest);
+    buf[rest] = ' ';
+    memcpy(buf + rest + 1, next->s + lead, next->n - lead);
+    size_t m = match_trail(buf, rest + 1 + (next->n - lead), kind);
+    return m > rest + 1 ? lead + (m - rest - 1) : 0;
+}
+
+/* The labels of header line l from *start; *start gets where the next line's labels begin
+ * (after an affinity label wrapped onto it). */
+BK_MUST_USE
+static enum bk_status scan_header_line(struct smi *s, const struct line *l, const struct line *next,
+                                       size_t *start)
+{
+    size_t i = *start;
+    *start = 0;
     for (;;) {
         while (i < l->n && is_ws(l->s[i]))
             i++;
         if (i >= l->n)
             return BK_OK;
         int kind;
-        size_t tl = match_trail(l->s + i, l->n - i, &kind);
+        size_t tl = match_trail(l->s + i, l->n - i, &kind), across = 0;
+        if (!tl && (across = trail_across(l, i, next, &kind)) != 0)
+            tl = l->n - i, *start = across;
         if (tl) {
             for (int k = 0; k < s->ntrail; k++)
                 if (s->trail[k] == kind)
@@ -298,6 +324,58 @@ static enum bk_status scan_header_line(struct smi *s, const struct line *l)
         BK_CHECK(add_col(s, l, i, n));
         i += n;
     }
+}
+
+/* Is w[0..n) a word of the affinity labels ("CPU", "Affinity", "NUMA", ...)? */
+static int is_trail_word(const char *w, size_t n)
+{
+    for (int k = 0; k < T_KINDS; k++)
+        for (int j = 0; j < 3 && trail_words[k][j]; j++)
+            if (strlen(trail_words[k][j]) == n && strncasecmp(trail_words[k][j], w, n) == 0)
+                return 1;
+    return 0;
+}
+
+/* Is w[0..n) a whole header word: a GPU or NIC label, a row label, or a word of the affinity
+ * labels? */
+static int is_header_word(const struct smi *s, const char *w, size_t n)
+{
+    if (match_devlabel(w, n) == n || is_trail_word(w, n))
+        return 1;
+    for (int i = 0; i < s->ndict; i++)
+        if (strlen(s->dict[i]) == n && memcmp(s->dict[i], w, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A wrap inside a header label leaves halves that join to one label ("Af" + "finity",
+ * "GPU1" + "0"). Refuse it at the first half: a half may be a whole label of its own, so
+ * joining them would be a guess. */
+BK_MUST_USE
+static enum bk_status check_header_wraps(struct smi *s)
+{
+    for (int h = 1; h < s->nhdr; h++) {
+        const struct line *a = &s->hdr[h - 1], *b = &s->hdr[h];
+        size_t ae = a->n, as, pos = 0, bs, bn = next_tok(b, &pos, &bs);
+        while (ae && is_ws(a->s[ae - 1]))
+            ae--;
+        for (as = ae; as && !is_ws(a->s[as - 1]); as--)
+            ;
+        char joined[64];
+        if (as == ae || !bn || ae - as + bn >= sizeof joined ||
+            is_header_word(s, b->s + bs, bn))
+            continue;
+        memcpy(joined, a->s + as, ae - as);
+        memcpy(joined + (ae - as), b->s + bs, bn);
+        joined[ae - as + bn] = '\0';
+        if (is_header_word(s, joined, ae - as + bn))
+            return diag_error(s->rd.d, s->rd.in->name, loc_at(a, as),
+                              "header label '%s' is split by a line wrap ('%.*s' here, '%.*s' at "
+                              "the start of line %d); join the header's lines, or print it on a "
+                              "wider terminal",
+                              joined, (int)(ae - as), a->s + as, (int)bn, b->s + bs, b->no);
+    }
+    return BK_OK;
 }
 
 /* Collect the first labels of the rows below the header, then rewind. */
@@ -341,12 +419,22 @@ static int is_header_cont(const struct smi *s, const struct line *l)
     size_t first = next_tok(l, &pos, &st), fst = st;
     if (!first)
         return 0;
+    /* Digits start a row's affinity values, unless they end the previous line's "GPU" or
+       "NIC" (a wrap inside a label, which check_header_wraps refuses). */
+    const struct line *prev = &s->hdr[s->nhdr - 1];
+    size_t pe = prev->n;
+    while (pe && is_ws(prev->s[pe - 1]))
+        pe--;
+    int glued = pe >= 3 && (strncmp(prev->s + pe - 3, "GPU", 3) == 0 ||
+                            strncmp(prev->s + pe - 3, "NIC", 3) == 0);
     for (pos = 0; (n = next_tok(l, &pos, &st));)
-        if (isdigit((unsigned char)l->s[st]) || (n == 3 && memcmp(l->s + st, "N/A", 3) == 0))
+        if ((isdigit((unsigned char)l->s[st]) && !(glued && st == fst)) ||
+            (n == 3 && memcmp(l->s + st, "N/A", 3) == 0))
             return 0;
+    /* A row starts with a column's label; the words of an affinity label are no row's. */
     const struct line *h = &s->hdr[0];
     for (pos = 0; (n = next_tok(h, &pos, &st));)
-        if (n == first && memcmp(h->s + st, l->s + fst, n) == 0)
+        if (n == first && memcmp(h->s + st, l->s + fst, n) == 0 && !is_trail_word(l->s + fst, n))
             return 0;
     return 1;
 }
@@ -414,10 +502,12 @@ enum bk_status smi_read_header(struct smi *s)
         BK_CHECK(copy_line(&s->hdr[s->nhdr++], &s->ln));
     }
     BK_CHECK(collect_row_labels(s));
+    BK_CHECK(check_header_wraps(s));
     if (!(s->cols = calloc(MAX_COLS, sizeof *s->cols)))
         return BK_ENOMEM;
+    size_t start = 0;
     for (int i = 0; i < s->nhdr; i++)
-        BK_CHECK(scan_header_line(s, &s->hdr[i]));
+        BK_CHECK(scan_header_line(s, &s->hdr[i], i + 1 < s->nhdr ? &s->hdr[i + 1] : NULL, &start));
     int ngpu = 0;
     for (int i = 0; i < s->ncols; i++)
         ngpu += s->cols[i].gpu >= 0;
@@ -451,7 +541,8 @@ static enum bk_status wrapped_rest(struct smi *s, int cells, int *more)
     const char *p = s->ln.s + st;
     if (n && find_col(s, p, n) < 0)
         *more = cells ? parse_code(p, n, &nv) != C_NONE
-                      : isdigit((unsigned char)p[0]) || (n == 3 && memcmp(p, "N/A", 3) == 0);
+                      : isdigit((unsigned char)p[0]) || p[0] == ',' ||
+                            (n == 3 && memcmp(p, "N/A", 3) == 0);
     if (!*more) {
         s->off = off;
         s->lineno = lineno;
@@ -496,11 +587,26 @@ static enum bk_status parse_row(struct smi *s, int r, size_t pos)
                           "PHB, NODE, SYS or SOC",
                           quote_len(n), p, c->label, s->cols[j].label);
     }
+    char *last = NULL; /* the value before a wrap, when it touched the line's end */
+    struct diag_loc last_loc = {0, 0};
     for (int k = 0;; k++) {
         if (!(n = next_tok(l, &pos, &st)) && c->gpu >= 0 && k < s->ntrail) {
+            if (k > 0 && c->trail[s->trail[k - 1]] && pos == l->n && l->n &&
+                !is_ws(l->s[l->n - 1])) {
+                last = c->trail[s->trail[k - 1]];
+                last_loc = loc_at(l, l->n - strlen(last));
+            }
             BK_CHECK(wrapped_rest(s, 0, &more)); /* the affinities wrapped onto the next line? */
             pos = 0;
             n = more ? next_tok(l, &pos, &st) : 0;
+            /* No blank on either side of the wrap: it fell inside a value ("0-1" | "9,40-59"),
+               or a blank was stripped; either way which values these are is a guess. */
+            if (n && last && (st == 0 || l->s[st] == ','))
+                return diag_error(s->rd.d, s->rd.in->name, last_loc,
+                                  "row %s's affinity value '%.*s' may be split by a line wrap "
+                                  "(its rest '%.*s' starts line %d); join the row's lines, or "
+                                  "print it on a wider terminal",
+                                  c->label, QUOTE, last, quote_len(n), l->s + st, l->no);
         }
         if (!n)
             break;

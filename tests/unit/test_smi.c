@@ -786,15 +786,55 @@ Test(smi, hard_wrapped_rows)
         diag_free(&d);
         free(w);
     }
-    char *split = folded(text, 90);
+    /* Wraps that split a label, a cell or an affinity value are refused at the first half. */
+    static const struct {
+        int width;
+        const char *msg;
+    } split[] = {
+        {90, "header label 'NIC2' is split by a line wrap ('NI' here, 'C2' at the start of line 2)"},
+        {110, "header label 'Affinity' is split by a line wrap ('Af' here, 'finity'"},
+        {59, "header label 'GPU6' is split by a line wrap ('GPU' here, '6'"},
+        {107, "row GPU0's affinity value '0-1' may be split by a line wrap (its rest '9,40-59' "
+              "starts line 4)"},
+        {108, "row GPU0's affinity value '0-19' may be split by a line wrap (its rest ',40-59'"},
+    };
+    for (size_t i = 0; i < BK_ARRAY_LEN(split); i++) {
+        char *w = folded(text, split[i].width);
+        struct topo t;
+        struct diag d;
+        diag_init(&d);
+        cr_expect_eq(tu_read_string("split.smi", w, TOPO_FMT_SMI, "V100", &t, &d), BK_EINPUT,
+                     "%d columns", split[i].width);
+        cr_expect(diag_first_error(&d) && strstr(diag_first_error(&d), split[i].msg),
+                  "%d columns: %s", split[i].width, diag_first_error(&d));
+        diag_free(&d);
+        free(w);
+    }
     struct topo t;
     struct diag d;
     diag_init(&d);
-    cr_expect_eq(tu_read_string("split.smi", split, TOPO_FMT_SMI, "V100", &t, &d), BK_EINPUT);
-    cr_expect(diag_first_error(&d) && strstr(diag_first_error(&d), "unknown cell 'SY'"), "%s",
-              diag_first_error(&d));
+    cr_expect_eq(tu_read_string("cell.smi", "\tGPU0\tGPU1\nGPU0\t X \tN\nV1\nGPU1\tNV1\t X\n",
+                                TOPO_FMT_SMI, "V100", &t, &d),
+                 BK_EINPUT);
+    cr_expect(diag_first_error(&d) && strstr(diag_first_error(&d), "unknown cell 'N' in row GPU0"),
+              "%s", diag_first_error(&d));
     diag_free(&d);
+    /* Every width from 40 to 150 columns reads the graph or is refused with one of those. */
+    for (int width = 40; width <= 150; width++) {
+        char *w = folded(text, width);
+        diag_init(&d);
+        if (tu_read_string("any.smi", w, TOPO_FMT_SMI, "V100", &t, &d) == BK_OK) {
+            assert_same_graph(&t, &ref);
+            topo_free(&t);
+        } else {
+            const char *e = diag_first_error(&d);
+            cr_expect(e && (strstr(e, "split by a line wrap") || strstr(e, "unknown cell")),
+                      "%d columns: %s", width, e);
+        }
+        diag_free(&d);
+        free(w);
+    }
     topo_free(&ref);
     diag_free(&dr);
-    free(split), free(text), free(path);
+    free(text), free(path);
 }
