@@ -215,6 +215,20 @@ static enum bk_status rsag_candidate(const struct plan_trees *ag, struct plan_tr
     return st;
 }
 
+/* No allreduce without in-network reduction beats this: per unit of data every tree edge (and
+ * every reduce-scatter + all-gather transfer) leaves one GPU and enters another, 2(n-1) in all,
+ * so algbw <= min(GPU out-capacity, GPU in-capacity) / (2(n-1)). Stars reach it on switch
+ * planes, where it spares the MWU a search it cannot win. */
+static double allreduce_injection_bound(const struct pgraph *g)
+{
+    double out = 0, in = 0;
+    for (int a = 0; a < g->narcs; a++) {
+        out += g->src[a] < g->ngpus ? g->cap[a] : 0;
+        in += g->dst[a] < g->ngpus ? g->cap[a] : 0;
+    }
+    return g->ngpus > 1 ? fmin(out, in) / (2.0 * (g->ngpus - 1)) : 0;
+}
+
 /* Allreduce: undirected trees against reduce-scatter + all-gather; the faster wins, and at equal
  * speed the shallower (fewer pipeline steps). */
 enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
@@ -228,7 +242,7 @@ enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
     memset(&rsag, 0, sizeof rsag);
     struct pack_problem p = {g, PACK_ALLREDUCE, 0};
     enum bk_status st;
-    BK_CHECK_GOTO(plan_pack(&p, 0, o, dump, &tree, d), st, out);
+    BK_CHECK_GOTO(plan_pack(&p, allreduce_injection_bound(g), o, dump, &tree, d), st, out);
     tree.kinds = kinds;
     tree.g = g;
     tree.pack = PACK_ALLREDUCE;
