@@ -18,7 +18,8 @@
 struct hf_fixture {
     const char *rel; /* relative to the source tree, or to ../shared when shared */
     int shared;
-    int heavy; /* planning takes over a second (plain build) */
+    int heavy; /* planning takes over a second (plain build); 2: several seconds, and its
+                  per-size tuning minutes */
 };
 
 static const struct hf_fixture hf_fixtures[] = {
@@ -30,7 +31,10 @@ static const struct hf_fixture hf_fixtures[] = {
     {"topologies/dgx1v.smi.txt", 0, 0},
     {"topologies/dgx1v.topo", 0, 0},
     {"topologies/dgx2.topo", 0, 1},
+    {"topologies/gb200-nvl72.topo", 0, 2},
+    {"topologies/hgx-b200.topo", 0, 0},
     {"topologies/hgx-h100.topo", 0, 0},
+    {"topologies/hgx-h200.topo", 0, 0},
     {"topologies/pcie8.topo", 0, 0},
     {"fixtures/hwloc/nvidiaDGX2.xml", 1, 1},
     {"fixtures/hwloc/power8gpudistances.xml", 1, 0},
@@ -40,8 +44,8 @@ static const struct hf_fixture hf_fixtures[] = {
  * side by side (k indexes hf_fixtures). */
 #define HF_EACH(X)                                                                                 \
     X(cluster_4x_dgx1v, 0) X(dgx_a100, 1) X(dgx1p, 2) X(dgx1v_hwloc, 3) X(dgx1v_nccl, 4)           \
-    X(dgx1v_smi, 5) X(dgx1v, 6) X(dgx2, 7) X(hgx_h100, 8) X(pcie8, 9) X(shared_nvidia_dgx2, 10)   \
-    X(shared_power8, 11)
+    X(dgx1v_smi, 5) X(dgx1v, 6) X(dgx2, 7) X(gb200_nvl72, 8) X(hgx_b200, 9) X(hgx_h100, 10)       \
+    X(hgx_h200, 11) X(pcie8, 12) X(shared_nvidia_dgx2, 13) X(shared_power8, 14)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
 
 /* The fixture's path (caller frees). */
