@@ -5,6 +5,7 @@ planner_libblinkc_a_SOURCES += \
 	planner/sim/sim.c planner/sim/sim.h \
 	planner/sim/sim_engine.c planner/sim/sim_engine.h \
 	planner/sim/sim_ring.c \
+	planner/sim/sim_hops.c planner/sim/sim_hops.h \
 	planner/sim/sim_tree.c \
 	planner/out/sim_report.c planner/out/sim_report.h \
 	planner/tune/plan_tune.c planner/tune/plan_tune.h planner/tune/allocations.c planner/tune/allocations.h \

@@ -100,7 +100,8 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
 
 BK_MUST_USE
 static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *pl,
-                              double bytes, const struct sim_report_opts *o, struct diag *d)
+                              double bytes, const struct sim_report_opts *o,
+                              struct sim_memo *memo, struct diag *d)
 {
     struct sim_job j;
     size_t chunk;
@@ -115,7 +116,7 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
         BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
     }
     struct sim_nccl nc;
-    BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, &nc, d));
+    BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, memo, &nc, d));
     double ring_us = nc.ring_us, dbt_us = nc.dbt_us, nccl = nc.best_us;
     int rings = pr && pr->algo == PLAN_ALGO_RINGS;
     double us = rings ? nccl : tree_us;
@@ -140,11 +141,16 @@ enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
                           const struct sim_report_opts *o, struct diag *d)
 {
     put_header(sb, ps, o);
-    for (int i = 0; i < ps->n; i++)
-        for (double b = (double)o->min_bytes; b <= (double)o->max_bytes; b *= o->factor) {
-            BK_CHECK(put_row(sb, ps, &ps->v[i], b, o, d));
+    struct sim_memo *memo;
+    BK_CHECK(sim_memo_new(&memo));
+    enum bk_status st = BK_OK;
+    for (int i = 0; st == BK_OK && i < ps->n; i++)
+        for (double b = (double)o->min_bytes; st == BK_OK && b <= (double)o->max_bytes;
+             b *= o->factor) {
+            st = put_row(sb, ps, &ps->v[i], b, o, memo, d);
             if (b <= 0)
                 break; /* a zero size never grows */
         }
-    return BK_OK;
+    sim_memo_free(memo);
+    return st;
 }

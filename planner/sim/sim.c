@@ -43,6 +43,7 @@ void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct pla
     j->g = pl->main.g;
     j->trees = &pl->main.trees;
     j->ring = &ps->ring;
+    j->memo = NULL;
 }
 
 void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
@@ -55,6 +56,7 @@ void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective
     j->g = NULL;
     j->trees = NULL;
     j->ring = &ps->ring;
+    j->memo = NULL;
 }
 
 static int params_ok(const struct sim_params *p)
@@ -178,12 +180,13 @@ static enum bk_status nccl_run(const struct sim_job *j, double bytes, size_t chu
 }
 
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
-                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
-                         struct diag *d)
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,
+                         struct sim_nccl *out, struct diag *d)
 {
     struct sim_job j;
     out->ring_us = out->dbt_us = out->best_us = 0;
     sim_job_rings(&j, ps, c, root, SIM_RING);
+    j.memo = memo;
     BK_CHECK(nccl_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
     out->best_us = out->ring_us;
     if (c == COLL_ALLREDUCE) {

@@ -75,7 +75,17 @@ struct sim_job {
     const struct pgraph *g;         /* SIM_TREES: the graph the trees' arcs index */
     const struct ptree_set *trees;  /* SIM_TREES */
     const struct ring_result *ring; /* SIM_RING, SIM_DBT */
+    struct sim_memo *memo;          /* SIM_RING, SIM_DBT: tables kept between calls, or NULL */
 };
+
+/* What NCCL's simulated rings and trees share between calls on one allocation (the widest
+ * paths between its GPUs and the ring order, sim_hops.h): results are the same with or without
+ * it, only faster. One memo serves one topology while it lives (it is keyed by the topology's
+ * address). */
+struct sim_memo;
+BK_MUST_USE
+enum bk_status sim_memo_new(struct sim_memo **m);
+void sim_memo_free(struct sim_memo *m);
 
 /* Jobs from a plan set: a plan's main tree set, or the ring baseline of its collective. */
 void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *p);
@@ -127,8 +137,8 @@ struct sim_nccl {
 };
 BK_MUST_USE
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
-                         size_t chunk_bytes, const struct sim_params *p, struct sim_nccl *out,
-                         struct diag *d);
+                         size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,
+                         struct sim_nccl *out, struct diag *d);
 
 /* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
 BK_MUST_USE

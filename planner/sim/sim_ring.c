@@ -15,158 +15,43 @@
  * (even n) or shift (odd n); each carries half the data, up (reduce) then down (broadcast),
  * chunk by chunk, over the real arcs of the widest relay-only path of each edge.
  */
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/pgraph.h"
 #include "sim/sim.h"
 #include "sim/sim_engine.h"
+#include "sim/sim_hops.h"
 
-#define RING_ORDER_ENUM_MAX 9 /* (n-1)! <= 40320 orders */
-
-/* Widest relay-only path s -> t in h (ties: fewer arcs, then lower arc numbers): its arcs in
- * path[] from s, its length in *len; returns the width, 0 when there is none. */
-static double widest(const struct pgraph *h, int s, int t, int *path, int *len, double *wd,
-                     int *hops, int *pred, unsigned char *done)
-{
-    for (int v = 0; v < h->nnodes; v++) {
-        wd[v] = 0;
-        hops[v] = 0;
-        pred[v] = -1;
-        done[v] = 0;
-    }
-    wd[s] = DBL_MAX;
-    for (;;) {
-        int u = -1;
-        for (int v = 0; v < h->nnodes; v++)
-            if (!done[v] && wd[v] > 0 &&
-                (u < 0 || wd[v] > wd[u] || (wd[v] == wd[u] && hops[v] < hops[u])))
-                u = v;
-        if (u < 0 || u == t)
-            break;
-        done[u] = 1;
-        if (u != s && u < h->ngpus)
-            continue; /* NCCL forwards through GPUs only as ring members */
-        for (int i = h->out_off[u]; i < h->out_off[u + 1]; i++) {
-            int a = h->out_arc[i], v = h->dst[a];
-            double w = wd[u] < h->cap[a] ? wd[u] : h->cap[a];
-            if (!done[v] && (w > wd[v] || (w == wd[v] && hops[u] + 1 < hops[v]))) {
-                wd[v] = w;
-                hops[v] = hops[u] + 1;
-                pred[v] = a;
-            }
-        }
-    }
-    *len = 0;
-    if (wd[t] <= 0 || s == t)
-        return 0;
-    *len = hops[t];
-    for (int v = t, k = hops[t] - 1; v != s; v = h->src[pred[v]], k--)
-        path[k] = pred[v];
-    return wd[t];
-}
-
+/* One call's view: the hop table of its tier (paths and ring order) and each hop's step cost
+ * under this call's parameters. */
 struct nb {
     const struct sim_job *j;
     const struct sim_params *p;
     int n;
-    struct pgraph h;  /* ring tier (virtual hops) or every kind (double binary trees) */
-    double *w;        /* [n*n] hop widths */
-    double *step;     /* [n*n] NCCL step cost of each hop */
-    int *path, *plen; /* [n*n*maxlen], [n*n] hop paths in h */
-    int maxlen;
-    int *ord, *best, *used;
-    double best_w;
+    const struct sim_hops *hops; /* ring tier (virtual hops) or every kind (double binary trees) */
+    const int *order;            /* [n] ring order, from the ring's tier */
+    double *step;                /* [n*n] NCCL step cost of each hop */
+    int *ord, *used;             /* scratch */
 };
 
+/* NCCL's per-step cost of each hop: that of the slowest link kind on its path. */
 BK_MUST_USE
-static enum bk_status hops_init(struct nb *b, unsigned kinds)
+static enum bk_status step_costs(struct nb *b)
 {
-    const struct topo *t = b->j->topo;
-    BK_CHECK(pgraph_build(&b->h, t, kinds));
-    int n = b->n, V = b->h.nnodes;
-    b->maxlen = V > 0 ? V : 1;
-    double *wd = malloc(((size_t)V + 1) * sizeof *wd);
-    int *hops = malloc(((size_t)V + 1) * sizeof *hops);
-    int *pred = malloc(((size_t)V + 1) * sizeof *pred);
-    unsigned char *done = malloc((size_t)V + 1);
-    b->w = calloc((size_t)n * n, sizeof *b->w);
-    b->step = calloc((size_t)n * n, sizeof *b->step);
-    b->plen = calloc((size_t)n * n, sizeof *b->plen);
-    b->path = malloc((size_t)n * n * (size_t)b->maxlen * sizeof *b->path);
-    enum bk_status st = wd && hops && pred && done && b->w && b->step && b->plen && b->path
-                            ? BK_OK : BK_ENOMEM;
-    for (int i = 0; st == BK_OK && i < n; i++)
-        for (int k = 0; k < n; k++) {
-            int ij = i * n + k, *pa = b->path + (size_t)ij * (size_t)b->maxlen;
-            if (i == k)
-                continue;
-            b->w[ij] = widest(&b->h, i, k, pa, &b->plen[ij], wd, hops, pred, done);
-            for (int x = 0; x < b->plen[ij]; x++) {
-                double s = b->p->nccl_step_us[t->links[b->h.link[pa[x]]].kind];
-                b->step[ij] = s > b->step[ij] ? s : b->step[ij];
-            }
-        }
-    free(wd);
-    free(hops);
-    free(pred);
-    free(done);
-    return st;
-}
-
-static void hops_free(struct nb *b)
-{
-    pgraph_free(&b->h);
-    free(b->w);
-    free(b->step);
-    free(b->plen);
-    free(b->path);
-    b->w = b->step = NULL;
-    b->plen = b->path = NULL;
-}
-
-/* Depth-first search for the Hamiltonian cycle (rank 0 first) whose narrowest hop is widest;
- * the first found wins ties, so the order is deterministic. */
-static void order_dfs(struct nb *b, int k, double bott)
-{
+    const struct sim_hops *h = b->hops;
     int n = b->n;
-    if (bott <= b->best_w)
-        return;
-    if (k == n) {
-        double wl = b->w[b->ord[n - 1] * n + b->ord[0]];
-        double bw = wl < bott ? wl : bott;
-        if (bw > b->best_w) {
-            b->best_w = bw;
-            memcpy(b->best, b->ord, (size_t)n * sizeof *b->ord);
+    b->step = calloc((size_t)n * n + 1, sizeof *b->step);
+    if (!b->step)
+        return BK_ENOMEM;
+    for (int ij = 0; ij < n * n; ij++) {
+        const int *pa = h->path + (size_t)ij * (size_t)h->maxlen;
+        for (int x = 0; x < h->plen[ij]; x++) {
+            double s = b->p->nccl_step_us[b->j->topo->links[h->h.link[pa[x]]].kind];
+            b->step[ij] = s > b->step[ij] ? s : b->step[ij];
         }
-        return;
     }
-    for (int v = 1; v < n; v++) {
-        double wv = b->w[b->ord[k - 1] * n + v];
-        if (b->used[v] || wv <= 0)
-            continue;
-        b->used[v] = 1;
-        b->ord[k] = v;
-        order_dfs(b, k + 1, wv < bott ? wv : bott);
-        b->used[v] = 0;
-    }
-}
-
-/* The ring order (b->best): the widest cycle over the tier's arcs, else rank order. */
-static void ring_order(struct nb *b)
-{
-    int n = b->n;
-    for (int v = 0; v < n; v++) {
-        b->best[v] = v;
-        b->used[v] = 0;
-    }
-    if (n > RING_ORDER_ENUM_MAX || n < 3)
-        return;
-    b->best_w = 0;
-    b->ord[0] = 0;
-    b->used[0] = 1;
-    order_dfs(b, 1, DBL_MAX);
+    return BK_OK;
 }
 
 /* ------------------------------------------------------------------ rings */
@@ -174,7 +59,8 @@ static void ring_order(struct nb *b)
 BK_MUST_USE
 static enum bk_status ring_tasks(struct nb *b, struct sim_eng *e, int ch, size_t m, size_t chunk)
 {
-    int n = b->n, *ord = b->best, *last = b->used, *prevstep = b->ord, id;
+    int n = b->n, *last = b->used, *prevstep = b->ord, id;
+    const int *ord = b->order;
     size_t es = b->p->elem_bytes ? b->p->elem_bytes : 1;
     enum collective c = b->j->coll;
     for (int q = 0; q < n; q++)
@@ -248,7 +134,9 @@ static int dtree_parent(int n, int t, int r)
 BK_MUST_USE
 static enum bk_status dbt_tasks(struct nb *b, struct sim_eng *e, int t, size_t m, size_t chunk)
 {
-    int n = b->n, *ord = b->best, id;
+    int n = b->n, id;
+    const int *ord = b->order;
+    const struct sim_hops *h = b->hops;
     size_t es = b->p->elem_bytes ? b->p->elem_bytes : 1;
     int *par = malloc((size_t)n * 4 * sizeof *par);
     if (!par)
@@ -260,9 +148,9 @@ static enum bk_status dbt_tasks(struct nb *b, struct sim_eng *e, int t, size_t m
         up[r] = down[r] = -1;
     }
     bfs[len++] = root;
-    for (int h = 0; h < len; h++)
+    for (int q = 0; q < len; q++)
         for (int r = 0; r < n; r++)
-            if (par[r] == bfs[h])
+            if (par[r] == bfs[q])
                 bfs[len++] = r;
     enum bk_status st = len == n ? BK_OK : BK_EINTERNAL;
     for (size_t x = 0; st == BK_OK && x < m; x += chunk) {
@@ -271,12 +159,12 @@ static enum bk_status dbt_tasks(struct nb *b, struct sim_eng *e, int t, size_t m
         st = sim_eng_task(e, 0, 0, NULL, 0, &join); /* the root has reduced this chunk */
         for (int i = n - 1; st == BK_OK && i > 0; i--) { /* children before parents */
             int r = bfs[i], hop = ord[r] * n + ord[par[r]];
-            int *pa = b->path + (size_t)hop * (size_t)b->maxlen;
-            if (b->plen[hop] == 0 || b->plen[ord[par[r]] * n + ord[r]] == 0) {
+            const int *pa = h->path + (size_t)hop * (size_t)h->maxlen;
+            if (h->plen[hop] == 0 || h->plen[ord[par[r]] * n + ord[r]] == 0) {
                 st = BK_EUSAGE; /* an edge with no path either way */
                 break;
             }
-            st = sim_eng_task(e, b->step[hop], bytes, pa, b->plen[hop], &id);
+            st = sim_eng_task(e, b->step[hop], bytes, pa, h->plen[hop], &id);
             if (st == BK_OK)
                 st = sim_eng_dep(e, up[r], id);
             for (int k = 0; st == BK_OK && k < n; k++)
@@ -288,8 +176,8 @@ static enum bk_status dbt_tasks(struct nb *b, struct sim_eng *e, int t, size_t m
         }
         for (int i = 1; st == BK_OK && i < n; i++) {
             int r = bfs[i], hop = ord[par[r]] * n + ord[r];
-            int *pa = b->path + (size_t)hop * (size_t)b->maxlen;
-            st = sim_eng_task(e, b->step[hop], bytes, pa, b->plen[hop], &id);
+            const int *pa = h->path + (size_t)hop * (size_t)h->maxlen;
+            st = sim_eng_task(e, b->step[hop], bytes, pa, h->plen[hop], &id);
             if (st == BK_OK)
                 st = sim_eng_dep(e, down[r], id);
             if (st == BK_OK)
@@ -326,31 +214,38 @@ enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_
         return BK_OK;
     int nch = dbt ? 1 : (j->ring->nrings > 0 ? j->ring->nrings : 1);
     b.ord = malloc((size_t)n * 2 * sizeof *b.ord);
-    b.best = malloc((size_t)n * sizeof *b.best);
     b.used = malloc((size_t)n * sizeof *b.used);
-    enum bk_status st = b.ord && b.best && b.used ? BK_OK : BK_ENOMEM;
+    enum bk_status st = b.ord && b.used ? BK_OK : BK_ENOMEM;
     /* The ring order comes from the ring's tier; double binary trees then route over all. */
+    struct sim_hops own_ring, own_all;
+    memset(&own_ring, 0, sizeof own_ring);
+    memset(&own_all, 0, sizeof own_all);
+    const struct sim_hops *ring_hops = NULL;
     if (st == BK_OK)
-        st = hops_init(&b, j->ring->kinds ? j->ring->kinds : PG_ALL_KINDS);
-    if (st == BK_OK)
-        ring_order(&b);
-    if (st == BK_OK && dbt) {
-        hops_free(&b);
-        st = hops_init(&b, PG_ALL_KINDS);
+        st = sim_hops_get(j->memo, j->topo, j->ring->kinds ? j->ring->kinds : PG_ALL_KINDS,
+                          &own_ring, &ring_hops);
+    if (st == BK_OK) {
+        b.order = ring_hops->order;
+        b.hops = ring_hops;
     }
+    if (st == BK_OK && dbt)
+        st = sim_hops_get(j->memo, j->topo, PG_ALL_KINDS, &own_all, &b.hops);
+    if (st == BK_OK)
+        st = step_costs(&b);
     for (int i = 0; st == BK_OK && i < n; i++) {
-        int hop = b.best[i] * n + b.best[(i + 1) % n];
-        if (!dbt && b.plen[hop] == 0)
+        int hop = b.order[i] * n + b.order[(i + 1) % n];
+        if (!dbt && b.hops->plen[hop] == 0)
             st = BK_EUSAGE;
     }
     struct sim_eng e;
     memset(&e, 0, sizeof e);
-    double *cap = malloc(((size_t)nch * n + (size_t)b.h.narcs + 1) * sizeof *cap);
+    int narcs = b.hops ? b.hops->h.narcs : 0;
+    double *cap = malloc(((size_t)nch * n + (size_t)narcs + 1) * sizeof *cap);
     if (st == BK_OK && !cap)
         st = BK_ENOMEM;
-    int nres = dbt ? b.h.narcs : nch * n;
+    int nres = dbt ? narcs : nch * n;
     for (int r = 0; st == BK_OK && r < nres; r++)
-        cap[r] = dbt ? b.h.cap[r] : j->ring->gbps / nch;
+        cap[r] = dbt ? b.hops->h.cap[r] : j->ring->gbps / nch;
     if (st == BK_OK)
         st = sim_eng_init(&e, nres, cap);
     int sharded = j->coll == COLL_ALLGATHER || j->coll == COLL_REDUCESCATTER;
@@ -374,9 +269,10 @@ enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_
                  "simulation: the NCCL work graph did not finish");
     sim_eng_free(&e);
     free(cap);
-    hops_free(&b);
+    sim_hops_free(&own_ring);
+    sim_hops_free(&own_all);
+    free(b.step);
     free(b.ord);
-    free(b.best);
     free(b.used);
     return st;
 }

@@ -67,7 +67,7 @@ static double run_trees(const struct topo *t, const struct pgraph *g, const stru
     struct sim_params p;
     sim_params_default(&p);
     struct sim_job j = {SIM_TREES, t, c, c == COLL_BROADCAST || c == COLL_REDUCE ? 0 : -1, g, s,
-                        NULL};
+                        NULL, NULL};
     struct diag d;
     diag_init(&d);
     double us = -1;
@@ -113,7 +113,7 @@ Test(sim, single_link_broadcast_and_reduce)
     got = run_trees(&t, &g, &s, COLL_ALLREDUCE, M, C);
     cr_expect(WITHIN(got, want, 0.01), "allreduce %g us, closed form %g", got, want);
     /* Chunk search: with nothing to pipeline, one chunk is best. */
-    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL};
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL, NULL};
     size_t best;
     double us;
     struct diag d;
@@ -177,7 +177,7 @@ Test(sim, chain_pipelines_by_depth)
     double want = p.launch_us + (K + d - 1) * tu;
     cr_expect(WITHIN(got, want, 0.01), "%g against %g", got, want);
     /* The best chunk is near the continuous optimum sqrt(M (step + alpha) b / (d - 1)). */
-    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL};
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL, NULL};
     size_t best;
     double us;
     struct diag dg;
@@ -233,7 +233,7 @@ Test(sim, ring_topology_trees_and_nccl_rings)
     int n = 4, nch = r.nrings > 0 ? r.nrings : 1;
     double step = p.nccl_step_us[TOPO_NVLINK] + C / (r.gbps / nch * 1e3);
     double per_ch = M / nch, Kc = per_ch / (double)C;
-    struct sim_job j = {SIM_RING, &t, COLL_BROADCAST, 0, NULL, NULL, &r};
+    struct sim_job j = {SIM_RING, &t, COLL_BROADCAST, 0, NULL, NULL, &r, NULL};
     double us;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
     double want = p.nccl_launch_us + (Kc + n - 2) * step;
@@ -285,7 +285,7 @@ Test(sim, star_shares_the_root_uplink)
     struct diag d;
     diag_init(&d);
     cr_assert_eq(ring_best(&t, &r, &d), BK_OK);
-    struct sim_job j = {SIM_DBT, &t, COLL_ALLREDUCE, -1, NULL, NULL, &r};
+    struct sim_job j = {SIM_DBT, &t, COLL_ALLREDUCE, -1, NULL, NULL, &r, NULL};
     double us;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK, "%s", diag_first_error(&d));
     cr_expect(us >= 1.5 * M / 10e3 && us < 4 * M / 10e3, "dbt %g", us);
