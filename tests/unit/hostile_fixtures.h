@@ -24,6 +24,7 @@ struct hf_fixture {
 
 static const struct hf_fixture hf_fixtures[] = {
     {"topologies/cluster-4x-dgx1v.topo", 0, 0},
+    {"topologies/cluster-8x-hgx-h100.topo", 0, 2},
     {"topologies/dgx-a100.topo", 0, 0},
     {"topologies/dgx1p.topo", 0, 0},
     {"topologies/dgx1v.hwloc.xml", 0, 0},
@@ -43,10 +44,23 @@ static const struct hf_fixture hf_fixtures[] = {
 /* X(name, k) for every fixture above, in order: one Criterion test per fixture, so they run
  * side by side (k indexes hf_fixtures). */
 #define HF_EACH(X)                                                                                 \
-    X(cluster_4x_dgx1v, 0) X(dgx_a100, 1) X(dgx1p, 2) X(dgx1v_hwloc, 3) X(dgx1v_nccl, 4)           \
-    X(dgx1v_smi, 5) X(dgx1v, 6) X(dgx2, 7) X(gb200_nvl72, 8) X(hgx_b200, 9) X(hgx_h100, 10)       \
-    X(hgx_h200, 11) X(pcie8, 12) X(shared_nvidia_dgx2, 13) X(shared_power8, 14)
+    X(cluster_4x_dgx1v, 0) X(cluster_8x_hgx_h100, 1) X(dgx_a100, 2) X(dgx1p, 3) X(dgx1v_hwloc, 4)  \
+    X(dgx1v_nccl, 5) X(dgx1v_smi, 6) X(dgx1v, 7) X(dgx2, 8) X(gb200_nvl72, 9) X(hgx_b200, 10)     \
+    X(hgx_h100, 11) X(hgx_h200, 12) X(pcie8, 13) X(shared_nvidia_dgx2, 14) X(shared_power8, 15)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
+
+/* The sanitizer build checks memory: the huge fixtures (heavy 2) run no code the others do not,
+ * at many times their cost, so it skips them. */
+#ifdef __SANITIZE_ADDRESS__
+#define HF_SANITIZED 1
+#else
+#define HF_SANITIZED 0
+#endif
+#define HF_SKIP_HUGE_UNDER_SANITIZERS(f)                                                           \
+    do {                                                                                           \
+        if (HF_SANITIZED && (f)->heavy > 1)                                                        \
+            cr_skip_test("%s: the plain build covers the huge fixtures", (f)->rel);              \
+    } while (0)
 
 /* The fixture's path (caller frees). */
 static inline char *hf_path(const struct hf_fixture *f)

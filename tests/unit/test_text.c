@@ -363,6 +363,40 @@ Test(text, gb200_nvl72)
     topo_free(&t);
 }
 
+/* The net link between the nodes named a and b (input names, not canonical ids). */
+static const struct topo_link *named_net_link(const struct topo *t, const char *a, const char *b)
+{
+    int x = topo_find(t, a), y = topo_find(t, b);
+    cr_assert(x >= 0 && y >= 0, "no node %s or %s", a, b);
+    int i = topo_find_link(t, x, y, TOPO_NET);
+    cr_assert_geq(i, 0, "no net link %s -> %s", a, b);
+    return &t->links[i];
+}
+
+/* Eight HGX H100 servers on rails: NIC k of every server on leaf railk, the leaves on a spine. */
+Test(text, cluster_8x_hgx_h100_rails)
+{
+    struct topo t;
+    read_fixture("cluster-8x-hgx-h100.topo", &t);
+    expect_counts(&t, 64, 32, 64, 16, 64, 9);
+    cr_assert_eq(t.nservers, 8);
+    char a[32], b[16];
+    for (int s = 0; s < 8; s++)
+        for (int k = 0; k < 8; k++) {
+            snprintf(a, sizeof a, "s%d.mlx5_%d", s, k);
+            snprintf(b, sizeof b, "rail%d", k);
+            cr_assert_float_eq(named_net_link(&t, a, b)->gbps, 50, 1e-9);
+            cr_assert_eq(t.nodes[topo_find(&t, a)].server, s);
+            snprintf(a, sizeof a, "s%d.gpu%d", s, k);
+            cr_assert_eq(t.nodes[topo_find(&t, a)].local_gpu, k);
+        }
+    for (int k = 0; k < 8; k++) {
+        snprintf(b, sizeof b, "rail%d", k);
+        cr_assert_float_eq(named_net_link(&t, b, "spine")->gbps, 400, 1e-9);
+    }
+    topo_free(&t);
+}
+
 Test(text, pcie8_has_no_nvlink)
 {
     struct topo t;
