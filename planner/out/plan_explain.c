@@ -100,8 +100,8 @@ static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
         return;
     }
     if (s->mwu_rounds == 0) {
-        sb_printf(sb, "    one-hop stars and switch-plane chains reach the bound: LP %.1f GB/s over %d of "
-                  "them; %s\n",
+        sb_printf(sb, "    structured trees (one-hop stars, balanced switch-plane trees or chains) "
+                      "reach the bound: LP %.1f GB/s over %d of them; %s\n",
                   s->lp_value, s->lp_columns, ilp[s->ilp_status % 3]);
         return;
     }

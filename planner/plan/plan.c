@@ -258,14 +258,16 @@ enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
         pick_tree = 1;
     else if (rsag.algbw > tree.algbw * (1 + SAME_SPEED))
         pick_tree = 0;
-    else
-        pick_tree = max_depth(&tree.trees) <= max_depth(&rsag.trees);
+    else /* as fast: the shallower (fewer pipeline steps), then the fewer trees */
+        pick_tree = max_depth(&tree.trees) < max_depth(&rsag.trees) ||
+                    (max_depth(&tree.trees) == max_depth(&rsag.trees) &&
+                     tree.trees.n <= rsag.trees.n);
     if (pl) {
         pl->method = pick_tree ? "undirected trees" : "reduce-scatter + all-gather";
         pl->alt_algbw = pick_tree ? rsag.algbw : tree.algbw;
         pl->why = tree.algbw > rsag.algbw * (1 + SAME_SPEED) || rsag.algbw > tree.algbw * (1 + SAME_SPEED)
                       ? "the faster"
-                      : "as fast and shallower";
+                      : "as fast, and shallower or with fewer trees";
     }
     *out = pick_tree ? tree : rsag;
     ptree_set_init(pick_tree ? &tree.trees : &rsag.trees);

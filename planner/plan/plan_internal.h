@@ -24,6 +24,11 @@ enum bk_status plan_stars(const struct pack_problem *p, struct ptree_set *cand);
 BK_MUST_USE
 enum bk_status plan_chains(const struct pack_problem *p, struct ptree_set *cand);
 
+/* Allgather on a uniform switch plane: one or two trees per root that reach the optimum
+ * (plan_plane.c); nothing on other graphs. */
+BK_MUST_USE
+enum bk_status plan_plane_trees(const struct pgraph *g, struct ptree_set *cand);
+
 /* Broadcast from one root on g (reduce: on the reversed graph), in out (plan.c). */
 BK_MUST_USE
 enum bk_status plan_rooted(const struct pgraph *g, unsigned kinds, int root,

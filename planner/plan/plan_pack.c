@@ -75,11 +75,19 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
     enum bk_status st;
     BK_CHECK_GOTO(oracle_new(&orc, p->g), st, out);
 
-    /* Stars and chains first: where they reach the bound nothing else is needed. */
-    BK_CHECK_GOTO(plan_stars(p, &cand), st, out);
-    if (p->kind == PACK_BROADCAST)
-        BK_CHECK_GOTO(plan_chains(p, &cand), st, out);
-    if (cand.n > 0 && bound > 0) {
+    /* Structured trees first, the fewest first: where they reach the bound nothing else is
+       needed. Balanced plane trees (allgather on a uniform switch plane, one or two per root),
+       then stars and chains. */
+    for (int stage = p->kind == PACK_ALLGATHER ? 0 : 1; stage < 2; stage++) {
+        ptree_set_clear(&cand);
+        if (stage == 0)
+            BK_CHECK_GOTO(plan_plane_trees(p->g, &cand), st, out);
+        else
+            BK_CHECK_GOTO(plan_stars(p, &cand), st, out);
+        if (stage == 1 && p->kind == PACK_BROADCAST)
+            BK_CHECK_GOTO(plan_chains(p, &cand), st, out);
+        if (cand.n == 0 || bound <= 0)
+            continue;
         BK_CHECK_GOTO(ilp_lp_optimum(p, NULL, &cand, &value, NULL, d), st, out);
         if (value >= REACHES_BOUND * bound) {
             out->stats.lp_columns = cand.n;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/strbuf.h"
 #include "plan/plan.h"
 #include "out/plan_json.h"
 #include "out/plan_explain.h"
@@ -110,6 +111,87 @@ Test(plan, dgx_a100_switch_broadcast_is_300)
     cr_expect(NEAR(ag->main.algbw, 8.0 / 7 * 12 * NV), "%g", ag->main.algbw);
     for (int i = 0; i < ag->main.trees.n; i++)
         cr_expect_eq(ptree_depth(&ag->main.trees.t[i]), 1);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* Trees per root: the most any root of the plan has. */
+static int most_trees_per_root(const struct plan *p)
+{
+    int most = 0;
+    for (int r = 0; r < p->main.g->ngpus; r++) {
+        int k = 0;
+        for (int i = 0; i < p->main.trees.n; i++)
+            k += p->main.trees.t[i].root == r;
+        most = k > most ? k : most;
+    }
+    return most;
+}
+
+/* Uniform switch planes with (n-1) mod m = m-1 (NVL72: 72 GPUs on 18 switches; HGX B200: 8 on
+ * 2) reach the allgather optimum with two one-hop trees per root, not one star per switch and
+ * root (1296 on the NVL72); reduce-scatter mirrors them and allreduce builds on them. */
+Test(plan, switch_planes_take_two_trees_per_root, .timeout = 120)
+{
+    static const struct {
+        const char *fixture;
+        int n, m;
+        double gpu_gbps;
+    } planes[] = {{"gb200-nvl72.topo", 72, 18, 900}, {"hgx-b200.topo", 8, 2, 900}};
+    for (size_t i = 0; i < BK_ARRAY_LEN(planes); i++) {
+        struct topo t;
+        struct plan_set ps;
+        tu_plan_alloc(planes[i].fixture, NULL, 0,
+                      1u << COLL_ALLGATHER | 1u << COLL_REDUCESCATTER | 1u << COLL_ALLREDUCE, -1,
+                      &t, &ps);
+        check_all(&ps);
+        int n = planes[i].n;
+        for (int c = COLL_ALLREDUCE; c <= COLL_REDUCESCATTER; c++) {
+            const struct plan *p = tu_find_plan(&ps, c, -1);
+            double opt = planes[i].gpu_gbps * n / (n - 1) / (c == COLL_ALLREDUCE ? 2 : 1);
+            cr_expect(p->main.algbw >= 0.999 * opt, "%s %s: %g of %g", planes[i].fixture,
+                      collective_name((enum collective)c), p->main.algbw, opt);
+            cr_expect_leq(most_trees_per_root(p), 2, "%s %s: %d trees on one root (%d in all)",
+                          planes[i].fixture, collective_name((enum collective)c),
+                          most_trees_per_root(p), p->main.trees.n);
+            for (int k = 0; k < p->main.trees.n; k++)
+                cr_expect_eq(ptree_depth(&p->main.trees.t[k]), 1);
+        }
+        plan_set_free(&ps);
+        topo_free(&t);
+    }
+}
+
+/* (n-1) mod m = 0: one tree per root; other remainders keep the packer's stars. */
+Test(plan, switch_plane_remainders)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "nvswitch s0\nnvswitch s1\nnvswitch s2\n");
+    for (int g = 0; g < 7; g++)
+        sb_printf(&sb, "gpu g%d model=A100\nlink g%d s0\nlink g%d s1\nlink g%d s2\n", g, g, g, g);
+    struct topo t;
+    struct plan_set ps;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("plane.topo", sb.data, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK, "%s",
+                 diag_first_error(&d));
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = 1u << COLL_ALLGATHER;
+    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    diag_free(&d);
+    check_all(&ps);
+    const struct plan *p = tu_find_plan(&ps, COLL_ALLGATHER, -1);
+    cr_expect(NEAR(p->main.algbw, 3 * NV * 7 / 6), "%g", p->main.algbw);
+    cr_expect_eq(p->main.trees.n, 7, "%d trees", p->main.trees.n);
+    plan_set_free(&ps);
+    topo_free(&t);
+    sb_free(&sb);
+
+    tu_plan_alloc("dgx-a100.topo", NULL, 0, 1u << COLL_ALLGATHER, -1, &t, &ps); /* 7 mod 6 = 1 */
+    check_all(&ps);
+    cr_expect(NEAR(tu_find_plan(&ps, COLL_ALLGATHER, -1)->main.algbw, 8.0 / 7 * 12 * NV));
     plan_set_free(&ps);
     topo_free(&t);
 }
