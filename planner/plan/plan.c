@@ -279,6 +279,52 @@ out:
     return st;
 }
 
+/*
+ * Several servers: Blink's three phases are one candidate. Where they fall short of the bound,
+ * the packer also plans the whole cluster graph, switches, NICs and the network as relays
+ * (ForestColl's view; allreduce as undirected trees or reduce-scatter + all-gather over it),
+ * and the faster plan is kept; the runtime runs either, an edge between servers going through the network engine.
+ */
+BK_MUST_USE
+static enum bk_status cluster_flat(struct plan *pl, const struct pgraph *g,
+                                   const struct pgraph *rg, const struct plan_opts *o,
+                                   struct plan_trees *out, struct diag *d)
+{
+    if (pl->coll == COLL_ALLREDUCE)
+        out->bound = fmin(out->bound, allreduce_injection_bound(g));
+    if (out->algbw >= 0.999 * out->bound)
+        return BK_OK;
+    struct plan_trees ag, cand;
+    memset(&ag, 0, sizeof ag);
+    memset(&cand, 0, sizeof cand);
+    int rooted = pl->coll == COLL_BROADCAST || pl->coll == COLL_REDUCE;
+    enum bk_status st = rooted ? plan_rooted(pl->coll == COLL_REDUCE ? rg : g, g->kinds,
+                                             pl->root, o, NULL, &ag, d)
+                               : plan_gather(g, g->kinds, o, NULL, &ag, d);
+    if (st == BK_OK && pl->coll == COLL_ALLREDUCE)
+        st = plan_allreduce(g, g->kinds, &ag, o, NULL, NULL, &cand, d);
+    else if (st == BK_OK && pl->coll == COLL_REDUCESCATTER)
+        st = plan_copy_reversed(&ag, g, rg, &cand);
+    else if (st == BK_OK) {
+        cand = ag;
+        ptree_set_init(&ag.trees);
+    }
+    if (st == BK_OK && cand.algbw > out->algbw * (1 + SAME_SPEED)) {
+        /* Both bounds hold: the phases' cuts and the packer's exact optimum. */
+        cand.bound = pl->coll == COLL_ALLREDUCE ? out->bound : fmin(out->bound, ag.bound);
+        pl->alt_algbw = out->algbw;
+        pl->method = "trees over the whole cluster graph, not Blink's three phases";
+        pl->why = "the faster";
+        cand.stats.servers = out->stats.servers;
+        plan_trees_free(out);
+        *out = cand;
+        memset(&cand, 0, sizeof cand);
+    }
+    plan_trees_free(&ag);
+    plan_trees_free(&cand);
+    return st;
+}
+
 /* Plan collective c on graphs g (forward) and rg (reversed); `mirror` is the earlier plan it
  * may reuse (mirror_of). */
 BK_MUST_USE
@@ -298,7 +344,8 @@ static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
             pl->why = mirror->why;
             return plan_copy_reversed(src, g, rg, out);
         }
-        return plan_cluster_tier(cluster, pl, rg, o, out, d);
+        BK_CHECK(plan_cluster_tier(cluster, pl, rg, o, out, d));
+        return cluster_flat(pl, g, rg, o, out, d);
     }
     switch (pl->coll) {
     case COLL_BROADCAST: return plan_rooted(g, kinds, pl->root, o, dump, out, d);
