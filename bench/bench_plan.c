@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "alloc_util.h"
+#include "bench_fabrics.h"
 #include "core/builtin.h"
 #include "gen_cluster.h"
 #include "core/input.h"
@@ -253,11 +254,16 @@ static void cluster_timing(int servers, int all_roots)
 
 int main(int argc, char **argv)
 {
-    /* `bench_plan clusters` or `bench_plan timing` prints only that table. */
+    /* `bench_plan clusters`, `bench_plan timing` or `bench_plan fabrics` prints only that
+       table. */
     const char *only = argc > 1 ? argv[1] : "";
     printf("# blinkc TreeGen benchmark\n");
     if (strcmp(only, "clusters") == 0)
         goto clusters;
+    if (strcmp(only, "fabrics") == 0) {
+        bench_fabrics();
+        return 0;
+    }
     if (strcmp(only, "timing") == 0)
         goto timing;
     figure5("dgx1p");
@@ -277,5 +283,7 @@ clusters:
     cluster_timing(16, 1);
     cluster_timing(64, 0);
     cluster_timing(64, 1);
+    if (strcmp(only, "clusters") != 0)
+        bench_fabrics();
     return 0;
 }
