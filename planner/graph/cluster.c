@@ -85,7 +85,7 @@ static enum bk_status server_graph(struct cluster *c, int si)
 /*
  * Ports: from each GPU, a BFS inside its server that never crosses NVLink (the intra-server
  * trees use it) nor another GPU finds the nearest NICs; each GPU becomes a port of the first of
- * them. Ports are listed by NIC, then GPU, so consecutive ports use different NICs only through
+ * them that no earlier GPU took, else of the first. Ports are listed by NIC, then GPU, so consecutive ports use different NICs only through
  * the caller's rotation.
  */
 BK_MUST_USE
@@ -99,15 +99,21 @@ static enum bk_status server_ports(struct cluster *c, int si, int *pred, int *qu
     if (!sv->ports || !sv->port_arc)
         return BK_ENOMEM;
     int used = 0;
+    int *depth = malloc(((size_t)g->nnodes + 1) * sizeof *depth);
+    if (!depth)
+        return BK_ENOMEM;
     for (int k = 0; k < sv->ngpus; k++) {
         int src = sv->node[k];
         for (int v = 0; v < g->nnodes; v++)
             pred[v] = -2;
         pred[src] = -1;
+        depth[src] = 0;
         int head = 0, tail = 0, nic = -1;
         queue[tail++] = src;
-        while (head < tail && nic < 0) {
+        while (head < tail) {
             int u = queue[head++];
+            if (t->nodes[u].kind == TOPO_NIC)
+                continue; /* a port ends at its NIC */
             for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
                 int a = g->out_arc[i], v = g->dst[a];
                 enum topo_link_kind kind = t->links[g->link[a]].kind;
@@ -115,13 +121,25 @@ static enum bk_status server_ports(struct cluster *c, int si, int *pred, int *qu
                     !in_server(t, v, sv->id) || t->nodes[v].kind == TOPO_GPU)
                     continue;
                 pred[v] = a;
-                if (t->nodes[v].kind == TOPO_NIC) {
-                    nic = v;
-                    break;
-                }
+                depth[v] = depth[u] + 1;
                 queue[tail++] = v;
             }
         }
+        /* The nearest NICs; of them the first no earlier GPU took, so that GPUs sharing a
+           PCIe switch with as many NICs (DGX A100: two and two) use them all. */
+        int first = -1;
+        for (int q = 0; q < tail && nic < 0; q++) { /* the queue is in rising depth */
+            int v = queue[q], taken = 0;
+            if (t->nodes[v].kind != TOPO_NIC)
+                continue;
+            if (first >= 0 && depth[v] > depth[first])
+                break;
+            first = first < 0 ? v : first;
+            for (int j = 0; j < sv->nports && !taken; j++)
+                taken = sv->ports[j].nic == v;
+            nic = taken ? -1 : v;
+        }
+        nic = nic < 0 ? first : nic;
         if (nic < 0)
             continue;
         struct cluster_port *p = &sv->ports[sv->nports++];
@@ -134,6 +152,7 @@ static enum bk_status server_ports(struct cluster *c, int si, int *pred, int *qu
             sv->port_arc[used + --i] = pred[v];
         used += p->up_len;
     }
+    free(depth);
     return BK_OK;
 }
 

@@ -230,6 +230,33 @@ Test(cluster, servers_option_and_cluster_file_give_the_hand_written_plan)
     free(path);
 }
 
+/* Every algbw_gbps of a plan file against the bound_gbps after it: the worst ratio. */
+static double worst_ratio(const char *json)
+{
+    double worst = INFINITY;
+    for (const char *p = json; (p = strstr(p, "\"algbw_gbps\": ")) != NULL;) {
+        double a = strtod(p + 14, NULL);
+        const char *b = strstr(p, "\"bound_gbps\": ");
+        cr_assert_not_null(b);
+        worst = fmin(worst, a / strtod(b + 14, NULL));
+        p = b;
+    }
+    return worst;
+}
+
+/* Whole DGX A100s: two GPUs share a PCIe switch with two NICs, and each takes its own, so the
+ * three phases use all eight NICs and reach every bound (they used four, at half). */
+Test(cluster, dgx_a100_servers_use_every_nic)
+{
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--root", "0", "--servers", "4",
+                                            "--plan-json", "-", "builtin:dgx-a100", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_geq(worst_ratio(r.out), 0.999);
+    cr_expect_not_null(strstr(r.out, "\"algbw_gbps\": 192"), "broadcast at 8 x 24 GB/s");
+    tu_run_free(&r);
+}
+
 /* Issue 19's "internal error (no diagnostic was recorded)": every built-in server replicated
  * into 2 half-used and 4 whole servers plans, or is refused as a usage error with its reason
  * (no NIC to join servers), never with exit 3 or that message. */
