@@ -245,19 +245,27 @@ enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
     memset(&rsag, 0, sizeof rsag);
     struct pack_problem p = {g, PACK_ALLREDUCE, 0};
     enum bk_status st;
-    BK_CHECK_GOTO(plan_pack(&p, allreduce_injection_bound(g), o, dump, &tree, d), st, out);
-    tree.kinds = kinds;
-    tree.g = g;
-    tree.pack = PACK_ALLREDUCE;
+    double inj = allreduce_injection_bound(g);
     if (!ag_done || ag_done->g != g) {
         BK_CHECK_GOTO(plan_gather(g, kinds, o, NULL, &ag, d), st, out);
         ag_done = &ag;
     }
     BK_CHECK_GOTO(rsag_candidate(ag_done, &rsag), st, out);
+    /* RS + AG at the injection bound with one-hop trees, at most two per root (switch planes):
+       undirected trees could only tie, deeper or with more trees, so they are not searched. */
+    int settled = rsag.algbw >= 0.999 * inj && max_depth(&rsag.trees) <= 1 &&
+                  rsag.trees.n <= 2 * g->ngpus;
+    if (!settled)
+        BK_CHECK_GOTO(plan_pack(&p, inj, o, dump, &tree, d), st, out);
+    tree.kinds = kinds;
+    tree.g = g;
+    tree.pack = PACK_ALLREDUCE;
     /* Bounds: the tree family's exact LP optimum, and the optimal RS + AG time. */
     double bound = fmax(tree.stats.lp_value, ag_done->bound / 2);
     int pick_tree;
-    if (tree.algbw > rsag.algbw * (1 + SAME_SPEED))
+    if (settled)
+        pick_tree = 0;
+    else if (tree.algbw > rsag.algbw * (1 + SAME_SPEED))
         pick_tree = 1;
     else if (rsag.algbw > tree.algbw * (1 + SAME_SPEED))
         pick_tree = 0;
@@ -268,7 +276,9 @@ enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
     if (pl) {
         pl->method = pick_tree ? "undirected trees" : "reduce-scatter + all-gather";
         pl->alt_algbw = pick_tree ? rsag.algbw : tree.algbw;
-        pl->why = tree.algbw > rsag.algbw * (1 + SAME_SPEED) || rsag.algbw > tree.algbw * (1 + SAME_SPEED)
+        pl->why = settled ? "at the bound with one-hop trees (undirected trees not searched)"
+                  : tree.algbw > rsag.algbw * (1 + SAME_SPEED) ||
+                          rsag.algbw > tree.algbw * (1 + SAME_SPEED)
                       ? "the faster"
                       : "as fast, and shallower or with fewer trees";
     }
