@@ -38,6 +38,7 @@ enum opt_id {
     OPT_TEMPLATES,
     OPT_ALL_ALLOCATIONS,
     OPT_DOT,
+    OPT_MSCCL_XML,
     OPT_SIMULATE,
     OPT_SIM_PARAM,
     OPT_SERVERS,
@@ -96,6 +97,8 @@ static const struct cli_option options[] = {
 
     {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE|DIR",
      "draw the plans' trees for Graphviz (- for stdout; DIR: a file per plan)"},
+    {"msccl-xml", OPT_MSCCL_XML, required_argument, G_OUTPUT, "DIR",
+     "write MSCCL algorithm files into DIR (a file per plan and size range)"},
     {"dot-collapse-switches", OPT_DOT_COLLAPSE, no_argument, G_OUTPUT, NULL,
      "with --dot: leave switches out, one line per tree edge"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,
@@ -347,7 +350,8 @@ static enum bk_status check_from_plan(const struct cli *c, char *buf, size_t cap
     else if (clash)
         snprintf(buf, cap, "--from-plan renders a saved plan; it cannot take %s%.40s", c->topology
                  ? "" : "--", clash);
-    else if (c->plan_json || c->explain || c->dump_ilp || c->print_topology || c->dot)
+    else if (c->plan_json || c->explain || c->dump_ilp || c->print_topology || c->dot ||
+             c->msccl_xml)
         snprintf(buf, cap, "--from-plan goes with -o/--output and --templates only");
     else
         return BK_OK;
@@ -484,6 +488,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case OPT_TEMPLATES: c->templates = optarg; break;
         case OPT_ALL_ALLOCATIONS: c->all_allocations = 1; break;
         case OPT_DOT: c->dot = optarg; break;
+        case OPT_MSCCL_XML: c->msccl_xml = optarg; break;
         case OPT_DOT_COLLAPSE: c->dot_collapse = 1; break;
         case OPT_SIMULATE: c->simulate = 1; break;
         case 'q': c->quiet = 1; break;
@@ -508,9 +513,10 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         return BK_EUSAGE;
     }
     if (c->all_allocations && (!c->output || c->ngpus || c->plan_json || c->explain ||
-                               c->dump_ilp || c->print_topology || c->dot)) {
+                               c->dump_ilp || c->print_topology || c->dot || c->msccl_xml)) {
         snprintf(buf, cap, "--all-allocations goes with -o/--output only (not with --gpus, "
-                           "--plan-json, --explain, --dump-ilp, --dot or --print-topology)");
+                           "--plan-json, --explain, --dump-ilp, --dot, --msccl-xml or "
+                           "--print-topology)");
         *why = buf;
         return BK_EUSAGE;
     }

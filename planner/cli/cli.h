@@ -34,6 +34,7 @@ struct cli {
     const char *output;     /* -o/--output FILE: the generated source */
     const char *templates;  /* --templates DIR */
     const char *dot;        /* --dot FILE|DIR: the trees for Graphviz (DIR: a file per plan) */
+    const char *msccl_xml;  /* --msccl-xml DIR: MSCCL algorithm files */
     int dot_collapse;       /* --dot-collapse-switches */
     int simulate;           /* --simulate: the table of simulated times */
     struct sim_report_opts sim; /* -b, -e, -f, --sim-param */

@@ -25,6 +25,7 @@
 #include "core/progress.h"
 #include "plan/plan.h"
 #include "plan/plan_load.h"
+#include "out/msccl_xml.h"
 #include "out/plan_dot.h"
 #include "out/plan_explain.h"
 #include "tune/allocations.h"
@@ -148,6 +149,31 @@ static enum bk_status resolve_root(const struct cli *c, const struct topo *t, in
     return BK_EUSAGE;
 }
 
+/* --msccl-xml DIR: a file per plan and per run of sizes with one algorithm (msccl_xml.h). */
+BK_MUST_USE
+static enum bk_status write_msccl(const char *dir, const struct plan_set *ps,
+                                  struct outfile_set *outs, struct diag *d)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    enum bk_status st = BK_OK;
+    for (int k = 0; st == BK_OK && k < ps->n; k++)
+        for (int j = 0; st == BK_OK && j < msccl_xml_count(ps, k); j++) {
+            char name[96];
+            st = msccl_xml_render(&sb, name, sizeof name, ps, k, j);
+            char *path = st == BK_OK ? bk_asprintf("%s/%s", dir, name) : NULL;
+            if (st == BK_OK && !path)
+                st = BK_ENOMEM;
+            if (st == BK_OK)
+                st = outfile_reserve(outs, path, d);
+            if (st == BK_OK)
+                st = fill(outs, path, &sb, d);
+            free(path);
+            sb_free(&sb);
+        }
+    return st;
+}
+
 /* Plan (unless only the topology was asked for), fill every reserved output, put them in place,
  * then print what goes to the terminal. */
 BK_MUST_USE
@@ -160,7 +186,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     memset(&ps, 0, sizeof ps);
     struct plan_opts po = c->plan;
     po.keep_ilp = c->dump_ilp != NULL;
-    int any_output = c->plan_json || c->dump_ilp || c->output || c->dot;
+    int any_output = c->plan_json || c->dump_ilp || c->output || c->dot || c->msccl_xml;
     int only_topology = c->print_topology && !c->explain && !any_output;
     enum bk_status st = BK_OK;
     BK_CHECK(resolve_root(c, t, &po.root, d));
@@ -172,7 +198,7 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
     plans_made = ps.n;
-    if (c->tune && (c->output || table || c->simulate))
+    if (c->tune && (c->output || table || c->simulate || c->msccl_xml))
         BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
     const char *model = NULL; /* --dump-ilp: the one plan's (cli.c checks there is one) */
     for (int i = 0; i < ps.n && !model; i++)
@@ -213,6 +239,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         BK_CHECK_GOTO(fill(outs, c->dot, &sb, d), st, out);
         sb_free(&sb);
     }
+    if (c->msccl_xml)
+        BK_CHECK_GOTO(write_msccl(c->msccl_xml, &ps, outs, d), st, out);
     if (c->plan_json) {
         plan_json_render(&sb, t, &ps);
         BK_CHECK_GOTO(fill(outs, c->plan_json, &sb, d), st, out);
@@ -332,8 +360,8 @@ static enum bk_status read_topology(const struct cli *c, struct topo *out, struc
 BK_MUST_USE
 static enum bk_status run(const struct cli *c, struct diag *d)
 {
-    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot};
-    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot"};
+    const char *outs[] = {c->plan_json, c->dump_ilp, c->output, c->dot, c->msccl_xml};
+    const char *opt_names[] = {"--plan-json", "--dump-ilp", "--output", "--dot", "--msccl-xml"};
     const char *input = c->from_plan ? c->from_plan : c->topology;
     for (size_t i = 0; i < BK_ARRAY_LEN(outs); i++)
         if (input && outs[i] && outfile_same_file(outs[i], input)) {
@@ -346,7 +374,8 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     outfile_set_init(&files);
     enum bk_status st = BK_OK;
     for (size_t i = 0; st == BK_OK && i < BK_ARRAY_LEN(outs); i++)
-        st = outs[i] == c->dot && c->dot && outfile_is_dir(c->dot) /* its files come later */
+        st = outs[i] == c->msccl_xml && c->msccl_xml ? outfile_check_dir(c->msccl_xml, d)
+             : outs[i] == c->dot && c->dot && outfile_is_dir(c->dot) /* its files come later */
                  ? outfile_check_dir(c->dot, d) : outfile_reserve(&files, outs[i], d);
     struct topo t;
     if (st == BK_OK && c->from_plan) {
@@ -363,7 +392,8 @@ static enum bk_status run(const struct cli *c, struct diag *d)
 /* The one-line summary that ends a long job on a terminal. */
 static void say_done(const struct cli *c)
 {
-    const char *what = c->output ? c->output : c->plan_json ? c->plan_json : c->dot;
+    const char *what = c->output ? c->output : c->plan_json ? c->plan_json
+                     : c->dot ? c->dot : c->msccl_xml;
     fprintf(stderr, "blinkc: %s %d plan%s%s%s in %.0f s\n", what ? "wrote" : "made", plans_made,
             plans_made == 1 ? "" : "s", what ? " to " : "",
             what ? (strcmp(what, "-") ? what : "standard output") : "", progress_elapsed());
