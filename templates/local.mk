@@ -14,7 +14,7 @@ CLEANFILES += planner/templates_data.c
 
 # Committed sources generated for the built-in servers; test_emit_golden regenerates them.
 GOLDEN_CU = generated/dgx1p.cu generated/dgx1v.cu generated/dgx2.cu
-EXTRA_DIST += $(TEMPLATES) $(GOLDEN_CU) templates/local.mk
+EXTRA_DIST += $(TEMPLATES) $(GOLDEN_CU) generated/msccl templates/local.mk
 
 EMIT_TESTS = \
 	tests/unit/test_tmpl \

@@ -20,24 +20,29 @@ struct run {
     enum plan_algo algo;
 };
 
-static int runs(const struct plan *p, struct run *out, int cap)
+/* The algorithm a range runs: rings need chains (none across several servers). */
+static enum plan_algo algo_of(const struct plan *p, int i)
+{
+    enum plan_algo a = p->tune.r[i].algo;
+    return a == PLAN_ALGO_RINGS && p->ring_chains.n == 0 ? PLAN_ALGO_TREES : a;
+}
+
+/* Run j of plan p (when out is not NULL); returns how many runs there are. */
+static int runs(const struct plan *p, int j, struct run *out)
 {
     if (p->tune.n == 0) {
-        if (cap > 0)
-            out[0] = (struct run){0, 0, PLAN_ALGO_TREES};
+        if (out)
+            *out = (struct run){0, 0, PLAN_ALGO_TREES};
         return 1;
     }
     int n = 0;
     for (int i = 0; i < p->tune.n; i++) {
-        enum plan_algo a = p->tune.r[i].algo;
-        if (a == PLAN_ALGO_RINGS && p->ring_chains.n == 0)
-            a = PLAN_ALGO_TREES; /* no chains (several servers): the trees run everywhere */
-        if (n > 0 && n <= cap && out[n - 1].algo == a)
+        if (i > 0 && algo_of(p, i) == algo_of(p, i - 1))
             continue;
-        if (n > 0 && n <= cap)
-            out[n - 1].end_bytes = p->tune.r[i].min_bytes;
-        if (n < cap)
-            out[n] = (struct run){p->tune.r[i].min_bytes, 0, a};
+        if (out && n == j)
+            *out = (struct run){p->tune.r[i].min_bytes, 0, algo_of(p, i)};
+        if (out && n == j + 1)
+            out->end_bytes = p->tune.r[i].min_bytes;
         n++;
     }
     return n;
@@ -45,7 +50,7 @@ static int runs(const struct plan *p, struct run *out, int cap)
 
 int msccl_xml_count(const struct plan_set *ps, int k)
 {
-    return runs(&ps->v[k], NULL, 0);
+    return runs(&ps->v[k], 0, NULL);
 }
 
 static void size_word(char *out, size_t cap, double bytes)
@@ -122,24 +127,24 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
                                 const struct plan_set *ps, int k, int j)
 {
     const struct plan *p = &ps->v[k];
-    struct run r[64];
-    int nr = runs(p, r, (int)BK_ARRAY_LEN(r));
-    if (j < 0 || j >= nr || j >= (int)BK_ARRAY_LEN(r))
+    struct run run;
+    int nr = runs(p, j, &run);
+    if (j < 0 || j >= nr)
         return BK_EINTERNAL;
-    const char *algo = r[j].algo == PLAN_ALGO_RINGS ? "rings" : "trees";
+    const char *algo = run.algo == PLAN_ALGO_RINGS ? "rings" : "trees";
     char root[48] = "", lo[24], hi[24], sizes[56] = "";
     if (p->root >= 0)
         snprintf(root, sizeof root, "-%s", ps->topo->nodes[p->root].id);
-    size_word(lo, sizeof lo, r[j].min_bytes);
-    if (r[j].end_bytes > 0)
-        size_word(hi, sizeof hi, r[j].end_bytes);
+    size_word(lo, sizeof lo, run.min_bytes);
+    if (run.end_bytes > 0)
+        size_word(hi, sizeof hi, run.end_bytes);
     else
         snprintf(hi, sizeof hi, "inf");
     if (nr > 1)
         snprintf(sizes, sizeof sizes, "-%s-%s", lo, hi);
     snprintf(name, cap, "%s%s-%s%s.xml", collective_name(p->coll), root, algo, sizes);
     struct mprog g;
-    BK_CHECK(msccl_map(r[j].algo == PLAN_ALGO_RINGS ? &p->ring_chains : &p->main.trees, p->coll,
+    BK_CHECK(msccl_map(run.algo == PLAN_ALGO_RINGS ? &p->ring_chains : &p->main.trees, p->coll,
                        ps->topo->ngpus, &g));
     /* In place: allreduce's sums and broadcast's copies land where the input was read, and
      * reduce keeps partial sums in scratch; allgather and reduce-scatter are out of place only
@@ -152,8 +157,8 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
                   "coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
                   "maxBytes=\"%lld\">\n",
               g.nchannels, g.nchunks, g.ngpus, coll_word(p->coll), inplace,
-              (long long)r[j].min_bytes,
-              r[j].end_bytes > 0 ? (long long)r[j].end_bytes - 1 : 0LL);
+              (long long)run.min_bytes,
+              run.end_bytes > 0 ? (long long)run.end_bytes - 1 : 0LL);
     put_prog(sb, &g);
     sb_puts(sb, "</algo>\n");
     mprog_free(&g);

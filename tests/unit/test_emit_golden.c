@@ -5,9 +5,13 @@
  * rewrites them); the plan file written in the same run renders them again with --from-plan;
  * and each compiles as C against the host runtime headers and, where nvcc is
  * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it; so do the other
- * fixtures' sources, which make writes into the build tree.
+ * fixtures' sources, which make writes into the build tree. The same run writes the MSCCL
+ * algorithm files of DGX-1V and DGX-2 (--msccl-xml), compared with generated/msccl/NAME/ file
+ * by file (test_msccl runs them in its interpreter).
  */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 #include "testutil.h"
 
 static const char *const goldens[] = {"dgx1p", "dgx1v", "dgx2"};
+static const int with_msccl[] = {0, 1, 1};
 
 /* The first differing line, for the failure message. */
 static int first_diff_line(const char *a, const char *b)
@@ -25,6 +30,46 @@ static int first_diff_line(const char *a, const char *b)
     for (; *a && *a == *b; a++, b++)
         line += *a == '\n';
     return line;
+}
+
+/* got/ and want/ hold the same files byte for byte (update: got/'s files are copied into
+ * want/); got/ is removed. */
+static void compare_dirs(const char *want, const char *got, int update)
+{
+    DIR *dg = opendir(got);
+    cr_assert_not_null(dg, "%s", got);
+    struct dirent *e;
+    int ngot = 0, nwant = 0;
+    while ((e = readdir(dg))) {
+        if (e->d_name[0] == '.')
+            continue;
+        ngot++;
+        char *g = bk_asprintf("%s/%s", got, e->d_name), *w = bk_asprintf("%s/%s", want, e->d_name);
+        size_t ng = 0, nw = 0;
+        char *gd = tu_slurp(g, &ng), *wd = update ? NULL : tu_slurp(w, &nw);
+        cr_assert_not_null(gd);
+        if (update) {
+            FILE *f = fopen(w, "wb");
+            cr_assert_not_null(f, "%s", w);
+            cr_assert_eq(fwrite(gd, 1, ng, f), ng);
+            cr_assert_eq(fclose(f), 0);
+        } else {
+            cr_expect(wd && nw == ng && memcmp(gd, wd, ng) == 0,
+                      "%s differs from what blinkc --msccl-xml writes now (or is missing); rerun "
+                      "with BLINKC_UPDATE_GOLDEN=1 if the change is intended", w);
+        }
+        unlink(g);
+        free(g), free(w), free(gd), free(wd);
+    }
+    closedir(dg);
+    rmdir(got);
+    DIR *dw = opendir(want);
+    cr_assert_not_null(dw, "%s is missing (BLINKC_UPDATE_GOLDEN=1 writes it)", want);
+    while ((e = readdir(dw)))
+        nwant += e->d_name[0] != '.';
+    closedir(dw);
+    cr_expect_eq(nwant, ngot, "%s holds %d files, blinkc writes %d (remove stale ones)", want,
+                 nwant, ngot);
 }
 
 Test(golden, generated_sources_are_up_to_date)
@@ -37,9 +82,12 @@ Test(golden, generated_sources_are_up_to_date)
         char *input = bk_asprintf("builtin:%s", goldens[i]);
         char *plan = bk_asprintf("/tmp/blinkc-golden-%d-%s.json", (int)getpid(), goldens[i]);
         char *again = bk_asprintf("/tmp/blinkc-golden-%d-%s-again.cu", (int)getpid(), goldens[i]);
+        char xml[] = "/tmp/blinkc-golden-msccl-XXXXXX";
+        cr_assert_not_null(mkdtemp(xml));
         struct tu_run r;
         tu_run_blinkc(&r, (const char *const[]){input, "-o", update ? golden : out,
-                                                "--plan-json", plan, NULL});
+                                                "--plan-json", plan,
+                                                with_msccl[i] ? "--msccl-xml" : NULL, xml, NULL});
         cr_assert_eq(r.status, 0, "blinkc %s: %s", input, r.err);
         cr_expect_str_empty(r.out, "-o and --plan-json to files print nothing");
         tu_run_free(&r);
@@ -61,6 +109,14 @@ Test(golden, generated_sources_are_up_to_date)
         cr_expect(na == ng && memcmp(a, g, ng) == 0,
                   "--from-plan %s renders other code than %s (first at line %d)", plan, golden,
                   first_diff_line(g, a));
+        if (with_msccl[i]) {
+            char *rel = bk_asprintf("generated/msccl/%s", goldens[i]);
+            char *dir = tu_src_path(rel);
+            compare_dirs(dir, xml, update);
+            free(rel), free(dir);
+        } else {
+            rmdir(xml);
+        }
         unlink(out), unlink(plan), unlink(again);
         free(g), free(o), free(a), free(want_path), free(golden), free(out), free(input);
         free(plan), free(again);

@@ -6,7 +6,9 @@
  * limit, and loads each GPU pair as the plan's trees do within 1%; ring ranges are written as
  * the ring chains; hostile topology names stay inside one escaped attribute.
  */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +121,142 @@ Test(msccl, dgx1v_allocations, .timeout = 600)
         snprintf(label, sizeof label, "dgx1v-%02x", mask);
         check_all("dgx1v.topo", gpus, n, label);
     }
+}
+
+/* The committed exports (tuned: trees at some sizes, ring chains at others) run right too. */
+static void check_dir(const char *rel)
+{
+    char *dir = tu_src_path(rel);
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp, "%s", dir);
+    struct dirent *e;
+    int files = 0, rings = 0;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *path = bk_asprintf("%s/%s", dir, e->d_name);
+        const char *g = strstr(e->d_name, "-gpu");
+        int root = g ? atoi(g + 4) : -1;
+        struct mi_result r;
+        mi_run(path, root, 0, &r);
+        cr_expect(r.ok, "%s: %s", e->d_name, r.why);
+        cr_expect_eq(r.limits, 0, "%s: %s", e->d_name, r.limit);
+        files++;
+        rings += strstr(e->d_name, "-rings") != NULL;
+        free(path);
+    }
+    closedir(dp);
+    free(dir);
+    cr_expect_gt(files, 5, "%s", rel);
+    cr_expect_gt(rings, 0, "%s: the tuned plans run rings at some sizes", rel);
+}
+
+Test(msccl, committed_exports) { check_dir("generated/msccl/dgx1v"); check_dir("generated/msccl/dgx2"); }
+
+/* The interpreter is no rubber stamp: a lost reduction, a lost dependency flag, a missing
+ * minBytes and an oversized step each fail. */
+static void expect_broken(const char *text, const char *from, const char *to, int limits,
+                          const char *what)
+{
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "%s", from);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_putn(&sb, text, (size_t)(at - text));
+    sb_puts(&sb, to);
+    sb_puts(&sb, at + strlen(from));
+    char *path = tu_temp_file(".xml", sb.data, sb.len);
+    struct mi_result r;
+    mi_run(path, 0, 0, &r);
+    if (limits)
+        cr_expect_gt(r.limits, 0, "%s", what);
+    else
+        cr_expect(!r.ok, "%s", what);
+    unlink(path);
+    free(path);
+    sb_free(&sb);
+}
+
+Test(msccl, interpreter_catches_mistakes)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 2, 3}, 4, 1u << COLL_ALLREDUCE, -1, &t, &ps);
+    struct strbuf sb;
+    sb_init(&sb);
+    char name[96];
+    cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, &ps, 0, 0), BK_OK);
+    expect_broken(sb.data, "type=\"rrc\"", "type=\"r\"", 0, "a reduction lost");
+    expect_broken(sb.data, "hasdep=\"1\"", "hasdep=\"0\"", 0, "a flag never set: deadlock");
+    expect_broken(sb.data, " minBytes=\"0\"", "", 0, "no minBytes");
+    expect_broken(sb.data, "cnt=\"", "cnt=\"8", 1, "cnt of 80 and more");
+    sb_free(&sb);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* Hostile topology names change nothing outside the one escaped attribute value, and the file
+ * stays well-formed. */
+Test(msccl, hostile_name_stays_in_its_attribute)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 2, 3}, 3, 1u << COLL_ALLGATHER, -1, &t, &ps);
+    struct strbuf plain, evil;
+    sb_init(&plain);
+    sb_init(&evil);
+    char name[96];
+    cr_assert_eq(msccl_xml_render(&plain, name, sizeof name, &ps, 0, 0), BK_OK);
+    char *keep = t.name;
+    t.name = "\"/><algo x=\"&amp;\n<!-- ]]> \xff\xfe\x01 '<tb id=\"9\">";
+    cr_assert_eq(msccl_xml_render(&evil, name, sizeof name, &ps, 0, 0), BK_OK);
+    t.name = keep;
+    /* Past the name attribute, the files are the same. */
+    const char *a = strstr(plain.data, "\" proto="), *b = strstr(evil.data, "\" proto=");
+    cr_assert(a && b);
+    cr_expect_str_eq(a, b);
+    cr_expect_eq(strstr(evil.data, "<tb") - evil.data > 0, 1);
+    cr_expect_null(strstr(evil.data, "<!--"), "the name is escaped");
+    char *path = tu_temp_file(".xml", evil.data, evil.len);
+    struct mi_result r;
+    cr_expect(mi_run(path, -1, 0, &r), "%s", r.why);
+    unlink(path);
+    free(path);
+    sb_free(&plain);
+    sb_free(&evil);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* The option: a file per plan in an existing directory; a missing one is an input error. */
+Test(msccl, command_line)
+{
+    char dir[] = "/tmp/blinkc-msccl-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "0,1,2", "--msccl-xml",
+                                            dir, "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    const char *want[] = {"allreduce-trees.xml", "allgather-trees.xml",
+                          "reducescatter-trees.xml", "broadcast-gpu1-trees.xml",
+                          "reduce-gpu2-trees.xml"};
+    for (size_t i = 0; i < BK_ARRAY_LEN(want); i++) {
+        char *p = bk_asprintf("%s/%s", dir, want[i]);
+        cr_expect_eq(access(p, R_OK), 0, "%s", p);
+        unlink(p);
+        free(p);
+    }
+    for (int g = 0; g < 3; g++) {
+        char *p = bk_asprintf("%s/broadcast-gpu%d-trees.xml", dir, g);
+        char *q = bk_asprintf("%s/reduce-gpu%d-trees.xml", dir, g);
+        unlink(p), unlink(q);
+        free(p), free(q);
+    }
+    cr_expect_eq(rmdir(dir), 0, "no other file was written");
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--msccl-xml", "/nonexistent/dir",
+                                            "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strncmp(r.err, "blinkc: ", 8) == 0 && strstr(r.err, "error:"), "%s", r.err);
+    tu_run_free(&r);
 }
