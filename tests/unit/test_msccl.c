@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * test_msccl.c - --msccl-xml: every export of every one-server fixture and of every DGX-1V
+ * test_msccl.c - --msccl-xml: every export of every one-server fixture up to 16 GPUs (GB200
+ * NVL72's 72 would need over RCCL's 64 threadblocks per GPU) and of every DGX-1V
  * allocation of 3 to 8 GPUs runs to the end in the interpreter (msccl_interp.h, which shares
  * nothing with the exporter), gives every rank the collective's result, breaks no executor
  * limit, and loads each GPU pair as the plan's trees do within 1%; ring ranges are written as
@@ -105,6 +106,8 @@ FIXTURE(dgx2, "dgx2.topo")
 FIXTURE(dgx_a100, "dgx-a100.topo")
 FIXTURE(hgx_h100, "hgx-h100.topo")
 FIXTURE(pcie8, "pcie8.topo")
+FIXTURE(hgx_h200, "hgx-h200.topo")
+FIXTURE(hgx_b200, "hgx-b200.topo")
 
 /* Every DGX-1V allocation of 3..8 GPUs (every 16th under the sanitizers). */
 Test(msccl, dgx1v_allocations, .timeout = 600)
