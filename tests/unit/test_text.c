@@ -55,6 +55,16 @@ static void nvlinks_of(const struct topo *t, int node, int *count, double *gbps)
 }
 
 /* The only PCIe neighbour of `node` of kind k (asserting there is exactly one). */
+/* GPU g has `count` NVLinks of `gbps` GB/s in all. */
+static void expect_nvlinks(const struct topo *t, int g, int count, double gbps)
+{
+    int n;
+    double bw;
+    nvlinks_of(t, g, &n, &bw);
+    cr_assert_eq(n, count, "%s: %d NVLinks, expected %d", t->nodes[g].id, n, count);
+    cr_assert_float_eq(bw, gbps, 1e-9, "%s: %g GB/s, expected %g", t->nodes[g].id, bw, gbps);
+}
+
 static int pcie_peer(const struct topo *t, int node, enum topo_node_kind k)
 {
     int found = -1;
@@ -141,11 +151,7 @@ Test(text, dgx1p)
     cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 32);
     char a[16], b[16];
     for (int i = 0; i < 8; i++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, i, &n, &bw);
-        cr_assert_eq(n, 4);
-        cr_assert_float_eq(bw, 80, 1e-9);
+        expect_nvlinks(&t, i, 4, 80);
         cr_assert_eq(t.nodes[i].nvlink_gen, 1);
         for (int j = 0; j < 8; j++) {
             snprintf(a, sizeof a, "gpu%d", i);
@@ -197,11 +203,7 @@ Test(text, dgx2)
     }
     cr_assert_eq(trunks / 2, 48);
     for (int g = 0; g < 16; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 6);
-        cr_assert_float_eq(bw, 150, 1e-9);
+        expect_nvlinks(&t, g, 6, 150);
         /* No direct GPU-GPU NVLink: everything goes through the switches. */
         for (int i = 0; i < t.nlinks; i++)
             cr_assert(!(t.links[i].src == g && t.nodes[t.links[i].dst].kind == TOPO_GPU));
@@ -235,11 +237,7 @@ Test(text, dgx_a100)
     expect_counts(&t, 8, 6, 4, 2, 8, 0);
     char a[16], b[16];
     for (int g = 0; g < 8; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 12);
-        cr_assert_float_eq(bw, 300, 1e-9);
+        expect_nvlinks(&t, g, 12, 300);
         snprintf(a, sizeof a, "gpu%d", g);
         for (int s = 0; s < 6; s++) {
             snprintf(b, sizeof b, "nvs%d", s);
@@ -272,11 +270,7 @@ Test(text, hgx_h100)
     static const int split[4] = {4, 5, 5, 4};
     char a[16], b[16];
     for (int g = 0; g < 8; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 18);
-        cr_assert_float_eq(bw, 450, 1e-9);
+        expect_nvlinks(&t, g, 18, 450);
         snprintf(a, sizeof a, "gpu%d", g);
         for (int s = 0; s < 4; s++) {
             snprintf(b, sizeof b, "nvs%d", s);
@@ -303,11 +297,7 @@ Test(text, hgx_h200)
     read_fixture("hgx-h200.topo", &t);
     expect_counts(&t, 8, 4, 8, 2, 8, 0);
     for (int g = 0; g < 8; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 18);
-        cr_assert_float_eq(bw, 450, 1e-9);
+        expect_nvlinks(&t, g, 18, 450);
         cr_assert_str_eq(t.nodes[g].part->name, "H200");
         cr_assert_eq(t.nodes[g].part_assumed, 0);
     }
@@ -322,11 +312,7 @@ Test(text, hgx_b200)
     expect_counts(&t, 8, 2, 8, 2, 8, 0);
     char a[16], b[16];
     for (int g = 0; g < 8; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 18);
-        cr_assert_float_eq(bw, 900, 1e-9);
+        expect_nvlinks(&t, g, 18, 900);
         cr_assert_str_eq(t.nodes[g].part->name, "B200");
         snprintf(a, sizeof a, "gpu%d", g);
         for (int s = 0; s < 2; s++) {
@@ -347,11 +333,7 @@ Test(text, gb200_nvl72)
     expect_counts(&t, 72, 18, 0, 36, 0, 0);
     char a[16], b[16];
     for (int g = 0; g < 72; g++) {
-        int n;
-        double bw;
-        nvlinks_of(&t, g, &n, &bw);
-        cr_assert_eq(n, 18);
-        cr_assert_float_eq(bw, 900, 1e-9);
+        expect_nvlinks(&t, g, 18, 900);
         cr_assert_str_eq(t.nodes[g].part->name, "GB200");
         snprintf(a, sizeof a, "gpu%d", g);
         snprintf(b, sizeof b, "nvs%d", g % 18);
