@@ -54,7 +54,6 @@ static void nvlinks_of(const struct topo *t, int node, int *count, double *gbps)
         }
 }
 
-/* The only PCIe neighbour of `node` of kind k (asserting there is exactly one). */
 /* GPU g has `count` NVLinks of `gbps` GB/s in all. */
 static void expect_nvlinks(const struct topo *t, int g, int count, double gbps)
 {
@@ -65,6 +64,7 @@ static void expect_nvlinks(const struct topo *t, int g, int count, double gbps)
     cr_assert_float_eq(bw, gbps, 1e-9, "%s: %g GB/s, expected %g", t->nodes[g].id, bw, gbps);
 }
 
+/* The only PCIe neighbour of `node` of kind k (asserting there is exactly one). */
 static int pcie_peer(const struct topo *t, int node, enum topo_node_kind k)
 {
     int found = -1;
