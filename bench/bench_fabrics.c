@@ -33,7 +33,9 @@ static const struct fabric fabrics[] = {
     {"2 x DGX-1V, GPUs 0-3 of each", "dgx1v", 2, 1},
     {"2 x DGX A100 (a 200 Gb/s NIC per GPU)", "dgx-a100", 2, 0},
     {"4 x DGX A100", "dgx-a100", 4, 0},
+    {"4 x HGX H100, NICs on one switch", "hgx-h100", 4, 0},
     {"8 x HGX H100 on rails", "cluster-8x-hgx-h100", 0, 0},
+    {"2 x MI250 servers (16 GCDs, 16 NICs each)", "mi250", 2, 0},
 };
 
 static int read_fabric(const struct fabric *f, struct topo *t)

@@ -20,9 +20,10 @@
 
 /* Two candidates closer than this (relative) count as equally fast; depth then decides. */
 #define SAME_SPEED 1e-3
-/* Clusters up to this many GPUs are also packed whole (cluster_flat): 2 x 8 A100s take 8 s,
- * 4 x 8 five minutes, as the MWU's rounds grow with GPUs and relays. */
-#define CLUSTER_FLAT_MAX_GPUS 16
+/* Clusters up to this many GPUs are also packed whole (cluster_flat) where the phases fall
+ * short, its MWU at this accuracy or coarser: 4 x 16 MI250 GCDs take 17 s and 400 MB. */
+#define CLUSTER_FLAT_MAX_GPUS 64 /* the text of cluster_flat's "why" says 64 */
+#define CLUSTER_FLAT_EPSILON 0.5
 
 /* Size limits: plan_all refuses larger inputs with an error (check_size). Planning grows about
  * as the fourth power of a server's GPUs (every root, and the packings' rounds, on a graph that
@@ -295,36 +296,54 @@ out:
 /*
  * Several servers: Blink's three phases are one candidate. Where they fall short of the bound,
  * the packer also plans the whole cluster graph, switches, NICs and the network as relays
- * (ForestColl's view; allreduce as undirected trees or reduce-scatter + all-gather over it),
- * and the faster plan is kept; the runtime runs either, an edge between servers going through the network engine.
+ * (ForestColl's view; allreduce as undirected trees or reduce-scatter + all-gather over it,
+ * reusing the allgather plan `ag_done` when there is one), and the faster plan is kept; the
+ * runtime runs either, an edge between servers going through the network engine. With 16 to
+ * 64 roots the MWU's heaviest trees are a poor start for column generation (hundreds of
+ * rounds), so a coarse MWU seeds it with all of its trees; the LP's optimum is exact either way.
  */
 BK_MUST_USE
 static enum bk_status cluster_flat(struct plan *pl, const struct pgraph *g,
-                                   const struct pgraph *rg, const struct plan_opts *o,
-                                   struct plan_trees *out, struct diag *d)
+                                   const struct pgraph *rg, const struct plan_trees *ag_done,
+                                   const struct plan_opts *o, struct plan_trees *out,
+                                   struct diag *d)
 {
     if (pl->coll == COLL_ALLREDUCE)
         out->bound = fmin(out->bound, allreduce_injection_bound(g));
-    if (out->algbw >= 0.999 * out->bound || g->ngpus > CLUSTER_FLAT_MAX_GPUS)
+    if (out->algbw >= 0.999 * out->bound)
         return BK_OK;
+    if (g->ngpus > CLUSTER_FLAT_MAX_GPUS) {
+        pl->why = "several servers: Blink's phases; clusters above 64 GPUs are not packed whole";
+        return BK_OK;
+    }
+    struct plan_opts flat = *o;
+    flat.epsilon = fmax(o->epsilon, CLUSTER_FLAT_EPSILON);
+    flat.mwu_seed_all = 1;
     struct plan_trees ag, cand;
     memset(&ag, 0, sizeof ag);
     memset(&cand, 0, sizeof cand);
     int rooted = pl->coll == COLL_BROADCAST || pl->coll == COLL_REDUCE;
-    enum bk_status st = rooted ? plan_rooted(pl->coll == COLL_REDUCE ? rg : g, g->kinds,
-                                             pl->root, o, NULL, &ag, d)
-                               : plan_gather(g, g->kinds, o, NULL, &ag, d);
-    if (st == BK_OK && pl->coll == COLL_ALLREDUCE)
-        st = plan_allreduce(g, g->kinds, &ag, o, NULL, NULL, &cand, d);
-    else if (st == BK_OK && pl->coll == COLL_REDUCESCATTER)
-        st = plan_copy_reversed(&ag, g, rg, &cand);
-    else if (st == BK_OK) {
-        cand = ag;
-        ptree_set_init(&ag.trees);
+    enum bk_status st = BK_OK;
+    if (pl->coll == COLL_ALLREDUCE && ag_done && ag_done->g == g)
+        st = plan_allreduce(g, g->kinds, ag_done, &flat, NULL, NULL, &cand, d);
+    else {
+        st = rooted ? plan_rooted(pl->coll == COLL_REDUCE ? rg : g, g->kinds, pl->root, &flat,
+                                  NULL, &ag, d)
+                    : plan_gather(g, g->kinds, &flat, NULL, &ag, d);
+        if (st == BK_OK && pl->coll == COLL_ALLREDUCE)
+            st = plan_allreduce(g, g->kinds, &ag, &flat, NULL, NULL, &cand, d);
+        else if (st == BK_OK && pl->coll == COLL_REDUCESCATTER)
+            st = plan_copy_reversed(&ag, g, rg, &cand);
+        else if (st == BK_OK) {
+            cand = ag;
+            ptree_set_init(&ag.trees);
+        }
     }
     if (st == BK_OK && cand.algbw > out->algbw * (1 + SAME_SPEED)) {
-        /* Both bounds hold: the phases' cuts and the packer's exact optimum. */
-        cand.bound = pl->coll == COLL_ALLREDUCE ? out->bound : fmin(out->bound, ag.bound);
+        /* Both bounds hold: the cuts and the packer's exact optimum (for allreduce, of its two
+           tree families). */
+        cand.bound = pl->coll == COLL_ALLREDUCE ? fmin(out->bound, cand.bound)
+                                                : fmin(out->bound, ag.bound);
         pl->alt_algbw = out->algbw;
         pl->method = "trees over the whole cluster graph, not Blink's three phases";
         pl->why = "the faster";
@@ -358,7 +377,7 @@ static enum bk_status plan_tier(struct plan *pl, const struct pgraph *g,
             return plan_copy_reversed(src, g, rg, out);
         }
         BK_CHECK(plan_cluster_tier(cluster, pl, rg, o, out, d));
-        return cluster_flat(pl, g, rg, o, out, d);
+        return cluster_flat(pl, g, rg, pl->coll == COLL_ALLREDUCE ? src : NULL, o, out, d);
     }
     switch (pl->coll) {
     case COLL_BROADCAST: return plan_rooted(g, kinds, pl->root, o, dump, out, d);

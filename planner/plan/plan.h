@@ -41,6 +41,7 @@ struct plan_opts {
     double tdpa_us;       /* hybrid split: T_dpa in microseconds */
     int hybrid;           /* plan the PCIe tree set too (1 by default) */
     int keep_ilp;             /* --dump-ilp: each plan keeps the last ILP it solved (ilp_model) */
+    int mwu_seed_all;         /* seed column generation with every MWU tree, not the heaviest */
 };
 
 void plan_opts_default(struct plan_opts *o);

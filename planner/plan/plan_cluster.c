@@ -11,6 +11,7 @@
 
 #include "core/strbuf.h"
 #include "graph/cluster.h"
+#include "pack/bound.h"
 #include "plan/plan_internal.h"
 
 /* Partition boundaries closer than this are one boundary. */
@@ -305,7 +306,7 @@ static double gpu_cap(const struct pgraph *g, int v, int in)
 
 /* Allreduce over trees: a tree has at least S-1 edges between servers, each loading one link
  * out of each of its two servers, and at least one edge at every GPU and every server. */
-static double bound_allreduce(const struct plan_cluster *pc)
+static double cut_allreduce(const struct plan_cluster *pc)
 {
     const struct cluster *c = &pc->c;
     double sum_out = 0, b = INFINITY;
@@ -320,7 +321,7 @@ static double bound_allreduce(const struct plan_cluster *pc)
 }
 
 /* Broadcast from root: everything leaves its server and enters every other, and every GPU. */
-static double bound_broadcast(const struct plan_cluster *pc, int root)
+static double cut_broadcast(const struct plan_cluster *pc, int root)
 {
     const struct cluster *c = &pc->c;
     int s0 = c->server_of[root];
@@ -335,7 +336,7 @@ static double bound_broadcast(const struct plan_cluster *pc, int root)
 }
 
 /* Allgather: server s receives (n - g_s)/n of the buffer, GPU v receives (n - 1)/n. */
-static double bound_allgather(const struct plan_cluster *pc)
+static double cut_allgather(const struct plan_cluster *pc)
 {
     const struct cluster *c = &pc->c;
     double n = c->g->ngpus, b = INFINITY;
@@ -532,11 +533,11 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     fwd.kinds = g->kinds;
     fwd.g = g;
     enum bk_status st;
-    double x;
+    double x, exact;
     switch (pl->coll) {
     case COLL_ALLREDUCE:
         fwd.pack = PACK_ALLREDUCE;
-        fwd.bound = bound_allreduce(pc);
+        fwd.bound = cut_allreduce(pc);
         BK_CHECK_GOTO(compose_allreduce(pc, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: intra-server reduce, one-hop allreduce among partition "
                      "owners, intra-server broadcast";
@@ -544,14 +545,17 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     case COLL_BROADCAST:
     case COLL_REDUCE:
         fwd.pack = PACK_BROADCAST;
-        fwd.bound = bound_broadcast(pc, pl->root);
+        /* The exact bound (max-flows) is below the cuts where the network is uneven. */
+        BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
+        fwd.bound = fmin(cut_broadcast(pc, pl->root), exact);
         BK_CHECK_GOTO(compose_broadcast(pc, pl->root, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: intra-server trees, a chain of NICs across servers";
         break;
     case COLL_ALLGATHER:
     case COLL_REDUCESCATTER:
         fwd.pack = PACK_ALLGATHER;
-        fwd.bound = bound_allgather(pc);
+        BK_CHECK_GOTO(bound_allgather(g, &exact), st, fail);
+        fwd.bound = fmin(cut_allgather(pc), exact);
         BK_CHECK_GOTO(compose_allgather(pc, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: a chain tree per root across servers";
         break;

@@ -129,10 +129,11 @@ enum bk_status plan_pack(const struct pack_problem *p, double bound, const struc
     ptree_set_init(&mwu_trees);
     st = mwu_pack(p, orc, &mo, &mwu_trees, &ms);
     /* MWU's heaviest trees seed the LP; column generation adds any tree the optimum needs. The
-     * thousands of light ones would only slow the LP and the ILP down. */
+     * thousands of light ones would only slow the LP and the ILP down, except where the
+     * heaviest alone are far from MWU's solution (mwu_seed_all). */
     if (st == BK_OK)
         qsort(mwu_trees.t, (size_t)mwu_trees.n, sizeof *mwu_trees.t, heavier_first);
-    int keep = MWU_SEEDS_PER_GPU * p->g->ngpus;
+    int keep = o->mwu_seed_all ? mwu_trees.n : MWU_SEEDS_PER_GPU * p->g->ngpus;
     for (int i = 0; st == BK_OK && i < mwu_trees.n && i < keep; i++)
         st = ptree_set_add(&cand, &mwu_trees.t[i], NULL);
     ptree_set_free(&mwu_trees);

@@ -12,6 +12,8 @@
 #include "sim/sim.h"
 
 #define RING_ORDER_ENUM_MAX 9 /* (n-1)! <= 40320 orders */
+/* Above that, rank order unless a hop of it has no path; then a search this many steps long. */
+#define RING_ORDER_SEARCH_STEPS 1000000L
 #define MEMO_TABLES 4         /* a tuning run needs two: the ring's tier and every kind */
 
 struct sim_memo {
@@ -67,13 +69,16 @@ struct cycle_search {
     int n;
     int *ord, *best, *used;
     double best_w;
+    long steps; /* left; < 0: no limit */
 };
 
 static void order_dfs(struct cycle_search *c, int k, double bott)
 {
     int n = c->n;
-    if (bott <= c->best_w)
+    if (bott <= c->best_w || c->steps == 0)
         return;
+    if (c->steps > 0)
+        c->steps--;
     if (k == n) {
         double wl = c->w[c->ord[n - 1] * n + c->ord[0]];
         double bw = wl < bott ? wl : bott;
@@ -100,10 +105,22 @@ static enum bk_status ring_order(struct sim_hops *h)
     int n = h->n;
     for (int v = 0; v < n; v++)
         h->order[v] = v;
-    if (n > RING_ORDER_ENUM_MAX || n < 3)
+    if (n < 3)
         return BK_OK;
+    long steps = -1;
+    if (n > RING_ORDER_ENUM_MAX) {
+        /* Rank order, as NCCL's rings mostly are, where every hop has a path (there is always
+           one through the host on a real machine); a graph without the host, as ForestColl's
+           MI250, needs a cycle over the links there are. */
+        int whole = 1;
+        for (int v = 0; v < n; v++)
+            whole &= h->w[v * n + (v + 1) % n] > 0;
+        if (whole)
+            return BK_OK;
+        steps = RING_ORDER_SEARCH_STEPS;
+    }
     struct cycle_search c = {h->w, n, calloc((size_t)n, sizeof(int)), h->order,
-                             calloc((size_t)n, sizeof(int)), 0};
+                             calloc((size_t)n, sizeof(int)), 0, steps};
     if (!c.ord || !c.used) {
         free(c.ord), free(c.used);
         return BK_ENOMEM;

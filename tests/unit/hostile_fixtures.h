@@ -36,6 +36,7 @@ static const struct hf_fixture hf_fixtures[] = {
     {"topologies/hgx-b200.topo", 0, 0},
     {"topologies/hgx-h100.topo", 0, 0},
     {"topologies/hgx-h200.topo", 0, 0},
+    {"topologies/mi250.topo", 0, 2},
     {"topologies/pcie8.topo", 0, 0},
     {"fixtures/hwloc/nvidiaDGX2.xml", 1, 1},
     {"fixtures/hwloc/power8gpudistances.xml", 1, 0},
@@ -46,8 +47,12 @@ static const struct hf_fixture hf_fixtures[] = {
 #define HF_EACH(X)                                                                                 \
     X(cluster_4x_dgx1v, 0) X(cluster_8x_hgx_h100, 1) X(dgx_a100, 2) X(dgx1p, 3) X(dgx1v_hwloc, 4)  \
     X(dgx1v_nccl, 5) X(dgx1v_smi, 6) X(dgx1v, 7) X(dgx2, 8) X(gb200_nvl72, 9) X(hgx_b200, 10)     \
-    X(hgx_h100, 11) X(hgx_h200, 12) X(pcie8, 13) X(shared_nvidia_dgx2, 14) X(shared_power8, 15)
+    X(hgx_h100, 11) X(hgx_h200, 12) X(mi250, 13) X(pcie8, 14) X(shared_nvidia_dgx2, 15)         \
+    X(shared_power8, 16)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
+/* How many HF_EACH names; the tests check it against HF_NFIXTURES. */
+#define HF_COUNT_ONE(name, k) +1
+#define HF_EACH_N (0 HF_EACH(HF_COUNT_ONE))
 
 /* The sanitizer build checks memory: the huge fixtures (heavy 2) run no code the others do not,
  * at many times their cost, so it skips them. */

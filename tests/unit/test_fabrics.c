@@ -40,6 +40,55 @@ Test(fabrics, dgx_a100_servers_use_every_nic)
     tu_run_free(&r);
 }
 
+/* The first algbw_gbps and bound_gbps after the plan of `coll`. */
+static void plan_rates(const char *json, const char *coll, double *algbw, double *bound)
+{
+    char *key = bk_asprintf("\"collective\": \"%s\"", coll);
+    const char *p = strstr(json, key);
+    cr_assert_not_null(p, "no %s plan", coll);
+    const char *a = strstr(p, "\"algbw_gbps\": "), *b = strstr(p, "\"bound_gbps\": ");
+    cr_assert(a && b);
+    *algbw = strtod(a + 14, NULL);
+    *bound = strtod(b + 14, NULL);
+    free(key);
+}
+
+/* ForestColl's 2 x 16 MI250 GCDs: Blink's phases reach 228.6 GB/s of allgather; the whole
+ * graph reaches the ForestColl optimum, 354.13 GB/s, and allreduce half of it. */
+Test(fabrics, mi250_pair_reaches_the_forestcoll_optimum, .timeout = 120)
+{
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--servers", "2", "--collective",
+                                            "allgather", "--collective", "allreduce",
+                                            "--plan-json", "-", "builtin:mi250", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    double ag, ag_bound, ar, ar_bound;
+    plan_rates(r.out, "allgather", &ag, &ag_bound);
+    plan_rates(r.out, "allreduce", &ar, &ar_bound);
+    cr_expect(fabs(ag_bound - 354.13) < 0.01, "allgather bound %.4f", ag_bound);
+    cr_expect_geq(ag, 0.999 * 354.13);
+    cr_expect_geq(ar, 0.999 * 354.13 / 2);
+    cr_expect_geq(worst_ratio(r.out), 0.999);
+    tu_run_free(&r);
+}
+
+/* Four HGX H100s with every NIC on one switch: a server receives 24/32 of the buffer through
+ * its eight Gen5 x16 slots (8 x 48 GB/s), so allgather's optimum is 384 * 32 / 24 = 512 GB/s.
+ * The phases reached 444.4. */
+Test(fabrics, hgx_h100_servers_on_one_switch_reach_the_server_cut, .timeout = 120)
+{
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--servers", "4", "--collective",
+                                            "allgather", "--plan-json", "-", "builtin:hgx-h100",
+                                            NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    double ag, bound;
+    plan_rates(r.out, "allgather", &ag, &bound);
+    cr_expect(fabs(bound - 512) < 0.01, "bound %.4f", bound);
+    cr_expect_geq(ag, 0.999 * 512);
+    tu_run_free(&r);
+}
+
 /* Issue 19's "internal error (no diagnostic was recorded)": every built-in server replicated
  * into 2 half-used and 4 whole servers plans, or is refused as a usage error with its reason
  * (no NIC to join servers), never with exit 3 or that message. */

@@ -65,7 +65,7 @@ HF_EACH(FIXTURE_TEST)
 
 Test(from_plan, every_fixture_is_covered)
 {
-    cr_assert_eq(HF_NFIXTURES, 16, "add the new fixture to HF_EACH (hostile_fixtures.h)");
+    cr_assert_eq(HF_NFIXTURES, HF_EACH_N, "add the new fixture to HF_EACH (hostile_fixtures.h)");
     hf_check_complete();
 }
 

@@ -21,6 +21,18 @@ static char *matrix_part(const char *print)
     return bk_strndup(print, links ? (size_t)(links - print) : strlen(print));
 }
 
+/* A "-" cell: two devices with no path, as in a graph without the host (mi250.topo, after
+ * ForestColl's); nvidia-smi never prints one, so such prints do not read back. */
+static int has_pathless_cell(const char *print)
+{
+    for (const char *p = strstr(print, "\n"); p && *p; p = strchr(p + 1, '\n'))
+        if (p[1] == 'G' || p[1] == 'N') /* a GPU or NIC row */
+            for (const char *c = p + 1; *c && *c != '\n'; c++)
+                if (*c == '-' && c[-1] == ' ' && (c[1] == ' ' || c[1] == '\n'))
+                    return 1;
+    return 0;
+}
+
 static void check_fixture(int k)
 {
     const struct hf_fixture *f = &hf_fixtures[k];
@@ -33,6 +45,12 @@ static void check_fixture(int k)
     char *first = matrix_part(r.out);
     cr_assert(strstr(first, "CPU Affinity    NUMA Affinity\n"), "%s: %s", f->rel, first);
     cr_assert(strstr(first, "\nLegend:\n"));
+    if (has_pathless_cell(first)) {
+        cr_expect(strstr(f->rel, "mi250"), "%s: a pair without a path", f->rel);
+        tu_run_free(&r);
+        free(first), free(path);
+        return;
+    }
     char *again = tu_temp_file(".txt", r.out, strlen(r.out));
     tu_run_free(&r);
     tu_run_blinkc(&r, (const char *const[]){"-q", "--format", "smi", "--print-topology", again,
@@ -51,7 +69,7 @@ HF_EACH(FIXTURE_TEST)
 
 Test(print_roundtrip, every_fixture_is_covered)
 {
-    cr_assert_eq(HF_NFIXTURES, 16, "add the new fixture to HF_EACH (hostile_fixtures.h)");
+    cr_assert_eq(HF_NFIXTURES, HF_EACH_N, "add the new fixture to HF_EACH (hostile_fixtures.h)");
     hf_check_complete();
 }
 
