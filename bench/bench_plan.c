@@ -17,6 +17,7 @@
 
 #include "alloc_util.h"
 #include "bench_fabrics.h"
+#include "calibrate.h"
 #include "core/builtin.h"
 #include "gen_cluster.h"
 #include "core/input.h"
@@ -255,9 +256,14 @@ static void cluster_timing(int servers, int all_roots)
 int main(int argc, char **argv)
 {
     /* `bench_plan clusters`, `bench_plan timing` or `bench_plan fabrics` prints only that
-       table. */
+       table; `bench_plan calibrate [--check] [TSV]` the simulator's NCCL against published
+       measurements. */
     const char *only = argc > 1 ? argv[1] : "";
     printf("# blinkc TreeGen benchmark\n");
+    if (strcmp(only, "calibrate") == 0) {
+        int check = argc > 2 && strcmp(argv[2], "--check") == 0;
+        return bench_calibrate(argc > 2 + check ? argv[2 + check] : BENCH_CALIBRATION_TSV, check);
+    }
     if (strcmp(only, "clusters") == 0)
         goto clusters;
     if (strcmp(only, "fabrics") == 0) {
@@ -283,7 +289,10 @@ clusters:
     cluster_timing(16, 1);
     cluster_timing(64, 0);
     cluster_timing(64, 1);
-    if (strcmp(only, "clusters") != 0)
+    if (strcmp(only, "clusters") != 0) {
         bench_fabrics();
+        printf("\n");
+        bench_calibrate(BENCH_CALIBRATION_TSV, 0);
+    }
     return 0;
 }
