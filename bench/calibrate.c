@@ -83,8 +83,7 @@ static int gpu_list(const char *used, int ngpus, int *gpus)
 }
 
 /* The model's busbw for one row, GB/s; 0 with *why set when it cannot be simulated. */
-static double model_busbw(const struct topo *box, char **f, struct sim_memo **memo,
-                          const struct topo **memo_topo, const char **why)
+static double model_busbw(const struct topo *box, char **f, const char **why)
 {
     enum collective c;
     int ngpus = atoi(f[COL_NGPUS]);
@@ -115,21 +114,11 @@ static double model_busbw(const struct topo *box, char **f, struct sim_memo **me
     double us = 0;
     enum bk_status st = plan_all(&t, &o, &ps, &d);
     if (st == BK_OK) {
-        if (*memo_topo != ps.topo) { /* a memo serves one topology */
-            sim_memo_free(*memo);
-            *memo = NULL;
-            st = sim_memo_new(memo);
-            *memo_topo = ps.topo;
-        }
         struct sim_params p;
         sim_params_default(&p);
         struct sim_nccl nc;
-        if (st == BK_OK)
-            st = sim_rings(&ps, c, 0, bytes, 0, &p, *memo, &nc, &d);
+        st = sim_rings(&ps, c, 0, bytes, 0, &p, NULL, &nc, &d);
         us = nc.best_us;
-        sim_memo_free(*memo);
-        *memo = NULL;
-        *memo_topo = NULL;
         plan_set_free(&ps);
     }
     topo_free(&t);
@@ -160,8 +149,6 @@ int bench_calibrate(const char *tsv, int check)
     char line[8192];
     double err[4096];
     int n = 0, skipped = 0, lineno = 0;
-    struct sim_memo *memo = NULL;
-    const struct topo *memo_topo = NULL;
     while (fgets(line, sizeof line, fp)) {
         line[strcspn(line, "\r\n")] = '\0';
         char *f[NCOLS];
@@ -171,7 +158,7 @@ int bench_calibrate(const char *tsv, int check)
         double pub = strtod(f[COL_BUSBW], NULL), model = 0;
         struct topo box;
         if (name && alloc_read_builtin(name, &box)) {
-            model = model_busbw(&box, f, &memo, &memo_topo, &why);
+            model = model_busbw(&box, f, &why);
             topo_free(&box);
         }
         if (!(model > 0) || !(pub > 0) || n == (int)(sizeof err / sizeof err[0])) {
@@ -186,7 +173,6 @@ int bench_calibrate(const char *tsv, int check)
         n++;
     }
     fclose(fp);
-    sim_memo_free(memo);
     double abs_err[4096], worst = 0;
     for (int i = 0; i < n; i++) {
         abs_err[i] = fabs(err[i]);
