@@ -45,19 +45,18 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s0_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 213.2 us, NCCL 241.2 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 628.1 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1146.9 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2125.5 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4061.3 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7808.2 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s0_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 93.9 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 213.2 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 628.1 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2125.5 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7808.2 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
@@ -90,19 +89,18 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 54.0 us, NCCL 62.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 96.5 us, NCCL 107.0 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s1_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 54.0 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.1 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -135,19 +133,18 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.9 us, NCCL 62.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 96.5 us, NCCL 107.0 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.9 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.1 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
@@ -180,20 +177,18 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[13] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 31.0 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.2 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 37.5 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.9 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 31.0 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 33.2 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 37.5 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.9 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
@@ -226,19 +221,18 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.6 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.7 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.1 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.3 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 638.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1157.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7839.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s4_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.6 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.7 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
@@ -271,20 +265,18 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[13] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.3 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 41.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.6 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.7 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s5_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.3 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.9 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 41.1 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.6 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.7 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
@@ -317,20 +309,18 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[13] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.5 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.3 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.8 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 42.8 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 216.6 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 365.8 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 631.5 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1150.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4064.7 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7811.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.5 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.3 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.8 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 42.8 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
@@ -363,19 +353,18 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.4 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.3 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 33.3 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 40.3 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.5 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 207.9 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 356.5 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1136.4 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2104.6 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4040.3 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7766.3 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.4 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.3 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 33.3 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 40.3 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.5 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 207.9 us, NCCL 203.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 356.5 us, NCCL 328.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2104.6 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7766.3 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -408,19 +397,18 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s8_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.5 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.5 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 67.3 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 220.7 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 369.6 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 639.1 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1158.4 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2145.3 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7841.9 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s8_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.5 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.5 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 67.3 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.9 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.7 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 639.1 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2145.3 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7841.9 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
@@ -453,17 +441,19 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.7 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 210.2 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 357.6 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 1136.0 us, NCCL 1199.9 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 4035.0 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s9_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.7 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.6 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 210.2 us, NCCL 203.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 357.6 us, NCCL 328.8 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1136.0 us, NCCL 1071.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4035.0 us, NCCL 4043.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7758.0 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -496,19 +486,18 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 65.3 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 210.2 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 357.6 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1137.5 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2105.6 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4041.5 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7768.6 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s10_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 65.3 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.6 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 210.2 us, NCCL 203.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 357.6 us, NCCL 328.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2105.6 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7768.6 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
@@ -541,18 +530,19 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 79.4 us */
-    { 8388608u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 137.0 us, NCCL 154.6 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 354.1 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1134.0 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2096.3 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 4032.0 us, NCCL 4157.1 us */
+static const struct blink_plan_range blinkgen_p0s11_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.4 us, NCCL 102.0 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 137.0 us, NCCL 135.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 354.1 us, NCCL 328.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2096.3 us, NCCL 2062.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4032.0 us, NCCL 4043.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7758.0 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
@@ -585,19 +575,18 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 208.4 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 354.3 us, NCCL 392.3 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1134.2 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2103.5 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4038.1 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7765.2 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s12_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.4 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 208.4 us, NCCL 203.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 354.3 us, NCCL 328.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2103.5 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7765.2 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
@@ -630,19 +619,18 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.8 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.9 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.2 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 224.3 us, NCCL 241.2 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 373.2 us, NCCL 392.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 645.9 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1165.3 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2155.6 us, NCCL 2210.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7859.3 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s13_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.8 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.9 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.2 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.9 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 224.3 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2155.6 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7859.3 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
@@ -675,19 +663,18 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.1 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.2 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 39.9 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 62.2 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 214.4 us, NCCL 241.2 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 629.2 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1149.2 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4063.6 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7812.9 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s14_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.1 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.5 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.2 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 39.9 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 62.2 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.6 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 214.4 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 629.2 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7812.9 us, NCCL 8005.5 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
@@ -720,19 +707,18 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.0 us, NCCL 35.3 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.5 us, NCCL 38.3 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 31.7 us, NCCL 44.4 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 37.9 us, NCCL 52.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 45.0 us, NCCL 62.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 57.8 us, NCCL 79.4 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 214.4 us, NCCL 241.2 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 629.2 us, NCCL 673.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1149.2 us, NCCL 1199.9 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2210.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4063.6 us, NCCL 4157.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7812.9 us, NCCL 7967.5 us */
+static const struct blink_plan_range blinkgen_p0s15_ranges[11] = {
+    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.0 us, NCCL 34.5 us */
+    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.5 us, NCCL 36.2 us */
+    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 31.7 us, NCCL 39.5 us */
+    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 37.9 us, NCCL 46.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 45.0 us, NCCL 59.7 us */
+    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 57.8 us, NCCL 85.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.6 us, NCCL 102.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 214.4 us, NCCL 203.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 629.2 us, NCCL 576.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2062.3 us */
+    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7812.9 us, NCCL 8005.5 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */
@@ -871,16 +857,16 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 32.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 33.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.8 us, NCCL 33.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.1 us, NCCL 35.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 52.7 us, NCCL 38.3 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.0 us, NCCL 44.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 87.9 us, NCCL 56.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 337.7 us, NCCL 227.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1073.9 us, NCCL 815.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7797.6 us, NCCL 6295.7 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 33.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 34.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.8 us, NCCL 37.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.1 us, NCCL 43.4 us */
+    { 1048576u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 52.7 us, NCCL 55.1 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.0 us, NCCL 78.7 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 87.9 us, NCCL 94.0 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 337.7 us, NCCL 291.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1073.9 us, NCCL 941.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7797.6 us, NCCL 7008.2 us */
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
@@ -1018,18 +1004,19 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 32.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 33.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 33.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.2 us, NCCL 35.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.9 us, NCCL 38.3 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.8 us, NCCL 44.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.1 us, NCCL 81.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 319.5 us, NCCL 227.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1000.7 us, NCCL 815.1 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1943.0 us, NCCL 1598.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7464.8 us, NCCL 6295.7 us */
+static const struct blink_plan_range blinkgen_p0s17_ranges[12] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 33.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 34.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 37.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.2 us, NCCL 43.4 us */
+    { 1048576u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 50.9 us, NCCL 55.1 us */
+    { 2097152u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 62.8 us, NCCL 78.7 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 87.2 us, NCCL 94.0 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.1 us, NCCL 123.5 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 319.5 us, NCCL 291.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1000.7 us, NCCL 941.1 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1943.0 us, NCCL 1807.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7464.8 us, NCCL 7008.2 us */
 };
 
 /* allreduce: 12 trees, 16 ring chains */
@@ -1123,15 +1110,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 56.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 66.8 us, NCCL 57.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.7 us, NCCL 59.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.7 us, NCCL 62.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 93.0 us, NCCL 68.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 169.6 us, NCCL 104.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 409.2 us, NCCL 251.7 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1225.0 us, NCCL 838.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4225.5 us, NCCL 3187.7 us */
+    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 42.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 66.8 us, NCCL 45.9 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.7 us, NCCL 51.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.7 us, NCCL 63.5 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 93.0 us, NCCL 87.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 169.6 us, NCCL 150.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 409.2 us, NCCL 326.7 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1225.0 us, NCCL 988.7 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4225.5 us, NCCL 3588.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1139,58 +1126,58 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      12, blinkgen_p0s0_ranges },
+      11, blinkgen_p0s0_ranges },
     { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
       2, blinkgen_p0s1_ring_trees,
-      12, blinkgen_p0s1_ranges },
+      11, blinkgen_p0s1_ranges },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      12, blinkgen_p0s2_ranges },
+      11, blinkgen_p0s2_ranges },
     { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
       2, blinkgen_p0s3_ring_trees,
-      13, blinkgen_p0s3_ranges },
+      11, blinkgen_p0s3_ranges },
     { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
       2, blinkgen_p0s4_ring_trees,
-      12, blinkgen_p0s4_ranges },
+      11, blinkgen_p0s4_ranges },
     { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
       2, blinkgen_p0s5_ring_trees,
-      13, blinkgen_p0s5_ranges },
+      11, blinkgen_p0s5_ranges },
     { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
       2, blinkgen_p0s6_ring_trees,
-      13, blinkgen_p0s6_ranges },
+      11, blinkgen_p0s6_ranges },
     { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
       2, blinkgen_p0s7_ring_trees,
-      12, blinkgen_p0s7_ranges },
+      11, blinkgen_p0s7_ranges },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      12, blinkgen_p0s8_ranges },
+      11, blinkgen_p0s8_ranges },
     { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees,
       2, blinkgen_p0s9_ring_trees,
-      10, blinkgen_p0s9_ranges },
+      12, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      12, blinkgen_p0s10_ranges },
+      11, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      11, blinkgen_p0s11_ranges },
+      12, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
-      12, blinkgen_p0s12_ranges },
+      11, blinkgen_p0s12_ranges },
     { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees,
       2, blinkgen_p0s13_ring_trees,
-      12, blinkgen_p0s13_ranges },
+      11, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      12, blinkgen_p0s14_ranges },
+      11, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      12, blinkgen_p0s15_ranges },
+      11, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       10, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      11, blinkgen_p0s17_ranges },
+      12, blinkgen_p0s17_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges },

@@ -4,7 +4,7 @@
 planner_libblinkc_a_SOURCES += \
 	planner/sim/sim.c planner/sim/sim.h \
 	planner/sim/sim_engine.c planner/sim/sim_engine.h \
-	planner/sim/sim_ring.c \
+	planner/sim/sim_ring.c planner/sim/sim_nccl.c \
 	planner/sim/sim_hops.c planner/sim/sim_hops.h \
 	planner/sim/sim_tree.c \
 	planner/out/sim_report.c planner/out/sim_report.h \

@@ -34,6 +34,10 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         {"nccl-step-pcie", &p->nccl_step_us[TOPO_PCIE]},
         {"nccl-step-smp", &p->nccl_step_us[TOPO_SMP]},
         {"nccl-step-net", &p->nccl_step_us[TOPO_NET]},
+        {"nccl-call", &p->nccl_call_us},             {"nccl-latency-scale", &p->nccl_lat_scale},
+        {"nccl-eff-volta", &p->nccl_eff[0]},         {"nccl-eff-ampere", &p->nccl_eff[1]},
+        {"nccl-eff-hopper", &p->nccl_eff[2]},        {"nccl-eff-blackwell", &p->nccl_eff[3]},
+        {"nccl-nvls-eff", &p->nccl_nvls_eff},
     };
     const char *eq = strchr(kv, '=');
     if (!eq) {
@@ -47,8 +51,13 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         errno = 0;
         double v = strtod(eq + 1, &end);
         int rate = keys[i].at == &p->reduce_gbps;
-        if (errno || end == eq + 1 || *end || !(v >= 0 && v <= 1e6) || (rate && v <= 0)) {
-            *why = rate ? "the value is not a rate above 0 GB/s" : "the value is not 0 to 1e6 us";
+        int fraction = keys[i].at == &p->nccl_nvls_eff ||
+                       (keys[i].at >= p->nccl_eff && keys[i].at < p->nccl_eff + SIM_GENERATIONS);
+        if (errno || end == eq + 1 || *end || !(v >= 0 && v <= 1e6) || (rate && v <= 0) ||
+            (fraction && !(v > 0 && v <= 1))) {
+            *why = rate       ? "the value is not a rate above 0 GB/s"
+                   : fraction ? "the value is not a fraction above 0 and at most 1"
+                              : "the value is not 0 to 1e6";
             return 0;
         }
         *keys[i].at = v;
@@ -56,7 +65,8 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
     }
     *why = "unknown parameter (alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, "
            "reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie, "
-           "nccl-step-smp, nccl-step-net)";
+           "nccl-step-smp, nccl-step-net, nccl-call, nccl-latency-scale, nccl-eff-volta, "
+           "nccl-eff-ampere, nccl-eff-hopper, nccl-eff-blackwell, nccl-nvls-eff)";
     return 0;
 }
 
@@ -85,9 +95,11 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
                   "us per chunk and edge; reduce %g GB/s\n",
               p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],
               p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->reduce_gbps);
-    sb_printf(sb, "# NCCL: launch %g us; step us: nvlink %g pcie %g smp %g net %g\n",
-              p->nccl_launch_us, p->nccl_step_us[TOPO_NVLINK], p->nccl_step_us[TOPO_PCIE],
-              p->nccl_step_us[TOPO_SMP], p->nccl_step_us[TOPO_NET]);
+    sb_printf(sb, "# NCCL (its own cost model, calibrated): call %g us; its latencies x %g; "
+                  "ring efficiency volta %.3f ampere %.3f hopper %.3f blackwell %.3f; "
+                  "NVLS %.3f of a GPU's NVLink rate\n",
+              p->nccl_call_us, p->nccl_lat_scale, p->nccl_eff[0], p->nccl_eff[1], p->nccl_eff[2],
+              p->nccl_eff[3], p->nccl_nvls_eff);
     sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
                 "plan runs at this size (trees, or nccl where rings win), time_us its time, "
                 "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "
@@ -117,7 +129,10 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
     }
     struct sim_nccl nc;
     BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, memo, &nc, d));
-    double ring_us = nc.ring_us, dbt_us = nc.dbt_us, nccl = nc.best_us;
+    /* The dbt_time_us column: NCCL's tree, or NVLS where it is faster. */
+    double ring_us = nc.ring_us, nccl = nc.best_us;
+    double dbt_us = nc.nvls_us > 0 && (nc.dbt_us <= 0 || nc.nvls_us < nc.dbt_us) ? nc.nvls_us
+                                                                                 : nc.dbt_us;
     int rings = pr && pr->algo == PLAN_ALGO_RINGS;
     double us = rings ? nccl : tree_us;
     double algbw = bytes / us / 1e3, n = ps->topo->ngpus;

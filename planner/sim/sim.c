@@ -32,6 +32,20 @@ void sim_params_default(struct sim_params *p)
     p->nccl_step_us[TOPO_PCIE] = 5.7;
     p->nccl_step_us[TOPO_SMP] = 5.7;
     p->nccl_step_us[TOPO_NET] = 9.6;
+    /* NCCL's calibrated model (sim_nccl.c), fitted to docs/calibration/nccl-published.tsv
+     * (docs/calibration/README.md gives the fit and its error). Efficiencies: the largest
+     * published size of each generation over the planner's ring rate: Volta 135.50 / 150
+     * (oci-bmgpu38, 1 GiB allreduce), Ampere 235.43 / 300 (oci-bmgpu48, 10 GiB allreduce; NCCL's
+     * own tuner once capped A100 rings at 235), Hopper 362.16 / 450 (nccl#1047, 8 GiB
+     * reduce-scatter on rings); Blackwell has no published row and takes Hopper's. The call
+     * overhead, the latency scale and NVLS's efficiency are the grid-search fit of all rows. */
+    p->nccl_call_us = 10.0;
+    p->nccl_lat_scale = 2.0;
+    p->nccl_eff[0] = 135.50 / 150;
+    p->nccl_eff[1] = 235.43 / 300;
+    p->nccl_eff[2] = 362.16 / 450;
+    p->nccl_eff[3] = p->nccl_eff[2];
+    p->nccl_nvls_eff = 0.6;
 }
 
 void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *pl)
@@ -64,8 +78,13 @@ static int params_ok(const struct sim_params *p)
     for (int k = 0; k < TOPO_LINK_KINDS; k++)
         if (!(p->alpha_us[k] >= 0) || !(p->nccl_step_us[k] >= 0))
             return 0;
+    for (int k = 0; k < SIM_GENERATIONS; k++)
+        if (!(p->nccl_eff[k] > 0 && p->nccl_eff[k] <= 1))
+            return 0;
     return p->launch_us >= 0 && p->step_us >= 0 && p->reduce_gbps >= 0 &&
-           p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps);
+           p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps) && p->nccl_call_us >= 0 &&
+           isfinite(p->nccl_call_us) && p->nccl_lat_scale >= 0 && isfinite(p->nccl_lat_scale) &&
+           p->nccl_nvls_eff > 0 && p->nccl_nvls_eff <= 1;
 }
 
 enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
@@ -169,39 +188,14 @@ enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, d
     return sim_run(&j, bytes, chunk_bytes, p, us, d);
 }
 
-/* One NCCL algorithm at chunk_bytes, or at its best chunk when that is 0. */
-BK_MUST_USE
-static enum bk_status nccl_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
-                               const struct sim_params *p, double *us, struct diag *d)
-{
-    size_t best;
-    return chunk_bytes ? sim_run(j, bytes, chunk_bytes, p, us, d)
-                       : sim_best_chunk(j, bytes, p, &best, us, d);
-}
-
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
                          size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,
                          struct sim_nccl *out, struct diag *d)
 {
-    struct sim_job j;
-    out->ring_us = out->dbt_us = out->best_us = 0;
-    sim_job_rings(&j, ps, c, root, SIM_RING);
-    j.memo = memo;
-    BK_CHECK(nccl_run(&j, bytes, chunk_bytes, p, &out->ring_us, d));
-    out->best_us = out->ring_us;
-    if (c == COLL_ALLREDUCE) {
-        /* Where some tree edge has no relay-only path, NCCL could not build the trees. */
-        struct diag quiet;
-        diag_init(&quiet);
-        j.algo = SIM_DBT;
-        enum bk_status st = nccl_run(&j, bytes, chunk_bytes, p, &out->dbt_us, &quiet);
-        diag_free(&quiet);
-        if (st == BK_EUSAGE)
-            out->dbt_us = 0;
-        else
-            BK_CHECK(st);
-        if (out->dbt_us > 0)
-            out->best_us = fmin(out->ring_us, out->dbt_us);
+    (void)root, (void)chunk_bytes, (void)memo;
+    if (!params_ok(p)) {
+        diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: a model parameter is invalid");
+        return BK_EUSAGE;
     }
-    return BK_OK;
+    return sim_nccl_model(ps->topo, &ps->ring, c, bytes, p, out, d);
 }

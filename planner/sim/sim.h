@@ -19,7 +19,11 @@
  * place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated: the
  * runtime does not run it either.
  *
- * Rings (sim_rings) follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
+ * NCCL as the tuning and --simulate compare with it (sim_rings) is NCCL's own cost model,
+ * calibrated against published nccl-tests results (sim_nccl.c). The flow-level NCCL below
+ * (sim_run on SIM_RING and SIM_DBT jobs) remains for the cluster figure of make figures.
+ *
+ * Flow-level rings follow NCCL's ring algorithm with the Simple protocol, on the planner's ring
  * result: ring.h records the summed ring rate B and the ring count but not the orders, so each
  * of the nrings channels runs over n virtual hop links of B / nrings (which the planner's LP has
  * already shown to fit the arcs), in an order chosen here (the widest Hamiltonian cycle) that
@@ -43,6 +47,8 @@
 #include "ring/ring.h"
 #include "topo/topo.h"
 
+#define SIM_GENERATIONS 4 /* GPU generations NCCL's constants distinguish */
+
 struct sim_params {
     /* Latency of one arc of each link kind, us, added once per copy for each arc on its path. */
     double alpha_us[TOPO_LINK_KINDS];
@@ -55,6 +61,14 @@ struct sim_params {
      * kernel, so ring and tree reductions cost no extra time. */
     double nccl_launch_us;
     double nccl_step_us[TOPO_LINK_KINDS];
+    /* NCCL as it chooses and runs a call (sim_rings, sim_nccl.c), fitted to published
+     * nccl-tests (docs/calibration): the call's measured overhead, the scale on NCCL's own
+     * latency tables, the fraction of the ring rate NCCL reaches per GPU generation (Volta,
+     * Ampere, Hopper, Blackwell), and NVLS's fraction of a GPU's NVLink rate. */
+    double nccl_call_us;
+    double nccl_lat_scale;
+    double nccl_eff[SIM_GENERATIONS];
+    double nccl_nvls_eff;
 };
 
 /* Defaults; every value's source is given where they are set (sim.c). */
@@ -129,12 +143,21 @@ BK_MUST_USE
 enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, double bytes,
                              size_t chunk_bytes, const struct sim_params *p, double *us,
                              struct diag *d);
+/* NCCL's time for a call, us, by algorithm (each at its best protocol). */
 struct sim_nccl {
     double ring_us;
-    double dbt_us;  /* allreduce only; 0 otherwise, and where some tree edge has no
-                       relay-only path (NCCL could not connect it either) */
-    double best_us; /* what NCCL would pick: the faster of the two */
+    double dbt_us;  /* allreduce only, else 0: NCCL's tree (a chain per channel in a server) */
+    double nvls_us; /* allreduce on NVSwitch parts from Hopper on, else 0 */
+    double best_us; /* what NCCL picks: the fastest */
 };
+/* NCCL's calibrated cost model (sim_nccl.c) for collective c of `bytes` on topology t with the
+ * planner's ring result. BK_EUSAGE without a ring. */
+BK_MUST_USE
+enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ring,
+                              enum collective c, double bytes, const struct sim_params *p,
+                              struct sim_nccl *out, struct diag *d);
+/* The same for a plan set's allocation (root, chunk_bytes and memo are not used by the model;
+ * they are kept for the flow-level NCCL, sim_run on SIM_RING and SIM_DBT jobs). */
 BK_MUST_USE
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
                          size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,

@@ -18,38 +18,18 @@
 
 #define ALL_COLLS ((1u << COLL_COUNT) - 1)
 
-/* NCCL's best time at this size over every chunk sim_best_chunk may consider, tried one by
- * one (the planner's search stops early; this one does not). */
-static double exhaustive(const struct sim_job *j, double bytes, const struct sim_params *sp)
-{
-    double best = INFINITY;
-    for (size_t c = SIM_CHUNK_MIN; c <= SIM_CHUNK_MAX && (double)c < 2 * bytes; c *= 2) {
-        if ((double)c * SIM_MAX_CHUNKS < bytes)
-            continue;
-        double t;
-        struct diag d;
-        diag_init(&d);
-        enum bk_status st = sim_run(j, bytes, c, sp, &t, &d);
-        diag_free(&d);
-        if (st != BK_OK)
-            return INFINITY; /* double binary trees NCCL could not build */
-        best = fmin(best, t);
-    }
-    return best;
-}
-
+/* NCCL's time on the model the tuning compares with: its calibrated cost model (sim_nccl.c),
+ * the fastest of its algorithms and protocols. */
 static double nccl_us(const struct plan_set *ps, const struct plan *pl, double bytes,
                       const struct sim_params *sp)
 {
-    struct sim_job j;
-    sim_job_rings(&j, ps, pl->coll, pl->root, SIM_RING);
-    double us = exhaustive(&j, bytes, sp);
-    if (pl->coll == COLL_ALLREDUCE) {
-        sim_job_rings(&j, ps, pl->coll, pl->root, SIM_DBT);
-        us = fmin(us, exhaustive(&j, bytes, sp));
-    }
-    cr_assert(isfinite(us));
-    return us;
+    struct sim_nccl nc;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(sim_rings(ps, pl->coll, pl->root, bytes, 0, sp, NULL, &nc, &d), BK_OK);
+    diag_free(&d);
+    cr_assert(isfinite(nc.best_us) && nc.best_us > 0);
+    return nc.best_us;
 }
 
 /* What the plan runs at this size, and its time; *trees says whether that is the trees. */
@@ -60,7 +40,7 @@ static double plan_us(const struct plan_set *ps, const struct plan *pl, double b
     cr_assert_not_null(r);
     *trees = r->algo == PLAN_ALGO_TREES;
     if (!*trees)
-        return nccl_us(ps, pl, bytes, sp); /* NCCL picks its own chunk */
+        return nccl_us(ps, pl, bytes, sp);
     double us;
     struct diag d;
     diag_init(&d);
