@@ -221,3 +221,30 @@ int pgraph_has_relays(const struct pgraph *g)
             return 1;
     return 0;
 }
+
+int pgraph_uniform_plane(const struct pgraph *g, int *sw, int *to, int *from)
+{
+    int n = g->ngpus, m = g->out_off[1] - g->out_off[0];
+    if (n < 2 || m < 1 || m >= n)
+        return 0;
+    double c = g->cap[g->out_arc[0]];
+    for (int k = 0; k < m; k++)
+        sw[k] = g->dst[g->out_arc[g->out_off[0] + k]];
+    for (int i = 0; i < n * m; i++)
+        to[i] = from[i] = -1;
+    for (int a = 0; a < g->narcs; a++) {
+        int u = g->src[a], v = g->dst[a], k = -1;
+        if ((u < n) == (v < n) || g->cap[a] != c)
+            return 0; /* GPU-GPU or switch-switch arcs, or another capacity */
+        for (int x = 0; x < m && k < 0; x++)
+            k = sw[x] == (u < n ? v : u) ? x : -1;
+        int *slot = k < 0 ? NULL : u < n ? &to[u * m + k] : &from[k * n + v];
+        if (!slot || *slot >= 0)
+            return 0; /* another switch, or two arcs to one */
+        *slot = a;
+    }
+    for (int i = 0; i < n * m; i++)
+        if (to[i] < 0 || from[i] < 0)
+            return 0;
+    return m;
+}

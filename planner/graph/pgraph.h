@@ -58,4 +58,10 @@ int pgraph_gpus_connected(const struct pgraph *g);
 /* 1 when some arc touches a non-GPU node (switches, CPUs or NICs relay traffic). */
 int pgraph_has_relays(const struct pgraph *g);
 
+/* A uniform switch plane: every GPU has one arc of the same capacity each way to each of the
+ * same m switches, and there is nothing else. Returns m and fills the switches in GPU 0's arc
+ * order into sw[m], the arc GPU v -> switch k into to[v*m+k] and the arc back into
+ * from[k*n+v]; 0 when g is no such plane (sw, to, from then hold nothing useful). */
+int pgraph_uniform_plane(const struct pgraph *g, int *sw, int *to, int *from);
+
 #endif

@@ -22,35 +22,6 @@
 
 #include "plan/plan_internal.h"
 
-/* The plane's switches in GPU 0's arc order (m of them, into sw[]), with to[v*m+k] the arc
- * GPU v -> switch k and from[k*n+v] the arc back; 0 when g is no uniform plane. */
-static int uniform_plane(const struct pgraph *g, int *sw, int *to, int *from)
-{
-    int n = g->ngpus, m = g->out_off[1] - g->out_off[0];
-    if (n < 2 || m < 1 || m >= n)
-        return 0;
-    double c = g->cap[g->out_arc[0]];
-    for (int k = 0; k < m; k++)
-        sw[k] = g->dst[g->out_arc[g->out_off[0] + k]];
-    for (int i = 0; i < n * m; i++)
-        to[i] = from[i] = -1;
-    for (int a = 0; a < g->narcs; a++) {
-        int u = g->src[a], v = g->dst[a], k = -1;
-        if ((u < n) == (v < n) || g->cap[a] != c)
-            return 0; /* GPU-GPU or switch-switch arcs, or another capacity */
-        for (int x = 0; x < m && k < 0; x++)
-            k = sw[x] == (u < n ? v : u) ? x : -1;
-        int *slot = k < 0 ? NULL : u < n ? &to[u * m + k] : &from[k * n + v];
-        if (!slot || *slot >= 0)
-            return 0; /* another switch, or two arcs to one */
-        *slot = a;
-    }
-    for (int i = 0; i < n * m; i++)
-        if (to[i] < 0 || from[i] < 0)
-            return 0;
-    return m;
-}
-
 /* Root h's tree `part` (0: whole roots and the big pieces, 1: the small pieces). */
 BK_MUST_USE
 static enum bk_status add_tree(int n, int m, int h, int part, const int *to, const int *from,
@@ -87,7 +58,7 @@ enum bk_status plan_plane_trees(const struct pgraph *g, struct ptree_set *cand)
     const int **paths = calloc((size_t)n, sizeof *paths);
     enum bk_status st = sw && to && from && parent && len && buf && paths ? BK_OK : BK_ENOMEM;
     int left = (n - 1) % m;
-    if (st == BK_OK && uniform_plane(g, sw, to, from) == m && (left == 0 || left == m - 1))
+    if (st == BK_OK && pgraph_uniform_plane(g, sw, to, from) == m && (left == 0 || left == m - 1))
         for (int h = 0; st == BK_OK && h < n; h++)
             for (int part = 0; st == BK_OK && part < (left ? 2 : 1); part++)
                 st = add_tree(n, m, h, part, to, from, parent, len, buf, paths, cand);

@@ -13,6 +13,10 @@
  *    point of each server's own cycle. A hop through NVSwitches splits over all switch ports (a
  *    multi-commodity flow, one rate t_o per order shared by its hops); other hops take one
  *    widest path, as NCCL's channels do. One LP over all orders.
+ *  - a uniform switch plane (every GPU one arc of one capacity c each way to each of the same m
+ *    switches, nothing else: HGX B200, GB200 NVL72): one ring in rank order at m c, each GPU's
+ *    whole rate, which no ring set can exceed; the heuristic's LP finds the same, in a second on
+ *    an NVL72.
  * A hop "through relays only" never passes another GPU: NCCL forwards through GPUs only as ring
  * members, never as a router.
  * The methods live in ring_exhaustive.c and ring_heuristic.c, what they share in ring_lp.c and
@@ -33,6 +37,34 @@ static int has_nvswitch(const struct topo *t, const struct pgraph *g)
     return 0;
 }
 
+/* The uniform-plane ring (above); *done is 0 when g is no such plane. */
+BK_MUST_USE
+static enum bk_status ring_plane(const struct pgraph *g, struct ring_result *r, int *done)
+{
+    int n = g->ngpus, m = n > 0 ? g->out_off[1] - g->out_off[0] : 0;
+    *done = 0;
+    if (n < 3 || m < 1 || m >= n)
+        return BK_OK;
+    int *sw = malloc((size_t)m * sizeof *sw), *to = malloc((size_t)n * m * sizeof *to);
+    int *from = malloc((size_t)n * m * sizeof *from);
+    enum bk_status st = sw && to && from ? BK_OK : BK_ENOMEM;
+    if (st == BK_OK && pgraph_uniform_plane(g, sw, to, from) == m) {
+        r->order = malloc((size_t)n * sizeof *r->order);
+        r->rate = malloc(sizeof *r->rate);
+        st = r->order && r->rate ? BK_OK : BK_ENOMEM;
+        for (int v = 0; st == BK_OK && v < n; v++)
+            r->order[v] = v;
+        if (st == BK_OK) {
+            r->n = n;
+            r->nrings = 1;
+            r->rate[0] = r->gbps = m * g->cap[g->out_arc[0]];
+            *done = 1;
+        }
+    }
+    free(sw), free(to), free(from);
+    return st;
+}
+
 enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct diag *d)
 {
     static const unsigned passes[] = {PG_NVLINK, PG_ALL_KINDS};
@@ -49,7 +81,9 @@ enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct dia
         r->kinds = passes[p];
         r->exhaustive = 1;
         /* With NVSwitches, rings through different switch ports matter: hops split. */
-        if (pgraph_gpus_connected(&g)) {
+        int plane = 0;
+        st = ring_plane(&g, r, &plane);
+        if (st == BK_OK && !plane && pgraph_gpus_connected(&g)) {
             int limit = pgraph_has_relays(&g) ? RING_ENUM_MAX_RELAY : RING_ENUM_MAX;
             if (g.ngpus <= limit && !has_nvswitch(t, &g))
                 st = ring_exhaustive(t, &g, r, d);

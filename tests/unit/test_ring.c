@@ -35,7 +35,8 @@ static void expect_rings(const struct ring_result *r, int n)
     cr_expect_eq(r->n, n);
     for (int k = 0; k < r->nrings; k++) {
         const int *ord = r->order + (size_t)k * n;
-        int seen[64] = {0};
+        int seen[128] = {0};
+        cr_assert_leq(n, 128, "expect_rings checks up to 128 GPUs");
         cr_expect_eq(ord[0], 0, "ring %d starts at GPU %d", k, ord[0]);
         for (int i = 0; i < n; i++) {
             cr_assert(ord[i] >= 0 && ord[i] < n && !seen[ord[i]], "ring %d: not a permutation", k);
@@ -114,6 +115,27 @@ Test(ring, nvswitch_boxes)
     cr_expect_eq(r.exhaustive, 0);
     expect_rings(&r, 16);
     ring_result_free(&r);
+}
+
+/* A uniform switch plane: one ring in rank order at every GPU's whole NVLink rate, which no ring
+ * set can exceed (18 x 50 GB/s on both), without the heuristic's LP. */
+Test(ring, uniform_switch_planes, .timeout = 60)
+{
+    static const struct {
+        const char *fixture;
+        int n;
+    } planes[] = {{"gb200-nvl72.topo", 72}, {"hgx-b200.topo", 8}, {"dgx-a100.topo", 8}};
+    for (size_t i = 0; i < BK_ARRAY_LEN(planes); i++) {
+        struct ring_result r = ring_of(planes[i].fixture, NULL, 0);
+        double want = i == 2 ? 12 * 25.0 : 18 * 50.0;
+        cr_expect(NEAR(r.gbps, want), "%s: %g GB/s", planes[i].fixture, r.gbps);
+        cr_expect_eq(r.nrings, 1, "%s", planes[i].fixture);
+        cr_expect_eq(r.exhaustive, 1, "%s: the bound is reached", planes[i].fixture);
+        expect_rings(&r, planes[i].n);
+        for (int v = 0; v < planes[i].n; v++)
+            cr_expect_eq(r.order[v], v, "%s: rank order", planes[i].fixture);
+        ring_result_free(&r);
+    }
 }
 
 /*
