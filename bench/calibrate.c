@@ -10,13 +10,13 @@
  */
 #include "calibrate.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc_util.h"
+#include "core/gpu_list.h"
 #include "core/strbuf.h"
 #include "out/sim_report.h"
 #include "plan/plan.h"
@@ -60,26 +60,21 @@ static int split(char *line, char **f)
 }
 
 /* "GPUs 0-3" or "GPUs 0,1" in gpus_used: those GPUs; otherwise the first ngpus. */
-static int gpu_list(const char *used, int ngpus, int *gpus)
+static void gpu_list(const char *used, int ngpus, int *gpus)
 {
     const char *p = strstr(used, "GPUs ");
-    int n = 0;
+    char list[64] = "";
     if (p) {
         p += 5;
-        while (n < ngpus && isdigit((unsigned char)*p)) {
-            char *end;
-            long a = strtol(p, &end, 10), b = a;
-            if (*end == '-')
-                b = strtol(end + 1, &end, 10);
-            for (long g = a; g <= b && n < ngpus; g++)
-                gpus[n++] = (int)g;
-            p = *end == ',' ? end + 1 : end;
+        size_t k = strspn(p, "0123456789,-");
+        if (k < sizeof list) {
+            memcpy(list, p, k);
+            list[k] = '\0';
         }
     }
-    if (n != ngpus)
-        for (n = 0; n < ngpus; n++)
-            gpus[n] = n;
-    return n;
+    if (gpu_list_parse(list, gpus, ngpus) != ngpus)
+        for (int g = 0; g < ngpus; g++)
+            gpus[g] = g;
 }
 
 /* The model's busbw for one row, GB/s; 0 with *why set when it cannot be simulated. */
@@ -117,7 +112,7 @@ static double model_busbw(const struct topo *box, char **f, const char **why)
         struct sim_params p;
         sim_params_default(&p);
         struct sim_nccl nc;
-        st = sim_rings(&ps, c, 0, bytes, 0, &p, NULL, &nc, &d);
+        st = sim_rings(&ps, c, bytes, &p, &nc, &d);
         us = nc.best_us;
         plan_set_free(&ps);
     }

@@ -112,8 +112,7 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
 
 BK_MUST_USE
 static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, const struct plan *pl,
-                              double bytes, const struct sim_report_opts *o,
-                              struct sim_memo *memo, struct diag *d)
+                              double bytes, const struct sim_report_opts *o, struct diag *d)
 {
     struct sim_job j;
     size_t chunk;
@@ -128,7 +127,7 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
         BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
     }
     struct sim_nccl nc;
-    BK_CHECK(sim_rings(ps, pl->coll, pl->root, bytes, 0, &o->params, memo, &nc, d));
+    BK_CHECK(sim_rings(ps, pl->coll, bytes, &o->params, &nc, d));
     /* The dbt_time_us column: NCCL's tree, or NVLS where it is faster. */
     double ring_us = nc.ring_us, nccl = nc.best_us;
     double dbt_us = nc.nvls_us > 0 && (nc.dbt_us <= 0 || nc.nvls_us < nc.dbt_us) ? nc.nvls_us
@@ -156,16 +155,13 @@ enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
                           const struct sim_report_opts *o, struct diag *d)
 {
     put_header(sb, ps, o);
-    struct sim_memo *memo;
-    BK_CHECK(sim_memo_new(&memo));
     enum bk_status st = BK_OK;
     for (int i = 0; st == BK_OK && i < ps->n; i++)
         for (double b = (double)o->min_bytes; st == BK_OK && b <= (double)o->max_bytes;
              b *= o->factor) {
-            st = put_row(sb, ps, &ps->v[i], b, o, memo, d);
+            st = put_row(sb, ps, &ps->v[i], b, o, d);
             if (b <= 0)
                 break; /* a zero size never grows */
         }
-    sim_memo_free(memo);
     return st;
 }

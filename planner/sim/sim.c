@@ -188,11 +188,9 @@ enum bk_status sim_tree_plan(const struct plan_set *ps, const struct plan *pl, d
     return sim_run(&j, bytes, chunk_bytes, p, us, d);
 }
 
-enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
-                         size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,
-                         struct sim_nccl *out, struct diag *d)
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, double bytes,
+                         const struct sim_params *p, struct sim_nccl *out, struct diag *d)
 {
-    (void)root, (void)chunk_bytes, (void)memo;
     if (!params_ok(p)) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: a model parameter is invalid");
         return BK_EUSAGE;

@@ -156,12 +156,10 @@ BK_MUST_USE
 enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ring,
                               enum collective c, double bytes, const struct sim_params *p,
                               struct sim_nccl *out, struct diag *d);
-/* The same for a plan set's allocation (root, chunk_bytes and memo are not used by the model;
- * they are kept for the flow-level NCCL, sim_run on SIM_RING and SIM_DBT jobs). */
+/* The same for a plan set's allocation, after checking the parameters. */
 BK_MUST_USE
-enum bk_status sim_rings(const struct plan_set *ps, enum collective c, int root, double bytes,
-                         size_t chunk_bytes, const struct sim_params *p, struct sim_memo *memo,
-                         struct sim_nccl *out, struct diag *d);
+enum bk_status sim_rings(const struct plan_set *ps, enum collective c, double bytes,
+                         const struct sim_params *p, struct sim_nccl *out, struct diag *d);
 
 /* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
 BK_MUST_USE

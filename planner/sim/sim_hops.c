@@ -14,7 +14,7 @@
 #define RING_ORDER_ENUM_MAX 9 /* (n-1)! <= 40320 orders */
 /* Above that, rank order unless a hop of it has no path; then a search this many steps long. */
 #define RING_ORDER_SEARCH_STEPS 1000000L
-#define MEMO_TABLES 4         /* a tuning run needs two: the ring's tier and every kind */
+#define MEMO_TABLES 4 /* rings and double binary trees need two: the ring tier, every kind */
 
 struct sim_memo {
     struct sim_hops t[MEMO_TABLES];

@@ -3,8 +3,8 @@
  * sim_hops.h - NCCL's view of one allocation for the simulator's baseline (sim_ring.c): every
  * GPU pair's widest relay-only path over one link tier, and the ring order over it. Both depend
  * on the allocation and the tier alone, so a struct sim_memo (sim.h) keeps them for all the
- * sizes, chunks and collectives one tuning run simulates; on 72 GPUs building them took most of
- * the tuning time.
+ * sizes, chunks and collectives a caller simulates on the flow-level NCCL (on 72 GPUs building
+ * them took most of a run).
  */
 #ifndef BK_SIM_HOPS_H
 #define BK_SIM_HOPS_H

@@ -44,8 +44,8 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
  * size, and NCCL's time. */
 BK_MUST_USE
 static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
-                                   const struct sim_params *p, struct sim_memo *memo,
-                                   struct sample *sm, int ns, struct diag *d)
+                                   const struct sim_params *p, struct sample *sm, int ns,
+                                   struct diag *d)
 {
     struct sim_job j;
     sim_job_plan(&j, ps, pl);
@@ -58,7 +58,7 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
         sm[k].nccl_us = 0;
         if (ps->ring.nrings > 0) {
             struct sim_nccl nc;
-            BK_CHECK(sim_rings(ps, pl->coll, pl->root, sm[k].bytes, 0, p, memo, &nc, d));
+            BK_CHECK(sim_rings(ps, pl->coll, sm[k].bytes, p, &nc, d));
             sm[k].nccl_us = nc.best_us;
         }
     }
@@ -73,14 +73,14 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
 
 BK_MUST_USE
 static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
-                               const struct sim_params *p, struct sim_memo *memo, struct diag *d)
+                               const struct sim_params *p, struct diag *d)
 {
     int ns = 0;
     for (double b = PLAN_TUNE_MIN_BYTES; b <= PLAN_TUNE_MAX_BYTES; b *= 2)
         ns++;
     struct sample *sm = calloc((size_t)ns, sizeof *sm);
     struct plan_tuning tu = {0};
-    enum bk_status st = sm ? take_samples(ps, pl, p, memo, sm, ns, d) : BK_ENOMEM;
+    enum bk_status st = sm ? take_samples(ps, pl, p, sm, ns, d) : BK_ENOMEM;
     /* Interval k runs from sample k to sample k+1 (the first from 0); the last sample's from
      * there on. Trees take an interval only where they win at both of its ends. */
     for (int k = 0; st == BK_OK && k < ns; k++) {
@@ -113,15 +113,12 @@ enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct
 {
     if (ps->cluster)
         return BK_OK; /* see plan_tune.h */
-    struct sim_memo *memo;
-    BK_CHECK(sim_memo_new(&memo));
     enum bk_status st = BK_OK;
     for (int i = 0; st == BK_OK && i < ps->n; i++) {
         progress_say("simulating sizes for %s (plan %d of %d)", collective_name(ps->v[i].coll),
                      i + 1, ps->n);
-        st = tune_one(ps, &ps->v[i], p, memo, d);
+        st = tune_one(ps, &ps->v[i], p, d);
     }
-    sim_memo_free(memo);
     return st;
 }
 

@@ -130,26 +130,28 @@ Test(sim_plan, deterministic_and_nccl_pick)
     cr_assert_eq(sim_tree_plan(&ps, pl, 32e6, 1 << 20, &p, &b, &d), BK_OK);
     cr_expect_eq(a, b, "%.17g then %.17g", a, b);
     struct sim_nccl x, y;
-    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, -1, 32e6, 1 << 20, &p, NULL, &x, &d), BK_OK);
-    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, -1, 32e6, 1 << 20, &p, NULL, &y, &d), BK_OK);
+    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, 32e6, &p, &x, &d), BK_OK);
+    cr_assert_eq(sim_rings(&ps, COLL_ALLREDUCE, 32e6, &p, &y, &d), BK_OK);
     cr_expect(x.ring_us == y.ring_us && x.dbt_us == y.dbt_us);
     cr_expect(x.dbt_us > 0 && x.best_us == fmin(x.ring_us, x.dbt_us));
-    /* A memo kept across collectives, sizes and parameters changes no time, only the work. */
+    /* A memo kept across collectives, sizes and parameters changes no time of the flow-level
+     * NCCL, only the work. */
     struct sim_memo *memo;
     cr_assert_eq(sim_memo_new(&memo), BK_OK);
     for (int c = 0; c < COLL_COUNT; c++)
-        for (double bytes = 1e3; bytes <= 1e9; bytes *= 31.6) {
-            struct sim_params q = p;
-            q.nccl_step_us[TOPO_NVLINK] *= bytes > 1e6 ? 3 : 1; /* steps are per call */
-            cr_assert_eq(sim_rings(&ps, (enum collective)c, 0, bytes, 0, &q, NULL, &x, &d),
-                         BK_OK);
-            cr_assert_eq(sim_rings(&ps, (enum collective)c, 0, bytes, 0, &q, memo, &y, &d),
-                         BK_OK);
-            cr_expect(x.ring_us == y.ring_us && x.dbt_us == y.dbt_us && x.best_us == y.best_us,
-                      "%s at %g B: %.17g/%.17g without the memo, %.17g/%.17g with it",
-                      collective_name((enum collective)c), bytes, x.ring_us, x.dbt_us, y.ring_us,
-                      y.dbt_us);
-        }
+        for (double bytes = 1e3; bytes <= 1e9; bytes *= 31.6)
+            for (int algo = SIM_RING; algo <= (c == COLL_ALLREDUCE ? SIM_DBT : SIM_RING); algo++) {
+                struct sim_params q = p;
+                q.nccl_step_us[TOPO_NVLINK] *= bytes > 1e6 ? 3 : 1; /* steps are per call */
+                struct sim_job j;
+                sim_job_rings(&j, &ps, (enum collective)c, 0, (enum sim_algo)algo);
+                double plain, kept;
+                cr_assert_eq(sim_run(&j, bytes, 1 << 16, &q, &plain, &d), BK_OK);
+                j.memo = memo;
+                cr_assert_eq(sim_run(&j, bytes, 1 << 16, &q, &kept, &d), BK_OK);
+                cr_expect(plain == kept, "%s (algo %d) at %g B: %.17g without the memo, %.17g "
+                          "with it", collective_name((enum collective)c), algo, bytes, plain, kept);
+            }
     sim_memo_free(memo);
     /* A slower hand-over of each chunk can only slow the schedule down. */
     p.step_us *= 2;

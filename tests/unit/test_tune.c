@@ -26,7 +26,7 @@ static double nccl_us(const struct plan_set *ps, const struct plan *pl, double b
     struct sim_nccl nc;
     struct diag d;
     diag_init(&d);
-    cr_assert_eq(sim_rings(ps, pl->coll, pl->root, bytes, 0, sp, NULL, &nc, &d), BK_OK);
+    cr_assert_eq(sim_rings(ps, pl->coll, bytes, sp, &nc, &d), BK_OK);
     diag_free(&d);
     cr_assert(isfinite(nc.best_us) && nc.best_us > 0);
     return nc.best_us;
