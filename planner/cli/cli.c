@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpu_list.h"
 #include "topo/topo_join.h"
 
 enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_BENCH, G_DIAG, G_COUNT };
@@ -153,46 +154,18 @@ void cli_print_help(FILE *out)
           out);
 }
 
-/* "0,1,3" or "0-3,6": strictly decimal, bounded. */
+/* --gpus LIST (gpu_list.h). */
 static int parse_gpus(struct cli *c, const char *s, char *buf, size_t cap, const char **why)
 {
-    c->ngpus = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        errno = 0;
-        if (*p < '0' || *p > '9')
-            goto bad;
-        long a = strtol(p, &end, 10), b = a;
-        if (errno || a > 1000000)
-            goto bad;
-        p = end;
-        if (*p == '-') {
-            p++;
-            if (*p < '0' || *p > '9')
-                goto bad;
-            b = strtol(p, &end, 10);
-            if (errno || b < a || b > 1000000)
-                goto bad;
-            p = end;
-        }
-        for (long g = a; g <= b; g++) {
-            if (c->ngpus == CLI_MAX_GPUS) {
-                snprintf(buf, cap, "--gpus: more than %d GPUs", CLI_MAX_GPUS);
-                *why = buf;
-                return 0;
-            }
-            c->gpus[c->ngpus++] = (int)g;
-        }
-        if (*p == ',' && p[1])
-            p++;
-        else if (*p)
-            goto bad;
-    }
-    if (c->ngpus > 0)
+    int n = gpu_list_parse(s, c->gpus, CLI_MAX_GPUS);
+    c->ngpus = n > 0 ? n : 0;
+    if (n > 0)
         return 1;
-bad:
-    snprintf(buf, cap, "--gpus: '%.40s' is not a list of GPU numbers such as 0,1,3 or 0-3,6", s);
+    if (n < 0)
+        snprintf(buf, cap, "--gpus: more than %d GPUs", CLI_MAX_GPUS);
+    else
+        snprintf(buf, cap, "--gpus: '%.40s' is not a list of GPU numbers such as 0,1,3 or 0-3,6",
+                 s);
     *why = buf;
     return 0;
 }
