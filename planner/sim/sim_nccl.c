@@ -22,6 +22,7 @@
  * The fitted values (sim_params_default) and their fit are in docs/calibration/README.md.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "sim/sim.h"
 #include "topo/topo_rates.h"
@@ -51,19 +52,29 @@ static int generation(const struct topo *t)
     return sm >= 100 && sm < 1000 ? 3 : sm >= 90 && sm < 1000 ? 2 : sm >= 80 && sm < 1000 ? 1 : 0;
 }
 
+/* NCCL's nNodes: the servers that hold GPUs of the allocation (not the highest server index:
+ * --gpus may skip servers). -1 without memory. */
 static int servers(const struct topo *t)
 {
+    int top = 0;
+    for (int g = 0; g < t->ngpus; g++)
+        top = t->nodes[g].server + 1 > top ? t->nodes[g].server + 1 : top;
+    unsigned char *seen = calloc((size_t)top + 1, 1);
+    if (!seen)
+        return -1;
     int s = 0;
     for (int g = 0; g < t->ngpus; g++)
-        s = t->nodes[g].server + 1 > s ? t->nodes[g].server + 1 : s;
+        if (!seen[t->nodes[g].server]++)
+            s++;
+    free(seen);
     return s;
 }
 
 /* NVLS: one server, sm 90 or newer, every GPU's NVLinks on NVSwitches. The smallest NVLink
  * rate of a GPU, GB/s; 0 where NCCL has no NVLS. */
-static double nvls_gbps(const struct topo *t, int gen)
+static double nvls_gbps(const struct topo *t, int gen, int nodes)
 {
-    if (gen < 2 || servers(t) > 1 || t->ngpus < 2)
+    if (gen < 2 || nodes > 1 || t->ngpus < 2)
         return 0;
     double least = INFINITY;
     for (int g = 0; g < t->ngpus; g++) {
@@ -93,6 +104,8 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
 {
     out->ring_us = out->dbt_us = out->nvls_us = out->best_us = 0;
     int n = t->ngpus, nodes = servers(t), gen = generation(t);
+    if (nodes < 0)
+        return BK_ENOMEM;
     if (!ring || !(ring->gbps > 0) || n < 2) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: no ring to simulate");
         return BK_EUSAGE;
@@ -137,7 +150,7 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
         }
         out->dbt_us = tree;
         best = fmin(best, tree);
-        double nv = nvls_gbps(t, gen) * p->nccl_nvls_eff;
+        double nv = nvls_gbps(t, gen, nodes) * p->nccl_nvls_eff;
         if (nv > 0) {
             out->nvls_us = cost(p->nccl_call_us + NVLS_HW_US, bytes, nv);
             best = fmin(best, out->nvls_us);
