@@ -10,6 +10,7 @@
 
 static int enabled, shown;
 static double start, last;
+static const char *last_fmt;
 static char context[96];
 
 static double now(void)
@@ -46,9 +47,11 @@ void progress_say(const char *fmt, ...)
     if (!enabled)
         return;
     double t = now();
-    if (shown && t - last < 0.1)
+    /* A new stage shows at once; one stage's updates at most ten times a second. */
+    if (shown && fmt == last_fmt && t - last < 0.1)
         return;
     last = t;
+    last_fmt = fmt;
     char text[160];
     va_list ap;
     va_start(ap, fmt);

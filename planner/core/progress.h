@@ -5,8 +5,9 @@
  * Planning every allocation of a server, a switch fabric of dozens of GPUs or a cluster takes
  * seconds to minutes. While progress is on (main turns it on only when standard error is a
  * terminal and -q was not given, so pipes, files and tests see nothing), the stages report what
- * they are doing on one status line of standard error, rewritten in place at most ten times a
- * second with the time elapsed; diagnostics clear the line before they print (diag.c).
+ * they are doing on one status line of standard error, rewritten in place with the time
+ * elapsed: a new stage (another format) at once, updates of one stage at most ten times a
+ * second; diagnostics clear the line before they print (diag.c).
  */
 #ifndef BK_PROGRESS_H
 #define BK_PROGRESS_H
