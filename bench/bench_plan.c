@@ -256,13 +256,16 @@ static void cluster_timing(int servers, int all_roots)
 int main(int argc, char **argv)
 {
     /* `bench_plan clusters`, `bench_plan timing` or `bench_plan fabrics` prints only that
-       table; `bench_plan calibrate [--check] [TSV]` the simulator's NCCL against published
-       measurements. */
+       table; `bench_plan calibrate [--check | --fit] [TSV]` the simulator's NCCL against
+       published measurements (--fit: redo the fit of its fitted values). */
     const char *only = argc > 1 ? argv[1] : "";
     printf("# blinkc TreeGen benchmark\n");
     if (strcmp(only, "calibrate") == 0) {
-        int check = argc > 2 && strcmp(argv[2], "--check") == 0;
-        return bench_calibrate(argc > 2 + check ? argv[2 + check] : BENCH_CALIBRATION_TSV, check);
+        enum calibrate_mode mode = argc > 2 && strcmp(argv[2], "--check") == 0 ? CALIBRATE_CHECK
+                                   : argc > 2 && strcmp(argv[2], "--fit") == 0 ? CALIBRATE_FIT
+                                                                              : CALIBRATE_REPORT;
+        int at = mode == CALIBRATE_REPORT ? 2 : 3;
+        return bench_calibrate(argc > at ? argv[at] : BENCH_CALIBRATION_TSV, mode);
     }
     if (strcmp(only, "clusters") == 0)
         goto clusters;
@@ -292,7 +295,7 @@ clusters:
     if (strcmp(only, "clusters") != 0) {
         bench_fabrics();
         printf("\n");
-        bench_calibrate(BENCH_CALIBRATION_TSV, 0);
+        bench_calibrate(BENCH_CALIBRATION_TSV, CALIBRATE_REPORT);
     }
     return 0;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * calibrate.c - `bench_plan calibrate [TSV]`: every row of the published nccl-tests table
- * (docs/calibration/nccl-published.tsv) simulated with the simulator's NCCL model on the
- * built-in topology of its machine, and the error printed. With --check the exit status says
- * whether the error is within the thresholds of docs/calibration/README.md.
+ * calibrate.c - `bench_plan calibrate [--check | --fit] [TSV]`: every row of the published
+ * nccl-tests table (docs/calibration/nccl-published.tsv) simulated with the simulator's NCCL
+ * model on the built-in topology of its machine, and the error printed. With --check the exit
+ * status says whether the error is within the thresholds of docs/calibration/README.md; --fit
+ * redoes the grid fit of the model's fitted values, and fits again without each source to
+ * show how well the model predicts a source it was not fitted to.
  *
  * A row runs on the first ngpus GPUs of its machine's fixture unless gpus_used names them
  * ("GPUs 0-3"); rows on machines without a fixture are listed as skipped, with the reason.
@@ -27,7 +29,7 @@
 #define ROW_ABS_ERROR_MAX 0.25
 
 enum { COL_ID, COL_MACHINE, COL_GPU, COL_NGPUS, COL_USED, COL_COLL = 6, COL_BYTES = 8,
-       COL_BUSBW = 10, NCOLS = 16 };
+       COL_BUSBW = 10, COL_SOURCE = 14, NCOLS = 16 };
 
 /* Which fixture a row's GPU runs on: the first prefix of its gpu column that matches. */
 static const struct {
@@ -77,52 +79,121 @@ static void gpu_list(const char *used, int ngpus, int *gpus)
             gpus[g] = g;
 }
 
-/* The model's busbw for one row, GB/s; 0 with *why set when it cannot be simulated. */
-static double model_busbw(const struct topo *box, char **f, const char **why)
+/* One row, planned once: the fit simulates it many times. */
+struct row {
+    char id[128], source[128];
+    enum collective coll;
+    int ngpus;
+    double bytes, published;
+    struct topo topo;
+    struct plan_set ps;
+    int planned;
+    const char *skip; /* why it is not simulated, or NULL */
+};
+
+/* Plan row r's allocation; r->skip says why not. */
+static void row_plan(struct row *r, char **f)
 {
-    enum collective c;
-    int ngpus = atoi(f[COL_NGPUS]);
-    double bytes = strtod(f[COL_BYTES], NULL);
-    if (!collective_parse(f[COL_COLL], &c)) {
-        *why = "collective unknown";
-        return 0;
-    }
-    if (ngpus < 2 || ngpus > box->ngpus || ngpus > 64) {
-        *why = "more GPUs than the fixture";
-        return 0;
+    r->skip = "no fixture for this GPU";
+    const char *name = fixture_of(f[COL_GPU]);
+    struct topo box;
+    if (!name || !alloc_read_builtin(name, &box))
+        return;
+    r->skip = !collective_parse(f[COL_COLL], &r->coll) ? "collective unknown"
+              : r->ngpus < 2 || r->ngpus > box.ngpus || r->ngpus > 64 ? "more GPUs than the fixture"
+              : !(r->published > 0) ? "no published busbw"
+                                    : NULL;
+    if (r->skip) {
+        topo_free(&box);
+        return;
     }
     int gpus[64];
-    gpu_list(f[COL_USED], ngpus, gpus);
-    struct topo t;
+    gpu_list(f[COL_USED], r->ngpus, gpus);
     struct diag d;
     diag_init(&d);
-    if (topo_restrict(box, gpus, ngpus, &t, &d) != BK_OK) {
-        diag_free(&d);
-        *why = "allocation refused";
-        return 0;
+    r->skip = "allocation refused";
+    if (topo_restrict(&box, gpus, r->ngpus, &r->topo, &d) == BK_OK) {
+        struct plan_opts o;
+        plan_opts_default(&o);
+        o.collectives = 1u << r->coll;
+        o.root = 0;
+        r->skip = "planning failed";
+        if (plan_all(&r->topo, &o, &r->ps, &d) == BK_OK) {
+            r->planned = 1;
+            r->skip = NULL;
+        } else {
+            topo_free(&r->topo);
+        }
     }
-    struct plan_opts o;
-    plan_opts_default(&o);
-    o.collectives = 1u << c;
-    o.root = 0;
-    struct plan_set ps;
-    double us = 0;
-    enum bk_status st = plan_all(&t, &o, &ps, &d);
-    if (st == BK_OK) {
-        struct sim_params p;
-        sim_params_default(&p);
-        struct sim_nccl nc;
-        st = sim_rings(&ps, c, bytes, &p, &nc, &d);
-        us = nc.best_us;
-        plan_set_free(&ps);
-    }
-    topo_free(&t);
+    topo_free(&box);
     diag_free(&d);
-    if (st != BK_OK || !(us > 0)) {
-        *why = "simulation failed";
-        return 0;
+}
+
+/* The model's busbw for a planned row, GB/s; 0 when the simulation fails. */
+static double row_model(struct row *r, const struct sim_params *p)
+{
+    struct diag d;
+    diag_init(&d);
+    struct sim_nccl nc;
+    enum bk_status st = sim_rings(&r->ps, r->coll, r->bytes, p, &nc, &d);
+    diag_free(&d);
+    return st == BK_OK && nc.best_us > 0
+               ? r->bytes / (nc.best_us * 1e3) * sim_bus_factor(r->coll, r->ngpus)
+               : 0;
+}
+
+/* Every data row of tsv, each planned; -1 (message printed) when the file cannot be read. */
+static int rows_read(const char *tsv, struct row ***rows_out)
+{
+    FILE *fp = fopen(tsv, "r");
+    if (!fp) {
+        fprintf(stderr, "bench_plan: cannot open %s\n", tsv);
+        return -1;
     }
-    return bytes / (us * 1e3) * sim_bus_factor(c, ngpus);
+    struct row **rows = NULL;
+    int n = 0, cap = 0, lineno = 0;
+    char line[8192];
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        char *f[NCOLS];
+        if (++lineno == 1 || split(line, f) != NCOLS)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            struct row **more = realloc(rows, (size_t)cap * sizeof *rows);
+            if (!more)
+                break;
+            rows = more;
+        }
+        /* One allocation per row: a plan set points at its row's topology. */
+        struct row *r = calloc(1, sizeof *r);
+        if (!r)
+            break;
+        rows[n++] = r;
+        snprintf(r->id, sizeof r->id, "%s", f[COL_ID]);
+        /* The source's first word (a repository, or repository#issue) groups its rows. */
+        snprintf(r->source, sizeof r->source, "%.*s", (int)strcspn(f[COL_SOURCE], " "),
+                 f[COL_SOURCE]);
+        r->ngpus = atoi(f[COL_NGPUS]);
+        r->bytes = strtod(f[COL_BYTES], NULL);
+        r->published = strtod(f[COL_BUSBW], NULL);
+        row_plan(r, f);
+    }
+    fclose(fp);
+    *rows_out = rows;
+    return n;
+}
+
+static void rows_free(struct row **rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (rows[i]->planned) {
+            plan_set_free(&rows[i]->ps);
+            topo_free(&rows[i]->topo);
+        }
+        free(rows[i]);
+    }
+    free(rows);
 }
 
 static int by_value(const void *a, const void *b)
@@ -131,55 +202,134 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int bench_calibrate(const char *tsv, int check)
+/* Median and largest absolute error of the rows `use` selects (all with use NULL, or those
+ * from source `use`, or with `but` those not from it); the number of rows. */
+static int errors(struct row **rows, int n, const struct sim_params *p, const char *use, int but,
+                  double *median, double *worst)
 {
-    FILE *fp = fopen(tsv, "r");
-    if (!fp) {
-        fprintf(stderr, "bench_plan: cannot open %s\n", tsv);
+    double *abs_err = malloc(((size_t)n + 1) * sizeof *abs_err);
+    int k = 0;
+    *median = *worst = 0;
+    for (int i = 0; abs_err && i < n; i++) {
+        if (rows[i]->skip || (use && (strcmp(rows[i]->source, use) == 0) == but))
+            continue;
+        double m = row_model(rows[i], p);
+        abs_err[k++] = m > 0 ? fabs(m / rows[i]->published - 1) : INFINITY;
+    }
+    if (k > 0) {
+        qsort(abs_err, (size_t)k, sizeof abs_err[0], by_value);
+        *median = k % 2 ? abs_err[k / 2] : (abs_err[k / 2 - 1] + abs_err[k / 2]) / 2;
+        *worst = abs_err[k - 1];
+    }
+    free(abs_err);
+    return k;
+}
+
+/* The grid fit of the three fitted values (host cost per call, the scale on NCCL's latency
+ * tables, NVLS's efficiency) on the rows errors() selects: the point with the least median +
+ * 0.3 x largest absolute error; ties keep the first point. */
+static void fit(struct row **rows, int n, const char *use, int but, struct sim_params *best)
+{
+    static const double calls[] = {0, 2.5, 5, 7.5, 10, 12.5, 15, 20};
+    static const double scales[] = {1, 1.25, 1.5, 1.75, 2, 2.25, 2.5, 3};
+    static const double nvls[] = {0.55, 0.6, 0.65, 0.7, 0.75, 0.8};
+    double score = INFINITY;
+    sim_params_default(best);
+    for (size_t a = 0; a < sizeof calls / sizeof calls[0]; a++)
+        for (size_t b = 0; b < sizeof scales / sizeof scales[0]; b++)
+            for (size_t c = 0; c < sizeof nvls / sizeof nvls[0]; c++) {
+                struct sim_params p;
+                sim_params_default(&p);
+                p.call_us = calls[a];
+                p.nccl_lat_scale = scales[b];
+                p.nccl_nvls_eff = nvls[c];
+                double median, worst;
+                errors(rows, n, &p, use, but, &median, &worst);
+                if (median + 0.3 * worst < score) {
+                    score = median + 0.3 * worst;
+                    *best = p;
+                }
+            }
+}
+
+static void print_fit(struct row **rows, int n)
+{
+    struct sim_params p;
+    double median, worst;
+    fit(rows, n, NULL, 0, &p);
+    int k = errors(rows, n, &p, NULL, 0, &median, &worst);
+    printf("## Grid fit on all %d rows\n\ncall %g us, latency scale %g, NVLS efficiency %g: "
+           "median absolute error %.1f%%, largest %.1f%%\n\n",
+           k, p.call_us, p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
+    printf("## Each source left out of the fit\n\n| source | rows | call | scale | NVLS | "
+           "median error | largest error |\n|---|---|---|---|---|---|---|\n");
+    double *held = malloc(((size_t)n + 1) * sizeof *held);
+    int nheld = 0;
+    for (int i = 0; held && i < n; i++) {
+        int first = !rows[i]->skip;
+        for (int j = 0; first && j < i; j++)
+            first = rows[j]->skip || strcmp(rows[j]->source, rows[i]->source) != 0;
+        if (!first)
+            continue;
+        fit(rows, n, rows[i]->source, 1, &p); /* every source but this one */
+        int rk = errors(rows, n, &p, rows[i]->source, 0, &median, &worst);
+        printf("| %s | %d | %g | %g | %g | %.1f%% | %.1f%% |\n", rows[i]->source, rk, p.call_us,
+               p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
+        for (int j = i; j < n; j++)
+            if (!rows[j]->skip && strcmp(rows[j]->source, rows[i]->source) == 0) {
+                double m = row_model(rows[j], &p);
+                held[nheld++] = m > 0 ? fabs(m / rows[j]->published - 1) : INFINITY;
+            }
+    }
+    if (nheld > 0) {
+        qsort(held, (size_t)nheld, sizeof held[0], by_value);
+        median = nheld % 2 ? held[nheld / 2] : (held[nheld / 2 - 1] + held[nheld / 2]) / 2;
+        printf("\nEvery row predicted by a fit without its source: median absolute error "
+               "%.1f%%, largest %.1f%%\n\n",
+               100 * median, 100 * held[nheld - 1]);
+    }
+    free(held);
+}
+
+int bench_calibrate(const char *tsv, enum calibrate_mode mode)
+{
+    struct row **rows = NULL;
+    int n = rows_read(tsv, &rows);
+    if (n < 0)
         return 2;
+    if (mode == CALIBRATE_FIT) {
+        print_fit(rows, n);
+        rows_free(rows, n);
+        return 0;
     }
     printf("## The simulator's NCCL against published nccl-tests (%s)\n\n", tsv);
     printf("| row | GPUs | collective | bytes | published busbw | model busbw | error |\n");
     printf("|---|---|---|---|---|---|---|\n");
-    char line[8192];
-    double err[4096];
-    int n = 0, skipped = 0, lineno = 0;
-    while (fgets(line, sizeof line, fp)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        char *f[NCOLS];
-        if (++lineno == 1 || split(line, f) != NCOLS)
-            continue;
-        const char *name = fixture_of(f[COL_GPU]), *why = "no fixture for this GPU";
-        double pub = strtod(f[COL_BUSBW], NULL), model = 0;
-        struct topo box;
-        if (name && alloc_read_builtin(name, &box)) {
-            model = model_busbw(&box, f, &why);
-            topo_free(&box);
-        }
-        if (!(model > 0) || !(pub > 0) || n == (int)(sizeof err / sizeof err[0])) {
-            printf("| %s | %s | %s | %s | %.2f | skipped: %s | |\n", f[COL_ID], f[COL_NGPUS],
-                   f[COL_COLL], f[COL_BYTES], pub, why);
+    struct sim_params p;
+    sim_params_default(&p);
+    int skipped = 0;
+    for (int i = 0; i < n; i++) {
+        const struct row *r = rows[i];
+        double model = r->skip ? 0 : row_model(rows[i], &p);
+        if (!(model > 0)) {
+            printf("| %s | %d | %s | %.0f | %.2f | skipped: %s | |\n", r->id, r->ngpus,
+                   collective_name(r->coll), r->bytes, r->published,
+                   r->skip ? r->skip : "simulation failed");
             skipped++;
             continue;
         }
-        err[n] = model / pub - 1;
-        printf("| %s | %s | %s | %s | %.2f | %.2f | %+.1f%% |\n", f[COL_ID], f[COL_NGPUS],
-               f[COL_COLL], f[COL_BYTES], pub, model, 100 * err[n]);
-        n++;
+        printf("| %s | %d | %s | %.0f | %.2f | %.2f | %+.1f%% |\n", r->id, r->ngpus,
+               collective_name(r->coll), r->bytes, r->published, model,
+               100 * (model / r->published - 1));
     }
-    fclose(fp);
-    double abs_err[4096], worst = 0;
-    for (int i = 0; i < n; i++) {
-        abs_err[i] = fabs(err[i]);
-        worst = fmax(worst, abs_err[i]);
-    }
-    qsort(abs_err, (size_t)n, sizeof abs_err[0], by_value);
-    double median = n == 0 ? 0 : n % 2 ? abs_err[n / 2] : (abs_err[n / 2 - 1] + abs_err[n / 2]) / 2;
+    double median, worst;
+    int k = errors(rows, n, &p, NULL, 0, &median, &worst);
+    rows_free(rows, n);
     printf("\n%d rows simulated, %d skipped; median absolute error %.1f%%, largest %.1f%% "
            "(thresholds %.0f%% and %.0f%%)\n\n",
-           n, skipped, 100 * median, 100 * worst, 100 * MEDIAN_ABS_ERROR_MAX,
+           k, skipped, 100 * median, 100 * worst, 100 * MEDIAN_ABS_ERROR_MAX,
            100 * ROW_ABS_ERROR_MAX);
-    if (!check)
+    if (mode != CALIBRATE_CHECK)
         return 0;
-    return n > 0 && median <= MEDIAN_ABS_ERROR_MAX && worst <= ROW_ABS_ERROR_MAX ? 0 : 1;
+    return k > 0 && median <= MEDIAN_ABS_ERROR_MAX && worst <= ROW_ABS_ERROR_MAX ? 0 : 1;
 }

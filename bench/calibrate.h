@@ -3,9 +3,14 @@
 #ifndef BK_BENCH_CALIBRATE_H
 #define BK_BENCH_CALIBRATE_H
 
-/* Print every row of the table at tsv with the model's busbw and error, and the median and
- * largest absolute error. Returns 0; with check, 1 when the error exceeds the thresholds; 2
- * when the file cannot be read. */
-int bench_calibrate(const char *tsv, int check);
+enum calibrate_mode {
+    CALIBRATE_REPORT, /* every row with the model's busbw and error, then the median and largest */
+    CALIBRATE_CHECK,  /* the same; the result says whether the thresholds hold */
+    CALIBRATE_FIT,    /* the grid fit of the fitted values, on all rows and without each source */
+};
+
+/* Returns 0; CALIBRATE_CHECK 1 when the error exceeds the thresholds; 2 when the file cannot
+ * be read. */
+int bench_calibrate(const char *tsv, enum calibrate_mode mode);
 
 #endif

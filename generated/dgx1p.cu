@@ -39,18 +39,15 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 200000u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s0_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.5 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.6 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.6 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.5 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.0 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 127.8 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 206.5 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 600.7 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2018.2 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7369.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14298.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 1: 4 trees, 2 ring chains */
@@ -77,16 +74,15 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 200000u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.3 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.6 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.8 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 78.1 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 117.9 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 190.0 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 571.1 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1962.4 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7261.7 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s1_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.6 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.3 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.5 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.0 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 223.4 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 642.4 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2176.8 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8031.5 us, NCCL 7516.6 us */
 };
 
 /* broadcast from rank 2: 4 trees, 2 ring chains */
@@ -113,16 +109,15 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 200000u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.1 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 23.5 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 28.4 us, NCCL 40.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.2 us, NCCL 61.8 us */
-    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 107.4 us, NCCL 131.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 304.5 us, NCCL 313.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1013.3 us, NCCL 1009.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3689.2 us, NCCL 3795.7 us */
-    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14074.0 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s2_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
 };
 
 /* broadcast from rank 3: 4 trees, 2 ring chains */
@@ -149,16 +144,15 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 200000u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.1 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 23.5 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 28.4 us, NCCL 40.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.2 us, NCCL 61.8 us */
-    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 107.4 us, NCCL 131.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 304.5 us, NCCL 313.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1013.3 us, NCCL 1009.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3689.2 us, NCCL 3795.7 us */
-    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14074.0 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s3_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
 };
 
 /* broadcast from rank 4: 4 trees, 2 ring chains */
@@ -185,16 +179,15 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 200000u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.1 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 23.5 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 28.4 us, NCCL 40.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 48.2 us, NCCL 61.8 us */
-    { 4194304u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 107.4 us, NCCL 131.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 304.5 us, NCCL 313.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1013.3 us, NCCL 1009.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 3689.2 us, NCCL 3795.7 us */
-    { 1073741824u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 14074.0 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s4_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
 };
 
 /* broadcast from rank 5: 4 trees, 2 ring chains */
@@ -221,16 +214,15 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 200000u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.3 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.6 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 41.8 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 78.1 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 117.9 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 190.0 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 571.1 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1962.4 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7261.7 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s5_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.6 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.3 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.5 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.0 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 223.4 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 642.4 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2176.8 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8031.5 us, NCCL 7516.6 us */
 };
 
 /* broadcast from rank 6: 4 trees, 2 ring chains */
@@ -257,18 +249,15 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 200000u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.5 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.6 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.6 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.5 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.0 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 127.8 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 206.5 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 600.7 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2018.2 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7369.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14298.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s6_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 7: 4 trees, 2 ring chains */
@@ -295,18 +284,15 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 200000u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.5 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.6 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.6 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.5 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.0 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 127.8 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 206.5 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 600.7 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2018.2 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7369.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14298.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s7_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 0: 4 trees, 2 ring chains */
@@ -333,18 +319,15 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 200000u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s8_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.6 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.7 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.7 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.5 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.3 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 207.4 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 602.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2021.7 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7376.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14305.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 1: 4 trees, 2 ring chains */
@@ -371,16 +354,15 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 200000u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.4 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.8 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 42.2 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 78.9 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 118.8 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 191.7 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 574.6 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1969.4 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7275.6 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.7 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.5 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.0 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 225.2 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2183.8 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8045.4 us, NCCL 7516.6 us */
 };
 
 /* reduce from rank 2: 4 trees, 2 ring chains */
@@ -407,16 +389,15 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 200000u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.3 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 24.0 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.0 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.9 us, NCCL 90.8 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 177.0 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 548.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1920.6 us, NCCL 1938.5 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 3707.1 us, NCCL 3795.7 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7181.4 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
 };
 
 /* reduce from rank 3: 4 trees, 2 ring chains */
@@ -443,16 +424,15 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 200000u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.3 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 24.0 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.0 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.9 us, NCCL 90.8 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 177.0 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 548.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1920.6 us, NCCL 1938.5 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 3707.1 us, NCCL 3795.7 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7181.4 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
 };
 
 /* reduce from rank 4: 4 trees, 2 ring chains */
@@ -479,16 +459,15 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 200000u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 21.3 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 24.0 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.0 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.9 us, NCCL 90.8 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 177.0 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 548.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1920.6 us, NCCL 1938.5 us */
-    { 268435456u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 3707.1 us, NCCL 3795.7 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7181.4 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s12_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
 };
 
 /* reduce from rank 5: 4 trees, 2 ring chains */
@@ -515,16 +494,15 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 200000u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 25.4 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.8 us, NCCL 36.4 us */
-    { 524288u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 42.2 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 78.9 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 118.8 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 191.7 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 574.6 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1969.4 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7275.6 us, NCCL 7510.2 us */
+static const struct blink_plan_range blinkgen_p0s13_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.7 us, NCCL 35.0 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.5 us, NCCL 36.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.0 us, NCCL 47.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 225.2 us, NCCL 199.4 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 551.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2183.8 us, NCCL 1944.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8045.4 us, NCCL 7516.6 us */
 };
 
 /* reduce from rank 6: 4 trees, 2 ring chains */
@@ -551,18 +529,15 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 200000u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.6 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.7 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.7 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.5 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.3 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 207.4 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 602.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2021.7 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7376.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14305.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s14_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 7: 4 trees, 2 ring chains */
@@ -589,18 +564,15 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 200000u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.6 us, NCCL 34.6 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 33.7 us, NCCL 36.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 40.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 48.7 us, NCCL 47.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.5 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.3 us, NCCL 131.5 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 207.4 us, NCCL 194.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 602.4 us, NCCL 545.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2021.7 us, NCCL 1938.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7376.9 us, NCCL 7510.2 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 14305.4 us, NCCL 14939.3 us */
+static const struct blink_plan_range blinkgen_p0s15_ranges[8] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* allgather: 32 trees, 16 ring chains */
@@ -753,18 +725,19 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 7, 200000u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s16_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 32.9 us, NCCL 33.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 33.6 us, NCCL 34.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 36.6 us, NCCL 37.9 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.8 us, NCCL 57.0 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 74.7 us, NCCL 82.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 108.3 us, NCCL 119.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.4 us, NCCL 277.5 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 937.8 us, NCCL 886.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3565.0 us, NCCL 3324.6 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7056.9 us, NCCL 6574.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 14069.8 us, NCCL 13075.2 us */
+static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 51.0 us, NCCL 33.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 51.8 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 55.4 us, NCCL 38.1 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 74.3 us, NCCL 57.2 us */
+    { 2097152u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 96.4 us, NCCL 82.6 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 131.3 us, NCCL 124.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 316.2 us, NCCL 283.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 565.8 us, NCCL 486.2 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2024.9 us, NCCL 1705.0 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3956.2 us, NCCL 3330.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7827.9 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 15594.0 us, NCCL 13080.7 us */
 };
 
 /* reducescatter: 32 trees, 16 ring chains */
@@ -917,17 +890,16 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 7, 200000u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.1 us, NCCL 33.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 34.0 us, NCCL 34.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 37.6 us, NCCL 37.9 us */
-    { 2097152u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 74.8 us, NCCL 82.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 109.9 us, NCCL 119.8 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 176.7 us, NCCL 175.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 937.4 us, NCCL 886.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1823.9 us, NCCL 1699.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7198.1 us, NCCL 6574.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 14353.2 us, NCCL 13075.2 us */
+static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 51.2 us, NCCL 33.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 52.2 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 56.5 us, NCCL 38.1 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 96.3 us, NCCL 82.6 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 332.9 us, NCCL 283.1 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 1050.6 us, NCCL 892.5 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2069.0 us, NCCL 1705.0 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7986.5 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15890.8 us, NCCL 13080.7 us */
 };
 
 /* allreduce: 16 trees, 16 ring chains */
@@ -1033,15 +1005,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 46.0 us, NCCL 43.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.6 us, NCCL 46.3 us */
-    { 1048576u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 83.0 us, NCCL 90.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 180.2 us, NCCL 201.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 974.3 us, NCCL 934.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 3459.2 us, NCCL 3372.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 6847.1 us, NCCL 6622.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 13650.7 us, NCCL 13122.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 27297.9 us, NCCL 26123.6 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 64.4 us, NCCL 44.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 68.4 us, NCCL 47.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 108.0 us, NCCL 92.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 216.7 us, NCCL 209.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 1044.8 us, NCCL 946.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 3839.1 us, NCCL 3383.7 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 7622.2 us, NCCL 6633.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 15150.4 us, NCCL 13134.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 30198.8 us, NCCL 26135.1 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1049,58 +1021,58 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 4, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      11, blinkgen_p0s0_ranges },
+      8, blinkgen_p0s0_ranges },
     { BLINK_PLAN_BROADCAST, 1, 4, blinkgen_p0s1_trees,
       2, blinkgen_p0s1_ring_trees,
-      9, blinkgen_p0s1_ranges },
+      8, blinkgen_p0s1_ranges },
     { BLINK_PLAN_BROADCAST, 2, 4, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      9, blinkgen_p0s2_ranges },
+      8, blinkgen_p0s2_ranges },
     { BLINK_PLAN_BROADCAST, 3, 4, blinkgen_p0s3_trees,
       2, blinkgen_p0s3_ring_trees,
-      9, blinkgen_p0s3_ranges },
+      8, blinkgen_p0s3_ranges },
     { BLINK_PLAN_BROADCAST, 4, 4, blinkgen_p0s4_trees,
       2, blinkgen_p0s4_ring_trees,
-      9, blinkgen_p0s4_ranges },
+      8, blinkgen_p0s4_ranges },
     { BLINK_PLAN_BROADCAST, 5, 4, blinkgen_p0s5_trees,
       2, blinkgen_p0s5_ring_trees,
-      9, blinkgen_p0s5_ranges },
+      8, blinkgen_p0s5_ranges },
     { BLINK_PLAN_BROADCAST, 6, 4, blinkgen_p0s6_trees,
       2, blinkgen_p0s6_ring_trees,
-      11, blinkgen_p0s6_ranges },
+      8, blinkgen_p0s6_ranges },
     { BLINK_PLAN_BROADCAST, 7, 4, blinkgen_p0s7_trees,
       2, blinkgen_p0s7_ring_trees,
-      11, blinkgen_p0s7_ranges },
+      8, blinkgen_p0s7_ranges },
     { BLINK_PLAN_REDUCE, 0, 4, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      11, blinkgen_p0s8_ranges },
+      8, blinkgen_p0s8_ranges },
     { BLINK_PLAN_REDUCE, 1, 4, blinkgen_p0s9_trees,
       2, blinkgen_p0s9_ring_trees,
-      9, blinkgen_p0s9_ranges },
+      8, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 4, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      9, blinkgen_p0s10_ranges },
+      8, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 4, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      9, blinkgen_p0s11_ranges },
+      8, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 4, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
-      9, blinkgen_p0s12_ranges },
+      8, blinkgen_p0s12_ranges },
     { BLINK_PLAN_REDUCE, 5, 4, blinkgen_p0s13_trees,
       2, blinkgen_p0s13_ring_trees,
-      9, blinkgen_p0s13_ranges },
+      8, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 4, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      11, blinkgen_p0s14_ranges },
+      8, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 4, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      11, blinkgen_p0s15_ranges },
+      8, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 32, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
-      11, blinkgen_p0s16_ranges },
+      12, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 32, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      10, blinkgen_p0s17_ranges },
+      9, blinkgen_p0s17_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 16, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges },

@@ -45,18 +45,17 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s0_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 93.9 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 213.2 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 628.1 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2125.5 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7808.2 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
@@ -89,18 +88,17 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 54.0 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.1 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -133,18 +131,17 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 53.9 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.1 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s2_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
@@ -177,18 +174,17 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 31.0 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 33.2 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 37.5 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.9 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s3_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.2 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.6 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 56.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.8 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
@@ -221,18 +217,17 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.7 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.7 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.5 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.6 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 69.7 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 96.5 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.1 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 638.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2142.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7839.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.5 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.3 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
@@ -265,18 +260,17 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.3 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.9 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.9 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 41.1 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.6 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.7 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.5 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 53.6 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 60.8 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.1 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.0 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
@@ -309,18 +303,17 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.5 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.3 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.8 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 42.8 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 52.2 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.8 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.7 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 216.6 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 631.5 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2128.9 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7811.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.7 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 62.3 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
@@ -353,18 +346,17 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.4 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 29.3 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 33.3 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 40.3 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.5 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 207.9 us, NCCL 203.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 356.5 us, NCCL 328.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2104.6 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7766.3 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s7_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 45.6 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.8 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.1 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 59.1 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 68.1 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.0 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 241.8 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 691.3 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2329.8 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8581.7 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -397,18 +389,17 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s8_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.5 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.5 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 67.3 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.9 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 220.7 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 639.1 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2145.3 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7841.9 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
@@ -441,19 +432,17 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.7 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.6 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 210.2 us, NCCL 203.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 357.6 us, NCCL 328.8 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1136.0 us, NCCL 1071.7 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4035.0 us, NCCL 4043.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7758.0 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.8 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 691.4 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2327.8 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8572.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -486,18 +475,17 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 50.2 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 65.3 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.6 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 210.2 us, NCCL 203.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 357.6 us, NCCL 328.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2105.6 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7768.6 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
@@ -530,19 +518,17 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.4 us, NCCL 102.0 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 137.0 us, NCCL 135.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 354.1 us, NCCL 328.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2096.3 us, NCCL 2062.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 4032.0 us, NCCL 4043.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7758.0 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s11_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 84.8 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 242.0 us, NCCL 207.8 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 403.1 us, NCCL 335.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2320.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8572.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
@@ -575,18 +561,17 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.6 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.4 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 35.9 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 43.1 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 49.7 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 63.9 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.4 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 208.4 us, NCCL 203.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 354.3 us, NCCL 328.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2103.5 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7765.2 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 84.8 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 242.0 us, NCCL 207.8 us */
+    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.1 us, NCCL 335.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2328.7 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8580.6 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
@@ -619,18 +604,17 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.8 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 32.8 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 36.8 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 44.8 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 51.9 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 68.2 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 94.9 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 224.3 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2155.6 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7859.3 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.6 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.6 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 89.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 259.8 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 721.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2385.3 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8683.7 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
@@ -663,18 +647,17 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 30.1 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 31.5 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 34.2 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 39.9 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 48.4 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 62.2 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.6 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 214.4 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 629.2 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7812.9 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.3 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 49.8 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 59.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 67.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 83.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 248.8 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 704.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2357.7 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8632.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
@@ -707,18 +690,17 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 27.0 us, NCCL 34.5 us */
-    { 131072u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 28.5 us, NCCL 36.2 us */
-    { 262144u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 31.7 us, NCCL 39.5 us */
-    { 524288u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 37.9 us, NCCL 46.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 45.0 us, NCCL 59.7 us */
-    { 2097152u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 57.8 us, NCCL 85.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.6 us, NCCL 102.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 214.4 us, NCCL 203.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 629.2 us, NCCL 576.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2130.2 us, NCCL 2062.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 7812.9 us, NCCL 8005.5 us */
+static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 45.1 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 46.9 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 50.3 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 57.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.4 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.5 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 248.8 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 704.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2357.7 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8632.8 us, NCCL 8011.9 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */
@@ -857,16 +839,16 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 33.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 34.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.8 us, NCCL 37.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.1 us, NCCL 43.4 us */
-    { 1048576u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 52.7 us, NCCL 55.1 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.0 us, NCCL 78.7 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 87.9 us, NCCL 94.0 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 337.7 us, NCCL 291.1 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1073.9 us, NCCL 941.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7797.6 us, NCCL 7008.2 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 52.0 us, NCCL 33.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 53.8 us, NCCL 34.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.4 us, NCCL 37.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 85.2 us, NCCL 78.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 111.2 us, NCCL 98.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 154.8 us, NCCL 127.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 235.8 us, NCCL 186.7 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 639.7 us, NCCL 513.3 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2267.9 us, NCCL 1813.4 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 8633.0 us, NCCL 7013.7 us */
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
@@ -1004,19 +986,16 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[12] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 33.8 us, NCCL 33.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 35.4 us, NCCL 34.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 38.7 us, NCCL 37.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 45.2 us, NCCL 43.4 us */
-    { 1048576u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 50.9 us, NCCL 55.1 us */
-    { 2097152u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 62.8 us, NCCL 78.7 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 87.2 us, NCCL 94.0 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 128.1 us, NCCL 123.5 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 319.5 us, NCCL 291.1 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1000.7 us, NCCL 941.1 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 1943.0 us, NCCL 1807.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7464.8 us, NCCL 7008.2 us */
+static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 52.0 us, NCCL 33.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 53.8 us, NCCL 34.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.4 us, NCCL 37.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 83.3 us, NCCL 78.9 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.4 us, NCCL 127.8 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 366.0 us, NCCL 296.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1115.5 us, NCCL 946.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4178.1 us, NCCL 3546.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8270.7 us, NCCL 7013.7 us */
 };
 
 /* allreduce: 12 trees, 16 ring chains */
@@ -1110,15 +1089,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 42.9 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 66.8 us, NCCL 45.9 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 77.7 us, NCCL 51.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 81.7 us, NCCL 63.5 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 93.0 us, NCCL 87.1 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 169.6 us, NCCL 150.1 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 409.2 us, NCCL 326.7 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1225.0 us, NCCL 988.7 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4225.5 us, NCCL 3588.9 us */
+    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 80.0 us, NCCL 44.2 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 86.0 us, NCCL 47.1 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 98.1 us, NCCL 53.0 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.0 us, NCCL 64.8 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 113.6 us, NCCL 88.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 199.3 us, NCCL 157.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 753.4 us, NCCL 566.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2460.6 us, NCCL 1866.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4709.5 us, NCCL 3600.4 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1126,58 +1105,58 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      11, blinkgen_p0s0_ranges },
+      10, blinkgen_p0s0_ranges },
     { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
       2, blinkgen_p0s1_ring_trees,
-      11, blinkgen_p0s1_ranges },
+      10, blinkgen_p0s1_ranges },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      11, blinkgen_p0s2_ranges },
+      10, blinkgen_p0s2_ranges },
     { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
       2, blinkgen_p0s3_ring_trees,
-      11, blinkgen_p0s3_ranges },
+      10, blinkgen_p0s3_ranges },
     { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
       2, blinkgen_p0s4_ring_trees,
-      11, blinkgen_p0s4_ranges },
+      10, blinkgen_p0s4_ranges },
     { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
       2, blinkgen_p0s5_ring_trees,
-      11, blinkgen_p0s5_ranges },
+      10, blinkgen_p0s5_ranges },
     { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
       2, blinkgen_p0s6_ring_trees,
-      11, blinkgen_p0s6_ranges },
+      10, blinkgen_p0s6_ranges },
     { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
       2, blinkgen_p0s7_ring_trees,
-      11, blinkgen_p0s7_ranges },
+      10, blinkgen_p0s7_ranges },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      11, blinkgen_p0s8_ranges },
+      10, blinkgen_p0s8_ranges },
     { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees,
       2, blinkgen_p0s9_ring_trees,
-      12, blinkgen_p0s9_ranges },
+      10, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      11, blinkgen_p0s10_ranges },
+      10, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      12, blinkgen_p0s11_ranges },
+      10, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
-      11, blinkgen_p0s12_ranges },
+      10, blinkgen_p0s12_ranges },
     { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees,
       2, blinkgen_p0s13_ring_trees,
-      11, blinkgen_p0s13_ranges },
+      10, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      11, blinkgen_p0s14_ranges },
+      10, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      11, blinkgen_p0s15_ranges },
+      10, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       10, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      12, blinkgen_p0s17_ranges },
+      9, blinkgen_p0s17_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges },

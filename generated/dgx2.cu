@@ -43,15 +43,15 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 1: 6 trees, 1 ring chains */
@@ -82,15 +82,15 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 2: 6 trees, 1 ring chains */
@@ -121,15 +121,15 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 3: 6 trees, 1 ring chains */
@@ -160,15 +160,15 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 4: 6 trees, 1 ring chains */
@@ -199,15 +199,15 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 5: 6 trees, 1 ring chains */
@@ -238,15 +238,15 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 6: 6 trees, 1 ring chains */
@@ -277,15 +277,15 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 7: 6 trees, 1 ring chains */
@@ -316,15 +316,15 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.6 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.5 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.4 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.1 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 243.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 535.5 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4625.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 8: 6 trees, 1 ring chains */
@@ -355,15 +355,15 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 9: 6 trees, 1 ring chains */
@@ -394,15 +394,15 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 10: 6 trees, 1 ring chains */
@@ -433,15 +433,15 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 11: 6 trees, 1 ring chains */
@@ -472,15 +472,15 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 12: 6 trees, 1 ring chains */
@@ -511,15 +511,15 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 13: 6 trees, 1 ring chains */
@@ -550,15 +550,15 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 14: 6 trees, 1 ring chains */
@@ -589,15 +589,15 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 15: 6 trees, 1 ring chains */
@@ -628,15 +628,15 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.2 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.7 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.1 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 100.0 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 244.3 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 536.1 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1450.6 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4626.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 1 ring chains */
@@ -667,15 +667,15 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 1: 6 trees, 1 ring chains */
@@ -706,15 +706,15 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 2: 6 trees, 1 ring chains */
@@ -745,15 +745,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 3: 6 trees, 1 ring chains */
@@ -784,15 +784,15 @@ static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 4: 6 trees, 1 ring chains */
@@ -823,15 +823,15 @@ static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 5: 6 trees, 1 ring chains */
@@ -862,15 +862,15 @@ static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 6: 6 trees, 1 ring chains */
@@ -901,15 +901,15 @@ static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 7: 6 trees, 1 ring chains */
@@ -940,15 +940,15 @@ static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 75.8 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 82.5 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 88.7 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 99.9 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 142.5 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 245.5 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 537.2 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1457.0 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4635.7 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 8: 6 trees, 1 ring chains */
@@ -979,15 +979,15 @@ static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 9: 6 trees, 1 ring chains */
@@ -1018,15 +1018,15 @@ static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 10: 6 trees, 1 ring chains */
@@ -1057,15 +1057,15 @@ static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 11: 6 trees, 1 ring chains */
@@ -1096,15 +1096,15 @@ static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 12: 6 trees, 1 ring chains */
@@ -1135,15 +1135,15 @@ static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 13: 6 trees, 1 ring chains */
@@ -1174,15 +1174,15 @@ static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 14: 6 trees, 1 ring chains */
@@ -1213,15 +1213,15 @@ static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 15: 6 trees, 1 ring chains */
@@ -1252,15 +1252,15 @@ static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 76.4 us, NCCL 44.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 83.1 us, NCCL 45.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 89.9 us, NCCL 49.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.1 us, NCCL 55.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 143.7 us, NCCL 96.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 246.7 us, NCCL 166.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 538.4 us, NCCL 368.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1458.2 us, NCCL 1126.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4636.3 us, NCCL 4097.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
 };
 
 /* allgather: 96 trees, 16 ring chains */
@@ -1605,18 +1605,19 @@ static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
     { 15, 1500000u, blinkgen_p0s32rt15_parent, blinkgen_p0s32rt15_order }, /* 150.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s32_ranges[11] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 13.2 us, NCCL 42.8 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 15.7 us, NCCL 53.8 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 19.0 us, NCCL 66.4 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 25.5 us, NCCL 91.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 38.6 us, NCCL 126.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 64.8 us, NCCL 158.1 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 117.3 us, NCCL 221.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 222.1 us, NCCL 347.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 431.8 us, NCCL 593.1 us */
-    { 134217728u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 851.3 us, NCCL 1057.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 1690.1 us, NCCL 1986.1 us */
+static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
+    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 31.2 us, NCCL 44.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 34.0 us, NCCL 55.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 37.7 us, NCCL 67.8 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 44.9 us, NCCL 93.0 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 59.4 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.4 us, NCCL 166.2 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 146.5 us, NCCL 229.3 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 262.6 us, NCCL 355.5 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 494.7 us, NCCL 605.5 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 959.0 us, NCCL 1069.8 us */
+    { 268435456u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 1887.7 us, NCCL 1998.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 3748.9 us, NCCL 3855.7 us */
 };
 
 /* reducescatter: 96 trees, 16 ring chains */
@@ -1962,18 +1963,18 @@ static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 13.2 us, NCCL 42.8 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 15.8 us, NCCL 53.8 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 19.2 us, NCCL 66.4 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 25.9 us, NCCL 91.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 39.5 us, NCCL 126.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 66.6 us, NCCL 158.1 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 120.8 us, NCCL 221.2 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 438.6 us, NCCL 593.1 us */
-    { 134217728u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 861.6 us, NCCL 1057.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 1707.4 us, NCCL 1986.1 us */
-    { 536870912u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 3399.1 us, NCCL 3843.3 us */
-    { 1073741824u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 6745.4 us, NCCL 7557.8 us */
+    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 31.3 us, NCCL 44.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 34.1 us, NCCL 55.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 37.9 us, NCCL 67.8 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 45.3 us, NCCL 93.0 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 60.3 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 90.2 us, NCCL 166.2 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 150.0 us, NCCL 229.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 501.5 us, NCCL 605.5 us */
+    { 134217728u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 969.3 us, NCCL 1069.8 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 1904.9 us, NCCL 1998.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 3776.2 us, NCCL 3855.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7481.5 us, NCCL 7570.2 us */
 };
 
 /* allreduce: 96 trees, 16 ring chains */
@@ -2318,14 +2319,15 @@ static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
     { 15, 93750u, blinkgen_p0s34rt15_parent, blinkgen_p0s34rt15_order }, /* 9.375 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s34_ranges[7] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 18.1 us, NCCL 62.4 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 23.1 us, NCCL 84.4 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 29.7 us, NCCL 109.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 43.1 us, NCCL 156.3 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 69.7 us, NCCL 199.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 123.0 us, NCCL 278.2 us */
-    { 268435456u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 3375.2 us, NCCL 3945.3 us */
+static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
+    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 36.1 us, NCCL 66.0 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 41.8 us, NCCL 88.1 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 49.1 us, NCCL 113.3 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 63.9 us, NCCL 163.7 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 93.3 us, NCCL 209.9 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 152.2 us, NCCL 293.4 us */
+    { 268435456u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 3752.2 us, NCCL 3970.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 7466.7 us, NCCL 7684.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -2429,13 +2431,13 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[35] = {
       9, blinkgen_p0s31_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 96, blinkgen_p0s32_trees,
       16, blinkgen_p0s32_ring_trees,
-      11, blinkgen_p0s32_ranges },
+      12, blinkgen_p0s32_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 96, blinkgen_p0s33_trees,
       16, blinkgen_p0s33_ring_trees,
       12, blinkgen_p0s33_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 96, blinkgen_p0s34_trees,
       16, blinkgen_p0s34_ring_trees,
-      7, blinkgen_p0s34_ranges },
+      8, blinkgen_p0s34_ranges },
 };
 
 static const struct blink_plan blinkgen_p0 = {

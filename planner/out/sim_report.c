@@ -26,17 +26,24 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         const char *key;
         double *at;
     } keys[] = {
-        {"alpha-nvlink", &p->alpha_us[TOPO_NVLINK]}, {"alpha-pcie", &p->alpha_us[TOPO_PCIE]},
-        {"alpha-smp", &p->alpha_us[TOPO_SMP]},       {"alpha-net", &p->alpha_us[TOPO_NET]},
-        {"launch", &p->launch_us},                   {"step", &p->step_us},
-        {"reduce-gbps", &p->reduce_gbps},            {"nccl-launch", &p->nccl_launch_us},
+        {"call", &p->call_us},
+        {"eff-volta", &p->eff[0]},
+        {"eff-ampere", &p->eff[1]},
+        {"eff-hopper", &p->eff[2]},
+        {"eff-blackwell", &p->eff[3]},
+        {"alpha-nvlink", &p->alpha_us[TOPO_NVLINK]},
+        {"alpha-pcie", &p->alpha_us[TOPO_PCIE]},
+        {"alpha-smp", &p->alpha_us[TOPO_SMP]},
+        {"alpha-net", &p->alpha_us[TOPO_NET]},
+        {"launch", &p->launch_us},
+        {"step", &p->step_us},
+        {"reduce-gbps", &p->reduce_gbps},
+        {"nccl-launch", &p->nccl_launch_us},
         {"nccl-step-nvlink", &p->nccl_step_us[TOPO_NVLINK]},
         {"nccl-step-pcie", &p->nccl_step_us[TOPO_PCIE]},
         {"nccl-step-smp", &p->nccl_step_us[TOPO_SMP]},
         {"nccl-step-net", &p->nccl_step_us[TOPO_NET]},
-        {"nccl-call", &p->nccl_call_us},             {"nccl-latency-scale", &p->nccl_lat_scale},
-        {"nccl-eff-volta", &p->nccl_eff[0]},         {"nccl-eff-ampere", &p->nccl_eff[1]},
-        {"nccl-eff-hopper", &p->nccl_eff[2]},        {"nccl-eff-blackwell", &p->nccl_eff[3]},
+        {"nccl-latency-scale", &p->nccl_lat_scale},
         {"nccl-nvls-eff", &p->nccl_nvls_eff},
     };
     const char *eq = strchr(kv, '=');
@@ -52,7 +59,7 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         double v = strtod(eq + 1, &end);
         int rate = keys[i].at == &p->reduce_gbps;
         int fraction = keys[i].at == &p->nccl_nvls_eff ||
-                       (keys[i].at >= p->nccl_eff && keys[i].at < p->nccl_eff + SIM_GENERATIONS);
+                       (keys[i].at >= p->eff && keys[i].at < p->eff + SIM_GENERATIONS);
         if (errno || end == eq + 1 || *end || !(v >= 0 && v <= 1e6) || (rate && v <= 0) ||
             (fraction && !(v > 0 && v <= 1))) {
             *why = rate       ? "the value is not a rate above 0 GB/s"
@@ -63,10 +70,10 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         *keys[i].at = v;
         return 1;
     }
-    *why = "unknown parameter (alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, "
-           "reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie, "
-           "nccl-step-smp, nccl-step-net, nccl-call, nccl-latency-scale, nccl-eff-volta, "
-           "nccl-eff-ampere, nccl-eff-hopper, nccl-eff-blackwell, nccl-nvls-eff)";
+    *why = "unknown parameter (call, eff-volta, eff-ampere, eff-hopper, eff-blackwell, "
+           "alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, reduce-gbps, "
+           "nccl-launch, nccl-step-nvlink, nccl-step-pcie, nccl-step-smp, nccl-step-net, "
+           "nccl-latency-scale, nccl-nvls-eff)";
     return 0;
 }
 
@@ -91,15 +98,16 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
     for (int r = 0; r < t->ngpus; r++)
         sb_printf(sb, " %d=%s", r, t->nodes[topo_gpu_node(t, r)].id);
     sb_putc(sb, '\n');
-    sb_printf(sb, "# alpha us: nvlink %g pcie %g smp %g net %g; launch %g us per call; step %g "
-                  "us per chunk and edge; reduce %g GB/s\n",
+    sb_printf(sb, "# both: call %g us of host work per call; copy efficiency (of a link's "
+                  "rate): volta %.3f ampere %.3f hopper %.3f blackwell %.3f\n",
+              p->call_us, p->eff[0], p->eff[1], p->eff[2], p->eff[3]);
+    sb_printf(sb, "# trees: alpha us nvlink %g pcie %g smp %g net %g; launch %g us per call; "
+                  "step %g us per chunk and edge; reduce %g GB/s\n",
               p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],
               p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->reduce_gbps);
-    sb_printf(sb, "# NCCL (its own cost model, calibrated): call %g us; its latencies x %g; "
-                  "ring efficiency volta %.3f ampere %.3f hopper %.3f blackwell %.3f; "
-                  "NVLS %.3f of a GPU's NVLink rate\n",
-              p->nccl_call_us, p->nccl_lat_scale, p->nccl_eff[0], p->nccl_eff[1], p->nccl_eff[2],
-              p->nccl_eff[3], p->nccl_nvls_eff);
+    sb_printf(sb, "# NCCL (its own cost model, calibrated): its latencies x %g; NVLS %.3f of a "
+                  "GPU's NVLink rate\n",
+              p->nccl_lat_scale, p->nccl_nvls_eff);
     sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
                 "plan runs at this size (trees, or nccl where rings win), time_us its time, "
                 "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "

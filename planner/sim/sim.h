@@ -50,29 +50,38 @@
 #define SIM_GENERATIONS 4 /* GPU generations NCCL's constants distinguish */
 
 struct sim_params {
-    /* Latency of one arc of each link kind, us, added once per copy for each arc on its path. */
+    /* What both sides pay, measured (docs/calibration): the host's cost of issuing one call
+     * (argument checks, enqueue, the kernel launch call), and the fraction of a link's rate
+     * that copy kernels with flags reach, per GPU generation (Volta, Ampere, Hopper,
+     * Blackwell). */
+    double call_us;
+    double eff[SIM_GENERATIONS];
+    /* The runtime's trees: latency of one arc of each link kind, for each arc a chunk crosses;
+     * the kernel's start on the GPU, once per call; a chunk's hand-over (fence, flag, poll),
+     * once per chunk and edge. */
     double alpha_us[TOPO_LINK_KINDS];
-    double launch_us;        /* the runtime's one kernel launch per call */
-    double step_us;          /* one chunk handed over an edge: fence, flag and poll */
+    double launch_us;
+    double step_us;
     double reduce_gbps;      /* fused reduction rate of one GPU, GB/s of output */
     size_t elem_bytes;       /* element size: the runtime splits data in whole elements */
-    /* NCCL baseline: a per-collective launch and a per-step cost by the slowest link kind on
-     * the hop (NCCL's hwLat, which includes the wire latency); NCCL reduces inside its copy
-     * kernel, so ring and tree reductions cost no extra time. */
+    /* NCCL, flow-level (SIM_RING, SIM_DBT: the figures): a per-collective launch and a per-step
+     * cost by the slowest link kind on the hop (NCCL's hwLat, which includes the wire latency);
+     * NCCL reduces inside its copy kernel, so ring and tree reductions cost no extra time. */
     double nccl_launch_us;
     double nccl_step_us[TOPO_LINK_KINDS];
     /* NCCL as it chooses and runs a call (sim_rings, sim_nccl.c), fitted to published
-     * nccl-tests (docs/calibration): the call's measured overhead, the scale on NCCL's own
-     * latency tables, the fraction of the ring rate NCCL reaches per GPU generation (Volta,
-     * Ampere, Hopper, Blackwell), and NVLS's fraction of a GPU's NVLink rate. */
-    double nccl_call_us;
+     * nccl-tests (docs/calibration): the scale on NCCL's own latency tables and NVLS's
+     * fraction of a GPU's NVLink rate. */
     double nccl_lat_scale;
-    double nccl_eff[SIM_GENERATIONS];
     double nccl_nvls_eff;
 };
 
 /* Defaults; every value's source is given where they are set (sim.c). */
 void sim_params_default(struct sim_params *p);
+
+/* The generation that indexes eff[] and NCCL's constants: the oldest GPU's (Volta for anything
+ * older or unknown, as NCCL's tables start there). */
+int sim_generation(const struct topo *t);
 
 /* Which schedule a job simulates. */
 enum sim_algo {

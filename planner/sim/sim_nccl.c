@@ -12,7 +12,7 @@
  *     links) times the efficiency NCCL reaches on that GPU generation, then NCCL's protocol
  *     factors: LL half of it, capped at NCCL's llMaxBw; LL128 0.92 (120 of 128 bytes);
  *     tree 0.92 and, for LL, 1/3.8, for LL128 7/9 (one server), at half for allreduce's two
- *     passes; NVLS: each GPU's NVLink rate times its efficiency;
+ *     passes; NVLS: each GPU's NVLink rate times its efficiency, for bytes (n + 1) / n;
  *   latency: the measured call overhead plus NCCL's base and per-step latencies (its tables
  *     for ring and tree, by link kind) times one fitted scale; NVLS's own 25 us unscaled;
  *   steps: allreduce 2(n-1) (tree 2(n-1) too, a chain down and up), allgather and
@@ -41,16 +41,6 @@ static const double ll_max_gbps[SIM_GENERATIONS] = {39.0, 87.7, 141.0, 282.0};
 #define NVLS_HW_US 25.0
 
 enum hw { HW_NVLINK, HW_PCI, HW_NET };
-
-/* The generation NCCL's constants are indexed by: the oldest GPU's compute capability
- * (Volta for anything older or unknown, as NCCL's table starts there). */
-static int generation(const struct topo *t)
-{
-    int sm = 1000;
-    for (int g = 0; g < t->ngpus; g++)
-        sm = t->nodes[g].part && t->nodes[g].part->sm < sm ? t->nodes[g].part->sm : sm;
-    return sm >= 100 && sm < 1000 ? 3 : sm >= 90 && sm < 1000 ? 2 : sm >= 80 && sm < 1000 ? 1 : 0;
-}
 
 /* NCCL's nNodes: the servers that hold GPUs of the allocation (not the highest server index:
  * --gpus may skip servers). -1 without memory. */
@@ -103,7 +93,7 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
                               struct sim_nccl *out, struct diag *d)
 {
     out->ring_us = out->dbt_us = out->nvls_us = out->best_us = 0;
-    int n = t->ngpus, nodes = servers(t), gen = generation(t);
+    int n = t->ngpus, nodes = servers(t), gen = sim_generation(t);
     if (nodes < 0)
         return BK_ENOMEM;
     if (!ring || !(ring->gbps > 0) || n < 2) {
@@ -120,7 +110,7 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
     /* Bus bandwidth to algorithm bandwidth, nccl-tests' factors. */
     double bus = c == COLL_ALLREDUCE ? 2.0 * (n - 1) / n
                  : c == COLL_ALLGATHER || c == COLL_REDUCESCATTER ? (double)(n - 1) / n : 1.0;
-    double b = ring->gbps * p->nccl_eff[gen];
+    double b = ring->gbps * p->eff[gen];
     /* LL128 only where NCCL enables it by default: NVLink inside servers (Volta and newer). */
     double ring_gbps[NPROTO] = {fmin(ll_max_gbps[gen], 0.5 * b),
                                 intra == HW_NVLINK ? 0.92 * b : 0, b};
@@ -128,7 +118,7 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
     out->ring_us = INFINITY;
     for (int q = 0; q < NPROTO; q++) {
         double lat = ring_base[q] + (steps - inter) * ring_hw[intra][q] + inter * ring_hw[HW_NET][q];
-        double us = cost(p->nccl_call_us + p->nccl_lat_scale * lat, bytes, ring_gbps[q] / bus);
+        double us = cost(p->call_us + p->nccl_lat_scale * lat, bytes, ring_gbps[q] / bus);
         out->ring_us = fmin(out->ring_us, us);
     }
     best = out->ring_us;
@@ -145,14 +135,17 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
         for (int q = 0; q < NPROTO; q++) {
             double lat = tree_base[q] + 2 * ((per_node - 1) * tree_hw[intra][q] +
                                              log_nodes * tree_hw[HW_NET][q]);
-            tree = fmin(tree, cost(p->nccl_call_us + p->nccl_lat_scale * lat, bytes,
+            tree = fmin(tree, cost(p->call_us + p->nccl_lat_scale * lat, bytes,
                                    tree_gbps[q] * 0.5));
         }
         out->dbt_us = tree;
         best = fmin(best, tree);
-        double nv = nvls_gbps(t, gen, nodes) * p->nccl_nvls_eff;
+        /* NVLS sums in the switch: a GPU's whole buffer leaves it once (the switch reads it
+         * for every shard's sum) and its shard's sum once more (the multicast store); as much
+         * comes in (its shard's sum, then every shard's). So bytes (n + 1) / n each way. */
+        double nv = nvls_gbps(t, gen, nodes) * p->nccl_nvls_eff * n / (n + 1.0);
         if (nv > 0) {
-            out->nvls_us = cost(p->nccl_call_us + NVLS_HW_US, bytes, nv);
+            out->nvls_us = cost(p->call_us + NVLS_HW_US, bytes, nv);
             best = fmin(best, out->nvls_us);
         }
     }

@@ -5,7 +5,7 @@
  *
  * Rings: each of the planner's nrings channels gets an equal share of the data and n virtual
  * hop links of B / nrings GB/s (B: the planner's summed ring rate, whose LP already fits the
- * arcs). A step moves one chunk over one hop and costs NCCL's per-step latency for the slowest
+ * arcs) times the copy efficiency of the GPU generation (sim_params.eff), as the trees get. A step moves one chunk over one hop and costs NCCL's per-step latency for the slowest
  * link kind on that hop, then the bytes. Each rank sends one step after another; a step can
  * only forward what the previous step delivered:
  *   broadcast, reduce:           a pipeline of n-1 hops along the ring from (or to) the root;
@@ -244,8 +244,9 @@ enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_
     if (st == BK_OK && !cap)
         st = BK_ENOMEM;
     int nres = dbt ? narcs : nch * n;
+    double eff = p->eff[sim_generation(j->topo)]; /* copies reach this much, as the trees' do */
     for (int r = 0; st == BK_OK && r < nres; r++)
-        cap[r] = dbt ? b.hops->h.cap[r] : j->ring->gbps / nch;
+        cap[r] = (dbt ? b.hops->h.cap[r] : j->ring->gbps / nch) * eff;
     if (st == BK_OK)
         st = sim_eng_init(&e, nres, cap);
     int sharded = j->coll == COLL_ALLGATHER || j->coll == COLL_REDUCESCATTER;

@@ -16,8 +16,9 @@
  *                        allreduce once it has reduced c) and v's pass of chunk c-1 is over,
  *                        and (c >= SIM_SLOTS) u is done with chunk c-SIM_SLOTS: u copied it out
  *                        (a leaf) or passed it on to all its children.
- * Each hand-over costs the protocol's step (fence, flag, poll) plus each arc's latency. The
- * call's one kernel launch is added once.
+ * Links run at the copy efficiency of the GPU generation (sim_params.eff). Each hand-over costs
+ * the protocol's step (fence, flag, poll) plus each arc's latency. The call's host work and its
+ * one kernel launch are added once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -264,8 +265,9 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     if (cap && b.kids && b.kstart && b.order && b.queue && b.down_off && b.down_res && b.up_res &&
         b.lat && b.prev_up && b.pass && b.have && b.kid_t && b.up_t && b.done_t && b.res) {
         /* Resources: the graph's arcs, then one reduction unit per GPU. */
+        double eff = p->eff[sim_generation(j->topo)];
         for (int a = 0; a < j->g->narcs; a++)
-            cap[a] = j->g->cap[a];
+            cap[a] = j->g->cap[a] * eff;
         for (int v = 0; v < b.n; v++)
             cap[j->g->narcs + v] = p->reduce_gbps > 0 ? p->reduce_gbps : 1;
         st = sim_eng_init(&b.e, j->g->narcs + b.n, cap);
@@ -275,7 +277,7 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     if (st == BK_OK)
         st = sim_eng_run(&b.e, us);
     if (st == BK_OK)
-        *us += p->launch_us; /* the call's one kernel */
+        *us += p->call_us + p->launch_us; /* the call's host work and its one kernel */
     if (st == BK_EINTERNAL && !diag_first_error(d))
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "simulation: the work graph did not finish");
     sim_eng_free(&b.e);

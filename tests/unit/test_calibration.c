@@ -15,7 +15,7 @@
 Test(calibration, published_nccl_tests_within_thresholds, .timeout = 300)
 {
     char *tsv = tu_src_path("docs/calibration/nccl-published.tsv");
-    int rc = bench_calibrate(tsv, 1);
+    int rc = bench_calibrate(tsv, CALIBRATE_CHECK);
     fflush(stdout);
     cr_expect_eq(rc, 0, "the model's error exceeds the thresholds (table above, %s)", tsv);
     free(tsv);

@@ -361,8 +361,9 @@ Test(perf, devices_in_any_order, .timeout = 120)
 }
 
 /* No devices and no -t or -g: the largest plan linked, all 8 GPUs of the DGX-1V, tuned (the
- * build links generated/dgx1v.cu first): its per-size choice runs trees at some sizes and rings
- * at others. Run as broadcast_perf (a link), the name is the collective. */
+ * build links generated/dgx1v.cu first): its per-size choice, in ranges, hands every size to
+ * the rings there (the trees trail them on the full box, at the same rate with a step per
+ * chunk). Run as broadcast_perf (a link), the name is the collective. */
 Test(perf, ranks_from_the_linked_tuned_plan, .timeout = 120)
 {
     struct tu_run r;
@@ -371,8 +372,8 @@ Test(perf, ranks_from_the_linked_tuned_plan, .timeout = 120)
     expect_clean_output(&r, 1, "# blink-perf: broadcast, 8 ranks");
     const char *plan = strstr(r.out, "#  Plan: 'dgx1v'");
     cr_assert(plan, "%s", r.out);
-    cr_expect(strstr(plan, "8 ranks; per-size choice: trees from 0 B"), "%s", plan);
-    cr_expect(strstr(plan, "rings from "), "no rings in the tuned choice: %s", plan);
+    cr_expect(strstr(plan, "8 ranks; per-size choice: rings from 0 B ("), "%s", plan);
+    cr_expect(strstr(plan, "rings from 1 GiB ("), "not every range read: %s", plan);
     tu_run_free(&r);
     /* A device set only the untuned library has. */
     perf_run(&r, NULL, (const char *const[]){ONE_SIZE, "-n", "1", NULL});
