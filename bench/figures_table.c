@@ -48,7 +48,8 @@ void fig6_table(struct strbuf *sb, double bytes, const struct fig6_row *rows, in
 {
     sb_printf(sb, "# Figure 6: broadcast of %.0f bytes on every DGX-1V isomorphism class of 3-8 "
                   "GPUs, blinkc trees vs NCCL rings\n", bytes);
-    sim_header(sb);
+    sb_puts(sb, "# simulator: blinkc(1) SIMULATION defaults; trees at their best chunk (powers of "
+                "two up to 64 MiB), NCCL on its calibrated cost model; GB/s = 1e9 B/s\n");
     sb_puts(sb, "# alloc: the class's first allocation (box GPU numbers); nvlink_ring 0: NCCL's "
                 "rings fall back to PCIe/CPU links\n"
                 "# root: the rank where blinkc is slowest; trees_gbps, ring_gbps, speedup (ring "
