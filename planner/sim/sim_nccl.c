@@ -13,8 +13,9 @@
  *     factors: LL half of it, capped at NCCL's llMaxBw; LL128 0.92 (120 of 128 bytes);
  *     tree 0.92 and, for LL, 1/3.8, for LL128 7/9 (one server), at half for allreduce's two
  *     passes; NVLS: each GPU's NVLink rate times its efficiency, for bytes (n + 1) / n;
- *   latency: the measured call overhead plus NCCL's base and per-step latencies (its tables
- *     for ring and tree, by link kind) times one fitted scale; NVLS's own 25 us unscaled;
+ *   latency: the fitted host work per call (sim_params.call_us, the trees' too) plus NCCL's
+ *     base and per-step latencies (its tables for ring and tree, by link kind) times one
+ *     fitted scale; NVLS's own 25 us unscaled;
  *   steps: allreduce 2(n-1) (tree 2(n-1) too, a chain down and up), allgather and
  *     reduce-scatter n-1, broadcast and reduce n; across servers, the steps between servers
  *     at NCCL's network latency.
@@ -117,7 +118,8 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
     double best = INFINITY;
     out->ring_us = INFINITY;
     for (int q = 0; q < NPROTO; q++) {
-        double lat = ring_base[q] + (steps - inter) * ring_hw[intra][q] + inter * ring_hw[HW_NET][q];
+        double lat =
+            ring_base[q] + (steps - inter) * ring_hw[intra][q] + inter * ring_hw[HW_NET][q];
         double us = cost(p->call_us + p->nccl_lat_scale * lat, bytes, ring_gbps[q] / bus);
         out->ring_us = fmin(out->ring_us, us);
     }

@@ -5,9 +5,10 @@
  *
  * Rings: each of the planner's nrings channels gets an equal share of the data and n virtual
  * hop links of B / nrings GB/s (B: the planner's summed ring rate, whose LP already fits the
- * arcs) times the copy efficiency of the GPU generation (sim_params.eff), as the trees get. A step moves one chunk over one hop and costs NCCL's per-step latency for the slowest
- * link kind on that hop, then the bytes. Each rank sends one step after another; a step can
- * only forward what the previous step delivered:
+ * arcs) times the copy efficiency of the GPU generation (sim_params.eff), as the trees get.
+ * A step moves one chunk over one hop and costs NCCL's per-step latency for the slowest link
+ * kind on that hop, then the bytes. Each rank sends one step after another; a step can only
+ * forward what the previous step delivered:
  *   broadcast, reduce:           a pipeline of n-1 hops along the ring from (or to) the root;
  *   allgather, reduce-scatter:   n-1 steps per loop of one chunk per rank;
  *   allreduce:                   2(n-1) steps per loop of n chunks (reduce-scatter, all-gather).
@@ -261,7 +262,7 @@ enum bk_status sim_run_nccl(const struct sim_job *j, double bytes, size_t chunk_
     if (st == BK_OK)
         st = sim_eng_run(&e, us);
     if (st == BK_OK && *us > 0)
-        *us += p->nccl_launch_us;
+        *us += p->call_us + p->nccl_launch_us; /* the host's work, as the trees', and the launch */
     if (st == BK_EUSAGE)
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
                  "simulation: a ring hop or tree edge has no path between its GPUs");

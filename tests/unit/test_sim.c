@@ -237,15 +237,15 @@ Test(sim, ring_topology_trees_and_nccl_rings)
     struct sim_job j = {SIM_RING, &t, COLL_BROADCAST, 0, NULL, NULL, &r, NULL};
     double us;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
-    want = p.nccl_launch_us + (Kc + n - 2) * step;
+    want = p.call_us + p.nccl_launch_us + (Kc + n - 2) * step;
     cr_expect(WITHIN(us, want, 0.01), "ring broadcast %g against %g", us, want);
     j.coll = COLL_ALLREDUCE;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
-    want = p.nccl_launch_us + per_ch / (n * (double)C) * 2 * (n - 1) * step;
+    want = p.call_us + p.nccl_launch_us + per_ch / (n * (double)C) * 2 * (n - 1) * step;
     cr_expect(WITHIN(us, want, 0.01), "ring allreduce %g against %g", us, want);
     j.coll = COLL_ALLGATHER;
     cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
-    want = p.nccl_launch_us + per_ch / n / (double)C * (n - 1) * step;
+    want = p.call_us + p.nccl_launch_us + per_ch / n / (double)C * (n - 1) * step;
     cr_expect(WITHIN(us, want, 0.01), "ring allgather %g against %g", us, want);
     /* Double binary trees need edge 0-2, which no relay-only path joins here. */
     j.coll = COLL_ALLREDUCE;
