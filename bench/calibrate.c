@@ -81,7 +81,7 @@ static void gpu_list(const char *used, int ngpus, int *gpus)
 
 /* One row, planned once: the fit simulates it many times. */
 struct row {
-    char id[128], source[128];
+    char id[128], source[128], collective[32]; /* collective as the table names it */
     enum collective coll;
     int ngpus;
     double bytes, published;
@@ -171,6 +171,7 @@ static int rows_read(const char *tsv, struct row ***rows_out)
             break;
         rows[n++] = r;
         snprintf(r->id, sizeof r->id, "%s", f[COL_ID]);
+        snprintf(r->collective, sizeof r->collective, "%s", f[COL_COLL]);
         /* The source's first word (a repository, or repository#issue) groups its rows. */
         snprintf(r->source, sizeof r->source, "%.*s", (int)strcspn(f[COL_SOURCE], " "),
                  f[COL_SOURCE]);
@@ -313,13 +314,13 @@ int bench_calibrate(const char *tsv, enum calibrate_mode mode)
         double model = r->skip ? 0 : row_model(rows[i], &p);
         if (!(model > 0)) {
             printf("| %s | %d | %s | %.0f | %.2f | skipped: %s | |\n", r->id, r->ngpus,
-                   collective_name(r->coll), r->bytes, r->published,
+                   r->collective, r->bytes, r->published,
                    r->skip ? r->skip : "simulation failed");
             skipped++;
             continue;
         }
         printf("| %s | %d | %s | %.0f | %.2f | %.2f | %+.1f%% |\n", r->id, r->ngpus,
-               collective_name(r->coll), r->bytes, r->published, model,
+               r->collective, r->bytes, r->published, model,
                100 * (model / r->published - 1));
     }
     double median, worst;
