@@ -203,33 +203,43 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median and largest absolute error of the rows `use` selects (all with use NULL, or those
- * from source `use`, or with `but` those not from it); the number of rows. */
-static int errors(struct row **rows, int n, const struct sim_params *p, const char *use, int but,
+/* A planned row's absolute error under p (infinite when its simulation fails). */
+static double row_error(struct row *r, const struct sim_params *p)
+{
+    double m = row_model(r, p);
+    return m > 0 ? fabs(m / r->published - 1) : INFINITY;
+}
+
+/* Median and largest of k absolute errors (sorted in place); 0 and 0 without any. */
+static void summarize(double *abs_err, int k, double *median, double *worst)
+{
+    *median = *worst = 0;
+    if (k <= 0)
+        return;
+    qsort(abs_err, (size_t)k, sizeof abs_err[0], by_value);
+    *median = k % 2 ? abs_err[k / 2] : (abs_err[k / 2 - 1] + abs_err[k / 2]) / 2;
+    *worst = abs_err[k - 1];
+}
+
+/* Median and largest absolute error of the rows, but those of source leave_out (none with
+ * NULL); the number of rows. */
+static int errors(struct row **rows, int n, const struct sim_params *p, const char *leave_out,
                   double *median, double *worst)
 {
     double *abs_err = malloc(((size_t)n + 1) * sizeof *abs_err);
     int k = 0;
-    *median = *worst = 0;
-    for (int i = 0; abs_err && i < n; i++) {
-        if (rows[i]->skip || (use && (strcmp(rows[i]->source, use) == 0) == but))
-            continue;
-        double m = row_model(rows[i], p);
-        abs_err[k++] = m > 0 ? fabs(m / rows[i]->published - 1) : INFINITY;
-    }
-    if (k > 0) {
-        qsort(abs_err, (size_t)k, sizeof abs_err[0], by_value);
-        *median = k % 2 ? abs_err[k / 2] : (abs_err[k / 2 - 1] + abs_err[k / 2]) / 2;
-        *worst = abs_err[k - 1];
-    }
+    for (int i = 0; abs_err && i < n; i++)
+        if (!rows[i]->skip && !(leave_out && strcmp(rows[i]->source, leave_out) == 0))
+            abs_err[k++] = row_error(rows[i], p);
+    summarize(abs_err, k, median, worst);
     free(abs_err);
     return k;
 }
 
 /* The grid fit of the three fitted values (host cost per call, the scale on NCCL's latency
- * tables, NVLS's efficiency) on the rows errors() selects: the point with the least median +
+ * tables, NVLS's efficiency) on every row but leave_out's: the point with the least median +
  * 0.3 x largest absolute error; ties keep the first point. */
-static void fit(struct row **rows, int n, const char *use, int but, struct sim_params *best)
+static void fit(struct row **rows, int n, const char *leave_out, struct sim_params *best)
 {
     static const double calls[] = {0, 2.5, 5, 7.5, 10, 12.5, 15, 20};
     static const double scales[] = {1, 1.25, 1.5, 1.75, 2, 2.25, 2.5, 3};
@@ -245,7 +255,7 @@ static void fit(struct row **rows, int n, const char *use, int but, struct sim_p
                 p.nccl_lat_scale = scales[b];
                 p.nccl_nvls_eff = nvls[c];
                 double median, worst;
-                errors(rows, n, &p, use, but, &median, &worst);
+                errors(rows, n, &p, leave_out, &median, &worst);
                 if (median + 0.3 * worst < score) {
                     score = median + 0.3 * worst;
                     *best = p;
@@ -257,8 +267,8 @@ static void print_fit(struct row **rows, int n)
 {
     struct sim_params p;
     double median, worst;
-    fit(rows, n, NULL, 0, &p);
-    int k = errors(rows, n, &p, NULL, 0, &median, &worst);
+    fit(rows, n, NULL, &p);
+    int k = errors(rows, n, &p, NULL, &median, &worst);
     printf("## Grid fit on all %d rows\n\ncall %g us, latency scale %g, NVLS efficiency %g: "
            "median absolute error %.1f%%, largest %.1f%%\n\n",
            k, p.call_us, p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
@@ -272,22 +282,20 @@ static void print_fit(struct row **rows, int n)
             first = rows[j]->skip || strcmp(rows[j]->source, rows[i]->source) != 0;
         if (!first)
             continue;
-        fit(rows, n, rows[i]->source, 1, &p); /* every source but this one */
-        int rk = errors(rows, n, &p, rows[i]->source, 0, &median, &worst);
-        printf("| %s | %d | %g | %g | %g | %.1f%% | %.1f%% |\n", rows[i]->source, rk, p.call_us,
-               p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
+        fit(rows, n, rows[i]->source, &p); /* every source but this one */
+        int start = nheld;
         for (int j = i; j < n; j++)
-            if (!rows[j]->skip && strcmp(rows[j]->source, rows[i]->source) == 0) {
-                double m = row_model(rows[j], &p);
-                held[nheld++] = m > 0 ? fabs(m / rows[j]->published - 1) : INFINITY;
-            }
+            if (!rows[j]->skip && strcmp(rows[j]->source, rows[i]->source) == 0)
+                held[nheld++] = row_error(rows[j], &p);
+        summarize(held + start, nheld - start, &median, &worst);
+        printf("| %s | %d | %g | %g | %g | %.1f%% | %.1f%% |\n", rows[i]->source, nheld - start,
+               p.call_us, p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
     }
     if (nheld > 0) {
-        qsort(held, (size_t)nheld, sizeof held[0], by_value);
-        median = nheld % 2 ? held[nheld / 2] : (held[nheld / 2 - 1] + held[nheld / 2]) / 2;
+        summarize(held, nheld, &median, &worst);
         printf("\nEvery row predicted by a fit without its source: median absolute error "
                "%.1f%%, largest %.1f%%\n\n",
-               100 * median, 100 * held[nheld - 1]);
+               100 * median, 100 * worst);
     }
     free(held);
 }
@@ -308,8 +316,9 @@ int bench_calibrate(const char *tsv, enum calibrate_mode mode)
     printf("|---|---|---|---|---|---|---|\n");
     struct sim_params p;
     sim_params_default(&p);
-    int skipped = 0;
-    for (int i = 0; i < n; i++) {
+    double *abs_err = malloc(((size_t)n + 1) * sizeof *abs_err);
+    int k = 0, skipped = 0;
+    for (int i = 0; abs_err && i < n; i++) {
         const struct row *r = rows[i];
         double model = r->skip ? 0 : row_model(rows[i], &p);
         if (!(model > 0)) {
@@ -322,9 +331,11 @@ int bench_calibrate(const char *tsv, enum calibrate_mode mode)
         printf("| %s | %d | %s | %.0f | %.2f | %.2f | %+.1f%% |\n", r->id, r->ngpus,
                r->collective, r->bytes, r->published, model,
                100 * (model / r->published - 1));
+        abs_err[k++] = fabs(model / r->published - 1);
     }
     double median, worst;
-    int k = errors(rows, n, &p, NULL, 0, &median, &worst);
+    summarize(abs_err, k, &median, &worst);
+    free(abs_err);
     rows_free(rows, n);
     printf("\n%d rows simulated, %d skipped; median absolute error %.1f%%, largest %.1f%% "
            "(thresholds %.0f%% and %.0f%%)\n\n",

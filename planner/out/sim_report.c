@@ -77,16 +77,6 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
     return 0;
 }
 
-double sim_bus_factor(enum collective c, int n)
-{
-    switch (c) {
-    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case COLL_ALLGATHER:
-    case COLL_REDUCESCATTER: return (double)(n - 1) / n;
-    default: return 1;
-    }
-}
-
 static void put_header(struct strbuf *sb, const struct plan_set *ps,
                        const struct sim_report_opts *o)
 {

@@ -33,12 +33,9 @@ BK_MUST_USE
 enum bk_status sim_report(struct strbuf *sb, const struct plan_set *ps,
                           const struct sim_report_opts *o, struct diag *d);
 
-/* Set one parameter from "KEY=VALUE": alpha-nvlink, alpha-pcie, alpha-smp, alpha-net,
- * launch, step, reduce-gbps, nccl-launch, nccl-step-nvlink, nccl-step-pcie,
- * nccl-step-smp, nccl-step-net (us, or GB/s for reduce-gbps). 0 and a reason if invalid. */
+/* Set one parameter from "KEY=VALUE", a key blinkc(1) SIMULATION lists (us; GB/s for
+ * reduce-gbps; a fraction above 0 and at most 1 for eff-* and nccl-nvls-eff). 0 and a reason
+ * if invalid. */
 int sim_params_set(struct sim_params *p, const char *key_value, const char **why);
-
-/* nccl-tests' bus bandwidth factor of a collective on n ranks. */
-double sim_bus_factor(enum collective c, int n);
 
 #endif

@@ -83,6 +83,9 @@ void sim_params_default(struct sim_params *p);
  * older or unknown, as NCCL's tables start there). */
 int sim_generation(const struct topo *t);
 
+/* nccl-tests' bus bandwidth factor of a collective on n ranks. */
+double sim_bus_factor(enum collective c, int n);
+
 /* Which schedule a job simulates. */
 enum sim_algo {
     SIM_TREES, /* a plan's trees, as the runtime runs them */

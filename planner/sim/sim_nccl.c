@@ -109,8 +109,7 @@ enum bk_status sim_nccl_model(const struct topo *t, const struct ring_result *ri
                 : c == COLL_ALLGATHER || c == COLL_REDUCESCATTER ? nodes - 1 : nodes;
     enum hw intra = ring->kinds == PG_NVLINK ? HW_NVLINK : HW_PCI;
     /* Bus bandwidth to algorithm bandwidth, nccl-tests' factors. */
-    double bus = c == COLL_ALLREDUCE ? 2.0 * (n - 1) / n
-                 : c == COLL_ALLGATHER || c == COLL_REDUCESCATTER ? (double)(n - 1) / n : 1.0;
+    double bus = sim_bus_factor(c, n);
     double b = ring->gbps * p->eff[gen];
     /* LL128 only where NCCL enables it by default: NVLink inside servers (Volta and newer). */
     double ring_gbps[NPROTO] = {fmin(ll_max_gbps[gen], 0.5 * b),
