@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/builtin.h"
 #include "core/gpu_list.h"
+#include "core/outfile.h"
 #include "topo/topo_join.h"
 
 enum cli_group { G_INPUT, G_OPTIM, G_OUTPUT, G_BENCH, G_DIAG, G_COUNT };
@@ -131,7 +133,8 @@ void cli_print_help(FILE *out)
           "\n"
           "TOPOLOGY is hwloc XML (lstopo), NCCL topology XML, 'nvidia-smi topo -m' output or a\n"
           "blinkc .topo or cluster file; - reads standard input, builtin:NAME an embedded\n"
-          "fixture. Without it, blinkc uses the built-in DGX-1V.\n",
+          "fixture. Without it, blinkc prints the built-in DGX-1V's plans; a run that writes a\n"
+          "file (-o, --plan-json, --msccl-xml, --dot, --dump-ilp) must name its TOPOLOGY.\n",
           out);
     for (int g = 0; g < G_COUNT; g++) {
         fprintf(out, "\n%s:\n", group_names[g]);
@@ -309,6 +312,30 @@ static const struct cli_option *option_of(int val)
     return NULL;
 }
 
+/* Options that add to a list; any other option with a value is given once, so that a second
+ * value never silently replaces the first (-o x -o y). */
+static int repeatable(int val)
+{
+    return val == OPT_COLLECTIVE || val == OPT_LINK_RATE || val == OPT_SIM_PARAM;
+}
+
+/* A run that writes a file names the topology it is for: an empty variable in a script
+ * (blinkc -o sku.cu $TOPO) must not write the built-in DGX-1V's library under its name. */
+BK_MUST_USE
+static enum bk_status check_topology_given(const struct cli *c, char *buf, size_t cap,
+                                           const char **why)
+{
+    const char *out = c->all_allocations ? "--all-allocations" : c->output ? "-o/--output"
+                    : c->plan_json ? "--plan-json" : c->msccl_xml ? "--msccl-xml"
+                    : c->dot ? "--dot" : c->dump_ilp ? "--dump-ilp" : NULL;
+    if (c->topology || c->from_plan || !out)
+        return BK_OK;
+    snprintf(buf, cap, "%s writes a file, so it needs a TOPOLOGY (builtin:%s for the built-in "
+                       "DGX-1V); without one blinkc only prints", out, BUILTIN_DEFAULT);
+    *why = buf;
+    return BK_EUSAGE;
+}
+
 /* --from-plan renders a saved plan: it reads no topology and plans nothing, so every option
  * that would change what is read or planned, and every other output, is refused. */
 BK_MUST_USE
@@ -342,10 +369,13 @@ static enum bk_status check_streams(const struct cli *c, char *buf, size_t cap, 
                         : c->print_topology ? "--print-topology" : NULL;
     for (size_t i = 0; i < BK_ARRAY_LEN(path); i++)
         for (size_t j = i + 1; path[i] && j < BK_ARRAY_LEN(path); j++)
-            if (path[j] && strcmp(path[i], path[j]) == 0) {
-                snprintf(buf, cap, "%s and %s both write to %s%.40s: give each its own file",
-                         name[i], name[j], strcmp(path[i], "-") ? "" : "standard output ",
-                         strcmp(path[i], "-") ? path[i] : "(-)");
+            if (path[j] && ((strcmp(path[i], "-") == 0 && strcmp(path[j], "-") == 0) ||
+                            outfile_same_file(path[i], path[j]))) {
+                int as = strcmp(path[i], path[j]) != 0; /* "./x" and "x" */
+                snprintf(buf, cap, "%s and %s both write to %s%.40s%s%.40s%s: give each its own "
+                         "file", name[i], name[j], strcmp(path[i], "-") ? "" : "standard output ",
+                         strcmp(path[i], "-") ? path[i] : "(-)", as ? " (as " : "",
+                         as ? path[j] : "", as ? ")" : "");
                 *why = buf;
                 return BK_EUSAGE;
             }
@@ -400,9 +430,16 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     optind = 1;
     opterr = 0;
     int ch;
+    unsigned char given[BK_ARRAY_LEN(options)] = {0};
     while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         const char *rate_why = NULL;
         const struct cli_option *opt = option_of(ch);
+        if (opt && opt->has_arg && !repeatable(ch) && given[opt - options]++) {
+            snprintf(buf, cap, "--%s given twice (the second is '%.40s'): give it once",
+                     opt->name, optarg);
+            *why = buf;
+            return BK_EUSAGE;
+        }
         if (opt && opt->group != G_OUTPUT && opt->group != G_DIAG && ch != OPT_FROM_PLAN)
             c->planning_opt = opt->name; /* what --from-plan cannot honour */
         switch (ch) {
@@ -516,5 +553,6 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     }
     BK_CHECK(check_from_plan(c, buf, cap, why));
     BK_CHECK(check_streams(c, buf, cap, why));
-    return check_dump_ilp(c, buf, cap, why);
+    BK_CHECK(check_dump_ilp(c, buf, cap, why));
+    return check_topology_given(c, buf, cap, why);
 }

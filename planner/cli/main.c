@@ -187,7 +187,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     struct plan_opts po = c->plan;
     po.keep_ilp = c->dump_ilp != NULL;
     int any_output = c->plan_json || c->dump_ilp || c->output || c->dot || c->msccl_xml;
-    int only_topology = c->print_topology && !c->explain && !any_output;
+    /* Everything but the matrix needs the plans, --simulate included. */
+    int only_topology = c->print_topology && !c->explain && !c->simulate && !any_output;
     enum bk_status st = BK_OK;
     BK_CHECK(resolve_root(c, t, &po.root, d));
     int table = c->explain || (!any_output && !c->print_topology && !c->simulate);

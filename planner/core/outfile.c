@@ -246,10 +246,30 @@ enum bk_status outfile_check_dir(const char *dir, struct diag *d)
     return BK_EIO;
 }
 
-int outfile_same_file(const char *out, const char *in)
+/* The directory part of path into dir (cap bytes); returns where the last name starts. */
+static const char *split_dir(const char *path, char *dir, size_t cap)
 {
-    struct stat a, b;
-    if (strcmp(out, "-") == 0 || strcmp(in, "-") == 0)
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, cap, ".");
+    else /* "/x" is in "/" */
+        snprintf(dir, cap, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
+int outfile_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
         return 0;
-    return stat(out, &a) == 0 && stat(in, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    int ha = stat(a, &sa) == 0, hb = stat(b, &sb) == 0;
+    if (ha || hb)
+        return ha && hb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[4096], db[4096];
+    const char *na = split_dir(a, da, sizeof da), *nb = split_dir(b, db, sizeof db);
+    if (strcmp(na, nb) != 0)
+        return 0;
+    if (stat(da, &sa) != 0 || stat(db, &sb) != 0)
+        return strcmp(a, b) == 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

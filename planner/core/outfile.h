@@ -66,7 +66,9 @@ int outfile_is_dir(const char *path);
 BK_MUST_USE
 enum bk_status outfile_check_dir(const char *dir, struct diag *d);
 
-/* Is `out` the same existing file as `in`? (refuse to overwrite the input) */
-int outfile_same_file(const char *out, const char *in);
+/* Do paths a and b name one file ("./x" and "x", a link and its target)? Existing files
+ * compare by device and inode; a file not made yet by its directory's and its own name. "-"
+ * names no file. */
+int outfile_same_file(const char *a, const char *b);
 
 #endif

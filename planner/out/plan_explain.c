@@ -82,8 +82,25 @@ static void put_row(struct strbuf *sb, const struct plan_set *ps, const struct p
     sb_putc(sb, '\n');
 }
 
-static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
+/* Allgather and reduce-scatter pack one tree set per root (ForestColl): the solver's values are
+ * each root's rate, and the plan moves that from every root at once. */
+static int per_root(const struct plan *p)
 {
+    return p->coll == COLL_ALLGATHER || p->coll == COLL_REDUCESCATTER;
+}
+
+/* "37.5 GB/s per root (112.5 in all)" where the solver's value is per root. */
+static void put_solver_rate(struct strbuf *sb, const struct plan *p, int ngpus, double v)
+{
+    if (per_root(p) && p->main.stats.partitions == 0)
+        sb_printf(sb, "%.1f GB/s per root (%.1f in all)", v, v * ngpus);
+    else
+        sb_printf(sb, "%.1f GB/s", v);
+}
+
+static void put_solver_line(struct strbuf *sb, const struct plan *p, int ngpus)
+{
+    const struct plan_trees *m = &p->main;
     const struct plan_stats *s = &m->stats;
     static const char *const ilp[] = {"ILP optimal", "ILP spent its work budget (best kept)",
                                       "ILP failed: LP trees kept"};
@@ -100,22 +117,28 @@ static void put_solver_line(struct strbuf *sb, const struct plan_trees *m)
         return;
     }
     if (s->mwu_rounds == 0) {
-        sb_printf(sb, "    structured trees (one-hop stars, balanced switch-plane trees or chains) "
-                      "reach the bound: LP %.1f GB/s over %d of them; %s\n",
-                  s->lp_value, s->lp_columns, ilp[s->ilp_status % 3]);
+        sb_puts(sb, "    structured trees (one-hop stars, balanced switch-plane trees or chains) "
+                    "reach the bound: LP ");
+        put_solver_rate(sb, p, ngpus, s->lp_value);
+        sb_printf(sb, " over %d of them; %s\n", s->lp_columns, ilp[s->ilp_status % 3]);
         return;
     }
-    sb_printf(sb, "    MWU %ld rounds: %.1f GB/s in %d trees", s->mwu_rounds, s->mwu_value,
-              s->mwu_trees);
+    sb_printf(sb, "    MWU %ld rounds: ", s->mwu_rounds);
+    put_solver_rate(sb, p, ngpus, s->mwu_value);
+    sb_printf(sb, " in %d trees", s->mwu_trees);
     if (s->integral_trees)
         sb_printf(sb, "; integral packing %d trees", s->integral_trees);
-    sb_printf(sb, "; exact LP %.1f GB/s over %d columns (%d trees); %s: %d trees\n", s->lp_value,
-              s->lp_columns, s->trees_before, ilp[s->ilp_status % 3], m->trees.n);
+    sb_puts(sb, "; exact LP ");
+    put_solver_rate(sb, p, ngpus, s->lp_value);
+    sb_printf(sb, " over %d columns (%d trees); %s: %d trees\n", s->lp_columns, s->trees_before,
+              ilp[s->ilp_status % 3], m->trees.n);
 }
 
 static void put_trees(struct strbuf *sb, const struct plan_set *ps, const struct plan_trees *m)
 {
     const struct topo *t = ps->topo;
+    sb_puts(sb, "    trees: GB/s of each tree, its root, then its edges (parent>child; a path "
+                "through switches)\n");
     for (int i = 0; i < m->trees.n; i++) {
         const struct ptree *tr = &m->trees.t[i];
         sb_printf(sb, "    %8.4f  %s:", tr->rate, t->nodes[tr->root].id);
@@ -231,7 +254,7 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
         if (p->alt_algbw > 0)
             sb_printf(sb, "    chosen as %s candidate: the other reaches %.1f GB/s\n", p->why,
                       p->alt_algbw);
-        put_solver_line(sb, &p->main);
+        put_solver_line(sb, p, t->ngpus);
         if (p->has_hybrid)
             put_hybrid(sb, ps, p);
         put_tuning(sb, ps, p);
