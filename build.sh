@@ -3,7 +3,7 @@
 # One-step set-up for a fresh Debian 12 machine: install what is missing, bootstrap, configure,
 # build, then do one job.
 #
-#   ./build.sh demo    plan the built-in DGX-1V and print what was read and planned
+#   ./build.sh demo    plan 3 GPUs of the built-in DGX-1V, then the whole server, and print both
 #   ./build.sh check   run the whole test suite: a plain build, then an ASan+UBSan build (no nvcc), then
 #                      the reader and planner tests under valgrind memcheck
 #   ./build.sh build   only build (into ./build)
@@ -77,7 +77,15 @@ install_missing
 case "$job" in
     demo)
         configure_build build
-        ./build/planner/blinkc
+        # A job's share of a server first, where trees beat rings; then the whole server, where
+        # the rings already use every link.
+        echo "== 3 of the DGX-1V's 8 GPUs (0, 2, 3), as a scheduler hands them out:"
+        echo "\$ blinkc --gpus 0,2,3 --collective broadcast --root 0 --collective allreduce builtin:dgx1v"
+        ./build/planner/blinkc -q --gpus 0,2,3 --collective broadcast --root 0 --collective allreduce builtin:dgx1v
+        echo
+        echo "== The whole DGX-1V:"
+        echo "\$ blinkc --collective broadcast --root 0 --collective allreduce builtin:dgx1v"
+        ./build/planner/blinkc -q --collective broadcast --root 0 --collective allreduce builtin:dgx1v
         ;;
     check)
         run_check build

@@ -238,8 +238,15 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
               ps->ring.exhaustive ? " (best over every Hamiltonian cycle)" : "");
     sb_puts(sb, "\ncollective     root   trees     algbw     busbw     bound  ratio     rings  speedup  "
                 "the code runs\n");
-    for (int i = 0; i < ps->n; i++)
+    int gains = 0;
+    for (int i = 0; i < ps->n; i++) {
         put_row(sb, ps, &ps->v[i]);
+        gains |= !(ps->v[i].ring_algbw > 0) || ps->v[i].main.algbw > 1.005 * ps->v[i].ring_algbw;
+    }
+    if (!gains) /* a new user's first run (the full DGX-1V) must not read as "blinkc does nothing" */
+        sb_puts(sb, "\nEvery speedup is 1.00x: NCCL's rings already reach the bound on these GPUs, "
+                    "so trees gain nothing\nhere; they win where a job's GPUs leave links idle "
+                    "to rings (--gpus, --all-allocations).\n");
     sb_puts(sb, "\nGB/s per direction for large messages; algbw and busbw as nccl-tests counts "
                 "them;\nratio = algbw / bound; speedup = algbw / the best NCCL-style ring set on "
                 "the same links;\nthe code runs: by message size, the trees or NCCL (the simulated "
