@@ -198,6 +198,36 @@ Test(msccl, interpreter_catches_mistakes)
     topo_free(&t);
 }
 
+/* The interpreter reads a file as the executors' parser does (msccl_read.c, msccl_interp.c):
+ * words it does not know, a newline inside a tag, a declaration before <algo>, a value longer
+ * than its 255-byte buffer and a required attribute past the 16 it keeps all fail, where any
+ * XML reader would take them. */
+Test(msccl, interpreter_reads_as_the_executors_do)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 2, 3}, 4, 1u << COLL_ALLREDUCE, -1, &t, &ps);
+    struct strbuf sb;
+    sb_init(&sb);
+    char name[96];
+    cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, &ps, 0, 0), BK_OK);
+    expect_broken(sb.data, "coll=\"allreduce\"", "coll=\"all_reduce\"", 0, "coll all_reduce");
+    expect_broken(sb.data, "coll=\"allreduce\"", "coll=\"reduce_scatter\"", 0,
+                  "coll reduce_scatter (SCCL's word, refused by these executors)");
+    expect_broken(sb.data, "proto=\"Simple\"", "proto=\"simple\"", 0, "proto simple");
+    expect_broken(sb.data, "srcbuf=\"i\"", "srcbuf=\"in\"", 0, "buffer in");
+    expect_broken(sb.data, "\" proto=", "\"\n proto=", 0, "a newline inside a tag");
+    expect_broken(sb.data, "<algo ", "<?xml version=\"1.0\"?>\n<algo ", 0, "a declaration");
+    char *pad = bk_asprintf("<algo name=\"%0300d", 0);
+    expect_broken(sb.data, "<algo name=\"", pad, 0, "a 300-byte name");
+    free(pad);
+    expect_broken(sb.data, "\" proto=", "\" a=\"\" b=\"\" c=\"\" d=\"\" e=\"\" f=\"\" g=\"\" proto=", 0,
+                  "maxBytes as the 17th attribute");
+    sb_free(&sb);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
 /* Hostile topology names change nothing outside the one escaped attribute value, and the file
  * stays well-formed. */
 Test(msccl, hostile_name_stays_in_its_attribute)
