@@ -66,6 +66,14 @@ int outfile_is_dir(const char *path);
 BK_MUST_USE
 enum bk_status outfile_check_dir(const char *dir, struct diag *d);
 
+/* Does dir hold nothing but the n files names[] and subdirectories? A program that loads
+ * every file of a directory (the MSCCL executors) must not find others there. Errors: BK_EIO
+ * naming the first other file in name order, how many more there are, and `hint`;
+ * BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status outfile_dir_only(const char *dir, const char *const *names, int n,
+                                const char *hint, struct diag *d);
+
 /* Is `out` the same existing file as `in`? (refuse to overwrite the input) */
 int outfile_same_file(const char *out, const char *in);
 
