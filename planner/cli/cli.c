@@ -101,7 +101,7 @@ static const struct cli_option options[] = {
     {"dot", OPT_DOT, required_argument, G_OUTPUT, "FILE|DIR",
      "draw the plans' trees for Graphviz (- for stdout; DIR: a file per plan)"},
     {"msccl-xml", OPT_MSCCL_XML, required_argument, G_OUTPUT, "DIR",
-     "write MSCCL algorithm files into DIR (a file per plan and size range)"},
+     "write MSCCL algorithm files into DIR (per plan and sizes the trees run)"},
     {"dot-collapse-switches", OPT_DOT_COLLAPSE, no_argument, G_OUTPUT, NULL,
      "with --dot: leave switches out, one line per tree edge"},
     {"print-topology", OPT_PRINT_TOPOLOGY, no_argument, G_OUTPUT, NULL,

@@ -149,28 +149,54 @@ static enum bk_status resolve_root(const struct cli *c, const struct topo *t, in
     return BK_EUSAGE;
 }
 
-/* --msccl-xml DIR: a file per plan and per run of sizes with one algorithm (msccl_xml.h). */
+/* --msccl-xml DIR: a file per plan and per run of sizes where the trees run (msccl_xml.h).
+ * The executors parse every file in their directory, and take the first that fits a call's
+ * rank count, collective and size, so DIR may hold only this export's files (an earlier run's
+ * with the same names are replaced). A plan that runs NCCL at every size gets no file, and a
+ * note names it. */
 BK_MUST_USE
 static enum bk_status write_msccl(const char *dir, const struct plan_set *ps,
                                   struct outfile_set *outs, struct diag *d)
 {
-    struct strbuf sb;
-    sb_init(&sb);
-    enum bk_status st = BK_OK;
-    for (int k = 0; st == BK_OK && k < ps->n; k++)
-        for (int j = 0; st == BK_OK && j < msccl_xml_count(ps, k); j++) {
-            char name[96];
-            st = msccl_xml_render(&sb, name, sizeof name, ps, k, j);
-            char *path = st == BK_OK ? bk_asprintf("%s/%s", dir, name) : NULL;
-            if (st == BK_OK && !path)
-                st = BK_ENOMEM;
-            if (st == BK_OK)
-                st = outfile_reserve(outs, path, d);
-            if (st == BK_OK)
-                st = fill(outs, path, &sb, d);
-            free(path);
-            sb_free(&sb);
+    int n = 0;
+    for (int k = 0; k < ps->n; k++)
+        n += msccl_xml_count(ps, k);
+    struct strbuf *text = calloc((size_t)n + 1, sizeof *text);
+    char(*name)[MSCCL_XML_NAME_MAX] = calloc((size_t)n + 1, sizeof *name);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    enum bk_status st = text && name && names ? BK_OK : BK_ENOMEM;
+    for (int k = 0, i = 0; st == BK_OK && k < ps->n; k++)
+        for (int j = 0; st == BK_OK && j < msccl_xml_count(ps, k); j++, i++) {
+            st = msccl_xml_render(&text[i], name[i], sizeof name[i], ps, k, j);
+            names[i] = name[i];
         }
+    if (st == BK_OK) {
+        char *hint = bk_asprintf("which this export does not write; the MSCCL executors load "
+                                 "every file of their directory, so remove what is not this "
+                                 "export's (rm %s/*.xml clears an earlier one) or give an "
+                                 "empty directory", dir);
+        st = hint ? outfile_dir_only(dir, names, n, hint, d) : BK_ENOMEM;
+        free(hint);
+    }
+    for (int i = 0; st == BK_OK && i < n; i++) {
+        char *path = bk_asprintf("%s/%s", dir, name[i]);
+        st = path ? outfile_reserve(outs, path, d) : BK_ENOMEM;
+        if (st == BK_OK)
+            st = fill(outs, path, &text[i], d);
+        free(path);
+    }
+    struct strbuf none;
+    sb_init(&none);
+    if (st == BK_OK)
+        msccl_xml_none(&none, ps);
+    if (st == BK_OK && none.data)
+        diag_add(d, DIAG_NOTE, dir, DIAG_NOWHERE,
+                 "no MSCCL file for %s: NCCL runs at every size, and the executors run the "
+                 "library's own algorithms for sizes no file covers", none.data);
+    sb_free(&none);
+    for (int i = 0; text && i < n; i++)
+        sb_free(&text[i]);
+    free(text), free(name), free(names);
     return st;
 }
 

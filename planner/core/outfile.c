@@ -4,6 +4,7 @@
  */
 #include "core/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -244,6 +245,50 @@ enum bk_status outfile_check_dir(const char *dir, struct diag *d)
     diag_add(d, DIAG_ERROR, dir, DIAG_NOWHERE, "cannot write into the directory: %s",
              strerror(errno));
     return BK_EIO;
+}
+
+enum bk_status outfile_dir_only(const char *dir, const char *const *names, int n,
+                                const char *hint, struct diag *d)
+{
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        diag_add(d, DIAG_ERROR, dir, DIAG_NOWHERE, "cannot read the directory: %s",
+                 strerror(errno));
+        return BK_EIO;
+    }
+    char *first = NULL;
+    int others = 0;
+    enum bk_status st = BK_OK;
+    struct dirent *e;
+    while (st == BK_OK && (e = readdir(dp))) {
+        int ours = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+        for (int i = 0; !ours && i < n; i++)
+            ours = strcmp(e->d_name, names[i]) == 0;
+        char *path = ours ? NULL : bk_asprintf("%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (ours || (path && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+            free(path);
+            continue;
+        }
+        free(path);
+        others++;
+        if (!first || strcmp(e->d_name, first) < 0) { /* readdir's order is the disk's */
+            free(first);
+            if (!(first = strdup(e->d_name)))
+                st = BK_ENOMEM;
+        }
+    }
+    closedir(dp);
+    if (st == BK_OK && others) {
+        char more[48] = "";
+        if (others > 1)
+            snprintf(more, sizeof more, " and %d other file%s", others - 1,
+                     others > 2 ? "s" : "");
+        diag_add(d, DIAG_ERROR, dir, DIAG_NOWHERE, "holds %s%s, %s", first, more, hint);
+        st = BK_EIO;
+    }
+    free(first);
+    return st;
 }
 
 /* The directory part of path into dir (cap bytes); returns where the last name starts. */

@@ -2,47 +2,49 @@
 /*
  * msccl_xml.c - writing MSCCL algorithm files (see msccl_xml.h, msccl_map.h).
  *
- * The executors' parser reads attribute values up to the next quote into a fixed buffer
- * (NCCL's xml reader, 255 bytes) and knows no declaration or comments, so a file is the bare
- * <algo> element and the one text attribute is escaped and kept short.
+ * The executors' parser reads an attribute value up to the next double quote into a 256-byte
+ * buffer without bounds, decodes no entity, and wants the <algo> tag first (no declaration) and
+ * on one line (tests/unit/msccl_read.c cites the lines). So a file is the bare <algo> element,
+ * and the one text attribute, name, is escaped for other XML readers and kept to 255 bytes.
  */
 #include "out/msccl_xml.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "out/msccl_map.h"
 
-#define NAME_MAX_BYTES 64 /* of the topology's name, before escaping (at most 6 bytes each) */
+#define NAME_ATTR_MAX 255 /* the executors' value buffer, less its terminator */
+#define TAG_MAX 96        /* of the allocation tag, before a long one is cut and hashed */
 
-/* A range run [a, b) of plan k's tuning, with one algorithm. */
+/* A run [min, end) of plan p's sizes where the trees run (end 0: no limit). */
 struct run {
-    double min_bytes, end_bytes; /* end 0: no limit */
-    enum plan_algo algo;
+    double min_bytes, end_bytes;
 };
 
-/* The algorithm a range runs: rings need chains (none across several servers). */
-static enum plan_algo algo_of(const struct plan *p, int i)
-{
-    enum plan_algo a = p->tune.r[i].algo;
-    return a == PLAN_ALGO_RINGS && p->ring_chains.n == 0 ? PLAN_ALGO_TREES : a;
-}
-
-/* Run j of plan p (when out is not NULL); returns how many runs there are. */
+/* Run j of plan p (when out is not NULL); returns how many there are. Sizes where the per-size
+ * choice runs NCCL get no file: for a size no file covers, the executors call the library's
+ * own collective (msccl_lifecycle.cc, mscclFallBackSavedParams), which keeps its LL and LL128
+ * protocols where our Simple-protocol programs would replace them. */
 static int runs(const struct plan *p, int j, struct run *out)
 {
     if (p->tune.n == 0) {
         if (out)
-            *out = (struct run){0, 0, PLAN_ALGO_TREES};
+            *out = (struct run){0, 0};
         return 1;
     }
     int n = 0;
+    const struct plan_range *r = p->tune.r;
     for (int i = 0; i < p->tune.n; i++) {
-        if (i > 0 && algo_of(p, i) == algo_of(p, i - 1))
+        if (r[i].algo != PLAN_ALGO_TREES || (i > 0 && r[i - 1].algo == PLAN_ALGO_TREES))
             continue;
+        int e = i + 1;
+        while (e < p->tune.n && r[e].algo == PLAN_ALGO_TREES)
+            e++;
         if (out && n == j)
-            *out = (struct run){p->tune.r[i].min_bytes, 0, algo_of(p, i)};
-        if (out && n == j + 1)
-            out->end_bytes = p->tune.r[i].min_bytes;
+            *out = (struct run){r[i].min_bytes, e < p->tune.n ? r[e].min_bytes : 0};
         n++;
     }
     return n;
@@ -51,6 +53,32 @@ static int runs(const struct plan *p, int j, struct run *out)
 int msccl_xml_count(const struct plan_set *ps, int k)
 {
     return runs(&ps->v[k], 0, NULL);
+}
+
+void msccl_xml_none(struct strbuf *sb, const struct plan_set *ps)
+{
+    int first = 1;
+    for (int k = 0; k < ps->n; k++) {
+        enum collective c = ps->v[k].coll;
+        int seen = 0, total = 0, none = 0;
+        for (int i = 0; i < ps->n; i++) {
+            if (ps->v[i].coll != c)
+                continue;
+            seen += i < k;
+            total++;
+            none += msccl_xml_count(ps, i) == 0;
+        }
+        if (!none || (seen && none == total))
+            continue; /* named already, with the collective's first plan */
+        if (msccl_xml_count(ps, k) > 0)
+            continue;
+        sb_printf(sb, "%s%s", first ? "" : ", ", collective_name(c));
+        if (total > 1 && none == total)
+            sb_puts(sb, " (every root)");
+        else if (ps->v[k].root >= 0)
+            sb_printf(sb, " from %s", ps->topo->nodes[topo_gpu_node(ps->topo, ps->v[k].root)].id);
+        first = 0;
+    }
 }
 
 static void size_word(char *out, size_t cap, double bytes)
@@ -68,22 +96,75 @@ static void size_word(char *out, size_t cap, double bytes)
         snprintf(out, cap, "%lld", b);
 }
 
-/* Attribute text: XML's five specials as entities; control bytes and non-ASCII as '?', since
- * XML 1.0 forbids most controls even as references and a byte of broken UTF-8 makes the file
- * unreadable. */
-static void put_attr_text(struct strbuf *sb, const char *s)
+/* Attribute text into at most `room` bytes: XML's five specials as entities; control bytes
+ * and non-ASCII as '?', since XML 1.0 forbids most controls even as references and a byte of
+ * broken UTF-8 makes the file unreadable. An entity that does not fit ends the text. */
+static void put_attr_text(struct strbuf *sb, const char *s, size_t room)
 {
-    for (size_t i = 0; s[i] && i < NAME_MAX_BYTES; i++) {
+    for (size_t i = 0; s[i]; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '&': sb_puts(sb, "&amp;"); break;
-        case '<': sb_puts(sb, "&lt;"); break;
-        case '>': sb_puts(sb, "&gt;"); break;
-        case '"': sb_puts(sb, "&quot;"); break;
-        case '\'': sb_puts(sb, "&apos;"); break;
-        default: sb_putc(sb, c >= 0x20 && c < 0x7f ? (char)c : '?');
-        }
+        const char *e = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;"
+                      : c == '"' ? "&quot;" : c == '\'' ? "&apos;" : NULL;
+        size_t len = e ? strlen(e) : 1;
+        if (len > room)
+            return;
+        room -= len;
+        if (e)
+            sb_puts(sb, e);
+        else
+            sb_putc(sb, c >= 0x20 && c < 0x7f ? (char)c : '?');
     }
+}
+
+/* The GPU number of a canonical id "gpuN", or -1. */
+static long gpu_number(const char *id)
+{
+    if (strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
+        return -1;
+    char *end;
+    long v = strtol(id + 3, &end, 10);
+    return *end ? -1 : v;
+}
+
+/* The allocation in rank order, for file names and the name attribute: "gpu5.4.7.6" (rank 0 on
+ * gpu5, ...), with three or more consecutive GPUs as a range ("gpu0-7", "gpu0-3.8-11"). The
+ * executors pick a file by rank count, never by GPUs, so this is what tells the exports of
+ * two allocations apart. Past TAG_MAX bytes the tag is cut and a hash of all of it appended. */
+static void alloc_tag(char *out, size_t cap, const struct topo *t)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    int numeric = 1;
+    for (int r = 0; r < t->ngpus; r++)
+        numeric &= gpu_number(t->nodes[topo_gpu_node(t, r)].id) >= 0;
+    for (int r = 0; r < t->ngpus;) {
+        const char *id = t->nodes[topo_gpu_node(t, r)].id;
+        if (!numeric) { /* canonical ids are ASCII letters and digits */
+            sb_printf(&sb, "%s%s", r ? "." : "", id);
+            r++;
+            continue;
+        }
+        long v = gpu_number(id);
+        int e = r + 1;
+        while (e < t->ngpus && gpu_number(t->nodes[topo_gpu_node(t, e)].id) == v + (e - r))
+            e++;
+        sb_printf(&sb, "%s%ld", r ? "." : "gpu", v);
+        if (e - r >= 3)
+            sb_printf(&sb, "-%ld", v + (e - r - 1));
+        else
+            e = r + 1;
+        r = e;
+    }
+    const char *tag = sb.data ? sb.data : "";
+    if (strlen(tag) <= TAG_MAX) {
+        snprintf(out, cap, "%s", tag);
+    } else {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (const char *q = tag; *q; q++)
+            h = (h ^ (unsigned char)*q) * 16777619u;
+        snprintf(out, cap, "%.*s-h%08x", TAG_MAX - 10, tag, (unsigned)h);
+    }
+    sb_free(&sb);
 }
 
 static const char *coll_word(enum collective c) /* the executors' "coll" names */
@@ -131,29 +212,37 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
     int nr = runs(p, j, &run);
     if (j < 0 || j >= nr)
         return BK_EINTERNAL;
-    const char *algo = run.algo == PLAN_ALGO_RINGS ? "rings" : "trees";
-    char root[48] = "", lo[24], hi[24], sizes[56] = "";
+    char root[48] = "", lo[24], hi[24], sizes[56] = "", tag[TAG_MAX + 16];
     if (p->root >= 0)
-        snprintf(root, sizeof root, "-%s", ps->topo->nodes[p->root].id);
+        snprintf(root, sizeof root, "-%s", ps->topo->nodes[topo_gpu_node(ps->topo, p->root)].id);
     size_word(lo, sizeof lo, run.min_bytes);
     if (run.end_bytes > 0)
         size_word(hi, sizeof hi, run.end_bytes);
     else
         snprintf(hi, sizeof hi, "inf");
-    if (nr > 1)
+    if (run.min_bytes > 0 || run.end_bytes > 0) /* the name says when some sizes are left out */
         snprintf(sizes, sizeof sizes, "-%s-%s", lo, hi);
-    snprintf(name, cap, "%s%s-%s%s.xml", collective_name(p->coll), root, algo, sizes);
+    alloc_tag(tag, sizeof tag, ps->topo);
+    snprintf(name, cap, "%s%s-trees%s.%s.xml", collective_name(p->coll), root, sizes, tag);
     struct mprog g;
-    BK_CHECK(msccl_map(run.algo == PLAN_ALGO_RINGS ? &p->ring_chains : &p->main.trees, p->coll,
-                       ps->topo->ngpus, &g));
+    BK_CHECK(msccl_map(&p->main.trees, p->coll, ps->topo->ngpus, &g));
     /* In place: allreduce's sums and broadcast's copies land where the input was read, and
      * reduce keeps partial sums in scratch; allgather and reduce-scatter are out of place only
      * (their in-place buffers overlap in a way these programs do not model). */
     int inplace = p->coll == COLL_ALLREDUCE || p->coll == COLL_BROADCAST ||
                   p->coll == COLL_REDUCE;
-    sb_printf(sb, "<algo name=\"blinkc %s%s %s on ", collective_name(p->coll), root, algo);
-    put_attr_text(sb, ps->topo->name);
-    sb_printf(sb, "\" proto=\"Simple\" nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" "
+    /* name: what, for which sizes, and the ranks' GPUs in order; the topology's name last,
+     * cut to keep the value within NAME_ATTR_MAX. */
+    struct strbuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "blinkc %s%s%s trees%s%s, ranks 0-%d on %s of ", collective_name(p->coll),
+              root[0] ? " from " : "", root[0] ? root + 1 : "", sizes[0] ? " for " : "",
+              sizes[0] ? sizes + 1 : "", ps->topo->ngpus - 1, tag);
+    size_t used = nm.data ? nm.len : 0;
+    put_attr_text(&nm, ps->topo->name, used < NAME_ATTR_MAX ? NAME_ATTR_MAX - used : 0);
+    sb_printf(sb, "<algo name=\"%s\"", nm.data ? nm.data : "");
+    sb_free(&nm);
+    sb_printf(sb, " proto=\"Simple\" nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" "
                   "coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
                   "maxBytes=\"%lld\">\n",
               g.nchannels, g.nchunks, g.ngpus, coll_word(p->coll), inplace,

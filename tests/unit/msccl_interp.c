@@ -2,13 +2,34 @@
 /*
  * msccl_interp.c - the MSCCL XML interpreter for the tests (see msccl_interp.h).
  *
- * Limits are those of the executors' sources: steps per threadblock below MSCCL_MAX_NUM_STEPS
- * (64, both), threadblock ids below RCCL's MSCCL_MAX_NUM_THREAD_BLOCKS (64; NCCL's is 1024),
- * dependencies on threadblocks up to 127 (int8_t dependentBid), channels below MAXCHANNELS (32
- * in NCCL), cnt below MSCCL_MAX_COUNT (72), at most 32 sending and 32 receiving threadblocks
- * per channel (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL), offsets in int16_t.
+ * Files are read as the executors read them (msccl_read.c: bytes, tags, values, numbers) and
+ * hold to the words and attributes their parser compares with. The lines are those of
+ * src/misc/msccl/msccl_parser.cc in msccl-executor-nccl at c6f6b36d1a4c; RCCL's at
+ * 0cbce2a7571c are the same up to 710 and two later past 721:
+ *  - <algo> needs nchunksperloop, nchannels, ngpus, proto, coll, minBytes, maxBytes, inplace
+ *    and outofplace (314-389; the metadata pass again, 728-787); name is not read.
+ *  - proto is "Simple", "LL128" or "LL" (290-302).
+ *  - coll is "reduce", "broadcast", "allreduce", "reducescatter" or "allgather", which run
+ *    here, or "send", "recv", "gather", "scatter", "alltoall" or "alltoallv", which do not
+ *    (334-372, 742-771); any other word fails the file and, in the metadata pass, the whole
+ *    directory. (SCCL and the older MSCCL fork of NCCL spelled it "reduce_scatter"; these
+ *    executors refuse that.)
+ *  - <gpu> needs id, i_chunks, o_chunks, s_chunks, s_chunks >= 0 (398-407); <tb> needs id,
+ *    recv, send, chan, an id from 0 without gaps and no id twice, peers -1 or another rank,
+ *    channel 0..32 (412-453, 684-697); <step> needs s, srcoff, srcbuf, dstoff, dstbuf, cnt,
+ *    type, depid, deps, hasdep (472-483), s from 0 to 63 (485-492), a type among s, r, rcs,
+ *    rrs, rrc, rrcs, cpy, re, nop (499-545), buffers "i", "o" or "s" (256-268), cnt 0..71
+ *    (577-580) and hasdep 0 or 1 (647-650).
+ * Limits are those of the executors' src/include/msccl/msccl_struct.h: steps per threadblock
+ * below MSCCL_MAX_NUM_STEPS (64, both), threadblock ids below RCCL's
+ * MSCCL_MAX_NUM_THREAD_BLOCKS (64; NCCL's is 32 per channel times MAXCHANNELS), dependencies on
+ * threadblocks up to 127 (int8_t dependentBid), channels below MAXCHANNELS (32 in NCCL), cnt
+ * below MSCCL_MAX_COUNT (72), at most 32 sending and 32 receiving threadblocks per channel
+ * (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL), offsets in int16_t. A file must also be
+ * well-formed XML, for the other tools that read it.
  */
 #include "msccl_interp.h"
+#include "msccl_read.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -78,130 +99,162 @@ static void limit(struct mi_result *r, const char *fmt, ...)
     }
 }
 
-/* An integer attribute; 0 and *ok = 0 when missing or not a number. */
-static long attr_int(xmlNode *n, const char *name, int *ok)
+/* One of the words a parser compares a value with, or NULL. */
+static const char *one_of(const char *v, const char *const *words)
 {
-    xmlChar *s = xmlGetProp(n, (const xmlChar *)name);
-    if (!s) {
-        *ok = 0;
+    for (int i = 0; v && words[i]; i++)
+        if (strcmp(v, words[i]) == 0)
+            return words[i];
+    return NULL;
+}
+
+/* The executors' words (msccl_parser.cc lines in the file's head). */
+static const char *const colls_run[] = {"reduce", "broadcast", "allreduce", "reducescatter",
+                                        "allgather", NULL};
+static const char *const colls_other[] = {"send", "recv", "gather", "scatter", "alltoall",
+                                          "alltoallv", NULL};
+static const char *const protos[] = {"Simple", "LL128", "LL", NULL};
+static const char *const types[] = {"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop",
+                                    NULL};
+static const char *const bufs[] = {"i", "o", "s", NULL};
+
+static int read_step(const struct mr_node *n, struct st *s, char *why, size_t cap)
+{
+    int ok = 1;
+    s->s = mr_int(n, "s", &ok);
+    s->so = mr_int(n, "srcoff", &ok);
+    s->dof = mr_int(n, "dstoff", &ok);
+    s->cnt = mr_int(n, "cnt", &ok);
+    s->depid = mr_int(n, "depid", &ok);
+    s->deps = mr_int(n, "deps", &ok);
+    s->hasdep = mr_int(n, "hasdep", &ok);
+    const char *ty = mr_attr(n, "type"), *sb = mr_attr(n, "srcbuf"), *db = mr_attr(n, "dstbuf");
+    if (!ok || !ty || !sb || !db)
+        snprintf(why, cap, "a <step> without one of s, type, srcbuf, srcoff, dstbuf, dstoff, "
+                           "cnt, depid, deps, hasdep");
+    else if (!one_of(ty, types))
+        snprintf(why, cap, "step type \"%s\": the executors refuse it", ty);
+    else if (!one_of(sb, bufs) || !one_of(db, bufs))
+        snprintf(why, cap, "buffer \"%s\" or \"%s\": the executors know i, o and s", sb, db);
+    else if (s->hasdep != 0 && s->hasdep != 1)
+        snprintf(why, cap, "hasdep %d: the executors take 0 or 1", s->hasdep);
+    else if (s->s < 0 || s->cnt < 0)
+        snprintf(why, cap, "a negative step number or cnt");
+    else {
+        snprintf(s->type, sizeof s->type, "%s", ty);
+        s->sb = sb[0];
+        s->db = db[0];
+        return 1;
+    }
+    return 0;
+}
+
+static int read_tb(const struct mr_node *n, int gpu, struct tb *t, char *why, size_t cap)
+{
+    int ok = 1;
+    t->id = mr_int(n, "id", &ok);
+    t->send = mr_int(n, "send", &ok);
+    t->recv = mr_int(n, "recv", &ok);
+    t->chan = mr_int(n, "chan", &ok);
+    t->flag = -1;
+    if (!ok) {
+        snprintf(why, cap, "gpu %d: a <tb> without id, send, recv or chan", gpu);
         return 0;
     }
-    char *end;
-    long v = strtol((const char *)s, &end, 10);
-    if (end == (char *)s || *end)
-        *ok = 0;
-    xmlFree(s);
-    return v;
-}
-
-static void attr_str(xmlNode *n, const char *name, char *out, size_t cap, int *ok)
-{
-    xmlChar *s = xmlGetProp(n, (const xmlChar *)name);
-    if (!s || strlen((const char *)s) >= cap)
-        *ok = 0;
-    snprintf(out, cap, "%s", s ? (const char *)s : "");
-    xmlFree(s);
-}
-
-static int is(xmlNode *n, const char *name)
-{
-    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
-}
-
-static int read_step(xmlNode *n, struct st *s)
-{
-    int ok = 1;
-    char b[8];
-    s->s = (int)attr_int(n, "s", &ok);
-    attr_str(n, "type", s->type, sizeof s->type, &ok);
-    attr_str(n, "srcbuf", b, sizeof b, &ok);
-    s->sb = b[0];
-    attr_str(n, "dstbuf", b, sizeof b, &ok);
-    s->db = b[0];
-    s->so = (int)attr_int(n, "srcoff", &ok);
-    s->dof = (int)attr_int(n, "dstoff", &ok);
-    s->cnt = (int)attr_int(n, "cnt", &ok);
-    s->depid = (int)attr_int(n, "depid", &ok);
-    s->deps = (int)attr_int(n, "deps", &ok);
-    s->hasdep = (int)attr_int(n, "hasdep", &ok);
-    return ok;
-}
-
-static int read_tb(xmlNode *n, struct tb *t)
-{
-    int ok = 1;
-    t->id = (int)attr_int(n, "id", &ok);
-    t->send = (int)attr_int(n, "send", &ok);
-    t->recv = (int)attr_int(n, "recv", &ok);
-    t->chan = (int)attr_int(n, "chan", &ok);
-    t->flag = -1;
-    for (xmlNode *c = n->children; c; c = c->next)
-        if (is(c, "step"))
-            t->n++;
+    if (t->id < 0 || t->send < -1 || t->recv < -1 || t->send == gpu || t->recv == gpu ||
+        t->chan < 0) {
+        snprintf(why, cap, "gpu %d tb %d: a negative id or channel, or a bad peer", gpu, t->id);
+        return 0;
+    }
+    t->n = n->nsub;
     t->v = calloc((size_t)t->n + 1, sizeof *t->v);
-    int i = 0;
-    for (xmlNode *c = n->children; c && ok; c = c->next)
-        if (is(c, "step"))
-            ok = read_step(c, &t->v[i++]);
-    return ok;
+    for (int i = 0; t->v && i < t->n; i++)
+        if (!read_step(&n->sub[i], &t->v[i], why, cap))
+            return 0;
+    return t->v != NULL;
 }
 
-static int read_gpu(xmlNode *n, struct gpu *g)
+static int read_gpu(const struct mr_node *n, struct gpu *g, char *why, size_t cap)
 {
     int ok = 1;
-    g->id = (int)attr_int(n, "id", &ok);
-    g->ic = (int)attr_int(n, "i_chunks", &ok);
-    g->oc = (int)attr_int(n, "o_chunks", &ok);
-    g->sc = (int)attr_int(n, "s_chunks", &ok);
-    for (xmlNode *c = n->children; c; c = c->next)
-        if (is(c, "tb"))
-            g->ntb++;
+    g->id = mr_int(n, "id", &ok);
+    g->ic = mr_int(n, "i_chunks", &ok);
+    g->oc = mr_int(n, "o_chunks", &ok);
+    g->sc = mr_int(n, "s_chunks", &ok);
+    if (!ok || g->sc < 0) {
+        snprintf(why, cap, "a <gpu> without id, i_chunks, o_chunks or s_chunks, or s_chunks < 0");
+        return 0;
+    }
+    g->ntb = n->nsub;
     g->tb = calloc((size_t)g->ntb + 1, sizeof *g->tb);
-    int i = 0;
-    for (xmlNode *c = n->children; c && ok; c = c->next)
-        if (is(c, "tb"))
-            ok = read_tb(c, &g->tb[i++]);
-    return ok;
+    for (int i = 0; g->tb && i < g->ntb; i++)
+        if (!read_tb(&n->sub[i], g->id, &g->tb[i], why, cap))
+            return 0;
+    return g->tb != NULL;
 }
 
+/* The file as the executors read it (msccl_read.h), then as XML (other tools read it too). */
 static int read_prog(const char *path, struct prog *p, struct mi_result *r)
 {
-    xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
-                                              XML_PARSE_NOWARNING);
-    if (!doc) {
-        fail(r, "%s: not well-formed XML", path);
+    char why[256];
+    struct mr_node *a = mr_read(path, why, sizeof why);
+    if (!a) {
+        fail(r, "%s: the executors' parser refuses it: %s", path, why);
         return 0;
     }
-    xmlNode *a = xmlDocGetRootElement(doc);
-    int ok = a && is(a, "algo");
-    char proto[16];
-    attr_str(a, "coll", p->coll, sizeof p->coll, &ok);
-    attr_str(a, "proto", proto, sizeof proto, &ok);
-    p->ngpus = (int)attr_int(a, "ngpus", &ok);
-    p->nchunks = (int)attr_int(a, "nchunksperloop", &ok);
-    p->nchannels = (int)attr_int(a, "nchannels", &ok);
-    p->inplace_ok = (int)attr_int(a, "inplace", &ok);
-    attr_int(a, "outofplace", &ok);
-    attr_int(a, "minBytes", &ok); /* the executors skip a file without them */
-    attr_int(a, "maxBytes", &ok);
-    if (ok && (p->ngpus < 1 || p->ngpus > MI_MAX_GPUS || p->nchunks < 1 || p->nchannels < 1))
-        ok = 0;
-    if (ok)
+    int ok = 1;
+    p->ngpus = mr_int(a, "ngpus", &ok);
+    p->nchunks = mr_int(a, "nchunksperloop", &ok);
+    p->nchannels = mr_int(a, "nchannels", &ok);
+    p->inplace_ok = mr_int(a, "inplace", &ok);
+    mr_int(a, "outofplace", &ok);
+    mr_int64(a, "minBytes", &ok);
+    mr_int64(a, "maxBytes", &ok);
+    const char *coll = mr_attr(a, "coll"), *proto = mr_attr(a, "proto");
+    why[0] = '\0';
+    if (!ok || !coll || !proto)
+        snprintf(why, sizeof why, "<algo> lacks one of nchunksperloop, nchannels, ngpus, proto, "
+                                  "coll, minBytes, maxBytes, inplace, outofplace");
+    else if (!one_of(proto, protos))
+        snprintf(why, sizeof why, "proto \"%s\": the executors refuse it", proto);
+    else if (one_of(coll, colls_other))
+        snprintf(why, sizeof why, "coll \"%s\" is not modelled here", coll);
+    else if (!one_of(coll, colls_run))
+        snprintf(why, sizeof why, "coll \"%s\": the executors refuse it", coll);
+    else if (p->ngpus < 1 || p->ngpus > MI_MAX_GPUS || p->nchunks < 1 || p->nchannels < 1)
+        snprintf(why, sizeof why, "ngpus, nchunksperloop or nchannels out of range");
+    else
+        snprintf(p->coll, sizeof p->coll, "%s", coll);
+    if (!why[0])
         p->g = calloc((size_t)p->ngpus, sizeof *p->g);
     int ng = 0;
-    for (xmlNode *c = ok ? a->children : NULL; c && ok; c = c->next)
-        if (is(c, "gpu")) {
-            struct gpu g;
-            memset(&g, 0, sizeof g);
-            ok = read_gpu(c, &g) && g.id >= 0 && g.id < p->ngpus && !p->g[g.id].tb && ng++ >= 0;
-            if (ok)
-                p->g[g.id] = g;
-            else
-                free(g.tb);
+    for (int i = 0; p->g && !why[0] && i < a->nsub; i++) {
+        struct gpu g;
+        memset(&g, 0, sizeof g);
+        if (read_gpu(&a->sub[i], &g, why, sizeof why) &&
+            (g.id < 0 || g.id >= p->ngpus || p->g[g.id].tb))
+            snprintf(why, sizeof why, "gpu id %d out of range or twice", g.id);
+        if (!why[0]) {
+            p->g[g.id] = g;
+            ng++;
+        } else {
+            for (int k = 0; g.tb && k < g.ntb; k++)
+                free(g.tb[k].v);
+            free(g.tb);
         }
+    }
+    if (!why[0] && ng != p->ngpus)
+        snprintf(why, sizeof why, "%d <gpu> elements for %d ranks", ng, p->ngpus);
+    mr_free(a);
+    if (why[0]) {
+        fail(r, "%s: %s", path, why);
+        return 0;
+    }
+    xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
+                                              XML_PARSE_NOWARNING);
+    if (!doc)
+        fail(r, "%s: not well-formed XML", path);
     xmlFreeDoc(doc);
-    if (!ok || ng != p->ngpus)
-        fail(r, "%s: missing or bad attributes, or not one <gpu> per rank", path);
     return r->ok;
 }
 

@@ -4,8 +4,9 @@
  * NVL72's 72 would need over RCCL's 64 threadblocks per GPU) and of every DGX-1V
  * allocation of 3 to 8 GPUs runs to the end in the interpreter (msccl_interp.h, which shares
  * nothing with the exporter), gives every rank the collective's result, breaks no executor
- * limit, and loads each GPU pair as the plan's trees do within 1%; ring ranges are written as
- * the ring chains; hostile topology names stay inside one escaped attribute.
+ * limit, and loads each GPU pair as the plan's trees do within 1%; sizes where the per-size
+ * choice runs NCCL get no file; the files name the allocation in rank order; DIR may hold only
+ * the export; hostile topology names stay inside one escaped attribute.
  */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <criterion/criterion.h>
@@ -21,6 +22,7 @@
 #include "sim/sim.h"
 #include "tune/plan_tune.h"
 #include "msccl_interp.h"
+#include "msccl_read.h"
 #include "testutil.h"
 
 #define ALL ((1u << COLL_COUNT) - 1)
@@ -54,7 +56,7 @@ static void check_file(const struct plan_set *ps, int k, int j, const char *labe
     const struct plan *p = &ps->v[k];
     struct strbuf sb;
     sb_init(&sb);
-    char name[96];
+    char name[MSCCL_XML_NAME_MAX];
     cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, ps, k, j), BK_OK);
     char *path = tu_temp_file(".xml", sb.data, sb.len);
     struct mi_result r;
@@ -70,7 +72,7 @@ static void check_file(const struct plan_set *ps, int k, int j, const char *labe
                 "channels %d %s\n", label, name, r.tbs, r.max_tbs, r.steps, r.max_steps,
                 r.nchunks, r.nchannels, r.ok && !r.limits ? "ok" : "FAIL");
     int n = ps->topo->ngpus;
-    const struct ptree_set *trees = strstr(name, "-rings") ? &p->ring_chains : &p->main.trees;
+    const struct ptree_set *trees = &p->main.trees;
     double *frac = calloc((size_t)n * n, sizeof *frac);
     plan_load(trees, p->coll, n, frac);
     for (int u = 0; r.ok && u < n; u++)
@@ -126,14 +128,14 @@ Test(msccl, dgx1v_allocations, .timeout = 600)
     }
 }
 
-/* The committed exports (tuned: trees at some sizes, ring chains at others) run right too. */
+/* The committed exports (tuned: the trees' sizes only) run right too. */
 static void check_dir(const char *rel)
 {
     char *dir = tu_src_path(rel);
     DIR *dp = opendir(dir);
     cr_assert_not_null(dp, "%s", dir);
     struct dirent *e;
-    int files = 0, rings = 0;
+    int files = 0;
     while ((e = readdir(dp))) {
         if (e->d_name[0] == '.')
             continue;
@@ -144,17 +146,65 @@ static void check_dir(const char *rel)
         mi_run(path, root, 0, &r);
         cr_expect(r.ok, "%s: %s", e->d_name, r.why);
         cr_expect_eq(r.limits, 0, "%s: %s", e->d_name, r.limit);
+        cr_expect_null(strstr(e->d_name, "-rings"), "%s: NCCL's sizes get no file", e->d_name);
         files++;
-        rings += strstr(e->d_name, "-rings") != NULL;
         free(path);
     }
     closedir(dp);
     free(dir);
-    cr_expect_gt(files, 5, "%s", rel);
-    cr_expect_gt(rings, 0, "%s: the tuned plans run rings at some sizes", rel);
+    cr_expect_geq(files, 3, "%s", rel);
 }
 
-Test(msccl, committed_exports) { check_dir("generated/msccl/dgx1v"); check_dir("generated/msccl/dgx2"); }
+Test(msccl, committed_exports) { check_dir("generated/msccl/dgx2"); }
+
+/* Sizes where the per-size choice runs NCCL get no file, so the executors fall back to NCCL's
+ * own algorithms there: the files cover exactly the trees' ranges (set here by hand), and a
+ * plan that runs NCCL at every size gets none. */
+Test(msccl, nccl_sizes_get_no_file)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 2, 3}, 4, 1u << COLL_ALLREDUCE, -1, &t, &ps);
+    struct plan *p = &ps.v[0];
+    static const double from[] = {0, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+    static const enum plan_algo algo[] = {PLAN_ALGO_RINGS, PLAN_ALGO_TREES, PLAN_ALGO_RINGS,
+                                          PLAN_ALGO_RINGS, PLAN_ALGO_TREES};
+    p->tune.r = calloc(5, sizeof *p->tune.r);
+    cr_assert_not_null(p->tune.r);
+    p->tune.n = 5;
+    for (int i = 0; i < 5; i++)
+        p->tune.r[i] = (struct plan_range){.min_bytes = from[i], .algo = algo[i]};
+    /* [minBytes, maxBytes] of each file; maxBytes 0 is no limit */
+    static const long long want[][2] = {{1 << 20, (4 << 20) - 1}, {64 << 20, 0}};
+    cr_assert_eq(msccl_xml_count(&ps, 0), 2);
+    for (int j = 0; j < 2; j++) {
+        struct strbuf sb;
+        sb_init(&sb);
+        char name[MSCCL_XML_NAME_MAX];
+        cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, &ps, 0, j), BK_OK);
+        char *path = tu_temp_file(".xml", sb.data, sb.len);
+        char why[256];
+        struct mr_node *a = mr_read(path, why, sizeof why);
+        cr_assert_not_null(a, "%s", why);
+        int ok = 1;
+        cr_expect_eq(mr_int64(a, "minBytes", &ok), want[j][0], "%s", name);
+        cr_expect_eq(mr_int64(a, "maxBytes", &ok), want[j][1], "%s", name);
+        mr_free(a);
+        unlink(path);
+        free(path);
+        sb_free(&sb);
+    }
+    for (int i = 0; i < 5; i++)
+        p->tune.r[i].algo = PLAN_ALGO_RINGS;
+    cr_expect_eq(msccl_xml_count(&ps, 0), 0, "NCCL at every size: no file");
+    struct strbuf none;
+    sb_init(&none);
+    msccl_xml_none(&none, &ps);
+    cr_expect_str_eq(none.data ? none.data : "", "allreduce");
+    sb_free(&none);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
 
 /* The interpreter is no rubber stamp: a lost reduction, a lost dependency flag, a missing
  * minBytes and an oversized step each fail. */
@@ -187,7 +237,7 @@ Test(msccl, interpreter_catches_mistakes)
     tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 2, 3}, 4, 1u << COLL_ALLREDUCE, -1, &t, &ps);
     struct strbuf sb;
     sb_init(&sb);
-    char name[96];
+    char name[MSCCL_XML_NAME_MAX];
     cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, &ps, 0, 0), BK_OK);
     expect_broken(sb.data, "type=\"rrc\"", "type=\"r\"", 0, "a reduction lost");
     expect_broken(sb.data, "hasdep=\"1\"", "hasdep=\"0\"", 0, "a flag never set: deadlock");
@@ -198,8 +248,39 @@ Test(msccl, interpreter_catches_mistakes)
     topo_free(&t);
 }
 
+/* The interpreter reads a file as the executors' parser does (msccl_read.c, msccl_interp.c):
+ * words it does not know, a newline inside a tag, a declaration before <algo>, a value longer
+ * than its 255-byte buffer and a required attribute past the 16 it keeps all fail, where any
+ * XML reader would take them. */
+Test(msccl, interpreter_reads_as_the_executors_do)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", (int[]){0, 1, 2, 3}, 4, 1u << COLL_ALLREDUCE, -1, &t, &ps);
+    struct strbuf sb;
+    sb_init(&sb);
+    char name[MSCCL_XML_NAME_MAX];
+    cr_assert_eq(msccl_xml_render(&sb, name, sizeof name, &ps, 0, 0), BK_OK);
+    expect_broken(sb.data, "coll=\"allreduce\"", "coll=\"all_reduce\"", 0, "coll all_reduce");
+    expect_broken(sb.data, "coll=\"allreduce\"", "coll=\"reduce_scatter\"", 0,
+                  "coll reduce_scatter (SCCL's word, refused by these executors)");
+    expect_broken(sb.data, "proto=\"Simple\"", "proto=\"simple\"", 0, "proto simple");
+    expect_broken(sb.data, "srcbuf=\"i\"", "srcbuf=\"in\"", 0, "buffer in");
+    expect_broken(sb.data, "\" proto=", "\"\n proto=", 0, "a newline inside a tag");
+    expect_broken(sb.data, "<algo ", "<?xml version=\"1.0\"?>\n<algo ", 0, "a declaration");
+    char *pad = bk_asprintf("<algo name=\"%0300d", 0);
+    expect_broken(sb.data, "<algo name=\"", pad, 0, "a 300-byte name");
+    free(pad);
+    expect_broken(sb.data, "\" proto=",
+                  "\" a=\"\" b=\"\" c=\"\" d=\"\" e=\"\" f=\"\" g=\"\" proto=", 0,
+                  "maxBytes as the 17th attribute");
+    sb_free(&sb);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
 /* Hostile topology names change nothing outside the one escaped attribute value, and the file
- * stays well-formed. */
+ * stays well-formed and within the executors' 255-byte values. */
 Test(msccl, hostile_name_stays_in_its_attribute)
 {
     struct topo t;
@@ -208,7 +289,7 @@ Test(msccl, hostile_name_stays_in_its_attribute)
     struct strbuf plain, evil;
     sb_init(&plain);
     sb_init(&evil);
-    char name[96];
+    char name[MSCCL_XML_NAME_MAX];
     cr_assert_eq(msccl_xml_render(&plain, name, sizeof name, &ps, 0, 0), BK_OK);
     char *keep = t.name;
     t.name = "\"/><algo x=\"&amp;\n<!-- ]]> \xff\xfe\x01 '<tb id=\"9\">";
@@ -225,37 +306,104 @@ Test(msccl, hostile_name_stays_in_its_attribute)
     cr_expect(mi_run(path, -1, 0, &r), "%s", r.why);
     unlink(path);
     free(path);
+    /* A long name of entities still fits the executors' 255-byte value. */
+    char quotes[201];
+    memset(quotes, '"', 200);
+    quotes[200] = '\0';
+    t.name = quotes;
+    sb_free(&evil);
+    sb_init(&evil);
+    cr_assert_eq(msccl_xml_render(&evil, name, sizeof name, &ps, 0, 0), BK_OK);
+    t.name = keep;
+    path = tu_temp_file(".xml", evil.data, evil.len);
+    cr_expect(mi_run(path, -1, 0, &r), "%s", r.why);
+    unlink(path);
+    free(path);
     sb_free(&plain);
     sb_free(&evil);
     plan_set_free(&ps);
     topo_free(&t);
 }
 
-/* The option: a file per plan in an existing directory; a missing one is an input error. */
+/* Every file in dir, sorted, one per line ("" for none); the files are removed. */
+static char *take_dir(const char *dir)
+{
+    struct dirent **v;
+    int n = scandir(dir, &v, NULL, alphasort);
+    cr_assert_geq(n, 0, "%s", dir);
+    struct strbuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < n; i++) {
+        if (v[i]->d_name[0] != '.') {
+            sb_printf(&sb, "%s\n", v[i]->d_name);
+            char *p = bk_asprintf("%s/%s", dir, v[i]->d_name);
+            unlink(p);
+            free(p);
+        }
+        free(v[i]);
+    }
+    free(v);
+    return sb.data ? sb.data : strdup("");
+}
+
+/* The option: a file per plan, named with the allocation in rank order, in an existing
+ * directory that holds nothing else; a missing one is an input error. */
 Test(msccl, command_line)
 {
     char dir[] = "/tmp/blinkc-msccl-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     struct tu_run r;
-    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "0,1,2", "--msccl-xml",
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "5,4,7", "--msccl-xml",
                                             dir, "builtin:dgx1v", NULL});
     cr_expect_eq(r.status, 0, "%s", r.err);
     tu_run_free(&r);
-    const char *want[] = {"allreduce-trees.xml", "allgather-trees.xml",
-                          "reducescatter-trees.xml", "broadcast-gpu1-trees.xml",
-                          "reduce-gpu2-trees.xml"};
-    for (size_t i = 0; i < BK_ARRAY_LEN(want); i++) {
-        char *p = bk_asprintf("%s/%s", dir, want[i]);
-        cr_expect_eq(access(p, R_OK), 0, "%s", p);
-        unlink(p);
-        free(p);
-    }
-    for (int g = 0; g < 3; g++) {
-        char *p = bk_asprintf("%s/broadcast-gpu%d-trees.xml", dir, g);
-        char *q = bk_asprintf("%s/reduce-gpu%d-trees.xml", dir, g);
-        unlink(p), unlink(q);
-        free(p), free(q);
-    }
+    char *p = bk_asprintf("%s/allreduce-trees.gpu5.4.7.xml", dir);
+    size_t len;
+    char *text = tu_slurp(p, &len);
+    cr_assert_not_null(text, "%s", p);
+    cr_expect(strstr(text, "<algo name=\"blinkc allreduce trees, ranks 0-2 on gpu5.4.7 of dgx1v\""),
+              "%.120s", text);
+    free(text), free(p);
+    char *got = take_dir(dir);
+    cr_expect_str_eq(got, "allgather-trees.gpu5.4.7.xml\nallreduce-trees.gpu5.4.7.xml\n"
+                          "broadcast-gpu4-trees.gpu5.4.7.xml\nbroadcast-gpu5-trees.gpu5.4.7.xml\n"
+                          "broadcast-gpu7-trees.gpu5.4.7.xml\nreduce-gpu4-trees.gpu5.4.7.xml\n"
+                          "reduce-gpu5-trees.gpu5.4.7.xml\nreduce-gpu7-trees.gpu5.4.7.xml\n"
+                          "reducescatter-trees.gpu5.4.7.xml\n");
+    free(got);
+    /* Another allocation of three GPUs: its own names. */
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "0,1,2", "--collective",
+                                            "allreduce", "--msccl-xml", dir, "builtin:dgx1v",
+                                            NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    /* Run again into the same directory: its files are this export's, so it is taken. */
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "0,1,2", "--collective",
+                                            "allreduce", "--msccl-xml", dir, "builtin:dgx1v",
+                                            NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    /* Another allocation's export there is refused, and nothing is written. */
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "4,5,6", "--collective",
+                                            "allreduce", "--msccl-xml", dir, "builtin:dgx1v",
+                                            NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "error: holds allreduce-trees.gpu0-2.xml,") && strstr(r.err, "rm "),
+              "%s", r.err);
+    tu_run_free(&r);
+    got = take_dir(dir);
+    cr_expect_str_eq(got, "allreduce-trees.gpu0-2.xml\n");
+    free(got);
+    /* A plan that runs NCCL at every size gets no file, and a note says so. */
+    tu_run_blinkc(&r, (const char *const[]){"--gpus", "0,1,2,3", "--collective", "allgather",
+                                            "--msccl-xml", dir, "builtin:dgx1v", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "note: no MSCCL file for allgather: NCCL runs at every size"), "%s",
+              r.err);
+    tu_run_free(&r);
+    got = take_dir(dir);
+    cr_expect_str_eq(got, "");
+    free(got);
     cr_expect_eq(rmdir(dir), 0, "no other file was written");
     tu_run_blinkc(&r, (const char *const[]){"-q", "--msccl-xml", "/nonexistent/dir",
                                             "builtin:dgx1v", NULL});
