@@ -2,7 +2,8 @@
 /*
  * test_cli_traps.c - command lines a first user or a script gets slightly wrong: an output
  * without a TOPOLOGY (an empty shell variable), one file named two ways, an option given twice,
- * --print-topology with --simulate; and --explain's rates labelled per root or in all.
+ * --print-topology with --simulate; --explain's rates labelled per root or in all; and a table
+ * where trees gain nothing saying why.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -135,5 +136,25 @@ Test(traps, explain_labels_per_root_rates)
     cr_expect(strstr(r.out, "   112.5      75.0     112.5  1.000"), "%s", r.out);
     cr_expect(strstr(r.out, "exact LP 37.5 GB/s per root (112.5 in all)"), "%s", r.out);
     cr_expect(strstr(r.out, "trees: GB/s of each tree"), "%s", r.out);
+    tu_run_free(&r);
+}
+
+/* The demo's second table, the whole DGX-1V, says why every row is 1.00x; a partial allocation,
+ * where the trees win, has no such line. */
+Test(traps, a_table_without_gains_says_why)
+{
+    struct tu_run r;
+    RUN(&r, "-q", "--no-tune", "--collective", "broadcast", "--root", "0", "--collective",
+        "allreduce", "builtin:dgx1v");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "1.00x"), "%s", r.out);
+    cr_expect(strstr(r.out, "Every speedup is 1.00x: NCCL's rings already reach the bound"),
+              "%s", r.out);
+    tu_run_free(&r);
+    RUN(&r, "-q", "--no-tune", "--gpus", "0,2,3", "--collective", "broadcast", "--root", "0",
+        "--collective", "allreduce", "builtin:dgx1v");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "1.50x"), "%s", r.out);
+    cr_expect_not(strstr(r.out, "Every speedup"), "%s", r.out);
     tu_run_free(&r);
 }
