@@ -6,10 +6,11 @@
  *
  * The contract checked (plan_load.h): a refused file has an error at FILE:LINE:COL of the plan
  * file; an accepted one has no error, and what it loaded is consistent by this file's own
- * reckoning (GPUs first in rank order, no more servers than nodes, every tree spanning the GPUs from its root without a
- * cycle, a rooted collective's trees at its root, ranges from 0 bytes up), code generation,
- * which checks the runtime's rules again, takes it without an error, and its model puts no two
- * ranks on one device of one server.
+ * reckoning (GPUs first in rank order, no more servers than nodes, every tree spanning the GPUs
+ * from its root without a cycle, a rooted collective's trees at its root, ranges from 0 bytes
+ * up, no two plans of one collective and root: the runtime's plan_check.c rules); code
+ * generation, which checks the runtime's rules again, takes it without an error, and its model
+ * puts no two ranks on one device of one server.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,9 @@ static int loaded_ok(const struct topo *t, const struct plan_set *ps)
         if (p->main.trees.n < 1 || p->root >= n || trees_ok(&p->main.trees, n, p->root) ||
             trees_ok(&p->ring_chains, n, p->root))
             return 1;
+        for (int j = 0; j < i; j++)
+            if (ps->v[j].coll == p->coll && ps->v[j].root == p->root)
+                return 1; /* the runtime refuses a second schedule alike */
         for (int r = 0; r < p->tune.n; r++)
             if (r ? !(p->tune.r[r].min_bytes > p->tune.r[r - 1].min_bytes)
                   : p->tune.r[0].min_bytes != 0)
