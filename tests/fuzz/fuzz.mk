@@ -77,7 +77,7 @@ clean-fuzz:
 
 EXTRA_DIST += tests/fuzz/fuzz.mk tests/fuzz/run.sh tests/fuzz/regress $(FUZZ_HARNESS_SRCS) \
 	tests/fuzz/text.dict tests/fuzz/xml.dict tests/fuzz/smi.dict tests/fuzz/tmpl.dict \
-	tests/fuzz/cluster.dict tests/fuzz/plan.dict
+	tests/fuzz/cluster.dict tests/fuzz/plan.dict tests/fuzz/seeds
 
 # Every crash the fuzzers found, replayed by `make check` through the same entry points
 # (compiled by the normal compiler, without libFuzzer's main).
