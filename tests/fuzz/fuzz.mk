@@ -65,7 +65,8 @@ fuzz-build: $(FUZZ_BINS)
 # libFuzzer's output to tests/fuzz/logs/NAME.log, all in the build tree. blinkc writes the
 # plan seeds.
 fuzz: fuzz-build planner/blinkc$(EXEEXT)
-	FUZZ_CC='$(FUZZ_CC)' BLINKC='$(abs_top_builddir)/planner/blinkc$(EXEEXT)' $(SHELL) $(top_srcdir)/tests/fuzz/run.sh '$(abs_top_srcdir)' \
+	FUZZ_CC='$(FUZZ_CC)' BLINKC='$(abs_top_builddir)/planner/blinkc$(EXEEXT)' \
+	  $(SHELL) $(top_srcdir)/tests/fuzz/run.sh '$(abs_top_srcdir)' \
 	  tests/fuzz '$(FUZZ_SECONDS)' $(FUZZ_TARGETS)
 .PHONY: fuzz fuzz-build
 

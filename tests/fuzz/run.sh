@@ -8,8 +8,9 @@
 # SRCDIR/topologies, tests/data, templates, tests/fuzz/seeds/TARGET, tests/fuzz/regress/TARGET
 # and every file of SRCDIR/../shared/fixtures whose content matches the target's format; the
 # cluster seeds bundle each cluster file with the files it names, and the plan seeds are written
-# by the blinkc named in $BLINKC. Nothing is copied into the source tree. Crashes, leaks and timeouts go to WORKDIR/crashes/TARGET/, libFuzzer's output
-# to WORKDIR/logs/TARGET.log. Exits 1 if any harness found something.
+# by the blinkc named in $BLINKC. Nothing is copied into the source tree. Crashes, leaks and
+# timeouts go to WORKDIR/crashes/TARGET/, libFuzzer's output to WORKDIR/logs/TARGET.log. Exits 1
+# if any harness found something.
 # FUZZ_KEEP_GOING=1 runs libFuzzer's fork mode (-fork=1 -ignore_crashes=1 ...), which saves each
 # finding and goes on, for long campaigns past a known, not yet fixed crash.
 set -u
@@ -30,7 +31,8 @@ seed() {
 # name (fuzz_cluster.c reads them from memory)
 bundle() {
     cdir=$(dirname "$1")
-    awk '$1 == "server" && NF >= 3 { p = $3; gsub(/"/, "", p); print p }' "$1" | sort -u > "$dir/.paths"
+    awk '$1 == "server" && NF >= 3 { p = $3; gsub(/"/, "", p); print p }' "$1" |
+        sort -u > "$dir/.paths"
     { cat "$1"
       while read -r p; do
           case $p in /*) f=$p ;; *) f=$cdir/$p ;; esac
@@ -53,7 +55,8 @@ plans() {
     for a in "dgx1v --gpus 0-3" "dgx1v --gpus 0,1 --collective broadcast --root 1" \
         "pcie8 --gpus 0-2" "dgx2 --gpus 0-2 --collective allgather" \
         "dgx1v --gpus 0-2 --no-tune --collective reducescatter" \
-        "cluster-4x-dgx1v --gpus 0,1,8,9" "hgx-h100 --gpus 0,1 --servers 2 --collective allreduce"; do
+        "cluster-4x-dgx1v --gpus 0,1,8,9" \
+        "hgx-h100 --gpus 0,1 --servers 2 --collective allreduce"; do
         # shellcheck disable=SC2086 # $a is the fixture and its options
         set -- $a
         n=$1
