@@ -62,18 +62,6 @@ void emit_fingerprint(const struct topo *t, char out[17])
     snprintf(out, 17, "%016llx", h);
 }
 
-/* The device ordinal of rank k: the number in its canonical id gpuN (the allocation's GPU
- * number, kept by topo_restrict), else k. */
-static int device_of(const struct topo *t, int k)
-{
-    const char *id = t->nodes[k].id;
-    if (!id || strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
-        return k;
-    char *end;
-    long v = strtol(id + 3, &end, 10);
-    return *end || v < 0 || v > INT_MAX ? k : (int)v;
-}
-
 /*
  * Where each rank runs: dev[r] its device and srv[r] its server, servers numbered 0.. in the
  * topology's order among those with GPUs of the allocation. On one server a device is its
@@ -85,8 +73,7 @@ static int rank_places(const struct topo *t, int *dev, int *srv)
     int n = t->ngpus, nservers = 0;
     for (int r = 0; r < n; r++) {
         int k = topo_gpu_node(t, r);
-        dev[r] = k < 0 ? r : t->nservers > 1 && t->nodes[k].local_gpu >= 0
-                             ? t->nodes[k].local_gpu : device_of(t, k);
+        dev[r] = topo_gpu_device(t, r);
         srv[r] = k >= 0 ? t->nodes[k].server : 0;
     }
     for (int s = 0; s < t->nservers; s++) {

@@ -101,7 +101,7 @@ static enum bk_status node_ref(struct loader *L, const struct json_value *obj, c
 }
 
 BK_MUST_USE
-static enum bk_status load_node(struct loader *L, const struct json_value *o, int i)
+static enum bk_status load_node(struct loader *L, const struct json_value *o, int i, int nnodes)
 {
     struct topo *t = L->t;
     const struct json_value *id, *kind, *name, *busid, *model;
@@ -116,7 +116,8 @@ static enum bk_status load_node(struct loader *L, const struct json_value *o, in
     if (!id->string[0] || topo_find(t, id->string) >= 0)
         return bad(L, id, "node ids must be unique and not empty");
     long long server = 0, rank = -1, local = -1;
-    BK_CHECK(whole(L, o, "server", 1, 0, INT_MAX, &server));
+    /* Servers are numbered from 0, each holding a node: fewer than the nodes. */
+    BK_CHECK(whole(L, o, "server", 1, 0, nnodes - 1, &server));
     if (k == TOPO_GPU) {
         BK_CHECK(whole(L, o, "rank", 1, 0, INT_MAX, &rank));
         if (rank != i || t->ngpus != i)
@@ -159,6 +160,43 @@ static enum bk_status load_link(struct loader *L, const struct json_value *o)
     return topo_add_arc(L->t, src, dst, k, (int)count, gbps, o->loc);
 }
 
+struct place {
+    int server, device, rank;
+};
+
+static int place_cmp(const void *a, const void *b)
+{
+    const struct place *x = a, *y = b;
+    if (x->server != y->server)
+        return x->server < y->server ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* No two ranks on one device of one server, as the generated code places them
+ * (topo_gpu_device): two GPUs "gpu3" and "gpu03", or equal local_gpu in a cluster. */
+BK_MUST_USE
+static enum bk_status distinct_devices(struct loader *L, const struct json_value *nodes)
+{
+    const struct topo *t = L->t;
+    int n = t->ngpus;
+    struct place *p = malloc((size_t)n * sizeof *p);
+    if (!p)
+        return BK_ENOMEM;
+    for (int r = 0; r < n; r++)
+        p[r] = (struct place){t->nodes[topo_gpu_node(t, r)].server, topo_gpu_device(t, r), r};
+    qsort(p, (size_t)n, sizeof *p, place_cmp);
+    enum bk_status st = BK_OK;
+    for (int i = 1; st == BK_OK && i < n; i++)
+        if (p[i].server == p[i - 1].server && p[i].device == p[i - 1].device)
+            st = bad(L, &nodes->items[p[i].rank],
+                     "GPU ranks %d and %d would both run on device %d of server %d", p[i - 1].rank,
+                     p[i].rank, p[i].device, p[i].server);
+    free(p);
+    return st;
+}
+
 BK_MUST_USE
 static enum bk_status load_topology(struct loader *L, const struct json_value *root)
 {
@@ -173,10 +211,11 @@ static enum bk_status load_topology(struct loader *L, const struct json_value *r
     for (int i = 0; i < nodes->n; i++) {
         if (nodes->items[i].type != JSON_OBJECT)
             return bad(L, &nodes->items[i], "a node must be an object");
-        BK_CHECK(load_node(L, &nodes->items[i], i));
+        BK_CHECK(load_node(L, &nodes->items[i], i, nodes->n));
     }
     if (L->t->ngpus < 1)
         return bad(L, nodes, "the topology has no GPU");
+    BK_CHECK(distinct_devices(L, nodes));
     for (int i = 0; i < links->n; i++) {
         if (links->items[i].type != JSON_OBJECT)
             return bad(L, &links->items[i], "a link must be an object");
@@ -335,6 +374,12 @@ static enum bk_status load_plans(struct loader *L, const struct json_value *root
             return bad(L, &plans->items[i], "a plan must be an object");
         ps->n++; /* counted first, so plan_set_free frees what a failure leaves */
         BK_CHECK(load_plan(L, &plans->items[i], &ps->v[i]));
+        /* The runtime picks a schedule by collective and root, and refuses two alike. */
+        for (int j = 0; j < i; j++)
+            if (ps->v[j].coll == ps->v[i].coll && ps->v[j].root == ps->v[i].root)
+                return bad(L, &plans->items[i], "a second %s plan%s (plan %d is the first)",
+                           collective_name(ps->v[i].coll),
+                           ps->v[i].root >= 0 ? " from this root" : "", j);
     }
     return BK_OK;
 }

@@ -11,9 +11,11 @@
  * therefore renders the same bytes again (tests/unit/test_from_plan.c checks every fixture).
  *
  * Everything is checked as input, with FILE:LINE:COL at the value refused: the format and
- * version, unique node ids, GPUs first in rank order, links between known nodes with positive
- * finite rates, trees that span every GPU from their root with no cycle, rates the runtime's
- * integer weights can carry, ranges that start at 0 and grow.
+ * version, unique node ids, GPUs first in rank order, server numbers below the node count, no
+ * two ranks on one device of a server (topo_gpu_device), links between known nodes with
+ * positive finite rates, trees that span every GPU from their root with no cycle, one plan per
+ * collective and root, rates the runtime's integer weights can carry, ranges that start at 0
+ * and grow (the runtime's plan_check.c refuses the same tables).
  */
 #ifndef BK_PLAN_LOAD_H
 #define BK_PLAN_LOAD_H

@@ -10,9 +10,10 @@
  * The file is lexed like a .topo file (text_lex.c) and checked whole before any server file is
  * opened, so a typo is reported before a missing file. Each distinct PATH (relative to the
  * cluster file's directory) is read once through topo_read, detected on its own, and the
- * servers are joined on the model (topo_join.c). Errors name FILE:LINE:COL of the cluster file;
- * an error inside a server file names that file's position and gets a note at the server line.
- * Like every reader it leaves finalizing to topo_read.
+ * servers are joined on the model (topo_join.c). The files are opened through the read options'
+ * open_file (the file system unless a test reads from memory). Errors name FILE:LINE:COL of the
+ * cluster file; an error inside a server file names that file's position and gets a note at
+ * the server line. Like every reader it leaves finalizing to topo_read.
  */
 #include "read/reader.h"
 
@@ -172,7 +173,8 @@ static enum bk_status read_server(struct cluster_reader *r, int k)
     struct input in;
     struct diag why;
     diag_init(&why);
-    st = input_read(path, &in, &why);
+    topo_open_fn open_file = r->rd.o->open_file ? r->rd.o->open_file : topo_open_file;
+    st = open_file(r->rd.o->open_ctx, path, &in, &why);
     if (st != BK_OK) {
         const char *text = diag_first_error(&why);
         if (st != BK_ENOMEM)

@@ -29,11 +29,18 @@ int topo_format_parse(const char *s, enum topo_format *out)
     return 0;
 }
 
+enum bk_status topo_open_file(void *ctx, const char *path, struct input *in, struct diag *d)
+{
+    (void)ctx;
+    return input_read(path, in, d);
+}
+
 void topo_read_opts_default(struct topo_read_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->format = TOPO_FMT_AUTO;
     topo_rates_default(&o->rates);
+    o->open_file = topo_open_file;
 }
 
 /*

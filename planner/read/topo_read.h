@@ -25,11 +25,22 @@ enum topo_format {
     TOPO_FMT_CLUSTER
 };
 
+/* How a reader opens a file that its input names (a cluster file's servers): like input_read,
+ * errors BK_EIO or BK_EINPUT with a message in d, BK_ENOMEM. ctx is topo_read_opts.open_ctx. */
+typedef enum bk_status (*topo_open_fn)(void *ctx, const char *path, struct input *in,
+                                       struct diag *d);
+
 struct topo_read_opts {
     enum topo_format format;    /* TOPO_FMT_AUTO: detect from the content */
     const char *gpu_model;      /* --gpu-model, or NULL: GPU model where the input names none */
     struct topo_rates rates;    /* per-link defaults, after --link-rate overrides */
+    topo_open_fn open_file;     /* topo_open_file (NULL means it too); tests read from memory */
+    void *open_ctx;
 };
+
+/* The file system: input_read(path). The default topo_read_opts.open_file. */
+BK_MUST_USE
+enum bk_status topo_open_file(void *ctx, const char *path, struct input *in, struct diag *d);
 
 void topo_read_opts_default(struct topo_read_opts *o);
 

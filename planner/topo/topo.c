@@ -7,6 +7,7 @@
  */
 #include "topo/topo.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,21 @@ int topo_gpu_node(const struct topo *t, int k)
     if (k < 0 || k >= t->ngpus)
         return -1;
     return k;
+}
+
+int topo_gpu_device(const struct topo *t, int k)
+{
+    int node = topo_gpu_node(t, k);
+    if (node < 0)
+        return k;
+    const struct topo_node *g = &t->nodes[node];
+    if (t->nservers > 1 && g->local_gpu >= 0)
+        return g->local_gpu;
+    if (!g->id || strncmp(g->id, "gpu", 3) != 0 || g->id[3] < '0' || g->id[3] > '9')
+        return node;
+    char *end;
+    long v = strtol(g->id + 3, &end, 10);
+    return *end || v < 0 || v > INT_MAX ? node : (int)v;
 }
 
 enum bk_status topo_copy(const struct topo *in, struct topo *out)

@@ -170,6 +170,11 @@ int topo_link_kind_parse(const char *s, enum topo_link_kind *out);
 /* Node index of the GPU of rank k, or -1 (GPUs come first, in rank order, once finalized). */
 int topo_gpu_node(const struct topo *t, int k);
 
+/* The device rank k runs on, as the generated code names it: in a cluster its number within
+ * its server (local_gpu, when set); else the N of its canonical id gpuN (the allocation's GPU
+ * number, which topo_restrict keeps); else k. */
+int topo_gpu_device(const struct topo *t, int k);
+
 /* Largest capacity plausible for one link bundle: anything above is rejected as absurd. */
 #define TOPO_MAX_GBPS 100000.0
 

@@ -24,10 +24,17 @@ int fuzz_nccl_one(const uint8_t *data, size_t size);
 int fuzz_smi_one(const uint8_t *data, size_t size);
 int fuzz_tmpl_one(const uint8_t *data, size_t size);
 int fuzz_cstr_one(const uint8_t *data, size_t size);
+int fuzz_cluster_one(const uint8_t *data, size_t size);
+int fuzz_plan_one(const uint8_t *data, size_t size);
 
 /* Shared by the four reader harnesses (fuzz_read.c): read with the format forced, then check
  * that a failure carries an error and a success none. fmt is an enum topo_format. */
 int fuzz_read_as(const uint8_t *data, size_t size, int fmt);
+
+/* The same checks on an input already wrapped, with the caller's options (fuzz_cluster.c). */
+struct input;
+struct topo_read_opts;
+int fuzz_read_check(const struct input *in, const struct topo_read_opts *o);
 
 /* libFuzzer's entry point, defined once per harness unless BK_FUZZ_NO_ENTRY is set. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

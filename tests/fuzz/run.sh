@@ -5,10 +5,12 @@
 #   run.sh SRCDIR WORKDIR SECONDS TARGET...
 # WORKDIR (the build tree's tests/fuzz) holds the harnesses fuzz_TARGET. Seeds are copied at
 # run time into WORKDIR/corpus/TARGET (which keeps what libFuzzer adds between runs) from
-# SRCDIR/topologies, tests/data, templates, tests/fuzz/regress/TARGET and every file of
-# SRCDIR/../shared/fixtures whose content matches the target's format; nothing is copied into
-# the source tree. Crashes, leaks and timeouts go to WORKDIR/crashes/TARGET/, libFuzzer's output
-# to WORKDIR/logs/TARGET.log. Exits 1 if any harness found something.
+# SRCDIR/topologies, tests/data, templates, tests/fuzz/seeds/TARGET, tests/fuzz/regress/TARGET
+# and every file of SRCDIR/../shared/fixtures whose content matches the target's format; the
+# cluster seeds bundle each cluster file with the files it names, and the plan seeds are written
+# by the blinkc named in $BLINKC. Nothing is copied into the source tree. Crashes, leaks and
+# timeouts go to WORKDIR/crashes/TARGET/, libFuzzer's output to WORKDIR/logs/TARGET.log. Exits 1
+# if any harness found something.
 # FUZZ_KEEP_GOING=1 runs libFuzzer's fork mode (-fork=1 -ignore_crashes=1 ...), which saves each
 # finding and goes on, for long campaigns past a known, not yet fixed crash.
 set -u
@@ -25,7 +27,49 @@ seed() {
     return 0
 }
 
-# shared fixtures by content: .topo by name, XML by its root element, smi by its header row
+# bundle CLUSTER: the cluster file and, each after a line "@file PATH", the files its servers
+# name (fuzz_cluster.c reads them from memory)
+bundle() {
+    cdir=$(dirname "$1")
+    awk '$1 == "server" && NF >= 3 { p = $3; gsub(/"/, "", p); print p }' "$1" |
+        sort -u > "$dir/.paths"
+    { cat "$1"
+      while read -r p; do
+          case $p in /*) f=$p ;; *) f=$cdir/$p ;; esac
+          test -f "$f" && printf '\n@file %s\n' "$p" && cat "$f"
+      done < "$dir/.paths"; } > "$dir/seed-$(basename "$1")"
+    rm -f "$dir/.paths"
+}
+
+# pair FILE: a two-server cluster of FILE, in a bundle
+pair() {
+    test -f "$1" || return 0
+    b=$(basename "$1")
+    { printf 'cluster pair\nnic-speed 100Gb/s\nserver a %s\nserver b %s\n@file %s\n' "$b" "$b" "$b"
+      cat "$1"; } > "$dir/seed-pair-$b"
+}
+
+# plans: plan files written by the blinkc just built ($BLINKC), small allocations and a cluster
+plans() {
+    test -x "${BLINKC:-}" || return 0
+    for a in "dgx1v --gpus 0-3" "dgx1v --gpus 0,1 --collective broadcast --root 1" \
+        "pcie8 --gpus 0-2" "dgx2 --gpus 0-2 --collective allgather" \
+        "dgx1v --gpus 0-2 --no-tune --collective reducescatter" \
+        "cluster-4x-dgx1v --gpus 0,1,8,9" \
+        "hgx-h100 --gpus 0,1 --servers 2 --collective allreduce"; do
+        # shellcheck disable=SC2086 # $a is the fixture and its options
+        set -- $a
+        n=$1
+        shift
+        "$BLINKC" -q "builtin:$n" "$@" -o /dev/null \
+            --plan-json "$dir/seed-$(echo "$n $*" | tr -c 'a-z0-9\n' '-').json" ||
+            echo "run.sh: no plan seed from blinkc builtin:$n $*" >&2
+    done
+    return 0
+}
+
+# shared fixtures by content: .topo by name, XML by its root element, smi by its header row,
+# cluster files by their first statement, plan files by their format
 shared_seeds() {
     test -d "$shared" || return 0
     find "$shared" -type f | sort | while read -r f; do
@@ -34,6 +78,8 @@ shared_seeds() {
         hwloc) test "$(wc -c < "$f")" -le 65536 && grep -q '<topology' "$f" && seed "$f" ;;
         nccl) grep -q '<system' "$f" && seed "$f" ;;
         smi) grep -q '^[[:space:]]*GPU0' "$f" && ! grep -q '<' "$f" && seed "$f" ;;
+        cluster) grep -q '^cluster[[:space:]]' "$f" && bundle "$f" ;;
+        plan) grep -q '"blink-plan"' "$f" && seed "$f" ;;
         esac
     done
     return 0
@@ -51,6 +97,12 @@ for t in "$@"; do
     tmpl) maxlen=8192 dict=tmpl.dict; seed "$src"/templates/*.tmpl ;;
     cstr) maxlen=4096 dict=''; seed "$src"/topologies/*.smi.txt
           printf 'dgx1v' > "$dir/seed-name"; printf 'a"b\\c??/*/\n\342\200\256' > "$dir/seed-hostile" ;;
+    cluster) maxlen=65536 dict=cluster.dict; seed "$src"/tests/fuzz/seeds/cluster/*
+          for f in "$src"/tests/data/cluster/*.cluster; do bundle "$f"; done
+          for f in dgx1v.topo dgx-a100.topo hgx-h100.topo dgx1v.smi.txt dgx1v.nccl.xml; do
+              pair "$src/topologies/$f"
+          done ;;
+    plan) maxlen=65536 dict=plan.dict; seed "$src"/tests/fuzz/seeds/plan/*; plans ;;
     *) echo "run.sh: unknown fuzz target '$t'" >&2; status=1; continue ;;
     esac
     shared_seeds "$t"

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/plan.h"
+#include "core/builtin.h"
 #include "core/strbuf.h"
+#include "plan/plan.h"
+#include "read/topo_read.h"
 #include "testutil.h"
 
 /* Each DGX-1V server reaches the network through four NICs, each behind a PCIe Gen3 x16 link
@@ -227,4 +229,52 @@ Test(cluster, servers_option_and_cluster_file_give_the_hand_written_plan)
     char *path = tu_src_path("tests/data/cluster/4x-dgx1v.cluster");
     expect_places(path);
     free(path);
+}
+
+/* The server files are opened through the read options' open_file (the fuzz harness reads
+ * them from memory): each distinct path once, resolved against the cluster file's directory. */
+struct opened {
+    char paths[4][64];
+    int n;
+};
+
+static enum bk_status open_builtin(void *ctx, const char *path, struct input *in,
+                                   struct diag *d)
+{
+    struct opened *o = ctx;
+    if (o->n < 4)
+        snprintf(o->paths[o->n], sizeof o->paths[0], "%s", path);
+    o->n++;
+    const char *base = strrchr(path, '/');
+    const struct builtin_file *f = builtin_topo_find(base ? base + 1 : path);
+    if (!f)
+        return diag_error(d, path, DIAG_NOWHERE, "no such built-in file"), BK_EIO;
+    return input_from_memory(path, f->data, f->size, in);
+}
+
+Test(cluster, server_files_are_opened_through_the_read_options)
+{
+    static const char text[] = "cluster pair\nserver a dgx1v.topo\nserver b ./dgx-a100.topo\n"
+                               "server c dgx1v.topo\n";
+    struct input in;
+    cr_assert_eq(input_from_memory("dir/c.cluster", text, sizeof text - 1, &in), BK_OK);
+    struct opened o = {.n = 0};
+    struct topo_read_opts opts;
+    topo_read_opts_default(&opts);
+    cr_assert_eq(opts.open_file, topo_open_file, "the file system by default");
+    opts.open_file = open_builtin;
+    opts.open_ctx = &o;
+    struct diag d;
+    diag_init(&d);
+    struct topo t;
+    enum bk_status st = topo_read(&in, &opts, &t, &d);
+    cr_assert_eq(st, BK_OK, "%s", diag_first_error(&d) ? diag_first_error(&d) : "");
+    cr_expect_eq(t.ngpus, 24, "two DGX-1V and a DGX A100: %d GPUs", t.ngpus);
+    cr_expect_eq(t.nservers, 3);
+    cr_assert_eq(o.n, 2, "dgx1v.topo is opened once for servers a and c");
+    cr_expect_str_eq(o.paths[0], "dir/dgx1v.topo");
+    cr_expect_str_eq(o.paths[1], "dir/./dgx-a100.topo");
+    topo_free(&t);
+    diag_free(&d);
+    input_free(&in);
 }

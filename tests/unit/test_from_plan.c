@@ -165,6 +165,22 @@ Test(from_plan, a_plan_that_breaks_a_rule_is_refused_where_it_does)
          "the tree does not reach GPU rank 2"},
         {"\"trees\": [", "\"trees\": [], \"x\": [", "a plan needs at least one tree"},
         {"\"root\": \"gpu0\"", "\"root\": \"gpu0\", \"x\": \"\\ud800\"", "unpaired UTF-16"},
+        /* servers are fewer than nodes (a far one made code generation count to it) */
+        {"\"rank\": 1, \"server\": 0", "\"rank\": 1, \"server\": 2147483647",
+         "\"server\" must be a whole number from 0 to 2"},
+        /* the generated code runs gpu01 on device 1, as gpu1 */
+        {"\"id\": \"gpu2\"", "\"id\": \"gpu01\"",
+         "GPU ranks 1 and 2 would both run on device 1 of server 0"},
+        /* the runtime refuses two schedules of one collective and root */
+        {NULL,
+         "{\"format\": \"blink-plan\", \"version\": 1, \"topology\": {\"name\": \"t\", "
+         "\"nodes\": [{\"id\": \"gpu0\", \"kind\": \"gpu\", \"rank\": 0, \"server\": 0}, "
+         "{\"id\": \"gpu1\", \"kind\": \"gpu\", \"rank\": 1, \"server\": 0}], \"links\": []},\n"
+         "\"plans\": [{\"collective\": \"allreduce\", \"trees\": [{\"root\": \"gpu0\", \"gbps\": 1, "
+         "\"edges\": [{\"parent\": \"gpu0\", \"child\": \"gpu1\"}]}]},\n"
+         "{\"collective\": \"allreduce\", \"trees\": [{\"root\": \"gpu1\", \"gbps\": 1, "
+         "\"edges\": [{\"parent\": \"gpu1\", \"child\": \"gpu0\"}]}]}]}",
+         ":3:1: error: plan file: a second allreduce plan (plan 0 is the first)"},
     };
     for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++)
         expect_refused(&cases[i]);

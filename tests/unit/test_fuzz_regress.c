@@ -3,7 +3,8 @@
  * test_fuzz_regress.c - replays every input the fuzzers found (tests/fuzz/regress/HARNESS/)
  * through the harnesses' own entry points (tests/fuzz/fuzz_*.c, built here without libFuzzer),
  * so each crash, leak or broken invariant stays fixed. The seed fixtures of each format are
- * replayed too: every harness must accept its real inputs, and each test has something to run.
+ * replayed too (for the cluster and plan harnesses, the bundles and plan files of
+ * tests/fuzz/seeds/): every harness must take its real inputs, and each test has something to run.
  * Sanitizer findings need the --enable-sanitizers build; the invariants are checked in any.
  *
  * Findings not fixed yet wait in tests/fuzz/regress/HARNESS/pending/ (see docs/hardening.md):
@@ -125,6 +126,18 @@ Test(fuzz_regress, cstr)
     replay_all("cstr", fuzz_cstr_one, seeds);
 }
 
+Test(fuzz_regress, cluster)
+{
+    static const char *const seeds[] = {"tests/fuzz/seeds/cluster/*", NULL};
+    replay_all("cluster", fuzz_cluster_one, seeds);
+}
+
+Test(fuzz_regress, plan)
+{
+    static const char *const seeds[] = {"tests/fuzz/seeds/plan/*", NULL};
+    replay_all("plan", fuzz_plan_one, seeds);
+}
+
 /* Findings still open: replayed on request only (see the top of this file). */
 Test(fuzz_regress, pending)
 {
@@ -132,7 +145,8 @@ Test(fuzz_regress, pending)
         const char *name;
         fuzz_fn fn;
     } h[] = {{"text", fuzz_text_one}, {"hwloc", fuzz_hwloc_one}, {"nccl", fuzz_nccl_one},
-             {"smi", fuzz_smi_one},   {"tmpl", fuzz_tmpl_one},   {"cstr", fuzz_cstr_one}};
+             {"smi", fuzz_smi_one},   {"tmpl", fuzz_tmpl_one},   {"cstr", fuzz_cstr_one},
+             {"cluster", fuzz_cluster_one}, {"plan", fuzz_plan_one}};
     const char *on = getenv("BLINKC_FUZZ_PENDING");
     int run = on && strcmp(on, "1") == 0, n = 0;
     for (size_t i = 0; i < BK_ARRAY_LEN(h); i++) {
