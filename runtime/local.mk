@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The runtime: libblinkrt-host, libblinkrt-cuda, their .pc files and tests.
-# The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads, MPI (and CUDA).
+# The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads (and CUDA). It
+# compiles against mpi.h but finds the program's MPI at run time (runtime/src/net_mpi.c).
 
 RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
@@ -12,12 +13,13 @@ RT_SOURCES = \
 	runtime/src/net.h runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
 if HAVE_MPI_C
 RT_SOURCES += runtime/src/net_mpi.c
+RT_MPI_CPPFLAGS = $(MPI_CFLAGS) -DBK_MPI_SONAME='"$(MPI_SONAME)"'
 else
 RT_SOURCES += runtime/src/net_none.c
 endif
 EXTRA_DIST += runtime/src/net_mpi.c runtime/src/net_none.c
 RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src \
-	-I$(top_srcdir)/runtime/nccl $(MPI_CFLAGS)
+	-I$(top_srcdir)/runtime/nccl $(RT_MPI_CPPFLAGS)
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
 pkgconfigdir = $(libdir)/pkgconfig

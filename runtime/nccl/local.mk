@@ -28,8 +28,12 @@ runtime_libblink_nccl_host_a_SOURCES = $(runtime_libblinkrt_host_a_SOURCES) $(NC
 # The library is the generated source and the whole archive (nothing in the source calls
 # NCCL's names, so only --whole-archive keeps them). The default drop-ins link the object of
 # the DGX-1V source that blink-perf links (bench/dgx1v_all.o, position-independent).
-DROPIN_LINK_HOST = -Wl,--whole-archive runtime/libblink-nccl-host.a -Wl,--no-whole-archive \
-	$(RT_NET_LIBS) $(PTHREAD_LIBS) $(DL_LIBS) -lm
+# Its SONAME is its own name, as the .pc files give it: never libnccl.so.2, which would make
+# the drop-in the loader's answer to a program's or nccl_real.c's search for the real NCCL.
+# It needs no libmpi (runtime/src/net_mpi.c finds the program's).
+DROPIN_LINK_HOST = -Wl,-soname,libblink-nccl-host.so \
+	-Wl,--whole-archive runtime/libblink-nccl-host.a -Wl,--no-whole-archive \
+	$(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_host = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
 	-I$(top_srcdir)/runtime/include -o $@ -x c $< -x none $(DROPIN_LINK_HOST)
 
@@ -49,8 +53,9 @@ runtime_libblink_nccl_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblink_nccl_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 CLEANFILES += runtime/libblink-nccl.so
 noinst_DATA += runtime/libblink-nccl.so
-DROPIN_LINK_CUDA = -Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
-	-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(RT_NET_LIBS) $(PTHREAD_LIBS) $(DL_LIBS) -lm
+DROPIN_LINK_CUDA = -Wl,-soname,libblink-nccl.so \
+	-Wl,--whole-archive runtime/libblink-nccl-cuda.a -Wl,--no-whole-archive \
+	-L$(CUDA_PREFIX)/lib64 -lcudart -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
 dropin_cuda = $(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
 	-DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include -I$(top_srcdir)/runtime/include \
 	-o $@ -x c $< -x none $(DROPIN_LINK_CUDA)
@@ -95,9 +100,11 @@ tests_unit_test_nccl_abi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_nccl_abi_LDADD = tests/nccl/abi_ours.$(OBJEXT) $(CRITERION_LIBS)
 tests_unit_test_nccl_abi_DEPENDENCIES = tests/nccl/abi_ours.$(OBJEXT)
 
-DROPIN_TEST_FLAGS = -DDROPIN_HOST='"$(abs_builddir)/runtime/libblink-nccl-host.so"'
+DROPIN_TEST_FLAGS = -DDROPIN_HOST='"$(abs_builddir)/runtime/libblink-nccl-host.so"' \
+	-DDROPIN_CLUSTER='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x4.so"'
 tests_unit_test_nccl_symbols_LDADD = $(CRITERION_LIBS) $(DL_LIBS)
-tests_unit_test_nccl_symbols_DEPENDENCIES = runtime/libblink-nccl-host.so
+tests_unit_test_nccl_symbols_DEPENDENCIES = runtime/libblink-nccl-host.so \
+	tests/nccl/libblink-nccl-host-2x4.so
 
 if HAVE_NCCL
 tests/nccl/abi_real.$(OBJEXT): $(ABI_FACTS_DEPS)
@@ -186,6 +193,9 @@ tests_unit_test_cluster_mpi_CPPFLAGS = $(RT_TEST_CPPFLAGS) $(MPI_JOB_FLAGS) \
 	-DDROPIN_4X3='"$(abs_builddir)/tests/nccl/libblink-nccl-host-4x3.so"' \
 	-DDROPIN_2X8='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x8.so"' \
 	-DSAN_PRELOAD='"$(SAN_PRELOAD)"'
+if HAVE_MPI_C
+tests_unit_test_cluster_mpi_CPPFLAGS += -DMPI_SONAME='"$(MPI_SONAME)"'
+endif
 tests_unit_test_cluster_mpi_LDADD = tests/nccl/cluster_2x4.$(OBJEXT) runtime/libblinkrt-host.a \
 	$(RT_NET_LIBS) $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 tests_unit_test_cluster_mpi_DEPENDENCIES = tests/nccl/cluster_2x4.$(OBJEXT) \
@@ -194,9 +204,20 @@ if HAVE_MPI
 tests_unit_test_cluster_mpi_DEPENDENCIES += tests/nccl/nccl_client
 endif
 
-# test_nccl_api: one process, NCCL's API only, linked against the host drop-in.
+# test_nccl_api: one process, NCCL's API only, linked against the host drop-in; its hand-offs
+# go to a stand-in for NVIDIA's libnccl (tests/nccl/fake_nccl.c).
 UNIT_TESTS += tests/unit/test_nccl_api
-tests_unit_test_nccl_api_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/runtime/nccl
+EXTRA_DIST += tests/nccl/fake_nccl.c
+CLEANFILES += tests/nccl/libfake-nccl.so
+tests/nccl/libfake-nccl.so: $(top_srcdir)/tests/nccl/fake_nccl.c $(top_srcdir)/runtime/nccl/nccl.h
+	$(AM_V_CCLD)mkdir -p tests/nccl && $(CC) -std=c11 $(WARN_CFLAGS) -shared -fPIC \
+		-I$(top_srcdir)/runtime/nccl -o $@ $(top_srcdir)/tests/nccl/fake_nccl.c
+tests_unit_test_nccl_api_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/runtime/nccl \
+	-DFAKE_NCCL='"$(abs_builddir)/tests/nccl/libfake-nccl.so"'
+if HAVE_MPI_C
+tests_unit_test_nccl_api_CPPFLAGS += -DMPI_SONAME='"$(MPI_SONAME)"'
+endif
 tests_unit_test_nccl_api_LDFLAGS = $(AM_LDFLAGS) -Lruntime -Wl,-rpath,$(abs_builddir)/runtime
-tests_unit_test_nccl_api_LDADD = -l:libblink-nccl-host.so $(CRITERION_LIBS) $(PTHREAD_LIBS)
-tests_unit_test_nccl_api_DEPENDENCIES = runtime/libblink-nccl-host.so
+tests_unit_test_nccl_api_LDADD = -l:libblink-nccl-host.so $(CRITERION_LIBS) $(PTHREAD_LIBS) \
+	$(DL_LIBS)
+tests_unit_test_nccl_api_DEPENDENCIES = runtime/libblink-nccl-host.so tests/nccl/libfake-nccl.so

@@ -133,6 +133,7 @@ static ncclResult_t collective(ncclComm_t comm, enum shim_call call, struct bk_a
     return shim_result(bk_nccl_launch(comm->bk, a));
 }
 
+SHIM_API(ncclBroadcast);
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream)
@@ -142,12 +143,14 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
     return collective(comm, CALL_BROADCAST, &a);
 }
 
+SHIM_API(ncclBcast);
 ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                        ncclComm_t comm, cudaStream_t stream)
 {
     return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
+SHIM_API(ncclReduce);
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream)
@@ -157,6 +160,7 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
     return collective(comm, CALL_REDUCE, &a);
 }
 
+SHIM_API(ncclAllReduce);
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream)
@@ -166,6 +170,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     return collective(comm, CALL_ALLREDUCE, &a);
 }
 
+SHIM_API(ncclAllGather);
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
@@ -174,6 +179,7 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
     return collective(comm, CALL_ALLGATHER, &a);
 }
 
+SHIM_API(ncclReduceScatter);
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream)
@@ -187,6 +193,7 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
 
 /* blink's group defers the planned calls to its end; the real NCCL's group, open at the same
  * time, takes the hand-offs and whatever the runtime gives NCCL at blink's group end. */
+SHIM_API(ncclGroupStart);
 ncclResult_t ncclGroupStart(void)
 {
     const struct bk_real_nccl *real = bk_real_nccl();
@@ -218,11 +225,13 @@ static ncclResult_t group_end(ncclSimInfo_t *sim)
     return n;
 }
 
+SHIM_API(ncclGroupEnd);
 ncclResult_t ncclGroupEnd(void)
 {
     return group_end(NULL);
 }
 
+SHIM_API(ncclGroupSimulateEnd);
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
     if (!simInfo)

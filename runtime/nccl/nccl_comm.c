@@ -20,6 +20,7 @@
 
 _Static_assert(sizeof(ncclUniqueId) == sizeof(blinkUniqueId), "ids must have one size");
 
+SHIM_API(ncclGetUniqueId);
 ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 {
     if (!uniqueId)
@@ -69,6 +70,7 @@ static ncclResult_t init_one(ncclComm_t *out, int nranks, const blinkUniqueId *i
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommInitRankConfig);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t *config)
 {
@@ -86,12 +88,14 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId c
     return init_one(comm, nranks, &id, rank, -1, -1, blocking, flags, fn);
 }
 
+SHIM_API(ncclCommInitRank);
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
     return ncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
 
 /* Several ids spread NCCL's bootstrap; one rendezvous needs one, and every rank has the first. */
+SHIM_API(ncclCommInitRankScalable);
 ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId *commIds, ncclConfig_t *config)
 {
@@ -101,6 +105,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myran
     return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
 
+SHIM_API(ncclCommInitAll);
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
     const char *fn = "ncclCommInitAll";
@@ -140,6 +145,7 @@ static int by_key(const struct split_rec *a, const struct split_rec *b)
     return a->key != b->key ? (a->key < b->key ? -1 : 1) : a->rank - b->rank;
 }
 
+SHIM_API(ncclCommSplit);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                            ncclConfig_t *config)
 {
@@ -196,6 +202,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 }
 
 /* The excluded ranks do not take part (they may be gone): the others know the list. */
+SHIM_API(ncclCommShrink);
 ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
                             ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
 {
@@ -238,6 +245,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeR
 
 /* ------------------------------------------------------------------ ending */
 
+SHIM_API(ncclCommFinalize);
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     if (!comm)
@@ -250,6 +258,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
     return shim_result(r);
 }
 
+SHIM_API(ncclCommDestroy);
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     if (!comm)
@@ -259,6 +268,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommAbort);
 ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     if (!comm)
@@ -268,6 +278,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommRevoke);
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
     if (!comm || revokeFlags != NCCL_REVOKE_DEFAULT)
@@ -282,6 +293,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 
 /* ------------------------------------------------------------------ queries */
 
+SHIM_API(ncclCommGetAsyncError);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     if (!comm || !asyncError)
@@ -296,16 +308,19 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
     return shim_result(r);
 }
 
+SHIM_API(ncclCommCount);
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
     return shim_result(blinkCommCount(comm ? comm->bk : NULL, count));
 }
 
+SHIM_API(ncclCommCuDevice);
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
     return shim_result(blinkCommCuDevice(comm ? comm->bk : NULL, device));
 }
 
+SHIM_API(ncclCommUserRank);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
     return shim_result(blinkCommUserRank(comm ? comm->bk : NULL, rank));

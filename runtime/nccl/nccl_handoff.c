@@ -40,6 +40,7 @@ static ncclResult_t missing(const char *fn)
                                 "have it", fn, bk_real_nccl()->version));
 }
 
+SHIM_API(ncclSend);
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream)
 {
@@ -50,6 +51,7 @@ ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatyp
                   "ncclSend");
 }
 
+SHIM_API(ncclRecv);
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream)
 {
@@ -60,6 +62,7 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
                   "ncclRecv");
 }
 
+SHIM_API(ncclAlltoAll);
 ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
@@ -72,6 +75,7 @@ ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                   real, "ncclAlltoAll");
 }
 
+SHIM_API(ncclGather);
 ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
@@ -84,6 +88,7 @@ ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                          stream), real, "ncclGather");
 }
 
+SHIM_API(ncclScatter);
 ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm,
                          cudaStream_t stream)
@@ -98,6 +103,7 @@ ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
 }
 
 /* The op made here is NCCL's number: every later call with it is handed to NCCL too. */
+SHIM_API(ncclRedOpCreatePreMulSum);
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm)
 {
@@ -108,6 +114,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataTyp
                   real, "ncclRedOpCreatePreMulSum");
 }
 
+SHIM_API(ncclRedOpDestroy);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
     ncclComm_t real = comm ? shim_real_comm(comm) : NULL;

@@ -17,6 +17,7 @@
 /* What Register returns where the real NCCL does not take it. */
 static char no_handle;
 
+SHIM_API(ncclGetVersion);
 ncclResult_t ncclGetVersion(int *version)
 {
     if (!version)
@@ -26,21 +27,25 @@ ncclResult_t ncclGetVersion(int *version)
     return ncclSuccess;
 }
 
+SHIM_API(ncclGetErrorString);
 const char *ncclGetErrorString(ncclResult_t result)
 {
     return blinkGetErrorString((blinkResult_t)result);
 }
 
+SHIM_API(ncclGetLastError);
 const char *ncclGetLastError(ncclComm_t comm)
 {
     (void)comm;
     return bk_last_error();
 }
 
+SHIM_API(ncclResetDebugInit);
 void ncclResetDebugInit(void)
 {
 }
 
+SHIM_API(ncclMemAlloc);
 ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 {
     if (!ptr)
@@ -65,6 +70,7 @@ ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 #endif
 }
 
+SHIM_API(ncclMemFree);
 ncclResult_t ncclMemFree(void *ptr)
 {
 #ifdef BLINK_BACKEND_CUDA
@@ -81,6 +87,7 @@ ncclResult_t ncclMemFree(void *ptr)
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommRegister);
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
 {
     if (!comm || !handle)
@@ -93,6 +100,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, vo
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommDeregister);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
 {
     if (!comm)
@@ -103,6 +111,7 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommWindowRegister);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
                                     int winFlags)
 {
@@ -116,6 +125,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, nc
     return ncclSuccess;
 }
 
+SHIM_API(ncclCommWindowDeregister);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
     if (!comm)

@@ -17,6 +17,15 @@
 #include "nccl_real.h"
 #include "rt.h"
 
+/* Before each NCCL function the drop-in defines: NCCL's profiling interface, as libnccl has it.
+ * pncclX and the weak ncclX are one function, so a tool that wraps ncclX and calls
+ * pncclX reaches the drop-in's communicator, not the real NCCL's (which would take ours for its
+ * own). The real NCCL's functions are found through dlopen's handle of its library
+ * (nccl_real.c), never by name in the global scope, so they never resolve to these. */
+#define SHIM_API(name) \
+    extern __typeof__(name) name __attribute__((weak)); \
+    extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
+
 enum shim_why {
     WHY_PLAN,          /* runs on the plan */
     WHY_NO_PLAN,       /* the devices have no plan, or the config asked for NCCL */

@@ -85,8 +85,8 @@ static blinkResult_t cluster_ready(blinkComm_t c, unsigned flags, const char *fn
                  "data between servers yet", c->plan->nservers, bk_backend()->name);
     else if (c->mpi_root < 0)
         snprintf(why, sizeof why, "the plan spans %d servers, but the unique id was not made in "
-                 "an MPI job (make it with MPI running: the ranks meet and move data over MPI)",
-                 c->plan->nservers);
+                 "an MPI job (%s%smake it with MPI running: the ranks meet and move data over "
+                 "MPI)", c->plan->nservers, bk_net_why(), bk_net_why()[0] ? "; " : "");
     else if (!bk_net_threads_ok(&level))
         snprintf(why, sizeof why, "the plan spans %d servers, and MPI was started with %s "
                  "(start it with MPI_Init_thread and MPI_THREAD_SERIALIZED or more)",

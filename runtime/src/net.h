@@ -2,7 +2,8 @@
 /*
  * net.h - the runtime's one door to the network between servers: MPI's point-to-point
  * messages, never sockets of our own (net_mpi.c; net_none.c where the runtime was built
- * without MPI).
+ * without MPI). MPI is the program's: net_mpi.c finds the library the program loaded, and
+ * nothing links libmpi, so a single server never needs it.
  *
  * The application starts MPI (MPI_Init_thread, as nccl-tests and Horovod do); the runtime
  * never initializes or finalizes it. Every call here is made under one lock, so MPI needs
@@ -35,6 +36,9 @@ struct bk_net_req {
  * initialized, finalized, or not built in). */
 int bk_net_world_rank(void);
 int bk_net_world_size(void);
+/* Why MPI is not running here, naming its library ("" where it runs); per thread, valid until
+ * the thread's next call. */
+const char *bk_net_why(void);
 /* Whether MPI runs with MPI_THREAD_SERIALIZED or more; *level gets its name. */
 int bk_net_threads_ok(const char **level);
 

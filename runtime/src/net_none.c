@@ -10,6 +10,7 @@
 #define WHY "this runtime was built without MPI (configure found no mpi-c; apt-get install " \
             "libopenmpi-dev)"
 
+const char *bk_net_why(void) { return WHY; }
 int bk_net_world_rank(void) { return -1; }
 int bk_net_world_size(void) { return -1; }
 

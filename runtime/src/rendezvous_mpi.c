@@ -64,7 +64,8 @@ blinkResult_t bk_rvm_open(const char *token, int root, int nranks, int rank, dou
     int me = bk_net_world_rank(), size = bk_net_world_size();
     if (me < 0)
         return bk_error(blinkInvalidUsage, "%s: the unique id was made in an MPI job (by MPI "
-                        "rank %d), but MPI is not running in this process", fn, root);
+                        "rank %d), but MPI is not running in this process: %s", fn, root,
+                        bk_net_why());
     if (root >= size)
         return bk_error(blinkInvalidArgument, "%s: the unique id names MPI rank %d, but the "
                         "job has %d", fn, root, size);

@@ -10,7 +10,9 @@
  *    of another server, against what the plan's trees put on those edges (this program links
  *    the same generated source and reads its tables), and no rank of its own server listed;
  *  - a rank that never joins, and one that dies: the others fail or are stopped in bounded
- *    time, and nothing is left in /dev/shm.
+ *    time, and nothing is left in /dev/shm;
+ *  - the 2 x 4 plan in processes without MPI (this program links none): every rank fails
+ *    with blinkInvalidUsage and a message that names the MPI library it looked for.
  * Skipped, not failed, where Open MPI or the client is missing. mpi_job.c runs the jobs.
  */
 #define _DEFAULT_SOURCE
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "blink_plan.h"
 #include "mpi_job.h"
@@ -35,6 +39,7 @@
 
 /* The 2 x 4 source the drop-in DROPIN_2X4 was built from, linked here for its tables. */
 const struct blink_plan_library *cluster_2x4_lib(void);
+blinkResult_t cluster_2x4_rank(blinkComm_t *comm, int nranks, blinkUniqueId id, int rank);
 
 static const int dev2x4[] = {0, 1, 2, 3, 0, 1, 2, 3}, srv2x4[] = {0, 0, 0, 0, 1, 1, 1, 1};
 static const int dev4x3[] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2},
@@ -186,4 +191,48 @@ Test(cluster_mpi, a_rank_that_dies, .timeout = 600)
     cr_expect(strstr(r.out, "rank 6: NCCL_CLIENT_FAULT=exit"), "%s", tail(r.out));
     cr_expect_eq(shm_left_since_mark(left, sizeof left), 0, "left in /dev/shm:%s", left);
     free(r.out);
+}
+
+/* What a rank of the 2 x 4 plan must be told where MPI is not there: which library. */
+#ifdef MPI_SONAME
+#define NO_MPI_SAYS MPI_SONAME " is not loaded in this process"
+#else
+#define NO_MPI_SAYS "this runtime was built without MPI"
+#endif
+
+/* Rank r of 8 on server a or b, its id a shared-memory one: 0 where init failed as it must. */
+static int rank_without_mpi(blinkUniqueId id, int r)
+{
+    char dev[8];
+    snprintf(dev, sizeof dev, "%d", dev2x4[r]);
+    setenv("BLINK_SERVER", srv2x4[r] ? "b" : "a", 1);
+    setenv("BLINK_DEVICE", dev, 1);
+    setenv("BLINK_TIMEOUT_S", "30", 1);
+    blinkComm_t c = NULL;
+    blinkResult_t res = cluster_2x4_rank(&c, 8, id, r);
+    const char *msg = blinkGetLastError(NULL);
+    if (res == blinkInvalidUsage && !c && strstr(msg, NO_MPI_SAYS) && strstr(msg, "spans 2"))
+        return 0;
+    fprintf(stderr, "rank %d: result %d, comm %p: %s\n", r, (int)res, (void *)c, msg);
+    return 1;
+}
+
+Test(cluster_mpi, without_mpi_every_rank_is_told_which_library, .timeout = 120)
+{
+    blinkUniqueId id;
+    cr_assert_eq(blinkGetUniqueId(&id), blinkSuccess);
+    pid_t pid[8];
+    for (int r = 0; r < 8; r++) {
+        fflush(NULL);
+        pid[r] = fork();
+        cr_assert_geq(pid[r], 0);
+        if (pid[r] == 0)
+            _exit(rank_without_mpi(id, r));
+    }
+    for (int r = 0; r < 8; r++) {
+        int status = -1;
+        cr_assert_eq(waitpid(pid[r], &status, 0), pid[r]);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d: status %#x (its "
+                  "message is above)", r, status);
+    }
 }

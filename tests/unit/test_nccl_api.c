@@ -3,11 +3,17 @@
  * test_nccl_api.c - libblink-nccl-host.so called in one process through NCCL's API alone (this
  * program includes runtime/nccl/nccl.h and links the drop-in, nothing of the runtime):
  * ncclCommInitAll with a group of calls from one thread, the queries, configs, one-rank
- * communicators, memory and registration, and the errors NCCL programs check for.
+ * communicators, memory and registration, and the errors NCCL programs check for. Also what
+ * deploying it takes: NCCL's pnccl names reach its communicators, hand-offs reach the real
+ * NCCL (tests/nccl/fake_nccl.c, which exports pnccl names too) and never the drop-in's own,
+ * and one server never loads MPI.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT, RTLD_NOLOAD */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,3 +207,107 @@ Test(nccl_api, null_arguments)
     cr_expect_eq(ncclCommInitAll(NULL, 2, NULL), ncclInvalidArgument);
     cr_expect_eq(ncclGroupEnd(), ncclInvalidUsage); /* no group open */
 }
+
+/* NCCL's profiling interface: a tool calls pnccl names, found in the global scope as a tool
+ * library finds them, with the communicators the program made. They are the drop-in's. */
+#define PNCCL(f) ((__typeof__(&nccl##f))dlsym(RTLD_DEFAULT, "pnccl" #f))
+
+Test(nccl_api, pnccl_names_reach_our_communicators)
+{
+    __typeof__(&ncclAllReduce) all_reduce = PNCCL(AllReduce);
+    __typeof__(&ncclGroupStart) group_start = PNCCL(GroupStart);
+    __typeof__(&ncclGroupEnd) group_end = PNCCL(GroupEnd);
+    __typeof__(&ncclCommInitAll) init_all = PNCCL(CommInitAll);
+    __typeof__(&ncclSend) send = PNCCL(Send);
+    cr_assert(all_reduce && group_start && group_end && init_all && send,
+              "the drop-in does not export pncclAllReduce, pncclGroupStart, pncclGroupEnd, "
+              "pncclCommInitAll and pncclSend");
+    const int devs[3] = {0, 2, 3};
+    ncclComm_t comms[3];
+    int32_t buf[3][1001];
+    cr_assert_eq(init_all(comms, 3, devs), ncclSuccess, "%s", ncclGetLastError(NULL));
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 1001; i++)
+            buf[r][i] = (r + 1) * i;
+    cr_assert_eq(group_start(), ncclSuccess);
+    for (int r = 0; r < 3; r++)
+        cr_expect_eq(all_reduce(buf[r], buf[r], 1001, ncclInt32, ncclSum, comms[r], NULL),
+                     ncclSuccess, "%s", ncclGetLastError(comms[r]));
+    cr_assert_eq(group_end(), ncclSuccess, "%s", ncclGetLastError(NULL));
+    for (int r = 0; r < 3; r++) {
+        int bad = 0;
+        for (int i = 0; i < 1001; i++)
+            bad += buf[r][i] != 6 * i;
+        cr_expect_eq(bad, 0, "rank %d: %d wrong elements", r, bad);
+    }
+    /* a hand-off through pncclSend is the drop-in's too: here there is no NCCL to take it */
+    cr_expect_eq(send(buf[0], 1, ncclInt32, 1, comms[0], NULL), ncclInvalidUsage);
+    cr_expect(strstr(ncclGetLastError(comms[0]), "goes to NCCL"), "%s",
+              ncclGetLastError(comms[0]));
+    for (int r = 0; r < 3; r++)
+        cr_expect_eq(ncclCommDestroy(comms[r]), ncclSuccess);
+}
+
+#ifdef FAKE_NCCL
+static int fake_count(void *fake, const char *name)
+{
+    int *n = dlsym(fake, name);
+    cr_assert_not_null(n, "%s has no %s", FAKE_NCCL, name);
+    return __atomic_load_n(n, __ATOMIC_SEQ_CST);
+}
+
+/* The real NCCL's functions come from its own library: a drop-in that also exports pnccl
+ * names never finds itself there (a hand-off would then call itself forever). */
+Test(nccl_api, hand_offs_reach_the_real_nccl_not_our_pnccl)
+{
+    setenv("BLINK_NCCL_LIB", FAKE_NCCL, 1);
+    const int devs[2] = {1, 4};
+    ncclComm_t comms[2];
+    float x[4] = {0};
+    cr_assert_eq(ncclCommInitAll(comms, 2, devs), ncclSuccess, "%s", ncclGetLastError(NULL));
+    void *fake = dlopen(FAKE_NCCL, RTLD_LAZY | RTLD_NOLOAD);
+    cr_assert_not_null(fake, "the drop-in did not load %s", FAKE_NCCL);
+    cr_expect_eq(fake_count(fake, "fake_nccl_inits"), 2);
+    cr_expect_eq(ncclSend(x, 4, ncclFloat32, 1, comms[0], NULL), ncclSuccess, "%s",
+                 ncclGetLastError(comms[0]));
+    cr_expect_eq(ncclRecv(x, 4, ncclFloat32, 0, comms[1], NULL), ncclSuccess, "%s",
+                 ncclGetLastError(comms[1]));
+    __typeof__(&ncclSend) psend = PNCCL(Send);
+    cr_assert_not_null(psend, "the drop-in does not export pncclSend");
+    cr_expect_eq(psend(x, 4, ncclFloat32, 1, comms[0], NULL), ncclSuccess, "%s",
+                 ncclGetLastError(comms[0]));
+    cr_expect_eq(fake_count(fake, "fake_nccl_sends"), 2);
+    cr_expect_eq(fake_count(fake, "fake_nccl_recvs"), 1);
+    for (int r = 0; r < 2; r++)
+        cr_expect_eq(ncclCommDestroy(comms[r]), ncclSuccess);
+    cr_expect_eq(fake_count(fake, "fake_nccl_destroys"), 2);
+    dlclose(fake);
+}
+#endif
+
+#ifdef MPI_SONAME
+/* This program links the drop-in and not MPI: a single server's whole life (an id, a
+ * communicator, a collective) must leave MPI unloaded, so that a machine without it runs the
+ * drop-in (glibc skips an LD_PRELOAD library whose libmpi it cannot find). */
+Test(nccl_api, one_server_never_loads_mpi)
+{
+    const int devs[2] = {2, 3};
+    ncclComm_t comms[2];
+    ncclUniqueId id;
+    double v[2][3] = {{1, 2, 3}, {4, 5, 6}};
+    cr_assert_eq(ncclGetUniqueId(&id), ncclSuccess);
+    cr_assert_eq(ncclCommInitAll(comms, 2, devs), ncclSuccess, "%s", ncclGetLastError(NULL));
+    cr_assert_eq(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; r++)
+        cr_expect_eq(ncclAllReduce(v[r], v[r], 3, ncclFloat64, ncclMax, comms[r], NULL),
+                     ncclSuccess);
+    cr_assert_eq(ncclGroupEnd(), ncclSuccess, "%s", ncclGetLastError(NULL));
+    cr_expect(v[0][2] == 6 && v[1][0] == 4, "max: %g %g", v[0][2], v[1][0]);
+    for (int r = 0; r < 2; r++)
+        ncclCommDestroy(comms[r]);
+    void *mpi = dlopen(MPI_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    cr_expect_null(mpi, "%s is loaded in a program that never asked for it", MPI_SONAME);
+    if (mpi)
+        dlclose(mpi);
+}
+#endif

@@ -17,6 +17,9 @@
  * Where NVIDIA's libnccl.so is installed, every nccl* function it exports must be in ours too,
  * except its device-API helpers (nccl_device.h: DEVICE_API), which serve CUDA kernels that
  * use NCCL's device communicators, a thing the drop-in does not make.
+ * Every nccl* function is also exported as pnccl* (NCCL's profiling interface), the same code.
+ * Deploying: no drop-in needs libmpi (glibc would skip it in LD_PRELOAD where Open MPI is not
+ * installed), a cluster one included, and each names itself (SONAME), never libnccl.so.2.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -31,6 +34,9 @@
 #endif
 #ifndef REAL_NCCL
 #define REAL_NCCL ""
+#endif
+#ifndef DROPIN_CLUSTER
+#define DROPIN_CLUSTER "tests/nccl/libblink-nccl-host-2x4.so"
 #endif
 
 static const char *const CALLED[] = {
@@ -112,6 +118,8 @@ Test(nccl_symbols, exports_nothing_but_nccl_names)
             nccl++;
             continue;
         }
+        if (!strncmp(names[i], "pnccl", 5))
+            continue;
         /* the toolchain's own (ASan builds add its interceptors' helpers) */
         if (names[i][0] == '_' || listed(names[i], generated, N(generated)))
             continue;
@@ -138,6 +146,18 @@ Test(nccl_symbols, every_real_nccl_function_but_the_device_api_is_ours_too)
         compared++;
     }
     cr_expect_geq(compared, 30, "only %d nccl* functions in %s", compared, REAL_NCCL);
+    /* its profiling names too (pnccl*), but for the device API's */
+    int profiled = 0;
+    for (int i = 0; i < nr; i++) {
+        if (strncmp(real[i], "pnccl", 5) || listed(real[i] + 1, DEVICE_API, N(DEVICE_API)))
+            continue;
+        int found = 0;
+        for (int k = 0; k < no && !found; k++)
+            found = !strcmp(real[i], ours[k]);
+        cr_expect(found, "NVIDIA's %s exports %s; the drop-in does not", REAL_NCCL, real[i]);
+        profiled++;
+    }
+    cr_expect_geq(profiled, 30, "only %d pnccl* functions in %s", profiled, REAL_NCCL);
     /* and everything PyTorch and nccl-tests call is in NVIDIA's too, so the list is honest */
     for (size_t i = 0; i < N(CALLED); i++) {
         int found = 0;
@@ -145,4 +165,74 @@ Test(nccl_symbols, every_real_nccl_function_but_the_device_api_is_ours_too)
             found = !strcmp(CALLED[i], real[k]);
         cr_expect(found, "%s is not in %s", CALLED[i], REAL_NCCL);
     }
+}
+
+/* Every nccl* function the drop-in exports is exported as pnccl* too, and is the same function,
+ * so a tool that calls pncclAllReduce (NCCL's profiling interface) reaches our communicator. */
+static void expect_pnccl_twins(const char *path)
+{
+    static char names[4096][64];
+    int n = exported(path, names, 4096), twins = 0;
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    cr_assert_not_null(h, "dlopen %s: %s", path, dlerror());
+    for (int i = 0; i < n; i++) {
+        if (strncmp(names[i], "nccl", 4))
+            continue;
+        char p[72];
+        snprintf(p, sizeof p, "p%.63s", names[i]);
+        void *f = dlsym(h, names[i]), *pf = dlsym(h, p);
+        cr_expect_not_null(pf, "%s exports %s but not %s", path, names[i], p);
+        cr_expect(pf == NULL || pf == f, "%s: %s is not %s", path, p, names[i]);
+        twins += pf != NULL && pf == f;
+    }
+    cr_expect_geq(twins, (int)N(CALLED), "%s: %d pnccl twins", path, twins);
+    dlclose(h);
+}
+
+Test(nccl_symbols, every_nccl_function_is_also_its_pnccl_name)
+{
+    expect_pnccl_twins(DROPIN_HOST);
+    if (DROPIN_CUDA[0])
+        expect_pnccl_twins(DROPIN_CUDA);
+}
+
+/* `objdump -p path`: its NEEDED libraries, one per line, into needed; its SONAME into soname
+ * ("" where it has none). */
+static void dynamic_section(const char *path, char *needed, size_t nlen, char *soname,
+                            size_t slen)
+{
+    char cmd[512], line[512];
+    snprintf(cmd, sizeof cmd, "objdump -p '%s'", path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "cannot run objdump");
+    needed[0] = soname[0] = '\0';
+    while (fgets(line, sizeof line, p)) {
+        char key[64], value[256];
+        if (sscanf(line, " %63s %255s", key, value) != 2)
+            continue;
+        if (!strcmp(key, "NEEDED"))
+            snprintf(needed + strlen(needed), nlen - strlen(needed), "%s\n", value);
+        else if (!strcmp(key, "SONAME"))
+            snprintf(soname, slen, "%s", value);
+    }
+    cr_assert_eq(pclose(p), 0, "objdump -p %s failed (binutils installed?)", path);
+}
+
+static void expect_deployable(const char *path, const char *soname_wanted)
+{
+    char needed[2048], soname[256];
+    dynamic_section(path, needed, sizeof needed, soname, sizeof soname);
+    cr_expect(strstr(needed, "libc.so"), "%s: no NEEDED libc in objdump's answer:\n%s", path,
+              needed);
+    cr_expect_null(strstr(needed, "libmpi"), "%s needs MPI to load:\n%s", path, needed);
+    cr_expect_str_eq(soname, soname_wanted, "%s: SONAME [%s]", path, soname);
+}
+
+Test(nccl_symbols, no_dropin_needs_mpi_and_each_names_itself)
+{
+    expect_deployable(DROPIN_HOST, "libblink-nccl-host.so");
+    /* a cluster plan's drop-in too: it uses the MPI the program loaded */
+    expect_deployable(DROPIN_CLUSTER, "libblink-nccl-host.so");
+    if (DROPIN_CUDA[0])
+        expect_deployable(DROPIN_CUDA, "libblink-nccl.so");
 }
