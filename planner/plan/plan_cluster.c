@@ -25,6 +25,7 @@ struct plan_cluster {
     char **have_bc;
     /* Composition scratch: one tree under construction. */
     int *parent, *len, **path, *buf, *seen, *queue;
+    double bcast_min; /* min over roots of the exact broadcast bound, < 0 until computed */
 };
 
 static void trees_free(struct plan_trees *pt)
@@ -85,6 +86,7 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
     pc->buf = malloc((size_t)n * stride * sizeof *pc->buf);
     pc->seen = malloc((size_t)n * sizeof *pc->seen);
     pc->queue = malloc((size_t)n * sizeof *pc->queue);
+    pc->bcast_min = -1;
     if (!pc->ar || !pc->have_ar || !pc->bc || !pc->have_bc || !pc->parent || !pc->len ||
         !pc->path || !pc->buf || !pc->seen || !pc->queue) {
         plan_cluster_free(pc);
@@ -559,9 +561,16 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     case COLL_BROADCAST:
     case COLL_REDUCE:
         fwd.pack = PACK_BROADCAST;
-        /* The exact bound (max-flows) is below the cuts where the network is uneven. */
-        BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
-        fwd.bound = fmin(cut_broadcast(pc, pl->root), exact);
+        /* The exact bound (max-flows from the root) is below the cuts where the network is
+         * uneven. It lies between the least over every root (2(n-1) max-flows, once) and the
+         * cuts: where those meet, it is known without n - 1 max-flows of its own. */
+        if (pc->bcast_min < 0)
+            BK_CHECK_GOTO(bound_broadcast_min(g, &pc->bcast_min), st, fail);
+        fwd.bound = cut_broadcast(pc, pl->root);
+        if (fwd.bound > pc->bcast_min) {
+            BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
+            fwd.bound = fmin(fwd.bound, exact);
+        }
         BK_CHECK_GOTO(compose_broadcast(pc, pl->root, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: intra-server trees, a chain of NICs across servers";
         break;
