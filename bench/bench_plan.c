@@ -17,6 +17,7 @@
 
 #include "alloc_util.h"
 #include "bench_fabrics.h"
+#include "bench_scaling.h"
 #include "calibrate.h"
 #include "core/builtin.h"
 #include "gen_cluster.h"
@@ -255,10 +256,12 @@ static void cluster_timing(int servers, int all_roots)
 
 int main(int argc, char **argv)
 {
-    /* `bench_plan clusters`, `bench_plan timing` or `bench_plan fabrics` prints only that
-       table; `bench_plan calibrate [--check | --fit] [TSV]` the simulator's NCCL against
-       published measurements (--fit: redo the fit of its fitted values). */
+    /* `bench_plan clusters`, `bench_plan timing`, `bench_plan fabrics` or `bench_plan scaling`
+       prints only that table; `bench_plan calibrate [--check | --fit] [TSV]` the simulator's
+       NCCL against published measurements (--fit: redo the fit of its fitted values). */
     const char *only = argc > 1 ? argv[1] : "";
+    if (strcmp(only, "scaling-point") == 0)
+        return bench_scaling_point(argc, argv);
     printf("# blinkc TreeGen benchmark\n");
     if (strcmp(only, "calibrate") == 0) {
         enum calibrate_mode mode = argc > 2 && strcmp(argv[2], "--check") == 0 ? CALIBRATE_CHECK
@@ -271,6 +274,10 @@ int main(int argc, char **argv)
         goto clusters;
     if (strcmp(only, "fabrics") == 0) {
         bench_fabrics();
+        return 0;
+    }
+    if (strcmp(only, "scaling") == 0) {
+        bench_scaling();
         return 0;
     }
     if (strcmp(only, "timing") == 0)
@@ -292,6 +299,7 @@ clusters:
     cluster_timing(16, 1);
     cluster_timing(64, 0);
     cluster_timing(64, 1);
+    bench_scaling();
     if (strcmp(only, "clusters") != 0) {
         bench_fabrics();
         printf("\n");

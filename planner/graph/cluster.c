@@ -32,6 +32,7 @@ void cluster_free(struct cluster *c)
         for (int v = 0; v < c->t->nnodes; v++)
             free(c->net_pred[v]);
     free(c->net_pred);
+    free(c->net_comp);
     memset(c, 0, sizeof *c);
 }
 
@@ -199,6 +200,78 @@ static enum bk_status server_caps(struct cluster *c)
     return BK_OK;
 }
 
+/* Components of the network switches among themselves (cluster_nics_joined). */
+BK_MUST_USE
+static enum bk_status net_components(struct cluster *c, int *queue)
+{
+    const struct topo *t = c->t;
+    const struct pgraph *g = c->g;
+    c->net_comp = malloc(((size_t)t->nnodes + 1) * sizeof *c->net_comp);
+    if (!c->net_comp)
+        return BK_ENOMEM;
+    for (int v = 0; v < t->nnodes; v++)
+        c->net_comp[v] = -1;
+    int ncomp = 0;
+    for (int v = 0; v < t->nnodes; v++) {
+        if (t->nodes[v].kind != TOPO_NET_SWITCH || c->net_comp[v] >= 0)
+            continue;
+        int head = 0, tail = 0;
+        c->net_comp[v] = ncomp;
+        queue[tail++] = v;
+        while (head < tail) {
+            int u = queue[head++];
+            for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
+                int w = g->dst[g->out_arc[i]];
+                if (t->nodes[w].kind == TOPO_NET_SWITCH && c->net_comp[w] < 0) {
+                    c->net_comp[w] = ncomp;
+                    queue[tail++] = w;
+                }
+            }
+        }
+        ncomp++;
+    }
+    return BK_OK;
+}
+
+int cluster_nics_joined(const struct cluster *c, int a, int b)
+{
+    const struct pgraph *g = c->g;
+    for (int i = g->out_off[a]; i < g->out_off[a + 1]; i++) {
+        int u = g->dst[g->out_arc[i]];
+        if (u == b && c->t->nodes[u].kind == TOPO_NIC)
+            return 1;
+        if (c->net_comp[u] < 0)
+            continue;
+        for (int k = g->in_off[b]; k < g->in_off[b + 1]; k++)
+            if (c->net_comp[g->src[g->in_arc[k]]] == c->net_comp[u])
+                return 1;
+    }
+    return 0;
+}
+
+const struct cluster_port *cluster_port_toward(const struct cluster *c,
+                                               const struct cluster_port *from, int s, int want)
+{
+    const struct cluster_server *sv = &c->s[s];
+    for (int i = 0; i < sv->nports; i++) {
+        const struct cluster_port *p = &sv->ports[(want + i) % sv->nports];
+        if (cluster_nics_joined(c, from->nic, p->nic))
+            return p;
+    }
+    return NULL;
+}
+
+/* 1 when every port can hand data to some port of every other server over the network. */
+static int ports_joined(const struct cluster *c)
+{
+    for (int si = 0; si < c->nservers; si++)
+        for (int k = 0; k < c->s[si].nports; k++)
+            for (int sj = 0; sj < c->nservers; sj++)
+                if (sj != si && !cluster_port_toward(c, &c->s[si].ports[k], sj, 0))
+                    return 0;
+    return 1;
+}
+
 enum bk_status cluster_build(struct cluster *c, const struct topo *t, const struct pgraph *g)
 {
     memset(c, 0, sizeof *c);
@@ -250,8 +323,10 @@ enum bk_status cluster_build(struct cluster *c, const struct topo *t, const stru
         ok = ok && c->s[si].nports > 0 &&
              (c->s[si].ngpus == 1 || c->s[si].g.kinds == PG_NVLINK);
     }
-    c->hierarchical = ok;
-    st = ok ? server_caps(c) : BK_OK;
+    if (ok)
+        BK_CHECK_GOTO(net_components(c, queue), st, out);
+    c->hierarchical = ok && ports_joined(c);
+    st = c->hierarchical ? server_caps(c) : BK_OK;
 out:
     free(pred);
     free(queue);

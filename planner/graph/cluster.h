@@ -48,17 +48,32 @@ struct cluster {
     int *local_of;            /* [ngpus] local rank within its server */
     int *arc_of_link;         /* [t->nlinks] cluster-graph arc of each link, -1 if none */
     int **net_pred;           /* per topology node: BFS predecessor arcs from that NIC, lazily */
+    int *net_comp;            /* [t->nnodes] a network switch's component among the switches,
+                                 -1 for every other node */
 };
 
 /*
  * Split t (finalized, restricted) into servers over g, the graph of every link kind. Sets
  * c->hierarchical only when there are several servers, every server has a port and NVLink
- * joining its GPUs (or one GPU), and g is full duplex; otherwise the caller plans the
- * allocation flat. Fails only with BK_ENOMEM.
+ * joining its GPUs (or one GPU), the network joins every port to a port of every other server
+ * (separate rails without a spine join only their own NICs), and g is full duplex; otherwise
+ * the caller plans the allocation flat. Fails only with BK_ENOMEM.
  */
 BK_MUST_USE
 enum bk_status cluster_build(struct cluster *c, const struct topo *t, const struct pgraph *g);
 void cluster_free(struct cluster *c);
+
+/* 1 when the network joins NICs a and b (topology nodes): a net link between them, or switches
+ * of one component that they link to. Paths end at NICs, so a NIC never relays. */
+int cluster_nics_joined(const struct cluster *c, int a, int b);
+
+/*
+ * The port of server s to take data from port `from` of another server: its port want (modulo
+ * its ports), or the first after it that the network joins to from's NIC; NULL if none is
+ * (cluster_build plans flat where some port has none in some server).
+ */
+const struct cluster_port *cluster_port_toward(const struct cluster *c,
+                                               const struct cluster_port *from, int s, int want);
 
 /*
  * Append to arcs (room for g->nnodes arcs) the cluster-graph path carrying data from port a of

@@ -25,6 +25,7 @@ struct plan_cluster {
     char **have_bc;
     /* Composition scratch: one tree under construction. */
     int *parent, *len, **path, *buf, *seen, *queue;
+    double bcast_min; /* min over roots of the exact broadcast bound, < 0 until computed */
 };
 
 static void trees_free(struct plan_trees *pt)
@@ -85,6 +86,7 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
     pc->buf = malloc((size_t)n * stride * sizeof *pc->buf);
     pc->seen = malloc((size_t)n * sizeof *pc->seen);
     pc->queue = malloc((size_t)n * sizeof *pc->queue);
+    pc->bcast_min = -1;
     if (!pc->ar || !pc->have_ar || !pc->bc || !pc->have_bc || !pc->parent || !pc->len ||
         !pc->path || !pc->buf || !pc->seen || !pc->queue) {
         plan_cluster_free(pc);
@@ -387,13 +389,19 @@ static enum bk_status compose_allreduce(struct plan_cluster *pc, const struct pl
         u = u < S * P ? u : S * P - 1;
         int hub = u / P, j = u % P;
         /* The hub server's owner roots the tree; every other server's owner is rotated by the
-         * hub so each port leads as many partitions as it follows. */
+         * hub so each port leads as many partitions as it follows, and moved on to the next
+         * port where the network does not join it to the hub's (separate rails). */
         for (int s = 0; s < S; s++) {
             const struct plan_trees *ar;
             st = intra_allreduce(pc, s, o, &ar, d);
             if (st != BK_OK)
                 break;
-            const struct cluster_port *p = port(c, s, s == hub ? j : j + hub);
+            const struct cluster_port *p =
+                s == hub ? port(c, s, j) : cluster_port_toward(c, port(c, hub, j), s, j + hub);
+            if (!p) {
+                st = BK_EINTERNAL; /* cluster_build checked that the network joins them */
+                break;
+            }
             place_intra(pc, s, tree_at(ar, m), c->local_of[p->gpu]);
             if (s != hub)
                 st = place_cross(pc, hub, port(c, hub, j), s, p);
@@ -429,8 +437,9 @@ static const struct ptree *least_loaded(const struct plan_cluster *pc, int s,
 }
 
 /*
- * One chain tree: the root's server broadcasts inside, then port j of each server in turn takes
- * the data in over its NIC, broadcasts it inside from there and passes it on. Inside, the tree
+ * One chain tree: the root's server broadcasts inside, then port j of each server in turn (or
+ * the next port the network joins to the previous one) takes the data in over its NIC,
+ * broadcasts it inside from there and passes it on. Inside, the tree
  * at position m of each broadcast set is used, or with `load` the least loaded one.
  */
 BK_MUST_USE
@@ -448,7 +457,9 @@ static enum bk_status compose_chain(struct plan_cluster *pc, int root, int j, do
     int sprev = s0;
     for (int step = 1; step < S; step++) {
         int s = (s0 + step) % S;
-        const struct cluster_port *p = port(c, s, j);
+        const struct cluster_port *p = cluster_port_toward(c, prev, s, j);
+        if (!p)
+            return BK_EINTERNAL; /* cluster_build checked that the network joins them */
         int entry = c->local_of[p->gpu];
         BK_CHECK(intra_broadcast(pc, s, entry, o, &bc, d));
         BK_CHECK(place_cross(pc, sprev, prev, s, p));
@@ -471,16 +482,21 @@ static enum bk_status compose_broadcast(struct plan_cluster *pc, int root,
     enum bk_status st = intra_broadcast(pc, s0, c->local_of[root], o, &bc0, d);
     for (int j = 0; st == BK_OK && j <= P; j++)
         st = cut_add(&cuts, (double)j / P);
-    /* Partition j is cut where the root's trees and every entry GPU's trees change. */
+    /* Partition j is cut where the root's trees and every entry GPU's trees change; the
+     * entries are compose_chain's. */
     for (int j = 0; st == BK_OK && j < P; j++) {
         st = cut_add_shares(&cuts, bc0, (double)j / P, 1.0 / P);
-        for (int s = 0; st == BK_OK && s < S; s++) {
+        const struct cluster_port *prev = port(c, s0, j);
+        for (int step = 1; st == BK_OK && step < S; step++) {
             const struct plan_trees *bc;
-            if (s == s0 || c->s[s].cls != s)
-                continue;
-            st = intra_broadcast(pc, s, c->local_of[port(c, s, j)->gpu], o, &bc, d);
+            const struct cluster_port *p = cluster_port_toward(c, prev, (s0 + step) % S, j);
+            if (!p)
+                st = BK_EINTERNAL; /* cluster_build checked that the network joins them */
+            else
+                st = intra_broadcast(pc, (s0 + step) % S, c->local_of[p->gpu], o, &bc, d);
             if (st == BK_OK)
                 st = cut_add_shares(&cuts, bc, (double)j / P, 1.0 / P);
+            prev = p;
         }
     }
     if (st == BK_OK)
@@ -545,9 +561,16 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     case COLL_BROADCAST:
     case COLL_REDUCE:
         fwd.pack = PACK_BROADCAST;
-        /* The exact bound (max-flows) is below the cuts where the network is uneven. */
-        BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
-        fwd.bound = fmin(cut_broadcast(pc, pl->root), exact);
+        /* The exact bound (max-flows from the root) is below the cuts where the network is
+         * uneven. It lies between the least over every root (2(n-1) max-flows, once) and the
+         * cuts: where those meet, it is known without n - 1 max-flows of its own. */
+        if (pc->bcast_min < 0)
+            BK_CHECK_GOTO(bound_broadcast_min(g, &pc->bcast_min), st, fail);
+        fwd.bound = cut_broadcast(pc, pl->root);
+        if (fwd.bound > pc->bcast_min) {
+            BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
+            fwd.bound = fmin(fwd.bound, exact);
+        }
         BK_CHECK_GOTO(compose_broadcast(pc, pl->root, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: intra-server trees, a chain of NICs across servers";
         break;

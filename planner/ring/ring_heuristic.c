@@ -70,6 +70,31 @@ static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j
     }
 }
 
+/* The server block of a node for lpb_solve_blocks: its server, or -1 for network switches. */
+static int node_block(const struct topo *t, int v)
+{
+    int k = t->nodes[v].server;
+    return t->nodes[v].kind == TOPO_NET_SWITCH || k < 0 || k >= t->nservers ? -1 : k;
+}
+
+/* An arc's block: that of its ends, one of them a network switch at most; -1 across servers. */
+static int arc_block(const struct topo *t, const struct pgraph *g, int a)
+{
+    int ks = node_block(t, g->src[a]), ke = node_block(t, g->dst[a]);
+    if (ks < 0 || ke < 0)
+        return ks < 0 ? ke : ks;
+    return ks == ke ? ks : -1;
+}
+
+/* Row id's block, in blk (grown as rows are added). */
+BK_MUST_USE
+static enum bk_status set_block(int **blk, int *cap, int id, int k)
+{
+    BK_CHECK(bk_grow_int((void **)blk, cap, id, sizeof **blk));
+    (*blk)[id] = k;
+    return BK_OK;
+}
+
 /*
  * The LP over the orders: per order a rate t_o; all hops share the arc capacities; maximise
  * sum t_o. A hop through NVSwitches splits: a flow from its first GPU to its second through
@@ -92,11 +117,13 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     int *tcol = malloc((size_t)o->count * sizeof *tcol), *queue = malloc((size_t)V * sizeof *queue);
     unsigned char *useful = malloc((size_t)n * V), *fwd = malloc((size_t)V);
     unsigned char *split = malloc((size_t)n);
+    int *blk = NULL, blk_cap = 0;
     if (!mult || !rowof || !path || !tcol || !queue || !useful || !fwd || !split)
         goto out;
     for (int a = 0; a < g->narcs; a++) {
         int id;
         BK_CHECK_GOTO(lpb_row(&lp, LP_LE, g->cap[a], &id), st, out);
+        BK_CHECK_GOTO(set_block(&blk, &blk_cap, id, arc_block(t, g, a)), st, out);
     }
     for (int q = 0; q < o->count; q++) {
         const int *ord = o->v + (size_t)q * n;
@@ -119,8 +146,10 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
             }
             for (int v = 0; v < V; v++) {
                 row[v] = -1;
-                if (u[v] && v != j)
+                if (u[v] && v != j) {
                     BK_CHECK_GOTO(lpb_row(&lp, LP_EQ, 0.0, &row[v]), st, out);
+                    BK_CHECK_GOTO(set_block(&blk, &blk_cap, row[v], node_block(t, v)), st, out);
+                }
             }
         }
         if (!ok) { /* drop the order and its rows */
@@ -164,7 +193,9 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     x = malloc((size_t)lp.ncols * sizeof *x);
     if (!x)
         goto out;
-    BK_CHECK_GOTO(lpb_solve(&lp, x, &r->gbps, d), st, out);
+    BK_CHECK_GOTO(t->nservers > 1 ? lpb_solve_blocks(&lp, blk, t->nservers, x, &r->gbps, d)
+                                  : lpb_solve(&lp, x, &r->gbps, d),
+                  st, out);
     BK_CHECK_GOTO(keep_rings(r, o, tcol, x), st, out);
 out:
     free(x);
@@ -177,6 +208,7 @@ out:
     free(useful);
     free(fwd);
     free(split);
+    free(blk);
     return st;
 }
 

@@ -36,6 +36,15 @@ enum bk_status lpb_entry(struct lpb *b, int row, double v);
 BK_MUST_USE
 enum bk_status lpb_solve(const struct lpb *b, double *x, double *value, struct diag *d);
 
+/*
+ * lpb_solve after dropping repeated server blocks (ring_blocks.c): row_block[i] is row i's
+ * block (a server, 0 .. nblocks-1) or -1 for rows of none. The optimum is the same; x gets 0 in
+ * the columns of dropped blocks.
+ */
+BK_MUST_USE
+enum bk_status lpb_solve_blocks(const struct lpb *b, const int *row_block, int nblocks,
+                                double *x, double *value, struct diag *d);
+
 /* Path searches and ring orders (ring_paths.c). */
 
 /* Scratch for path searches, sized by node count. */
@@ -44,6 +53,8 @@ struct scratch {
     double *bw;
     int *pred, *queue;
     unsigned char *done;
+    int *touched, ntouched; /* the nodes widest_from labelled, reset on its next call */
+    int *front;             /* labelled nodes not yet done */
 };
 
 /* A list of ring orders, n GPUs each. */

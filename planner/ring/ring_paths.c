@@ -30,11 +30,15 @@ enum bk_status scratch_init(struct scratch *s, const struct topo *t, int nnodes)
 {
     s->t = t;
     size_t n = (size_t)nnodes;
-    s->bw = malloc(n * sizeof *s->bw);
+    s->bw = calloc(n + 1, sizeof *s->bw);
     s->pred = malloc(n * sizeof *s->pred);
     s->queue = malloc(n * sizeof *s->queue);
-    s->done = malloc(n);
-    return s->bw && s->pred && s->queue && s->done ? BK_OK : BK_ENOMEM;
+    s->done = calloc(n + 1, 1);
+    s->touched = malloc((n + 1) * sizeof *s->touched);
+    s->front = malloc((n + 1) * sizeof *s->front);
+    s->ntouched = 0;
+    return s->bw && s->pred && s->queue && s->done && s->touched && s->front ? BK_OK
+                                                                              : BK_ENOMEM;
 }
 
 void scratch_free(struct scratch *s)
@@ -43,29 +47,38 @@ void scratch_free(struct scratch *s)
     free(s->pred);
     free(s->queue);
     free(s->done);
+    free(s->touched);
+    free(s->front);
 }
 
 /*
  * Bottleneck (widest-path) label-setting from GPU s over arcs with cap c[a] > RING_EPS, leaving s
  * and relays only. Afterwards s->bw[v] is the widest s->v capacity (0: unreachable). Max-min is
- * isotone under extension, so the Dijkstra argument holds. O(V^2 + E); V is small.
+ * isotone under extension, so the Dijkstra argument holds. Each step takes the widest labelled
+ * node, the lowest-numbered of equals, from the labelled nodes only: a hop reaches two servers'
+ * nodes, so the work does not grow with the cluster. Only the nodes labelled last time are reset.
  */
 void widest_from(const struct pgraph *g, const double *c, int src, int sj,
                  struct scratch *s)
 {
-    int si = s->t->nodes[src].server;
-    for (int v = 0; v < g->nnodes; v++) {
-        s->bw[v] = 0;
-        s->done[v] = 0;
+    int si = s->t->nodes[src].server, nfront = 0;
+    for (int k = 0; k < s->ntouched; k++) {
+        s->bw[s->touched[k]] = 0;
+        s->done[s->touched[k]] = 0;
     }
+    s->ntouched = 0;
     s->bw[src] = DBL_MAX;
-    for (;;) {
-        int u = -1;
-        for (int v = 0; v < g->nnodes; v++)
-            if (!s->done[v] && s->bw[v] > 0 && (u < 0 || s->bw[v] > s->bw[u]))
-                u = v;
-        if (u < 0)
-            break;
+    s->touched[s->ntouched++] = src;
+    s->front[nfront++] = src;
+    while (nfront > 0) {
+        int at = 0;
+        for (int k = 1; k < nfront; k++) {
+            int v = s->front[k], u = s->front[at];
+            if (s->bw[v] > s->bw[u] || (s->bw[v] == s->bw[u] && v < u))
+                at = k;
+        }
+        int u = s->front[at];
+        s->front[at] = s->front[--nfront];
         s->done[u] = 1;
         if (u != src && u < g->ngpus)
             continue; /* another GPU ends a hop: it does not route */
@@ -75,8 +88,13 @@ void widest_from(const struct pgraph *g, const double *c, int src, int sj,
             int v = g->dst[a];
             if (v >= g->ngpus && !relay_ok(s->t, v, si, sj))
                 continue;
-            if (c[a] > RING_EPS && b > s->bw[v])
-                s->bw[g->dst[a]] = b;
+            if (c[a] > RING_EPS && b > s->bw[v]) {
+                if (s->bw[v] == 0) { /* newly labelled (a done node is never widened) */
+                    s->touched[s->ntouched++] = v;
+                    s->front[nfront++] = v;
+                }
+                s->bw[v] = b;
+            }
         }
     }
 }

@@ -23,6 +23,7 @@ struct hf_fixture {
 };
 
 static const struct hf_fixture hf_fixtures[] = {
+    {"topologies/cluster-4x-a100-forestcoll.topo", 0, 0},
     {"topologies/cluster-4x-dgx1v.topo", 0, 0},
     {"topologies/cluster-8x-hgx-h100.topo", 0, 2},
     {"topologies/dgx-a100.topo", 0, 0},
@@ -45,10 +46,10 @@ static const struct hf_fixture hf_fixtures[] = {
 /* X(name, k) for every fixture above, in order: one Criterion test per fixture, so they run
  * side by side (k indexes hf_fixtures). */
 #define HF_EACH(X)                                                                                 \
-    X(cluster_4x_dgx1v, 0) X(cluster_8x_hgx_h100, 1) X(dgx_a100, 2) X(dgx1p, 3) X(dgx1v_hwloc, 4)  \
-    X(dgx1v_nccl, 5) X(dgx1v_smi, 6) X(dgx1v, 7) X(dgx2, 8) X(gb200_nvl72, 9) X(hgx_b200, 10)     \
-    X(hgx_h100, 11) X(hgx_h200, 12) X(mi250, 13) X(pcie8, 14) X(shared_nvidia_dgx2, 15)         \
-    X(shared_power8, 16)
+    X(cluster_4x_a100_forestcoll, 0) X(cluster_4x_dgx1v, 1) X(cluster_8x_hgx_h100, 2)              \
+    X(dgx_a100, 3) X(dgx1p, 4) X(dgx1v_hwloc, 5) X(dgx1v_nccl, 6) X(dgx1v_smi, 7) X(dgx1v, 8)      \
+    X(dgx2, 9) X(gb200_nvl72, 10) X(hgx_b200, 11) X(hgx_h100, 12) X(hgx_h200, 13) X(mi250, 14)     \
+    X(pcie8, 15) X(shared_nvidia_dgx2, 16) X(shared_power8, 17)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
 /* How many HF_EACH names; the tests check it against HF_NFIXTURES. */
 #define HF_COUNT_ONE(name, k) +1

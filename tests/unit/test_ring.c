@@ -7,8 +7,10 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "graph/pgraph.h"
 #include "ring/ring.h"
 #include "testutil.h"
@@ -153,6 +155,41 @@ Test(ring, cluster)
     cr_expect_geq(r.nrings, 4);
     expect_rings(&r, 32);
     ring_result_free(&r);
+}
+
+/*
+ * The same cluster with server 2's first NIC on a Gen3 x8 link (6 GB/s): that server can send
+ * out at most 3 x 12 + 6 = 42, and so can every ring set. The LP is solved once per class of
+ * identical servers; server 2 is a class of its own, and keeping it is what holds B there (the
+ * other three servers alone would allow 48).
+ */
+Test(ring, cluster_with_one_narrower_server)
+{
+    char *path = tu_src_path("topologies/cluster-4x-dgx1v.topo");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    char *at = strstr(text, "link s2.mlx5_0 s2.plx0\n");
+    cr_assert_not_null(at);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_putn(&sb, text, (size_t)(at - text));
+    sb_puts(&sb, "link s2.mlx5_0 s2.plx0 width=8\n");
+    sb_puts(&sb, at + strlen("link s2.mlx5_0 s2.plx0\n"));
+    struct topo t;
+    struct diag d;
+    struct ring_result r;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("narrow", sb.data, TOPO_FMT_AUTO, NULL, &t, &d), BK_OK);
+    cr_assert_eq(ring_best(&t, &r, &d), BK_OK);
+    cr_expect_gt(r.gbps, 0);
+    cr_expect_leq(r.gbps, 42 + 1e-6, "B = %g", r.gbps);
+    expect_rings(&r, 32);
+    ring_result_free(&r);
+    topo_free(&t);
+    diag_free(&d);
+    sb_free(&sb);
+    free(text);
+    free(path);
 }
 
 Test(ring, algbw)
