@@ -197,7 +197,7 @@ Test(badinput, output_to_a_pipe_is_written_in_place)
     struct tu_run r;
     /* A small plan: the pipe's buffer must hold all of it, as nobody reads until blinkc exits. */
     tu_run_blinkc(&r, (const char *const[]){"-q", "--gpus", "0,1", "--collective", "broadcast",
-                                            "--root", "0", "--plan-json", fifo, NULL});
+                                            "--root", "0", "--plan-json", fifo, "builtin:dgx1v", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     char buf[64] = {0};
     cr_assert_gt(read(keep, buf, sizeof buf - 1), 0);
