@@ -389,7 +389,7 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     return st;
 }
 
-/* The one-line summary that ends a long job on a terminal. */
+/* The one-line summary that ends a long job whose progress was shown. */
 static void say_done(const struct cli *c)
 {
     const char *what = c->output ? c->output : c->plan_json ? c->plan_json
@@ -420,7 +420,8 @@ int main(int argc, char **argv)
     diag_init(&d);
     d.echo = stderr; /* warnings as they are found, not after the table */
     d.echo_from = c.quiet ? DIAG_ERROR : DIAG_NOTE;
-    progress_enable(!c.quiet && isatty(STDERR_FILENO));
+    progress_enable(c.quiet ? PROGRESS_OFF
+                    : isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : PROGRESS_LINES);
     bk_trail_clear();
     enum bk_status st = run(&c, &d);
     progress_clear();
