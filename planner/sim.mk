@@ -27,4 +27,4 @@ tests_unit_test_tune_LDADD = $(TEST_LIBS)
 tests_unit_test_tune_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
 tests_unit_test_symmetry_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_symmetry_LDADD = $(TEST_LIBS)
-tests_unit_test_symmetry_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
+tests_unit_test_symmetry_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc

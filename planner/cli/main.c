@@ -210,8 +210,9 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         goto out;
     }
     if (c->output) {
-        BK_CHECK_GOTO(emit_render(&sb, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
-                      out);
+        BK_CHECK_GOTO(emit_render(&sb, &(struct emit_alloc){t, &ps, 0, NULL}, 1, c->templates,
+                                  d),
+                      st, out);
         BK_CHECK_GOTO(fill(outs, c->output, &sb, d), st, out);
         sb_free(&sb);
     }
@@ -277,7 +278,8 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     struct emit_alloc *allocs = calloc((size_t)a.n + 1, sizeof *allocs);
     enum bk_status st = allocs ? BK_OK : BK_ENOMEM;
     for (int i = 0; st == BK_OK && i < a.n; i++)
-        allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i]};
+        allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i], a.same[i] != i ? a.same[i] + 1 : 0,
+                                        &a.devices[(size_t)i * ALLOCATIONS_MAX_GPUS]};
     struct strbuf code;
     sb_init(&code);
     if (st == BK_OK)
@@ -313,7 +315,7 @@ static enum bk_status render_saved_plan(const struct cli *c, struct outfile_set 
                   "without -o, or with --no-tune): the code runs the trees at every size");
     struct strbuf code;
     sb_init(&code);
-    st = emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, c->templates, d);
+    st = emit_render(&code, &(struct emit_alloc){&t, &ps, 0, NULL}, 1, c->templates, d);
     if (st == BK_OK)
         st = fill(outs, c->output, &code, d);
     if (st == BK_OK)

@@ -4,8 +4,9 @@
  *
  * The search colours two copies of the graph, A and B, alike: a node's colour is its kind and
  * part, refined round by round by the multiset of (link label, direction, neighbour's colour)
- * over its links (as a sum of hashes) until no class splits. Fixing "A's node v is B's node w" gives both one fresh
- * colour; where a class still holds several nodes, A's lowest is fixed to each of B's in turn.
+ * over its links (as a sum of hashes) until no class splits. Fixing "A's node v is B's node
+ * w" gives both one fresh colour; where a class still holds several nodes, A's lowest is fixed
+ * to each of B's in turn.
  * When every class is one node on each side, A's node of a colour maps onto B's, and the
  * relabelling is checked link by link before it is believed.
  */
@@ -365,6 +366,8 @@ enum bk_status topo_gpu_group(const struct topo *t, struct topo_orbits *o)
     free(o->gens);
     o->gens = NULL;
     o->ngens = 0;
+    o->ngpus = t->ngpus;
+    o->nnodes = t->nnodes;
     int n = t->ngpus, nn = t->nnodes;
     int *perm = malloc(((size_t)nn + 1) * sizeof *perm);
     unsigned char *in = malloc((size_t)n + 1);

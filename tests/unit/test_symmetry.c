@@ -6,17 +6,23 @@
  * checked link by link here, without the search's own checker. Plans relabelled onto a root are
  * checked as packings on the allocation (tu_check_trees), root by root, and against the same
  * root planned directly (--root: no symmetry is used): the same rate and bound. Their tuning,
- * copied from the plan they relabel, must be what tuning them directly gives.
+ * copied from the plan they relabel, must be what tuning them directly gives. A library's
+ * allocation that runs another's plans must hold them: its devices are its own GPUs, every
+ * tree edge that is one link there is a link of the same kind and rate between the devices it
+ * lands on, and planning it directly gives each collective and root the same rate and bound.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan/plan.h"
 #include "sim/sim.h"
+#include "core/strbuf.h"
 #include "testutil.h"
 #include "topo/topo_auto.h"
+#include "tune/allocations.h"
 #include "tune/plan_tune.h"
 
 #define ROOTED ((1u << COLL_BROADCAST) | (1u << COLL_REDUCE))
@@ -166,4 +172,131 @@ Test(symmetry, copied_tuning_is_the_direct_tuning, .timeout = 120)
     diag_free(&d);
     plan_set_free(&ps);
     topo_free(&t);
+}
+
+/* The full topology's GPU number of rank r of an allocation (its canonical id gpuN). */
+static int gpu_number(const struct topo *t, int r)
+{
+    cr_assert(strncmp(t->nodes[r].id, "gpu", 3) == 0);
+    return atoi(t->nodes[r].id + 3);
+}
+
+static int rank_of(const struct topo *t, int gpu)
+{
+    for (int r = 0; r < t->ngpus; r++)
+        if (gpu_number(t, r) == gpu)
+            return r;
+    cr_assert_fail("gpu%d is not in the allocation", gpu);
+    return -1;
+}
+
+/* Every tree edge of shared plan set ps that is one GPU-to-GPU link of ps's allocation is a
+ * link of the same kind, count and rate between the full topology's GPUs dev[] it maps to. */
+static void expect_edges_on(const struct topo *full, const struct plan_set *ps, const int *dev)
+{
+    const struct topo *t = ps->topo;
+    for (int k = 0; k < ps->n; k++) {
+        const struct plan_trees *pt = &ps->v[k].main;
+        for (int i = 0; i < pt->trees.n; i++) {
+            const struct ptree *tr = &pt->trees.t[i];
+            for (int v = 0; v < t->ngpus; v++) {
+                if (v == tr->root || tr->path_off[v + 1] - tr->path_off[v] != 1)
+                    continue;
+                const struct topo_link *l = &t->links[pt->g->link[tr->path_arc[tr->path_off[v]]]];
+                if (l->src >= t->ngpus || l->dst >= t->ngpus)
+                    continue;
+                int hit = 0;
+                for (int m = 0; m < full->nlinks && !hit; m++) {
+                    const struct topo_link *f = &full->links[m];
+                    hit = f->src == dev[l->src] && f->dst == dev[l->dst] && f->kind == l->kind &&
+                          f->count == l->count && f->gbps == l->gbps;
+                }
+                cr_assert(hit, "no link gpu%d-gpu%d like %s-%s", dev[l->src], dev[l->dst],
+                          t->nodes[l->src].id, t->nodes[l->dst].id);
+            }
+        }
+    }
+}
+
+Test(symmetry, library_allocations_hold_the_plans_they_share, .timeout = 300)
+{
+    struct topo full;
+    tu_load_alloc("dgx1v.topo", NULL, 0, &full);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct allocations a;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_allocations(&full, &o, NULL, &a, &d), BK_OK);
+    cr_expect_eq(a.n, 247);
+    cr_expect(a.classes > 7 && a.classes < a.n, "%d classes", a.classes);
+    int members = 0;
+    for (int i = 0; i < a.n; i++) {
+        if (a.same[i] == i) {
+            cr_expect_gt(a.sets[i].n, 0);
+            continue;
+        }
+        int j = a.same[i], n = a.topos[i].ngpus;
+        cr_assert(j < i && a.same[j] == j && a.topos[j].ngpus == n && a.sets[i].n == 0);
+        const int *dev = a.devices + (size_t)i * ALLOCATIONS_MAX_GPUS;
+        unsigned mine = 0, got = 0;
+        for (int r = 0; r < n; r++) {
+            mine |= 1u << gpu_number(&a.topos[i], r);
+            got |= 1u << dev[r];
+        }
+        cr_expect_eq(got, mine, "allocation %d: devices are not its GPUs", i);
+        expect_edges_on(&full, &a.sets[j], dev);
+        if (members++ % 6 != 0) /* a sample is planned directly */
+            continue;
+        struct plan_set direct;
+        cr_assert_eq(plan_all(&a.topos[i], &o, &direct, &d), BK_OK);
+        for (int k = 0; k < a.sets[j].n; k++) {
+            const struct plan *p = &a.sets[j].v[k];
+            int root = p->root < 0 ? -1 : rank_of(&a.topos[i], dev[p->root]);
+            const struct plan *q = tu_find_plan(&direct, p->coll, root);
+            cr_expect(fabs(q->main.algbw - p->main.algbw) <= 1e-6 * q->main.algbw &&
+                      fabs(q->main.bound - p->main.bound) <= 1e-6 * q->main.bound,
+                      "allocation %d, %s root %d: %g of %g GB/s directly, %g of %g shared", i,
+                      collective_name(p->coll), root, q->main.algbw, q->main.bound,
+                      p->main.algbw, p->main.bound);
+        }
+        plan_set_free(&direct);
+    }
+    cr_expect_gt(members, 0);
+    allocations_free(&a);
+    diag_free(&d);
+    topo_free(&full);
+}
+
+/* Past the old limit of 12 GPUs: 13 GPUs on one NVSwitch are 8178 GPU sets of 12 sizes, and
+ * the library holds 8178 plans but one schedule table per size. */
+Test(symmetry, library_of_thirteen_gpus_plans_one_class_per_size, .timeout = 120)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "topology sw13\nnvswitch nvs0\n");
+    for (int g = 0; g < 13; g++)
+        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=2\n", g,
+                  g);
+    char *topo = tu_temp_file(".topo", sb.data, sb.len), *out = tu_temp_file(".cu", "", 0);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--all-allocations", "--no-tune", "-o", out,
+                                            topo, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *code = tu_slurp(out, NULL);
+    cr_assert_not_null(code);
+    int plans = 0, tables = 0;
+    for (const char *p = code; (p = strstr(p, "static const struct blink_plan blinkgen_")); p++)
+        plans++;
+    for (const char *p = code; (p = strstr(p, "static const struct blink_plan_schedule ")); p++)
+        tables++;
+    cr_expect_eq(plans, (1 << 13) - 13 - 1);
+    cr_expect_eq(tables, 12);
+    free(code);
+    tu_run_free(&r);
+    unlink(topo);
+    unlink(out);
+    free(topo);
+    free(out);
+    sb_free(&sb);
 }
