@@ -513,7 +513,8 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
     /* Every root of one server planned: roots that a symmetry takes onto each other share
      * their plans, relabelled (clusters are planned by phases, plan_cluster.h). */
-    if (o->root < 0 && !s->cluster && t->ngpus > 2)
+    unsigned rooted = (1u << COLL_BROADCAST) | (1u << COLL_REDUCE);
+    if (o->root < 0 && (o->collectives & rooted) && !s->cluster && t->ngpus > 2)
         BK_CHECK_GOTO(topo_gpu_orbits(t, &orb), st, fail);
     /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
      * candidate. */
