@@ -51,14 +51,14 @@ static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
 };
 
 /* broadcast from rank 1: 4 trees, 2 ring chains */
-static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
+static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
 static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 5 };
+static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 4 };
 static const int blinkgen_p0s1t1_order[8] = { 1, 2, 0, 3, 6, 4, 5, 7 };
 static const int blinkgen_p0s1t2_parent[8] = { 3, -1, 3, 1, 7, 7, 7, 3 };
 static const int blinkgen_p0s1t2_order[8] = { 1, 3, 0, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s1t3_parent[8] = { 4, -1, 6, 7, 5, 1, 5, 6 };
-static const int blinkgen_p0s1t3_order[8] = { 1, 5, 4, 6, 0, 2, 7, 3 };
+static const int blinkgen_p0s1t3_parent[8] = { 4, -1, 6, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s1t3_order[8] = { 1, 5, 4, 0, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s1_trees[4] = {
     { 1, 200000u, blinkgen_p0s1t0_parent, blinkgen_p0s1t0_order }, /* 20.0 GB/s */
     { 1, 200000u, blinkgen_p0s1t1_parent, blinkgen_p0s1t1_order }, /* 20.0 GB/s */
@@ -75,25 +75,25 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.6 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.3 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.5 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.0 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 223.4 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 642.4 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2176.8 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8031.5 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 2: 4 trees, 2 ring chains */
-static const int blinkgen_p0s2t0_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
-static const int blinkgen_p0s2t0_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
-static const int blinkgen_p0s2t1_order[8] = { 2, 0, 1, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s2t2_parent[8] = { 3, 3, -1, 2, 7, 7, 7, 3 };
-static const int blinkgen_p0s2t2_order[8] = { 2, 3, 0, 1, 7, 4, 5, 6 };
-static const int blinkgen_p0s2t3_parent[8] = { 4, 5, -1, 7, 6, 6, 2, 6 };
-static const int blinkgen_p0s2t3_order[8] = { 2, 6, 4, 5, 7, 0, 1, 3 };
+static const int blinkgen_p0s2t0_parent[8] = { 3, 3, -1, 2, 6, 6, 7, 3 };
+static const int blinkgen_p0s2t0_order[8] = { 2, 3, 0, 1, 7, 6, 4, 5 };
+static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 7, 4, 4 };
+static const int blinkgen_p0s2t1_order[8] = { 2, 0, 1, 3, 4, 6, 7, 5 };
+static const int blinkgen_p0s2t2_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
+static const int blinkgen_p0s2t2_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
+static const int blinkgen_p0s2t3_parent[8] = { 4, 5, -1, 7, 7, 4, 2, 6 };
+static const int blinkgen_p0s2t3_order[8] = { 2, 6, 7, 3, 4, 0, 5, 1 };
 static const struct blink_plan_tree blinkgen_p0s2_trees[4] = {
     { 2, 200000u, blinkgen_p0s2t0_parent, blinkgen_p0s2t0_order }, /* 20.0 GB/s */
     { 2, 200000u, blinkgen_p0s2t1_parent, blinkgen_p0s2t1_order }, /* 20.0 GB/s */
@@ -110,25 +110,25 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 3: 4 trees, 2 ring chains */
-static const int blinkgen_p0s3t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s3t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s3t1_parent[8] = { 2, 2, 3, -1, 6, 6, 2, 6 };
-static const int blinkgen_p0s3t1_order[8] = { 3, 2, 0, 1, 6, 4, 5, 7 };
-static const int blinkgen_p0s3t2_parent[8] = { 3, 0, 0, -1, 0, 4, 4, 4 };
-static const int blinkgen_p0s3t2_order[8] = { 3, 0, 1, 2, 4, 5, 6, 7 };
-static const int blinkgen_p0s3t3_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
-static const int blinkgen_p0s3t3_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
+static const int blinkgen_p0s3t0_parent[8] = { 2, 2, 3, -1, 7, 7, 2, 6 };
+static const int blinkgen_p0s3t0_order[8] = { 3, 2, 0, 1, 6, 7, 4, 5 };
+static const int blinkgen_p0s3t1_parent[8] = { 3, 0, 0, -1, 0, 6, 4, 4 };
+static const int blinkgen_p0s3t1_order[8] = { 3, 0, 1, 2, 4, 6, 7, 5 };
+static const int blinkgen_p0s3t2_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
+static const int blinkgen_p0s3t2_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
+static const int blinkgen_p0s3t3_parent[8] = { 4, 5, 6, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s3t3_order[8] = { 3, 7, 6, 2, 4, 0, 5, 1 };
 static const struct blink_plan_tree blinkgen_p0s3_trees[4] = {
     { 3, 200000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 20.0 GB/s */
     { 3, 200000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 20.0 GB/s */
@@ -145,25 +145,25 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 4: 4 trees, 2 ring chains */
-static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 1, 1, -1, 4, 5, 5 };
+static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
 static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
+static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 1, -1, 6, 4, 6 };
 static const int blinkgen_p0s4t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
 static const int blinkgen_p0s4t2_parent[8] = { 3, 3, 3, 7, -1, 7, 7, 4 };
 static const int blinkgen_p0s4t2_order[8] = { 4, 7, 3, 5, 6, 0, 1, 2 };
-static const int blinkgen_p0s4t3_parent[8] = { 4, 0, 0, 0, -1, 1, 2, 3 };
-static const int blinkgen_p0s4t3_order[8] = { 4, 0, 1, 2, 3, 5, 6, 7 };
+static const int blinkgen_p0s4t3_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 3 };
+static const int blinkgen_p0s4t3_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s4_trees[4] = {
     { 4, 200000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 20.0 GB/s */
     { 4, 200000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 20.0 GB/s */
@@ -180,25 +180,25 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.3 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.0 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 205.5 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 610.0 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2115.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7912.0 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 5: 4 trees, 2 ring chains */
-static const int blinkgen_p0s5t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
-static const int blinkgen_p0s5t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
-static const int blinkgen_p0s5t1_parent[8] = { 2, 2, 6, 2, 6, -1, 5, 6 };
+static const int blinkgen_p0s5t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
+static const int blinkgen_p0s5t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s5t1_parent[8] = { 2, 2, 6, 0, 6, -1, 5, 6 };
 static const int blinkgen_p0s5t1_order[8] = { 5, 6, 2, 4, 7, 0, 1, 3 };
 static const int blinkgen_p0s5t2_parent[8] = { 3, 3, 3, 7, 7, -1, 7, 5 };
 static const int blinkgen_p0s5t2_order[8] = { 5, 7, 3, 4, 6, 0, 1, 2 };
-static const int blinkgen_p0s5t3_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s5t3_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s5t3_parent[8] = { 1, 5, 0, 2, 0, -1, 2, 3 };
+static const int blinkgen_p0s5t3_order[8] = { 5, 1, 0, 2, 4, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s5_trees[4] = {
     { 5, 200000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 20.0 GB/s */
     { 5, 200000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 20.0 GB/s */
@@ -215,25 +215,25 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.6 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.3 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 61.5 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.0 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 223.4 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 642.4 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2176.8 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8031.5 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 6: 4 trees, 2 ring chains */
-static const int blinkgen_p0s6t0_parent[8] = { 1, 5, 1, 2, 5, 6, -1, 5 };
-static const int blinkgen_p0s6t0_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
-static const int blinkgen_p0s6t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s6t1_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s6t2_parent[8] = { 3, 3, 3, 7, 7, 7, -1, 6 };
-static const int blinkgen_p0s6t2_order[8] = { 6, 7, 3, 4, 5, 0, 1, 2 };
-static const int blinkgen_p0s6t3_parent[8] = { 4, 2, 0, 1, 6, 4, -1, 4 };
-static const int blinkgen_p0s6t3_order[8] = { 6, 4, 0, 5, 7, 2, 1, 3 };
+static const int blinkgen_p0s6t0_parent[8] = { 2, 2, 3, 7, 7, 7, -1, 6 };
+static const int blinkgen_p0s6t0_order[8] = { 6, 7, 3, 4, 5, 2, 0, 1 };
+static const int blinkgen_p0s6t1_parent[8] = { 4, 3, 0, 0, 6, 4, -1, 4 };
+static const int blinkgen_p0s6t1_order[8] = { 6, 4, 0, 5, 7, 2, 3, 1 };
+static const int blinkgen_p0s6t2_parent[8] = { 1, 5, 1, 1, 5, 6, -1, 5 };
+static const int blinkgen_p0s6t2_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
+static const int blinkgen_p0s6t3_parent[8] = { 3, 0, 6, 2, 0, 1, -1, 3 };
+static const int blinkgen_p0s6t3_order[8] = { 6, 2, 3, 0, 7, 1, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s6_trees[4] = {
     { 6, 200000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 20.0 GB/s */
     { 6, 200000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 20.0 GB/s */
@@ -261,14 +261,14 @@ static const struct blink_plan_range blinkgen_p0s6_ranges[8] = {
 };
 
 /* broadcast from rank 7: 4 trees, 2 ring chains */
-static const int blinkgen_p0s7t0_parent[8] = { 1, 5, 3, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s7t0_order[8] = { 7, 5, 1, 4, 6, 0, 3, 2 };
-static const int blinkgen_p0s7t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s7t1_order[8] = { 7, 6, 2, 4, 5, 0, 1, 3 };
-static const int blinkgen_p0s7t2_parent[8] = { 3, 0, 0, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s7t2_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s7t3_parent[8] = { 4, 3, 1, 0, 7, 4, 4, -1 };
-static const int blinkgen_p0s7t3_order[8] = { 7, 4, 0, 5, 6, 3, 1, 2 };
+static const int blinkgen_p0s7t0_parent[8] = { 3, 3, 6, 2, 6, 6, 7, -1 };
+static const int blinkgen_p0s7t0_order[8] = { 7, 6, 2, 4, 5, 3, 0, 1 };
+static const int blinkgen_p0s7t1_parent[8] = { 4, 2, 0, 0, 7, 4, 4, -1 };
+static const int blinkgen_p0s7t1_order[8] = { 7, 4, 0, 5, 6, 2, 3, 1 };
+static const int blinkgen_p0s7t2_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
+static const int blinkgen_p0s7t2_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
+static const int blinkgen_p0s7t3_parent[8] = { 2, 0, 3, 7, 0, 1, 2, -1 };
+static const int blinkgen_p0s7t3_order[8] = { 7, 3, 2, 0, 6, 1, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s7_trees[4] = {
     { 7, 200000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 20.0 GB/s */
@@ -331,14 +331,14 @@ static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
 };
 
 /* reduce from rank 1: 4 trees, 2 ring chains */
-static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
+static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
 static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 5 };
+static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 4 };
 static const int blinkgen_p0s9t1_order[8] = { 1, 2, 0, 3, 6, 4, 5, 7 };
 static const int blinkgen_p0s9t2_parent[8] = { 3, -1, 3, 1, 7, 7, 7, 3 };
 static const int blinkgen_p0s9t2_order[8] = { 1, 3, 0, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s9t3_parent[8] = { 4, -1, 6, 7, 5, 1, 5, 6 };
-static const int blinkgen_p0s9t3_order[8] = { 1, 5, 4, 6, 0, 2, 7, 3 };
+static const int blinkgen_p0s9t3_parent[8] = { 4, -1, 6, 7, 5, 1, 4, 6 };
+static const int blinkgen_p0s9t3_order[8] = { 1, 5, 4, 0, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s9_trees[4] = {
     { 1, 200000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 20.0 GB/s */
     { 1, 200000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 20.0 GB/s */
@@ -355,25 +355,25 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.7 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.5 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.0 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 225.2 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2183.8 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8045.4 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 2: 4 trees, 2 ring chains */
-static const int blinkgen_p0s10t0_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
-static const int blinkgen_p0s10t0_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
-static const int blinkgen_p0s10t1_order[8] = { 2, 0, 1, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t2_parent[8] = { 3, 3, -1, 2, 7, 7, 7, 3 };
-static const int blinkgen_p0s10t2_order[8] = { 2, 3, 0, 1, 7, 4, 5, 6 };
-static const int blinkgen_p0s10t3_parent[8] = { 4, 5, -1, 7, 6, 6, 2, 6 };
-static const int blinkgen_p0s10t3_order[8] = { 2, 6, 4, 5, 7, 0, 1, 3 };
+static const int blinkgen_p0s10t0_parent[8] = { 3, 3, -1, 2, 6, 6, 7, 3 };
+static const int blinkgen_p0s10t0_order[8] = { 2, 3, 0, 1, 7, 6, 4, 5 };
+static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 7, 4, 4 };
+static const int blinkgen_p0s10t1_order[8] = { 2, 0, 1, 3, 4, 6, 7, 5 };
+static const int blinkgen_p0s10t2_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
+static const int blinkgen_p0s10t2_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
+static const int blinkgen_p0s10t3_parent[8] = { 4, 5, -1, 7, 7, 4, 2, 6 };
+static const int blinkgen_p0s10t3_order[8] = { 2, 6, 7, 3, 4, 0, 5, 1 };
 static const struct blink_plan_tree blinkgen_p0s10_trees[4] = {
     { 2, 200000u, blinkgen_p0s10t0_parent, blinkgen_p0s10t0_order }, /* 20.0 GB/s */
     { 2, 200000u, blinkgen_p0s10t1_parent, blinkgen_p0s10t1_order }, /* 20.0 GB/s */
@@ -390,25 +390,25 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 3: 4 trees, 2 ring chains */
-static const int blinkgen_p0s11t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s11t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s11t1_parent[8] = { 2, 2, 3, -1, 6, 6, 2, 6 };
-static const int blinkgen_p0s11t1_order[8] = { 3, 2, 0, 1, 6, 4, 5, 7 };
-static const int blinkgen_p0s11t2_parent[8] = { 3, 0, 0, -1, 0, 4, 4, 4 };
-static const int blinkgen_p0s11t2_order[8] = { 3, 0, 1, 2, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t3_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
-static const int blinkgen_p0s11t3_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
+static const int blinkgen_p0s11t0_parent[8] = { 2, 2, 3, -1, 7, 7, 2, 6 };
+static const int blinkgen_p0s11t0_order[8] = { 3, 2, 0, 1, 6, 7, 4, 5 };
+static const int blinkgen_p0s11t1_parent[8] = { 3, 0, 0, -1, 0, 6, 4, 4 };
+static const int blinkgen_p0s11t1_order[8] = { 3, 0, 1, 2, 4, 6, 7, 5 };
+static const int blinkgen_p0s11t2_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
+static const int blinkgen_p0s11t2_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
+static const int blinkgen_p0s11t3_parent[8] = { 4, 5, 6, -1, 6, 4, 7, 3 };
+static const int blinkgen_p0s11t3_order[8] = { 3, 7, 6, 2, 4, 0, 5, 1 };
 static const struct blink_plan_tree blinkgen_p0s11_trees[4] = {
     { 3, 200000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 20.0 GB/s */
     { 3, 200000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 20.0 GB/s */
@@ -425,25 +425,25 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 4: 4 trees, 2 ring chains */
-static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 1, 1, -1, 4, 5, 5 };
+static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
 static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
+static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 1, -1, 6, 4, 6 };
 static const int blinkgen_p0s12t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
 static const int blinkgen_p0s12t2_parent[8] = { 3, 3, 3, 7, -1, 7, 7, 4 };
 static const int blinkgen_p0s12t2_order[8] = { 4, 7, 3, 5, 6, 0, 1, 2 };
-static const int blinkgen_p0s12t3_parent[8] = { 4, 0, 0, 0, -1, 1, 2, 3 };
-static const int blinkgen_p0s12t3_order[8] = { 4, 0, 1, 2, 3, 5, 6, 7 };
+static const int blinkgen_p0s12t3_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 3 };
+static const int blinkgen_p0s12t3_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s12_trees[4] = {
     { 4, 200000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 20.0 GB/s */
     { 4, 200000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 20.0 GB/s */
@@ -460,25 +460,25 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 39.5 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 42.5 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.4 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 92.1 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 209.0 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 616.9 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2129.3 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7939.9 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 5: 4 trees, 2 ring chains */
-static const int blinkgen_p0s13t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
-static const int blinkgen_p0s13t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
-static const int blinkgen_p0s13t1_parent[8] = { 2, 2, 6, 2, 6, -1, 5, 6 };
+static const int blinkgen_p0s13t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
+static const int blinkgen_p0s13t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s13t1_parent[8] = { 2, 2, 6, 0, 6, -1, 5, 6 };
 static const int blinkgen_p0s13t1_order[8] = { 5, 6, 2, 4, 7, 0, 1, 3 };
 static const int blinkgen_p0s13t2_parent[8] = { 3, 3, 3, 7, 7, -1, 7, 5 };
 static const int blinkgen_p0s13t2_order[8] = { 5, 7, 3, 4, 6, 0, 1, 2 };
-static const int blinkgen_p0s13t3_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s13t3_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s13t3_parent[8] = { 1, 5, 0, 2, 0, -1, 2, 3 };
+static const int blinkgen_p0s13t3_order[8] = { 5, 1, 0, 2, 4, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s13_trees[4] = {
     { 5, 200000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 20.0 GB/s */
     { 5, 200000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 20.0 GB/s */
@@ -495,25 +495,25 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 43.7 us, NCCL 35.0 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.5 us, NCCL 36.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 62.0 us, NCCL 47.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 101.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 225.2 us, NCCL 199.4 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 645.9 us, NCCL 551.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2183.8 us, NCCL 1944.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8045.4 us, NCCL 7516.6 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 6: 4 trees, 2 ring chains */
-static const int blinkgen_p0s14t0_parent[8] = { 1, 5, 1, 2, 5, 6, -1, 5 };
-static const int blinkgen_p0s14t0_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
-static const int blinkgen_p0s14t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s14t1_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s14t2_parent[8] = { 3, 3, 3, 7, 7, 7, -1, 6 };
-static const int blinkgen_p0s14t2_order[8] = { 6, 7, 3, 4, 5, 0, 1, 2 };
-static const int blinkgen_p0s14t3_parent[8] = { 4, 2, 0, 1, 6, 4, -1, 4 };
-static const int blinkgen_p0s14t3_order[8] = { 6, 4, 0, 5, 7, 2, 1, 3 };
+static const int blinkgen_p0s14t0_parent[8] = { 2, 2, 3, 7, 7, 7, -1, 6 };
+static const int blinkgen_p0s14t0_order[8] = { 6, 7, 3, 4, 5, 2, 0, 1 };
+static const int blinkgen_p0s14t1_parent[8] = { 4, 3, 0, 0, 6, 4, -1, 4 };
+static const int blinkgen_p0s14t1_order[8] = { 6, 4, 0, 5, 7, 2, 3, 1 };
+static const int blinkgen_p0s14t2_parent[8] = { 1, 5, 1, 1, 5, 6, -1, 5 };
+static const int blinkgen_p0s14t2_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
+static const int blinkgen_p0s14t3_parent[8] = { 3, 0, 6, 2, 0, 1, -1, 3 };
+static const int blinkgen_p0s14t3_order[8] = { 6, 2, 3, 0, 7, 1, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s14_trees[4] = {
     { 6, 200000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 20.0 GB/s */
     { 6, 200000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 20.0 GB/s */
@@ -541,14 +541,14 @@ static const struct blink_plan_range blinkgen_p0s14_ranges[8] = {
 };
 
 /* reduce from rank 7: 4 trees, 2 ring chains */
-static const int blinkgen_p0s15t0_parent[8] = { 1, 5, 3, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s15t0_order[8] = { 7, 5, 1, 4, 6, 0, 3, 2 };
-static const int blinkgen_p0s15t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s15t1_order[8] = { 7, 6, 2, 4, 5, 0, 1, 3 };
-static const int blinkgen_p0s15t2_parent[8] = { 3, 0, 0, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s15t2_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s15t3_parent[8] = { 4, 3, 1, 0, 7, 4, 4, -1 };
-static const int blinkgen_p0s15t3_order[8] = { 7, 4, 0, 5, 6, 3, 1, 2 };
+static const int blinkgen_p0s15t0_parent[8] = { 3, 3, 6, 2, 6, 6, 7, -1 };
+static const int blinkgen_p0s15t0_order[8] = { 7, 6, 2, 4, 5, 3, 0, 1 };
+static const int blinkgen_p0s15t1_parent[8] = { 4, 2, 0, 0, 7, 4, 4, -1 };
+static const int blinkgen_p0s15t1_order[8] = { 7, 4, 0, 5, 6, 2, 3, 1 };
+static const int blinkgen_p0s15t2_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
+static const int blinkgen_p0s15t2_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
+static const int blinkgen_p0s15t3_parent[8] = { 2, 0, 3, 7, 0, 1, 2, -1 };
+static const int blinkgen_p0s15t3_order[8] = { 7, 3, 2, 0, 6, 1, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s15_trees[4] = {
     { 7, 200000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 20.0 GB/s */

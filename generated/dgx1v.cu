@@ -59,18 +59,18 @@ static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
-static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
+static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
 static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 0, 0, 7, 5, 4 };
-static const int blinkgen_p0s1t1_order[8] = { 1, 2, 0, 3, 4, 7, 5, 6 };
+static const int blinkgen_p0s1t1_parent[8] = { 3, -1, 3, 1, 0, 7, 4, 4 };
+static const int blinkgen_p0s1t1_order[8] = { 1, 3, 0, 2, 4, 6, 7, 5 };
 static const int blinkgen_p0s1t2_parent[8] = { 3, -1, 1, 2, 6, 6, 2, 6 };
 static const int blinkgen_p0s1t2_order[8] = { 1, 2, 3, 6, 0, 4, 5, 7 };
-static const int blinkgen_p0s1t3_parent[8] = { 3, -1, 3, 1, 7, 6, 7, 3 };
-static const int blinkgen_p0s1t3_order[8] = { 1, 3, 0, 2, 7, 4, 6, 5 };
-static const int blinkgen_p0s1t4_parent[8] = { 4, -1, 3, 7, 7, 1, 7, 5 };
-static const int blinkgen_p0s1t4_order[8] = { 1, 5, 7, 3, 4, 6, 2, 0 };
-static const int blinkgen_p0s1t5_parent[8] = { 4, -1, 6, 2, 5, 1, 5, 6 };
-static const int blinkgen_p0s1t5_order[8] = { 1, 5, 4, 6, 0, 2, 7, 3 };
+static const int blinkgen_p0s1t3_parent[8] = { 2, -1, 1, 0, 7, 6, 7, 3 };
+static const int blinkgen_p0s1t3_order[8] = { 1, 2, 0, 3, 7, 4, 6, 5 };
+static const int blinkgen_p0s1t4_parent[8] = { 4, -1, 6, 2, 7, 1, 5, 6 };
+static const int blinkgen_p0s1t4_order[8] = { 1, 5, 6, 2, 7, 3, 4, 0 };
+static const int blinkgen_p0s1t5_parent[8] = { 4, -1, 3, 7, 5, 1, 7, 4 };
+static const int blinkgen_p0s1t5_order[8] = { 1, 5, 4, 0, 7, 3, 6, 2 };
 static const struct blink_plan_tree blinkgen_p0s1_trees[6] = {
     { 1, 250000u, blinkgen_p0s1t0_parent, blinkgen_p0s1t0_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s1t1_parent, blinkgen_p0s1t1_order }, /* 25.0 GB/s */
@@ -93,12 +93,12 @@ static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
     { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -145,18 +145,18 @@ static const struct blink_plan_range blinkgen_p0s2_ranges[10] = {
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
-static const int blinkgen_p0s3t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 6 };
-static const int blinkgen_p0s3t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s3t1_parent[8] = { 2, 2, 3, -1, 7, 1, 7, 5 };
-static const int blinkgen_p0s3t1_order[8] = { 3, 2, 0, 1, 5, 7, 4, 6 };
-static const int blinkgen_p0s3t2_parent[8] = { 3, 0, 0, -1, 0, 4, 4, 4 };
-static const int blinkgen_p0s3t2_order[8] = { 3, 0, 1, 2, 4, 5, 6, 7 };
-static const int blinkgen_p0s3t3_parent[8] = { 3, 5, 1, -1, 0, 7, 5, 4 };
-static const int blinkgen_p0s3t3_order[8] = { 3, 0, 4, 7, 5, 1, 6, 2 };
-static const int blinkgen_p0s3t4_parent[8] = { 4, 2, 3, -1, 6, 6, 2, 6 };
-static const int blinkgen_p0s3t4_order[8] = { 3, 2, 1, 6, 4, 5, 7, 0 };
-static const int blinkgen_p0s3t5_parent[8] = { 4, 5, 6, -1, 7, 6, 7, 3 };
-static const int blinkgen_p0s3t5_order[8] = { 3, 7, 4, 6, 0, 2, 5, 1 };
+static const int blinkgen_p0s3t0_parent[8] = { 3, 0, 1, -1, 6, 1, 5, 4 };
+static const int blinkgen_p0s3t0_order[8] = { 3, 0, 1, 2, 5, 6, 4, 7 };
+static const int blinkgen_p0s3t1_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
+static const int blinkgen_p0s3t1_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
+static const int blinkgen_p0s3t2_parent[8] = { 3, 2, 0, -1, 0, 4, 7, 4 };
+static const int blinkgen_p0s3t2_order[8] = { 3, 0, 2, 4, 1, 5, 7, 6 };
+static const int blinkgen_p0s3t3_parent[8] = { 2, 2, 3, -1, 0, 6, 4, 6 };
+static const int blinkgen_p0s3t3_order[8] = { 3, 2, 0, 1, 4, 6, 5, 7 };
+static const int blinkgen_p0s3t4_parent[8] = { 4, 5, 3, -1, 7, 6, 2, 6 };
+static const int blinkgen_p0s3t4_order[8] = { 3, 2, 6, 5, 7, 1, 4, 0 };
+static const int blinkgen_p0s3t5_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
+static const int blinkgen_p0s3t5_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
 static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
     { 3, 250000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 25.0 GB/s */
@@ -175,31 +175,31 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.2 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.6 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 56.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.8 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
-static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 1, 2, -1, 4, 5, 6 };
-static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 0, 2, 7, 3 };
-static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
-static const int blinkgen_p0s4t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
-static const int blinkgen_p0s4t2_parent[8] = { 3, 2, 3, 7, -1, 7, 7, 4 };
-static const int blinkgen_p0s4t2_order[8] = { 4, 7, 3, 5, 6, 0, 2, 1 };
-static const int blinkgen_p0s4t3_parent[8] = { 3, 5, 3, 1, -1, 6, 7, 4 };
-static const int blinkgen_p0s4t3_order[8] = { 4, 7, 6, 5, 1, 3, 0, 2 };
-static const int blinkgen_p0s4t4_parent[8] = { 4, 0, 0, 0, -1, 1, 2, 3 };
-static const int blinkgen_p0s4t4_order[8] = { 4, 0, 1, 2, 3, 5, 6, 7 };
-static const int blinkgen_p0s4t5_parent[8] = { 4, 3, 1, 0, -1, 1, 5, 5 };
-static const int blinkgen_p0s4t5_order[8] = { 4, 0, 3, 1, 2, 5, 6, 7 };
+static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
+static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
+static const int blinkgen_p0s4t1_parent[8] = { 2, 5, 1, 1, -1, 6, 4, 6 };
+static const int blinkgen_p0s4t1_order[8] = { 4, 6, 5, 7, 1, 2, 3, 0 };
+static const int blinkgen_p0s4t2_parent[8] = { 3, 3, 3, 7, -1, 6, 7, 4 };
+static const int blinkgen_p0s4t2_order[8] = { 4, 7, 3, 6, 0, 1, 2, 5 };
+static const int blinkgen_p0s4t3_parent[8] = { 3, 2, 6, 2, -1, 7, 5, 4 };
+static const int blinkgen_p0s4t3_order[8] = { 4, 7, 5, 6, 2, 1, 3, 0 };
+static const int blinkgen_p0s4t4_parent[8] = { 4, 2, 3, 0, -1, 1, 7, 3 };
+static const int blinkgen_p0s4t4_order[8] = { 4, 0, 3, 2, 7, 1, 6, 5 };
+static const int blinkgen_p0s4t5_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 6 };
+static const int blinkgen_p0s4t5_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
     { 4, 250000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 25.0 GB/s */
@@ -222,27 +222,27 @@ static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
     { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.5 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 91.3 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
-static const int blinkgen_p0s5t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
-static const int blinkgen_p0s5t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
-static const int blinkgen_p0s5t1_parent[8] = { 2, 5, 1, 1, 0, -1, 4, 4 };
-static const int blinkgen_p0s5t1_order[8] = { 5, 1, 2, 3, 0, 4, 6, 7 };
-static const int blinkgen_p0s5t2_parent[8] = { 3, 2, 6, 2, 6, -1, 5, 6 };
-static const int blinkgen_p0s5t2_order[8] = { 5, 6, 2, 4, 7, 1, 3, 0 };
-static const int blinkgen_p0s5t3_parent[8] = { 3, 3, 3, 7, 7, -1, 5, 6 };
-static const int blinkgen_p0s5t3_order[8] = { 5, 6, 7, 3, 4, 0, 1, 2 };
-static const int blinkgen_p0s5t4_parent[8] = { 4, 0, 1, 2, 5, -1, 7, 4 };
-static const int blinkgen_p0s5t4_order[8] = { 5, 4, 0, 7, 1, 6, 2, 3 };
-static const int blinkgen_p0s5t5_parent[8] = { 4, 2, 3, 0, 7, -1, 7, 5 };
-static const int blinkgen_p0s5t5_order[8] = { 5, 7, 4, 6, 0, 3, 2, 1 };
+static const int blinkgen_p0s5t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
+static const int blinkgen_p0s5t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s5t1_parent[8] = { 4, 3, 0, 0, 7, -1, 7, 5 };
+static const int blinkgen_p0s5t1_order[8] = { 5, 7, 4, 6, 0, 2, 3, 1 };
+static const int blinkgen_p0s5t2_parent[8] = { 2, 2, 6, 2, 7, -1, 5, 6 };
+static const int blinkgen_p0s5t2_order[8] = { 5, 6, 2, 7, 0, 1, 3, 4 };
+static const int blinkgen_p0s5t3_parent[8] = { 3, 2, 3, 7, 6, -1, 5, 4 };
+static const int blinkgen_p0s5t3_order[8] = { 5, 6, 4, 7, 3, 0, 2, 1 };
+static const int blinkgen_p0s5t4_parent[8] = { 3, 5, 1, 2, 0, -1, 2, 6 };
+static const int blinkgen_p0s5t4_order[8] = { 5, 1, 2, 3, 6, 0, 7, 4 };
+static const int blinkgen_p0s5t5_parent[8] = { 1, 5, 3, 0, 0, -1, 7, 3 };
+static const int blinkgen_p0s5t5_order[8] = { 5, 1, 0, 3, 4, 2, 7, 6 };
 static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
     { 5, 250000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 25.0 GB/s */
@@ -261,31 +261,31 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.5 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 53.6 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 60.8 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.1 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.0 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
-static const int blinkgen_p0s6t0_parent[8] = { 1, 5, 1, 2, 0, 6, -1, 4 };
-static const int blinkgen_p0s6t0_order[8] = { 6, 5, 1, 0, 2, 4, 3, 7 };
-static const int blinkgen_p0s6t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s6t1_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s6t2_parent[8] = { 3, 3, 3, 7, 7, 4, -1, 6 };
-static const int blinkgen_p0s6t2_order[8] = { 6, 7, 3, 4, 0, 1, 2, 5 };
-static const int blinkgen_p0s6t3_parent[8] = { 3, 5, 1, 2, 5, 6, -1, 5 };
-static const int blinkgen_p0s6t3_order[8] = { 6, 5, 1, 4, 7, 2, 3, 0 };
-static const int blinkgen_p0s6t4_parent[8] = { 4, 2, 0, 1, 6, 1, -1, 4 };
-static const int blinkgen_p0s6t4_order[8] = { 6, 4, 0, 7, 2, 1, 3, 5 };
-static const int blinkgen_p0s6t5_parent[8] = { 4, 2, 3, 0, 7, 7, -1, 6 };
-static const int blinkgen_p0s6t5_order[8] = { 6, 7, 4, 5, 0, 3, 2, 1 };
+static const int blinkgen_p0s6t0_parent[8] = { 4, 3, 1, 0, 5, 6, -1, 4 };
+static const int blinkgen_p0s6t0_order[8] = { 6, 5, 4, 0, 7, 3, 1, 2 };
+static const int blinkgen_p0s6t1_parent[8] = { 4, 0, 0, 0, 6, 4, -1, 4 };
+static const int blinkgen_p0s6t1_order[8] = { 6, 4, 0, 5, 7, 1, 2, 3 };
+static const int blinkgen_p0s6t2_parent[8] = { 1, 5, 1, 2, 7, 6, -1, 5 };
+static const int blinkgen_p0s6t2_order[8] = { 6, 5, 1, 7, 0, 2, 4, 3 };
+static const int blinkgen_p0s6t3_parent[8] = { 3, 5, 3, 1, 7, 7, -1, 6 };
+static const int blinkgen_p0s6t3_order[8] = { 6, 7, 4, 5, 1, 3, 0, 2 };
+static const int blinkgen_p0s6t4_parent[8] = { 3, 2, 3, 7, 0, 1, -1, 6 };
+static const int blinkgen_p0s6t4_order[8] = { 6, 7, 3, 0, 2, 4, 1, 5 };
+static const int blinkgen_p0s6t5_parent[8] = { 2, 2, 6, 2, 0, 1, -1, 3 };
+static const int blinkgen_p0s6t5_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
 static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
     { 6, 250000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 25.0 GB/s */
@@ -304,31 +304,31 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.7 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 62.3 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 251.0 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 706.3 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2356.4 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8631.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
-static const int blinkgen_p0s7t0_parent[8] = { 1, 5, 1, 2, 0, 7, 5, -1 };
-static const int blinkgen_p0s7t0_order[8] = { 7, 5, 1, 6, 0, 2, 4, 3 };
-static const int blinkgen_p0s7t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s7t1_order[8] = { 7, 6, 2, 4, 5, 0, 1, 3 };
-static const int blinkgen_p0s7t2_parent[8] = { 3, 0, 0, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s7t2_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s7t3_parent[8] = { 3, 5, 3, 1, 5, 6, 7, -1 };
-static const int blinkgen_p0s7t3_order[8] = { 7, 6, 5, 1, 4, 3, 0, 2 };
-static const int blinkgen_p0s7t4_parent[8] = { 4, 2, 3, 0, 7, 4, 5, -1 };
-static const int blinkgen_p0s7t4_order[8] = { 7, 4, 0, 5, 3, 6, 2, 1 };
-static const int blinkgen_p0s7t5_parent[8] = { 4, 3, 1, 0, 7, 1, 4, -1 };
-static const int blinkgen_p0s7t5_order[8] = { 7, 4, 0, 6, 3, 1, 2, 5 };
+static const int blinkgen_p0s7t0_parent[8] = { 2, 5, 1, 0, 7, 4, 5, -1 };
+static const int blinkgen_p0s7t0_order[8] = { 7, 4, 5, 1, 6, 2, 0, 3 };
+static const int blinkgen_p0s7t1_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
+static const int blinkgen_p0s7t1_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
+static const int blinkgen_p0s7t2_parent[8] = { 4, 0, 3, 0, 7, 6, 4, -1 };
+static const int blinkgen_p0s7t2_order[8] = { 7, 4, 0, 6, 1, 3, 5, 2 };
+static const int blinkgen_p0s7t3_parent[8] = { 4, 2, 0, 2, 6, 6, 7, -1 };
+static const int blinkgen_p0s7t3_order[8] = { 7, 6, 4, 5, 0, 2, 1, 3 };
+static const int blinkgen_p0s7t4_parent[8] = { 3, 2, 6, 2, 0, 1, 7, -1 };
+static const int blinkgen_p0s7t4_order[8] = { 7, 6, 2, 1, 3, 5, 0, 4 };
+static const int blinkgen_p0s7t5_parent[8] = { 3, 3, 3, 7, 0, 1, 2, -1 };
+static const int blinkgen_p0s7t5_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
     { 7, 250000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 25.0 GB/s */
@@ -347,16 +347,16 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 45.6 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 47.8 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.1 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 59.1 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 68.1 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.0 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 241.8 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 691.3 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2329.8 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8581.7 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -403,18 +403,18 @@ static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
-static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 4, 4 };
+static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
 static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 0, 0, 7, 5, 4 };
-static const int blinkgen_p0s9t1_order[8] = { 1, 2, 0, 3, 4, 7, 5, 6 };
+static const int blinkgen_p0s9t1_parent[8] = { 3, -1, 3, 1, 0, 7, 4, 4 };
+static const int blinkgen_p0s9t1_order[8] = { 1, 3, 0, 2, 4, 6, 7, 5 };
 static const int blinkgen_p0s9t2_parent[8] = { 3, -1, 1, 2, 6, 6, 2, 6 };
 static const int blinkgen_p0s9t2_order[8] = { 1, 2, 3, 6, 0, 4, 5, 7 };
-static const int blinkgen_p0s9t3_parent[8] = { 3, -1, 3, 1, 7, 6, 7, 3 };
-static const int blinkgen_p0s9t3_order[8] = { 1, 3, 0, 2, 7, 4, 6, 5 };
-static const int blinkgen_p0s9t4_parent[8] = { 4, -1, 3, 7, 7, 1, 7, 5 };
-static const int blinkgen_p0s9t4_order[8] = { 1, 5, 7, 3, 4, 6, 2, 0 };
-static const int blinkgen_p0s9t5_parent[8] = { 4, -1, 6, 2, 5, 1, 5, 6 };
-static const int blinkgen_p0s9t5_order[8] = { 1, 5, 4, 6, 0, 2, 7, 3 };
+static const int blinkgen_p0s9t3_parent[8] = { 2, -1, 1, 0, 7, 6, 7, 3 };
+static const int blinkgen_p0s9t3_order[8] = { 1, 2, 0, 3, 7, 4, 6, 5 };
+static const int blinkgen_p0s9t4_parent[8] = { 4, -1, 6, 2, 7, 1, 5, 6 };
+static const int blinkgen_p0s9t4_order[8] = { 1, 5, 6, 2, 7, 3, 4, 0 };
+static const int blinkgen_p0s9t5_parent[8] = { 4, -1, 3, 7, 5, 1, 7, 4 };
+static const int blinkgen_p0s9t5_order[8] = { 1, 5, 4, 0, 7, 3, 6, 2 };
 static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
     { 1, 250000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 25.0 GB/s */
     { 1, 250000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 25.0 GB/s */
@@ -433,16 +433,16 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 85.8 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 691.4 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2327.8 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8572.0 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -489,18 +489,18 @@ static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
-static const int blinkgen_p0s11t0_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 6 };
-static const int blinkgen_p0s11t0_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s11t1_parent[8] = { 2, 2, 3, -1, 7, 1, 7, 5 };
-static const int blinkgen_p0s11t1_order[8] = { 3, 2, 0, 1, 5, 7, 4, 6 };
-static const int blinkgen_p0s11t2_parent[8] = { 3, 0, 0, -1, 0, 4, 4, 4 };
-static const int blinkgen_p0s11t2_order[8] = { 3, 0, 1, 2, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t3_parent[8] = { 3, 5, 1, -1, 0, 7, 5, 4 };
-static const int blinkgen_p0s11t3_order[8] = { 3, 0, 4, 7, 5, 1, 6, 2 };
-static const int blinkgen_p0s11t4_parent[8] = { 4, 2, 3, -1, 6, 6, 2, 6 };
-static const int blinkgen_p0s11t4_order[8] = { 3, 2, 1, 6, 4, 5, 7, 0 };
-static const int blinkgen_p0s11t5_parent[8] = { 4, 5, 6, -1, 7, 6, 7, 3 };
-static const int blinkgen_p0s11t5_order[8] = { 3, 7, 4, 6, 0, 2, 5, 1 };
+static const int blinkgen_p0s11t0_parent[8] = { 3, 0, 1, -1, 6, 1, 5, 4 };
+static const int blinkgen_p0s11t0_order[8] = { 3, 0, 1, 2, 5, 6, 4, 7 };
+static const int blinkgen_p0s11t1_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
+static const int blinkgen_p0s11t1_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
+static const int blinkgen_p0s11t2_parent[8] = { 3, 2, 0, -1, 0, 4, 7, 4 };
+static const int blinkgen_p0s11t2_order[8] = { 3, 0, 2, 4, 1, 5, 7, 6 };
+static const int blinkgen_p0s11t3_parent[8] = { 2, 2, 3, -1, 0, 6, 4, 6 };
+static const int blinkgen_p0s11t3_order[8] = { 3, 2, 0, 1, 4, 6, 5, 7 };
+static const int blinkgen_p0s11t4_parent[8] = { 4, 5, 3, -1, 7, 6, 2, 6 };
+static const int blinkgen_p0s11t4_order[8] = { 3, 2, 6, 5, 7, 1, 4, 0 };
+static const int blinkgen_p0s11t5_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
+static const int blinkgen_p0s11t5_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
 static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
     { 3, 250000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 25.0 GB/s */
@@ -522,28 +522,28 @@ static const struct blink_plan_range blinkgen_p0s11_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
     { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 84.8 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 242.0 us, NCCL 207.8 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 403.1 us, NCCL 335.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2320.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8572.0 us, NCCL 8011.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
-static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 1, 2, -1, 4, 5, 6 };
-static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 0, 2, 7, 3 };
-static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 2, -1, 6, 4, 6 };
-static const int blinkgen_p0s12t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
-static const int blinkgen_p0s12t2_parent[8] = { 3, 2, 3, 7, -1, 7, 7, 4 };
-static const int blinkgen_p0s12t2_order[8] = { 4, 7, 3, 5, 6, 0, 2, 1 };
-static const int blinkgen_p0s12t3_parent[8] = { 3, 5, 3, 1, -1, 6, 7, 4 };
-static const int blinkgen_p0s12t3_order[8] = { 4, 7, 6, 5, 1, 3, 0, 2 };
-static const int blinkgen_p0s12t4_parent[8] = { 4, 0, 0, 0, -1, 1, 2, 3 };
-static const int blinkgen_p0s12t4_order[8] = { 4, 0, 1, 2, 3, 5, 6, 7 };
-static const int blinkgen_p0s12t5_parent[8] = { 4, 3, 1, 0, -1, 1, 5, 5 };
-static const int blinkgen_p0s12t5_order[8] = { 4, 0, 3, 1, 2, 5, 6, 7 };
+static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
+static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
+static const int blinkgen_p0s12t1_parent[8] = { 2, 5, 1, 1, -1, 6, 4, 6 };
+static const int blinkgen_p0s12t1_order[8] = { 4, 6, 5, 7, 1, 2, 3, 0 };
+static const int blinkgen_p0s12t2_parent[8] = { 3, 3, 3, 7, -1, 6, 7, 4 };
+static const int blinkgen_p0s12t2_order[8] = { 4, 7, 3, 6, 0, 1, 2, 5 };
+static const int blinkgen_p0s12t3_parent[8] = { 3, 2, 6, 2, -1, 7, 5, 4 };
+static const int blinkgen_p0s12t3_order[8] = { 4, 7, 5, 6, 2, 1, 3, 0 };
+static const int blinkgen_p0s12t4_parent[8] = { 4, 2, 3, 0, -1, 1, 7, 3 };
+static const int blinkgen_p0s12t4_order[8] = { 4, 0, 3, 2, 7, 1, 6, 5 };
+static const int blinkgen_p0s12t5_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 6 };
+static const int blinkgen_p0s12t5_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
     { 4, 250000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 25.0 GB/s */
@@ -562,31 +562,31 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 84.8 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 242.0 us, NCCL 207.8 us */
-    { 33554432u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 404.1 us, NCCL 335.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2328.7 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8580.6 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
-static const int blinkgen_p0s13t0_parent[8] = { 1, 5, 0, 0, 0, -1, 2, 3 };
-static const int blinkgen_p0s13t0_order[8] = { 5, 1, 0, 2, 3, 4, 6, 7 };
-static const int blinkgen_p0s13t1_parent[8] = { 2, 5, 1, 1, 0, -1, 4, 4 };
-static const int blinkgen_p0s13t1_order[8] = { 5, 1, 2, 3, 0, 4, 6, 7 };
-static const int blinkgen_p0s13t2_parent[8] = { 3, 2, 6, 2, 6, -1, 5, 6 };
-static const int blinkgen_p0s13t2_order[8] = { 5, 6, 2, 4, 7, 1, 3, 0 };
-static const int blinkgen_p0s13t3_parent[8] = { 3, 3, 3, 7, 7, -1, 5, 6 };
-static const int blinkgen_p0s13t3_order[8] = { 5, 6, 7, 3, 4, 0, 1, 2 };
-static const int blinkgen_p0s13t4_parent[8] = { 4, 0, 1, 2, 5, -1, 7, 4 };
-static const int blinkgen_p0s13t4_order[8] = { 5, 4, 0, 7, 1, 6, 2, 3 };
-static const int blinkgen_p0s13t5_parent[8] = { 4, 2, 3, 0, 7, -1, 7, 5 };
-static const int blinkgen_p0s13t5_order[8] = { 5, 7, 4, 6, 0, 3, 2, 1 };
+static const int blinkgen_p0s13t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
+static const int blinkgen_p0s13t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_p0s13t1_parent[8] = { 4, 3, 0, 0, 7, -1, 7, 5 };
+static const int blinkgen_p0s13t1_order[8] = { 5, 7, 4, 6, 0, 2, 3, 1 };
+static const int blinkgen_p0s13t2_parent[8] = { 2, 2, 6, 2, 7, -1, 5, 6 };
+static const int blinkgen_p0s13t2_order[8] = { 5, 6, 2, 7, 0, 1, 3, 4 };
+static const int blinkgen_p0s13t3_parent[8] = { 3, 2, 3, 7, 6, -1, 5, 4 };
+static const int blinkgen_p0s13t3_order[8] = { 5, 6, 4, 7, 3, 0, 2, 1 };
+static const int blinkgen_p0s13t4_parent[8] = { 3, 5, 1, 2, 0, -1, 2, 6 };
+static const int blinkgen_p0s13t4_order[8] = { 5, 1, 2, 3, 6, 0, 7, 4 };
+static const int blinkgen_p0s13t5_parent[8] = { 1, 5, 3, 0, 0, -1, 7, 3 };
+static const int blinkgen_p0s13t5_order[8] = { 5, 1, 0, 3, 4, 2, 7, 6 };
 static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
     { 5, 250000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 25.0 GB/s */
@@ -608,28 +608,28 @@ static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
     { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.6 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.6 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 89.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 259.8 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 721.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2385.3 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8683.7 us, NCCL 8011.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
-static const int blinkgen_p0s14t0_parent[8] = { 1, 5, 1, 2, 0, 6, -1, 4 };
-static const int blinkgen_p0s14t0_order[8] = { 6, 5, 1, 0, 2, 4, 3, 7 };
-static const int blinkgen_p0s14t1_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s14t1_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s14t2_parent[8] = { 3, 3, 3, 7, 7, 4, -1, 6 };
-static const int blinkgen_p0s14t2_order[8] = { 6, 7, 3, 4, 0, 1, 2, 5 };
-static const int blinkgen_p0s14t3_parent[8] = { 3, 5, 1, 2, 5, 6, -1, 5 };
-static const int blinkgen_p0s14t3_order[8] = { 6, 5, 1, 4, 7, 2, 3, 0 };
-static const int blinkgen_p0s14t4_parent[8] = { 4, 2, 0, 1, 6, 1, -1, 4 };
-static const int blinkgen_p0s14t4_order[8] = { 6, 4, 0, 7, 2, 1, 3, 5 };
-static const int blinkgen_p0s14t5_parent[8] = { 4, 2, 3, 0, 7, 7, -1, 6 };
-static const int blinkgen_p0s14t5_order[8] = { 6, 7, 4, 5, 0, 3, 2, 1 };
+static const int blinkgen_p0s14t0_parent[8] = { 4, 3, 1, 0, 5, 6, -1, 4 };
+static const int blinkgen_p0s14t0_order[8] = { 6, 5, 4, 0, 7, 3, 1, 2 };
+static const int blinkgen_p0s14t1_parent[8] = { 4, 0, 0, 0, 6, 4, -1, 4 };
+static const int blinkgen_p0s14t1_order[8] = { 6, 4, 0, 5, 7, 1, 2, 3 };
+static const int blinkgen_p0s14t2_parent[8] = { 1, 5, 1, 2, 7, 6, -1, 5 };
+static const int blinkgen_p0s14t2_order[8] = { 6, 5, 1, 7, 0, 2, 4, 3 };
+static const int blinkgen_p0s14t3_parent[8] = { 3, 5, 3, 1, 7, 7, -1, 6 };
+static const int blinkgen_p0s14t3_order[8] = { 6, 7, 4, 5, 1, 3, 0, 2 };
+static const int blinkgen_p0s14t4_parent[8] = { 3, 2, 3, 7, 0, 1, -1, 6 };
+static const int blinkgen_p0s14t4_order[8] = { 6, 7, 3, 0, 2, 4, 1, 5 };
+static const int blinkgen_p0s14t5_parent[8] = { 2, 2, 6, 2, 0, 1, -1, 3 };
+static const int blinkgen_p0s14t5_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
 static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
     { 6, 250000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 25.0 GB/s */
@@ -648,31 +648,31 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.3 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 49.8 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 52.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 59.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 67.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 83.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 248.8 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 704.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2357.7 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8632.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
-static const int blinkgen_p0s15t0_parent[8] = { 1, 5, 1, 2, 0, 7, 5, -1 };
-static const int blinkgen_p0s15t0_order[8] = { 7, 5, 1, 6, 0, 2, 4, 3 };
-static const int blinkgen_p0s15t1_parent[8] = { 2, 2, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s15t1_order[8] = { 7, 6, 2, 4, 5, 0, 1, 3 };
-static const int blinkgen_p0s15t2_parent[8] = { 3, 0, 0, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s15t2_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s15t3_parent[8] = { 3, 5, 3, 1, 5, 6, 7, -1 };
-static const int blinkgen_p0s15t3_order[8] = { 7, 6, 5, 1, 4, 3, 0, 2 };
-static const int blinkgen_p0s15t4_parent[8] = { 4, 2, 3, 0, 7, 4, 5, -1 };
-static const int blinkgen_p0s15t4_order[8] = { 7, 4, 0, 5, 3, 6, 2, 1 };
-static const int blinkgen_p0s15t5_parent[8] = { 4, 3, 1, 0, 7, 1, 4, -1 };
-static const int blinkgen_p0s15t5_order[8] = { 7, 4, 0, 6, 3, 1, 2, 5 };
+static const int blinkgen_p0s15t0_parent[8] = { 2, 5, 1, 0, 7, 4, 5, -1 };
+static const int blinkgen_p0s15t0_order[8] = { 7, 4, 5, 1, 6, 2, 0, 3 };
+static const int blinkgen_p0s15t1_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
+static const int blinkgen_p0s15t1_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
+static const int blinkgen_p0s15t2_parent[8] = { 4, 0, 3, 0, 7, 6, 4, -1 };
+static const int blinkgen_p0s15t2_order[8] = { 7, 4, 0, 6, 1, 3, 5, 2 };
+static const int blinkgen_p0s15t3_parent[8] = { 4, 2, 0, 2, 6, 6, 7, -1 };
+static const int blinkgen_p0s15t3_order[8] = { 7, 6, 4, 5, 0, 2, 1, 3 };
+static const int blinkgen_p0s15t4_parent[8] = { 3, 2, 6, 2, 0, 1, 7, -1 };
+static const int blinkgen_p0s15t4_order[8] = { 7, 6, 2, 1, 3, 5, 0, 4 };
+static const int blinkgen_p0s15t5_parent[8] = { 3, 3, 3, 7, 0, 1, 2, -1 };
+static const int blinkgen_p0s15t5_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
     { 7, 250000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 25.0 GB/s */
@@ -691,16 +691,16 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 45.1 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 46.9 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 50.3 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 57.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 64.4 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 78.5 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 248.8 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 704.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2357.7 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8632.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */

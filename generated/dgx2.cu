@@ -94,18 +94,18 @@ static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
 };
 
 /* broadcast from rank 2: 6 trees, 1 ring chains */
-static const int blinkgen_p0s2t0_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t0_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t1_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t1_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t2_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t2_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t3_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t3_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t4_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t4_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t5_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t5_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t0_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t0_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t1_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t1_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t2_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t2_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t3_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t3_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t4_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t4_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s2t5_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s2t5_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
     { 2, 250000u, blinkgen_p0s2t0_parent, blinkgen_p0s2t0_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s2t1_parent, blinkgen_p0s2t1_order }, /* 25.0 GB/s */
@@ -133,18 +133,18 @@ static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
 };
 
 /* broadcast from rank 3: 6 trees, 1 ring chains */
-static const int blinkgen_p0s3t0_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t0_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t1_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t1_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t2_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t2_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t3_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t3_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t4_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t4_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t5_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t5_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t0_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t0_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t1_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t1_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t2_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t2_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t3_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t3_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t4_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t4_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s3t5_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s3t5_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
     { 3, 250000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 25.0 GB/s */
@@ -172,18 +172,18 @@ static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
 };
 
 /* broadcast from rank 4: 6 trees, 1 ring chains */
-static const int blinkgen_p0s4t0_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t0_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t1_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t1_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t2_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t2_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t3_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t3_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t4_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t4_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t5_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t5_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t0_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t0_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t1_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t1_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t2_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t2_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t3_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t3_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t4_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t4_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s4t5_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s4t5_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
     { 4, 250000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 25.0 GB/s */
@@ -211,18 +211,18 @@ static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
 };
 
 /* broadcast from rank 5: 6 trees, 1 ring chains */
-static const int blinkgen_p0s5t0_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t0_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t1_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t1_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t2_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t2_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t3_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t3_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t4_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t4_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t5_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t5_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t0_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t0_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t1_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t1_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t2_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t2_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t3_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t3_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t4_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t4_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s5t5_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s5t5_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
     { 5, 250000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 25.0 GB/s */
@@ -250,18 +250,18 @@ static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
 };
 
 /* broadcast from rank 6: 6 trees, 1 ring chains */
-static const int blinkgen_p0s6t0_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t0_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t1_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t1_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t2_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t2_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t3_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t3_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t4_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t4_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t5_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t5_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t0_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t0_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t1_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t1_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t2_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t2_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t3_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t3_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t4_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t4_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s6t5_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s6t5_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
     { 6, 250000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 25.0 GB/s */
@@ -289,18 +289,18 @@ static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
 };
 
 /* broadcast from rank 7: 6 trees, 1 ring chains */
-static const int blinkgen_p0s7t0_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t0_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t1_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t1_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t2_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t2_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t3_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t3_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t4_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t4_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t5_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t5_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t0_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t0_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t1_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t1_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t2_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t2_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t3_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t3_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t4_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t4_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s7t5_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s7t5_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
     { 7, 250000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 25.0 GB/s */
@@ -328,18 +328,18 @@ static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
 };
 
 /* broadcast from rank 8: 6 trees, 1 ring chains */
-static const int blinkgen_p0s8t0_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t0_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s8t1_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t1_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s8t2_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t2_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s8t3_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t3_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s8t4_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t4_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s8t5_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t5_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s8t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s8t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t1_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s8t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t2_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s8t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t3_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s8t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t4_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s8t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s8t5_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
     { 8, 250000u, blinkgen_p0s8t0_parent, blinkgen_p0s8t0_order }, /* 25.0 GB/s */
     { 8, 250000u, blinkgen_p0s8t1_parent, blinkgen_p0s8t1_order }, /* 25.0 GB/s */
@@ -355,30 +355,30 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 9: 6 trees, 1 ring chains */
-static const int blinkgen_p0s9t0_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t0_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s9t1_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t1_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s9t2_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t2_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s9t3_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t3_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s9t4_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t4_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s9t5_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t5_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s9t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t0_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s9t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t1_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s9t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t2_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s9t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t3_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s9t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t4_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s9t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s9t5_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
     { 9, 250000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 25.0 GB/s */
     { 9, 250000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 25.0 GB/s */
@@ -394,30 +394,30 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 10: 6 trees, 1 ring chains */
-static const int blinkgen_p0s10t0_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t0_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s10t1_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t1_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s10t2_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t2_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s10t3_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t3_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s10t4_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t4_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s10t5_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s10t5_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s10t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t0_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s10t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t1_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s10t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t2_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s10t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t3_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s10t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t4_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s10t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s10t5_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
     { 10, 250000u, blinkgen_p0s10t0_parent, blinkgen_p0s10t0_order }, /* 25.0 GB/s */
     { 10, 250000u, blinkgen_p0s10t1_parent, blinkgen_p0s10t1_order }, /* 25.0 GB/s */
@@ -433,30 +433,30 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 11: 6 trees, 1 ring chains */
-static const int blinkgen_p0s11t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t0_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s11t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t1_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s11t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t2_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s11t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t3_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s11t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t4_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s11t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s11t5_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
+static const int blinkgen_p0s11t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t0_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s11t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t1_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s11t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t2_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s11t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t3_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s11t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t4_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s11t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s11t5_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
     { 11, 250000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 25.0 GB/s */
     { 11, 250000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 25.0 GB/s */
@@ -472,30 +472,30 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 12: 6 trees, 1 ring chains */
-static const int blinkgen_p0s12t0_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t0_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s12t1_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t1_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s12t2_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t2_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s12t3_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t3_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s12t4_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t4_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s12t5_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s12t5_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
+static const int blinkgen_p0s12t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t0_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s12t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t1_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s12t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t2_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s12t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t3_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s12t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t4_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s12t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s12t5_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
     { 12, 250000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 25.0 GB/s */
     { 12, 250000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 25.0 GB/s */
@@ -511,30 +511,30 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 13: 6 trees, 1 ring chains */
-static const int blinkgen_p0s13t0_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t0_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s13t1_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t1_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s13t2_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t2_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s13t3_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t3_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s13t4_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t4_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s13t5_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s13t5_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
+static const int blinkgen_p0s13t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t0_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s13t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t1_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s13t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t2_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s13t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t3_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s13t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t4_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s13t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s13t5_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
     { 13, 250000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 25.0 GB/s */
     { 13, 250000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 25.0 GB/s */
@@ -550,30 +550,30 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 14: 6 trees, 1 ring chains */
-static const int blinkgen_p0s14t0_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t0_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s14t1_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t1_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s14t2_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t2_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s14t3_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t3_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s14t4_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t4_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s14t5_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s14t5_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
+static const int blinkgen_p0s14t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t0_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s14t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t1_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s14t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t2_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s14t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t3_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s14t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t4_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s14t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s14t5_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
     { 14, 250000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 25.0 GB/s */
     { 14, 250000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 25.0 GB/s */
@@ -589,30 +589,30 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 15: 6 trees, 1 ring chains */
-static const int blinkgen_p0s15t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s15t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t1_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s15t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t2_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s15t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t3_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s15t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t4_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s15t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15t5_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s15t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t0_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s15t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t1_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s15t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t2_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s15t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t3_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s15t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t4_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s15t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s15t5_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
     { 15, 250000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 25.0 GB/s */
     { 15, 250000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 25.0 GB/s */
@@ -628,15 +628,15 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.9 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.1 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 108.3 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 166.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 276.2 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.7 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.8 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5090.2 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 1 ring chains */
@@ -718,18 +718,18 @@ static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
 };
 
 /* reduce from rank 2: 6 trees, 1 ring chains */
-static const int blinkgen_p0s18t0_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t0_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t1_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t1_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t2_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t2_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t3_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t3_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t4_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t4_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t5_parent[16] = { 2, 0, -1, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t5_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t0_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t0_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t1_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t1_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t2_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t2_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t3_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t3_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t4_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t4_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s18t5_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s18t5_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s18_trees[6] = {
     { 2, 250000u, blinkgen_p0s18t0_parent, blinkgen_p0s18t0_order }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_p0s18t1_parent, blinkgen_p0s18t1_order }, /* 25.0 GB/s */
@@ -757,18 +757,18 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 };
 
 /* reduce from rank 3: 6 trees, 1 ring chains */
-static const int blinkgen_p0s19t0_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t0_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t1_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t1_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t2_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t2_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t3_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t3_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t4_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t4_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t5_parent[16] = { 3, 0, 1, -1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t5_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t0_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t0_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t1_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t1_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t2_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t2_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t3_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t3_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t4_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t4_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s19t5_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s19t5_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s19_trees[6] = {
     { 3, 250000u, blinkgen_p0s19t0_parent, blinkgen_p0s19t0_order }, /* 25.0 GB/s */
     { 3, 250000u, blinkgen_p0s19t1_parent, blinkgen_p0s19t1_order }, /* 25.0 GB/s */
@@ -796,18 +796,18 @@ static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
 };
 
 /* reduce from rank 4: 6 trees, 1 ring chains */
-static const int blinkgen_p0s20t0_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t0_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t1_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t1_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t2_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t2_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t3_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t3_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t4_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t4_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t5_parent[16] = { 4, 0, 1, 2, -1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t5_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t0_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t0_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t1_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t1_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t2_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t2_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t3_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t3_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t4_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t4_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s20t5_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s20t5_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s20_trees[6] = {
     { 4, 250000u, blinkgen_p0s20t0_parent, blinkgen_p0s20t0_order }, /* 25.0 GB/s */
     { 4, 250000u, blinkgen_p0s20t1_parent, blinkgen_p0s20t1_order }, /* 25.0 GB/s */
@@ -835,18 +835,18 @@ static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
 };
 
 /* reduce from rank 5: 6 trees, 1 ring chains */
-static const int blinkgen_p0s21t0_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t0_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t1_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t1_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t2_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t2_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t3_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t3_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t4_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t4_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t5_parent[16] = { 5, 0, 1, 2, 3, -1, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t5_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t0_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t0_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t1_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t1_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t2_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t2_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t3_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t3_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t4_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t4_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s21t5_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s21t5_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s21_trees[6] = {
     { 5, 250000u, blinkgen_p0s21t0_parent, blinkgen_p0s21t0_order }, /* 25.0 GB/s */
     { 5, 250000u, blinkgen_p0s21t1_parent, blinkgen_p0s21t1_order }, /* 25.0 GB/s */
@@ -874,18 +874,18 @@ static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
 };
 
 /* reduce from rank 6: 6 trees, 1 ring chains */
-static const int blinkgen_p0s22t0_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t0_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t1_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t1_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t2_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t2_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t3_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t3_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t4_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t4_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t5_parent[16] = { 6, 0, 1, 2, 3, 4, -1, 5, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t5_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t0_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t0_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t1_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t1_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t2_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t2_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t3_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t3_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t4_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t4_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s22t5_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s22t5_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s22_trees[6] = {
     { 6, 250000u, blinkgen_p0s22t0_parent, blinkgen_p0s22t0_order }, /* 25.0 GB/s */
     { 6, 250000u, blinkgen_p0s22t1_parent, blinkgen_p0s22t1_order }, /* 25.0 GB/s */
@@ -913,18 +913,18 @@ static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
 };
 
 /* reduce from rank 7: 6 trees, 1 ring chains */
-static const int blinkgen_p0s23t0_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t0_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t1_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t1_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t2_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t2_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t3_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t3_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t4_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t4_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t5_parent[16] = { 7, 0, 1, 2, 3, 4, 5, -1, 6, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t5_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t0_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t0_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t1_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t1_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t2_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t2_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t3_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t3_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t4_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t4_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s23t5_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s23t5_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s23_trees[6] = {
     { 7, 250000u, blinkgen_p0s23t0_parent, blinkgen_p0s23t0_order }, /* 25.0 GB/s */
     { 7, 250000u, blinkgen_p0s23t1_parent, blinkgen_p0s23t1_order }, /* 25.0 GB/s */
@@ -952,18 +952,18 @@ static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
 };
 
 /* reduce from rank 8: 6 trees, 1 ring chains */
-static const int blinkgen_p0s24t0_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t0_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s24t1_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t1_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s24t2_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t2_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s24t3_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t3_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s24t4_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t4_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s24t5_parent[16] = { 8, 0, 1, 2, 3, 4, 5, 6, -1, 7, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t5_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s24t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s24t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t1_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s24t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t2_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s24t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t3_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s24t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t4_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s24t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s24t5_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s24_trees[6] = {
     { 8, 250000u, blinkgen_p0s24t0_parent, blinkgen_p0s24t0_order }, /* 25.0 GB/s */
     { 8, 250000u, blinkgen_p0s24t1_parent, blinkgen_p0s24t1_order }, /* 25.0 GB/s */
@@ -979,30 +979,30 @@ static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 9: 6 trees, 1 ring chains */
-static const int blinkgen_p0s25t0_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t0_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s25t1_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t1_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s25t2_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t2_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s25t3_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t3_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s25t4_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t4_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s25t5_parent[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t5_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s25t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t0_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s25t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t1_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s25t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t2_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s25t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t3_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s25t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t4_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s25t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s25t5_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s25_trees[6] = {
     { 9, 250000u, blinkgen_p0s25t0_parent, blinkgen_p0s25t0_order }, /* 25.0 GB/s */
     { 9, 250000u, blinkgen_p0s25t1_parent, blinkgen_p0s25t1_order }, /* 25.0 GB/s */
@@ -1018,30 +1018,30 @@ static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 10: 6 trees, 1 ring chains */
-static const int blinkgen_p0s26t0_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t0_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s26t1_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t1_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s26t2_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t2_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s26t3_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t3_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s26t4_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t4_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s26t5_parent[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 11, 12, 13, 14 };
-static const int blinkgen_p0s26t5_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_p0s26t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t0_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s26t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t1_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s26t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t2_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s26t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t3_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s26t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t4_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s26t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
+static const int blinkgen_p0s26t5_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s26_trees[6] = {
     { 10, 250000u, blinkgen_p0s26t0_parent, blinkgen_p0s26t0_order }, /* 25.0 GB/s */
     { 10, 250000u, blinkgen_p0s26t1_parent, blinkgen_p0s26t1_order }, /* 25.0 GB/s */
@@ -1057,30 +1057,30 @@ static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 11: 6 trees, 1 ring chains */
-static const int blinkgen_p0s27t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t0_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s27t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t1_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s27t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t2_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s27t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t3_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s27t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t4_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s27t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10, 12, 13, 14 };
-static const int blinkgen_p0s27t5_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
+static const int blinkgen_p0s27t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t0_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s27t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t1_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s27t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t2_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s27t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t3_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s27t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t4_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s27t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
+static const int blinkgen_p0s27t5_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s27_trees[6] = {
     { 11, 250000u, blinkgen_p0s27t0_parent, blinkgen_p0s27t0_order }, /* 25.0 GB/s */
     { 11, 250000u, blinkgen_p0s27t1_parent, blinkgen_p0s27t1_order }, /* 25.0 GB/s */
@@ -1096,30 +1096,30 @@ static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 12: 6 trees, 1 ring chains */
-static const int blinkgen_p0s28t0_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t0_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s28t1_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t1_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s28t2_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t2_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s28t3_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t3_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s28t4_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t4_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s28t5_parent[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 11, 13, 14 };
-static const int blinkgen_p0s28t5_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
+static const int blinkgen_p0s28t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t0_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s28t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t1_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s28t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t2_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s28t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t3_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s28t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t4_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s28t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_p0s28t5_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s28_trees[6] = {
     { 12, 250000u, blinkgen_p0s28t0_parent, blinkgen_p0s28t0_order }, /* 25.0 GB/s */
     { 12, 250000u, blinkgen_p0s28t1_parent, blinkgen_p0s28t1_order }, /* 25.0 GB/s */
@@ -1135,30 +1135,30 @@ static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 13: 6 trees, 1 ring chains */
-static const int blinkgen_p0s29t0_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t0_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s29t1_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t1_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s29t2_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t2_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s29t3_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t3_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s29t4_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t4_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s29t5_parent[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 12, 14 };
-static const int blinkgen_p0s29t5_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
+static const int blinkgen_p0s29t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t0_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s29t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t1_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s29t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t2_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s29t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t3_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s29t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t4_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s29t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
+static const int blinkgen_p0s29t5_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s29_trees[6] = {
     { 13, 250000u, blinkgen_p0s29t0_parent, blinkgen_p0s29t0_order }, /* 25.0 GB/s */
     { 13, 250000u, blinkgen_p0s29t1_parent, blinkgen_p0s29t1_order }, /* 25.0 GB/s */
@@ -1174,30 +1174,30 @@ static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 14: 6 trees, 1 ring chains */
-static const int blinkgen_p0s30t0_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t0_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s30t1_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t1_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s30t2_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t2_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s30t3_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t3_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s30t4_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t4_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s30t5_parent[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 13 };
-static const int blinkgen_p0s30t5_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
+static const int blinkgen_p0s30t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t0_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s30t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t1_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s30t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t2_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s30t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t3_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s30t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t4_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s30t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
+static const int blinkgen_p0s30t5_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s30_trees[6] = {
     { 14, 250000u, blinkgen_p0s30t0_parent, blinkgen_p0s30t0_order }, /* 25.0 GB/s */
     { 14, 250000u, blinkgen_p0s30t1_parent, blinkgen_p0s30t1_order }, /* 25.0 GB/s */
@@ -1213,30 +1213,30 @@ static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 15: 6 trees, 1 ring chains */
-static const int blinkgen_p0s31t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s31t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t1_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s31t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t2_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s31t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t3_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s31t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t4_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s31t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s31t5_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_p0s31t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t0_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s31t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t1_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s31t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t2_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s31t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t3_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s31t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t4_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_p0s31t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
+static const int blinkgen_p0s31t5_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
 static const struct blink_plan_tree blinkgen_p0s31_trees[6] = {
     { 15, 250000u, blinkgen_p0s31t0_parent, blinkgen_p0s31t0_order }, /* 25.0 GB/s */
     { 15, 250000u, blinkgen_p0s31t1_parent, blinkgen_p0s31t1_order }, /* 25.0 GB/s */
@@ -1252,15 +1252,15 @@ static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
 static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 95.1 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 102.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 109.1 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 121.4 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 167.1 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 278.5 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 596.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1603.3 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.7 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* allgather: 96 trees, 16 ring chains */

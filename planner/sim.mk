@@ -12,7 +12,7 @@ planner_libblinkc_a_SOURCES += \
 	planner/ring/ring_chain.c planner/ring/ring_chain.h
 
 UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate \
-	tests/unit/test_tune
+	tests/unit/test_tune tests/unit/test_symmetry
 tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_sim_LDADD = $(TEST_LIBS)
 tests_unit_test_sim_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
@@ -25,3 +25,6 @@ tests_unit_test_simulate_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.
 tests_unit_test_tune_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_tune_LDADD = $(TEST_LIBS)
 tests_unit_test_tune_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
+tests_unit_test_symmetry_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_symmetry_LDADD = $(TEST_LIBS)
+tests_unit_test_symmetry_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc

@@ -66,13 +66,14 @@ tests/e2e/pcie8.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:pcie8 -o $@
 tests/e2e/cluster.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:cluster-4x-dgx1v -o $@
-# --no-tune: the test sets the chunk and the algorithm itself, and tuning 247 plans takes a
-# CPU minute (the tuned fixtures above cover the per-size ranges).
+# --no-tune: the test sets the chunk and the algorithm itself, and tuning the 247 plans (73
+# classes) takes 11 CPU s (the tuned fixtures above cover the per-size ranges).
 tests/e2e/dgx1v_all.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx1v --all-allocations --no-tune -o $@
 
 # blink-perf (Makefile.am) links that untuned library, so it runs every allocation; tuning its
-# 247 plans would cost every build one and a half CPU minutes (1m33s here). So that it still
+# 247 plans would cost every build 11 CPU s more (a minute and a half before allocations of one
+# class shared their plans). So that it still
 # exercises a per-size choice, it links the committed, tuned full-server source too
 # (generated/dgx1v.cu as tests/e2e/dgx1v.o, already built for test_e2e, nothing planned anew),
 # whose library blink-perf puts first (BLINK_PERF_TUNED): its default run, all 8 GPUs, takes

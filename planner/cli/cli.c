@@ -70,7 +70,7 @@ static const struct cli_option options[] = {
     {"gpus", OPT_GPUS, required_argument, G_INPUT, "LIST",
      "plan for these GPUs only (0,1,3 or 0-3,6), in rank order"},
     {"all-allocations", OPT_ALL_ALLOCATIONS, no_argument, G_INPUT, NULL,
-     "with -o: a plan for every connected set of 2+ GPUs (up to 12 GPUs)"},
+     "with -o: a plan for every connected set of 2+ GPUs (up to 16 GPUs)"},
     {"from-plan", OPT_FROM_PLAN, required_argument, G_INPUT, "FILE",
      "with -o: render a plan saved by --plan-json instead of planning"},
     {"gpu-model", OPT_GPU_MODEL, required_argument, G_INPUT, "NAME",

@@ -237,8 +237,9 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         goto out;
     }
     if (c->output) {
-        BK_CHECK_GOTO(emit_render(&sb, &(struct emit_alloc){t, &ps}, 1, c->templates, d), st,
-                      out);
+        BK_CHECK_GOTO(emit_render(&sb, &(struct emit_alloc){t, &ps, 0, NULL}, 1, c->templates,
+                                  d),
+                      st, out);
         BK_CHECK_GOTO(fill(outs, c->output, &sb, d), st, out);
         sb_free(&sb);
     }
@@ -304,7 +305,8 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     struct emit_alloc *allocs = calloc((size_t)a.n + 1, sizeof *allocs);
     enum bk_status st = allocs ? BK_OK : BK_ENOMEM;
     for (int i = 0; st == BK_OK && i < a.n; i++)
-        allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i]};
+        allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i], a.same[i] != i ? a.same[i] + 1 : 0,
+                                        &a.devices[(size_t)i * ALLOCATIONS_MAX_GPUS]};
     struct strbuf code;
     sb_init(&code);
     if (st == BK_OK)
@@ -340,7 +342,7 @@ static enum bk_status render_saved_plan(const struct cli *c, struct outfile_set 
                   "without -o, or with --no-tune): the code runs the trees at every size");
     struct strbuf code;
     sb_init(&code);
-    st = emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, c->templates, d);
+    st = emit_render(&code, &(struct emit_alloc){&t, &ps, 0, NULL}, 1, c->templates, d);
     if (st == BK_OK)
         st = fill(outs, c->output, &code, d);
     if (st == BK_OK)
@@ -416,7 +418,7 @@ static enum bk_status run(const struct cli *c, struct diag *d)
     return st;
 }
 
-/* The one-line summary that ends a long job on a terminal. */
+/* The one-line summary that ends a long job whose progress was shown. */
 static void say_done(const struct cli *c)
 {
     const char *what = c->output ? c->output : c->plan_json ? c->plan_json
@@ -447,7 +449,8 @@ int main(int argc, char **argv)
     diag_init(&d);
     d.echo = stderr; /* warnings as they are found, not after the table */
     d.echo_from = c.quiet ? DIAG_ERROR : DIAG_NOTE;
-    progress_enable(!c.quiet && isatty(STDERR_FILENO));
+    progress_enable(c.quiet ? PROGRESS_OFF
+                    : isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : PROGRESS_LINES);
     bk_trail_clear();
     enum bk_status st = run(&c, &d);
     progress_clear();

@@ -21,6 +21,9 @@
  *     nranks        int;  devices: list of int, the allocation's GPU numbers in rank order
  *                   (cluster plans: each GPU's number within its server)
  *     nservers      int;  servers: list of int, each rank's server (empty on one server)
+ *   schedules_of  "p<j>" (|ident) when the plan runs plan j's schedules (a symmetry of the
+ *                 server takes j's GPUs onto its own, devices then in j's rank order; its own
+ *                 schedules list is empty), else 
  *     chunk_bytes   int (|size), the default pipeline chunk
  *     nschedules    int;  schedules: list of maps, one per plan of the plan set, in its order:
  *       id          "p<k>s<s>" (|ident)   collective  "broadcast", ... (|ident)
@@ -62,10 +65,14 @@ extern const struct builtin_file builtin_templates[];
  * and capacity) as 16 lowercase hex digits in out[17]. Input labels do not take part. */
 void emit_fingerprint(const struct topo *t, char out[17]);
 
-/* One allocation to generate code for: its restricted topology and its plans. */
+/* One allocation to generate code for: its restricted topology and its plans, or, where a
+ * symmetry takes an earlier allocation onto it (allocations.h), that one's plans. */
 struct emit_alloc {
     const struct topo *topo;
     const struct plan_set *plans;
+    int shares;          /* 0, or 1 + the index among the allocs of the allocation whose
+                            schedules this one runs (an earlier one, itself not sharing) */
+    const int *devices;  /* with shares: the device each rank of those schedules runs on */
 };
 
 /* Build the data model above for nallocs allocations (the topology name is the first's).

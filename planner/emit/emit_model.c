@@ -22,7 +22,7 @@ const char *const emit_model_keys[] = {
     "blinkc_version", "topology", "nplans", "plans",
     /* a plan */
     "id", "fingerprint", "nranks", "devices", "nservers", "servers", "chunk_bytes", "nschedules",
-    "schedules",
+    "schedules", "schedules_of",
     /* a schedule */
     "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
     "nranges", "ranges",
@@ -288,11 +288,17 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
 
 /* One allocation's plan: the map of emit.h's plans list, for allocation k. */
 BK_MUST_USE
-static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_value *root,
+static enum bk_status plan_model(const struct emit_alloc *allocs, int k, struct tmpl_value *root,
                                  struct diag *d)
 {
+    const struct emit_alloc *a = &allocs[k];
     const struct topo *t = a->topo;
     const struct plan_set *ps = a->plans;
+    char of[32] = "";
+    if (a->shares) { /* an earlier allocation's schedules: none of its own */
+        snprintf(of, sizeof of, "p%d", a->shares - 1);
+        ps = allocs[a->shares - 1].plans;
+    }
     int n = t->ngpus;
     if (n < 1) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE, "code generation: no GPU to generate for");
@@ -304,6 +310,10 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
     int *dev = malloc((size_t)n * sizeof *dev), *srv = malloc((size_t)n * sizeof *srv);
     enum bk_status st = dev && srv ? BK_OK : BK_ENOMEM;
     int nservers = st == BK_OK ? rank_places(t, dev, srv) : 0;
+    for (int r = 0; st == BK_OK && a->shares && r < n; r++)
+        dev[r] = a->devices[r];
+    if (st == BK_OK)
+        st = tv_set(root, "schedules_of", tv_string(of));
     if (st == BK_OK)
         st = tv_set(root, "id", tv_string(id));
     if (st == BK_OK)
@@ -322,7 +332,7 @@ static enum bk_status plan_model(const struct emit_alloc *a, int k, struct tmpl_
     if (st == BK_OK)
         st = tv_set(root, "nschedules", tv_int(nplans));
     struct tmpl_value *scheds = tv_list();
-    for (int s = 0; st == BK_OK && s < nplans; s++) {
+    for (int s = 0; st == BK_OK && !a->shares && s < nplans; s++) {
         struct tmpl_value *m = tv_map();
         st = m ? schedule_model(ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
         if (st == BK_OK)
@@ -358,7 +368,7 @@ enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct t
         st = tv_set(root, "nplans", tv_int(nallocs));
     for (int k = 0; st == BK_OK && k < nallocs; k++) {
         struct tmpl_value *m = tv_map();
-        st = m ? plan_model(&allocs[k], k, m, d) : BK_ENOMEM;
+        st = m ? plan_model(allocs, k, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(plans, m);
         else

@@ -261,6 +261,11 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
         if (p->alt_algbw > 0)
             sb_printf(sb, "    chosen as %s candidate: the other reaches %.1f GB/s\n", p->why,
                       p->alt_algbw);
+        if (p->relabels > 0 && p->relabels <= ps->n && ps->v[p->relabels - 1].root >= 0)
+            sb_printf(sb, "    the plan from %s, relabelled by a symmetry of the allocation that "
+                      "takes %s to %s (its solver stages and per-size choice):\n",
+                      t->nodes[ps->v[p->relabels - 1].root].id,
+                      t->nodes[ps->v[p->relabels - 1].root].id, t->nodes[p->root].id);
         put_solver_line(sb, p, t->ngpus);
         if (p->has_hybrid)
             put_hybrid(sb, ps, p);

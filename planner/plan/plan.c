@@ -17,6 +17,7 @@
 #include "plan/plan_cluster.h"
 #include "plan/plan_internal.h"
 #include "ring/ring_chain.h"
+#include "topo/topo_auto.h"
 
 /* Two candidates closer than this (relative) count as equally fast; depth then decides. */
 #define SAME_SPEED 1e-3
@@ -499,6 +500,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     memset(s, 0, sizeof *s);
     s->topo = t;
     s->tdpa_us = o->tdpa_us;
+    struct topo_orbits orb = {0};
     enum bk_status st;
     BK_CHECK(check_size(t, d));
     if (t->ngpus < 2) {
@@ -509,6 +511,11 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     BK_CHECK_GOTO(build_graphs(s, t, o->hybrid, d), st, fail);
     BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->tier), st, fail);
     BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
+    /* Every root of one server planned: roots that a symmetry takes onto each other share
+     * their plans, relabelled (clusters are planned by phases, plan_cluster.h). */
+    unsigned rooted = (1u << COLL_BROADCAST) | (1u << COLL_REDUCE);
+    if (o->root < 0 && (o->collectives & rooted) && !s->cluster && t->ngpus > 2)
+        BK_CHECK_GOTO(topo_gpu_orbits(t, &orb), st, fail);
     /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
      * candidate. */
     static const enum collective order[] = {COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER,
@@ -522,12 +529,20 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
             BK_CHECK_GOTO(plan_one(s, c, -1, o, d), st, fail);
             continue;
         }
-        for (int r = 0; r < t->ngpus; r++)
-            if (o->root < 0 || o->root == r) {
-                progress_say("planning %s from rank %d of %d", collective_name(c), r, t->ngpus);
-                BK_CHECK_GOTO(plan_one(s, c, r, o, d), st, fail);
-            }
+        for (int r = 0; r < t->ngpus; r++) {
+            if (o->root >= 0 && o->root != r)
+                continue;
+            progress_say("planning %s from rank %d of %d", collective_name(c), r, t->ngpus);
+            int from = -1; /* the plan of r's orbit's first root, when a symmetry takes it to r */
+            for (int i = 0; orb.rep && orb.rep[r] != r && i < s->n && from < 0; i++)
+                if (s->v[i].coll == c && s->v[i].root == orb.rep[r])
+                    from = i;
+            BK_CHECK_GOTO(from >= 0 ? plan_relabel(s, from, orb.perm + (size_t)r * t->nnodes, d)
+                                    : plan_one(s, c, r, o, d),
+                          st, fail);
+        }
     }
+    topo_orbits_free(&orb);
     /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
      * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
     for (int i = 0; i < s->n && !s->cluster; i++)
@@ -536,6 +551,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
                       st, fail);
     return BK_OK;
 fail:
+    topo_orbits_free(&orb);
     plan_set_free(s);
     return st;
 }

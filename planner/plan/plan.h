@@ -14,6 +14,9 @@
  * besides NVLink, a second tree set over PCIe and the CPU links is planned, and the data split so
  * both finish together (hybrid, with T_dpa).
  *
+ * Where a symmetry of the allocation (topo_auto.h) takes one root onto another, the second
+ * root's plans are the first's relabelled, not packed again.
+ *
  * The planner reads the model and never changes it; outputs (plan JSON, --explain) read plans.
  */
 #ifndef BK_PLAN_H
@@ -107,7 +110,9 @@ struct plan {
     struct ptree_set ring_chains; /* NCCL's rings as chains the runtime can run itself
                                      (ring_chain.h); empty for several servers */
     char *ilp_model;          /* keep_ilp: the last ILP solved for the main tier, in CPLEX LP
-                                 format (glpsol --lp); NULL when none was solved */
+                                 format (glpsol --lp); NULL when none was solved */    int relabels;             /* 1 + the index in its set of the plan this one is, relabelled by
+                                 a symmetry of the allocation (its tuning is that plan's);
+                                 0 for a plan packed for itself */
 };
 
 struct plan_cluster;

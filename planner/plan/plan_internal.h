@@ -48,6 +48,12 @@ BK_MUST_USE
 enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
                                   const struct pgraph *rg, struct plan_trees *dst);
 
+/* Append plan `from` of s relabelled by perm, an automorphism of s->topo (node -> node), with
+ * relabels set; the copy's trees are checked as a packing on the allocation (BK_EINTERNAL, with
+ * a diagnostic, if they are not). plan_relabel.c. */
+BK_MUST_USE
+enum bk_status plan_relabel(struct plan_set *s, int from, const int *perm, struct diag *d);
+
 /* Round a rate down to 1e-4 GB/s, so printed rates never add up past a capacity. */
 double plan_snap_rate(double gbps);
 

@@ -3,9 +3,9 @@
  * sim_engine.c - the flow-level discrete-event engine: a DAG of delays and flows, max-min fair
  * sharing by progressive filling, rates recomputed only when the set of flows changes.
  *
- * Cost per event is O(active flows x path length x filling rounds); the active set is bounded by
- * the number of streams (a few hundred), so tens of thousands of copies take tens of
- * milliseconds.
+ * Cost per event is O(active flows x path length + filling rounds x resources in use); the
+ * active set is bounded by the number of streams (a few hundred), so tens of thousands of
+ * copies take tens of milliseconds.
  */
 #include "sim/sim_engine.h"
 
@@ -100,6 +100,10 @@ struct run {
     unsigned char *frozen; /* [ntasks] */
     int *used, nused;    /* resources crossed by active flows */
     int *mark;           /* [nres] */
+    int *roff, *rend;    /* [nres] a used resource's flows: rlist[roff[r] .. rend[r]) */
+    int *rlist;          /* [resource entries of every task] */
+    int *full;           /* [nres] resources filled in one round */
+    int *hit;            /* [ntasks] flows frozen in one round */
     double t_last;       /* when rem[] was last brought up to date */
     int done;
 };
@@ -160,7 +164,10 @@ static void finish_task(struct run *R, int id, double now)
 }
 
 /* Max-min fair rates of the active flows by progressive filling: raise every unfrozen flow's
- * rate together until some resource is full, freeze the flows crossing it, repeat. */
+ * rate together until some resource is full, freeze the flows crossing it, repeat. A round
+ * visits only the resources in use and the flows of the resources that filled (each used
+ * resource lists its flows), and a flow's rate is the level reached when it froze: the same
+ * sums in the same order as raising every flow by each round's step. */
 static void fill_rates(struct run *R)
 {
     struct sim_eng *e = R->e;
@@ -180,7 +187,20 @@ static void fill_rates(struct run *R)
             R->cnt[r]++;
         }
     }
+    for (int i = 0, at = 0; i < R->nused; i++) {
+        int r = R->used[i];
+        R->roff[r] = R->rend[r] = at;
+        at += R->cnt[r];
+    }
+    for (int i = 0; i < R->nact; i++) {
+        int f = R->act[i];
+        for (int k = 0; k < e->res_n[f]; k++) {
+            int r = e->res[e->res_off[f] + k];
+            R->rlist[R->rend[r]++] = f;
+        }
+    }
     int nfree = R->nact;
+    double level = 0;
     while (nfree > 0) {
         double delta = DBL_MAX;
         for (int i = 0; i < R->nused; i++) {
@@ -188,27 +208,28 @@ static void fill_rates(struct run *R)
             if (R->cnt[r] > 0 && R->left[r] / R->cnt[r] < delta)
                 delta = R->left[r] / R->cnt[r];
         }
+        level += delta;
+        /* Which flows freeze is decided on the counts before any of them is removed. */
+        int nfull = 0, nhit = 0;
         for (int i = 0; i < R->nused; i++) {
             int r = R->used[i];
             R->left[r] -= delta * R->cnt[r];
+            if (R->cnt[r] > 0 && R->left[r] <= 1e-12 * e->cap[r])
+                R->full[nfull++] = r;
         }
-        /* Which flows freeze is decided on the counts before any of them is removed. */
-        for (int i = 0; i < R->nact; i++) {
-            int f = R->act[i];
-            if (R->frozen[f])
-                continue;
-            R->rate[f] += delta;
-            for (int k = 0; k < e->res_n[f]; k++) {
-                int r = e->res[e->res_off[f] + k];
-                if (R->cnt[r] > 0 && R->left[r] <= 1e-12 * e->cap[r])
-                    R->frozen[f] = 2;
+        for (int i = 0; i < nfull; i++) {
+            int r = R->full[i];
+            for (int j = R->roff[r]; j < R->rend[r]; j++) {
+                int f = R->rlist[j];
+                if (!R->frozen[f]) {
+                    R->frozen[f] = 1;
+                    R->rate[f] = level;
+                    R->hit[nhit++] = f;
+                }
             }
         }
-        for (int i = 0; i < R->nact; i++) {
-            int f = R->act[i];
-            if (R->frozen[f] != 2)
-                continue;
-            R->frozen[f] = 1;
+        for (int i = 0; i < nhit; i++) {
+            int f = R->hit[i];
             nfree--;
             for (int k = 0; k < e->res_n[f]; k++)
                 R->cnt[e->res[e->res_off[f] + k]]--;
@@ -233,6 +254,11 @@ static void run_free(struct run *R)
     free(R->frozen);
     free(R->used);
     free(R->mark);
+    free(R->roff);
+    free(R->rend);
+    free(R->rlist);
+    free(R->full);
+    free(R->hit);
 }
 
 BK_MUST_USE
@@ -254,8 +280,14 @@ static enum bk_status run_init(struct run *R, struct sim_eng *e)
     R->cnt = calloc(m, sizeof *R->cnt);
     R->used = malloc(m * sizeof *R->used);
     R->mark = calloc(m, sizeof *R->mark);
+    R->roff = malloc(m * sizeof *R->roff);
+    R->rend = malloc(m * sizeof *R->rend);
+    R->rlist = malloc(((size_t)e->nres_used + 1) * sizeof *R->rlist);
+    R->full = malloc(m * sizeof *R->full);
+    R->hit = malloc(n * sizeof *R->hit);
     if (!R->succ_off || !R->succ || !R->indeg || !R->ht || !R->hid || !R->act || !R->rem ||
-        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->mark) {
+        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->mark || !R->roff ||
+        !R->rend || !R->rlist || !R->full || !R->hit) {
         run_free(R);
         return BK_ENOMEM;
     }

@@ -3,17 +3,65 @@
 #include "tune/allocations.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/progress.h"
+#include "topo/topo_auto.h"
 #include "tune/plan_tune.h"
+
+/* The classes of GPU sets under the generators of full's symmetries: first[m] is the lowest
+ * set of m's class, and img[m * n + g] the GPU that one product of generators taking first[m]
+ * onto m takes GPU g to (each class walked breadth first from its lowest set). */
+BK_MUST_USE
+static enum bk_status classes(const struct topo *full, int *first, unsigned char *img)
+{
+    int n = full->ngpus;
+    size_t cap = (size_t)1 << n;
+    struct topo_orbits grp = {0};
+    if (full->nservers <= 1) /* clusters: every set its own class */
+        BK_CHECK(topo_gpu_group(full, &grp));
+    unsigned *queue = malloc(cap * sizeof *queue);
+    if (!queue) {
+        topo_orbits_free(&grp);
+        return BK_ENOMEM;
+    }
+    for (size_t m = 0; m < cap; m++)
+        first[m] = -1;
+    for (unsigned m = 0; m < cap; m++) {
+        if (first[m] >= 0)
+            continue;
+        first[m] = (int)m;
+        for (int g = 0; g < n; g++)
+            img[(size_t)m * n + g] = (unsigned char)g;
+        size_t nq = 0;
+        queue[nq++] = m;
+        for (size_t i = 0; i < nq; i++) {
+            unsigned x = queue[i];
+            for (int k = 0; k < grp.ngens; k++) {
+                const int *h = grp.gens + (size_t)k * grp.nnodes;
+                unsigned y = 0;
+                for (int g = 0; g < n; g++)
+                    if (x >> g & 1u)
+                        y |= 1u << h[g];
+                if (first[y] >= 0)
+                    continue;
+                first[y] = (int)m;
+                for (int g = 0; g < n; g++)
+                    img[(size_t)y * n + g] = (unsigned char)h[img[(size_t)x * n + g]];
+                queue[nq++] = y;
+            }
+        }
+    }
+    free(queue);
+    topo_orbits_free(&grp);
+    return BK_OK;
+}
 
 enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *o,
                                 const struct sim_params *sim, struct allocations *out,
                                 struct diag *d)
 {
-    out->n = 0;
-    out->topos = NULL;
-    out->sets = NULL;
+    memset(out, 0, sizeof *out);
     int n = full->ngpus;
     if (n > ALLOCATIONS_MAX_GPUS || n < 2) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
@@ -24,7 +72,12 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
     size_t cap = (size_t)1 << n;
     out->topos = calloc(cap, sizeof *out->topos);
     out->sets = calloc(cap, sizeof *out->sets);
-    enum bk_status st = out->topos && out->sets ? BK_OK : BK_ENOMEM;
+    out->same = calloc(cap, sizeof *out->same);
+    out->devices = calloc(cap * ALLOCATIONS_MAX_GPUS, sizeof *out->devices);
+    int *first = malloc(cap * sizeof *first), *index = malloc(cap * sizeof *index);
+    unsigned char *img = malloc(cap * (size_t)n);
+    enum bk_status st = out->topos && out->sets && out->same && out->devices && first && index &&
+                        img ? classes(full, first, img) : BK_ENOMEM;
     for (unsigned mask = 3; st == BK_OK && mask < cap; mask++) {
         int gpus[ALLOCATIONS_MAX_GPUS], k = 0;
         for (int g = 0; g < n; g++)
@@ -42,19 +95,38 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
             st = BK_OK;
             continue;
         }
-        struct plan_set *ps = &out->sets[out->n];
-        progress_context("allocation %d (%d GPUs; %u of %zu GPU sets looked at): ", out->n + 1, k,
+        index[mask] = out->n;
+        int i = out->n;
+        if (st == BK_OK && first[mask] != (int)mask) {
+            /* The first set's rank q is its q-th GPU; here it runs on that GPU's image. */
+            unsigned f = (unsigned)first[mask];
+            out->same[i] = index[f];
+            for (int g = 0, q = 0; g < n; g++)
+                if (f & (1u << g))
+                    out->devices[(size_t)i * ALLOCATIONS_MAX_GPUS + q++] =
+                        img[(size_t)mask * n + g];
+            out->n++;
+            continue;
+        }
+        struct plan_set *ps = &out->sets[i];
+        progress_context("allocation %d (%d GPUs; %u of %zu GPU sets looked at): ", i + 1, k,
                          mask, cap - 1);
         if (st == BK_OK)
             st = plan_all(t, o, ps, d); /* frees ps when it fails */
         if (st == BK_OK && sim && (st = plan_tune(ps, sim, d)) != BK_OK)
             plan_set_free(ps);
-        if (st == BK_OK)
+        if (st == BK_OK) {
+            out->same[i] = i;
+            out->classes++;
             out->n++;
-        else
+        } else {
             topo_free(t);
+        }
     }
     progress_context(NULL);
+    free(first);
+    free(index);
+    free(img);
     if (st != BK_OK)
         allocations_free(out);
     return st;
@@ -68,7 +140,7 @@ void allocations_free(struct allocations *a)
     }
     free(a->topos);
     free(a->sets);
-    a->n = 0;
-    a->topos = NULL;
-    a->sets = NULL;
+    free(a->same);
+    free(a->devices);
+    memset(a, 0, sizeof *a);
 }

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/progress.h"
 #include "core/strbuf.h"
@@ -117,6 +118,18 @@ enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct
     for (int i = 0; st == BK_OK && i < ps->n; i++) {
         progress_say("simulating sizes for %s (plan %d of %d)", collective_name(ps->v[i].coll),
                      i + 1, ps->n);
+        const struct plan *same = ps->v[i].relabels ? &ps->v[ps->v[i].relabels - 1] : NULL;
+        if (same && same->tune.n > 0) { /* the same trees, relabelled: the same times */
+            struct plan_tuning *tu = &ps->v[i].tune;
+            free(tu->r);
+            tu->r = malloc((size_t)same->tune.n * sizeof *tu->r);
+            if (!tu->r)
+                return BK_ENOMEM;
+            memcpy(tu->r, same->tune.r, (size_t)same->tune.n * sizeof *tu->r);
+            tu->n = same->tune.n;
+            tu->cap = 0;
+            continue;
+        }
         st = tune_one(ps, &ps->v[i], p, d);
     }
     return st;

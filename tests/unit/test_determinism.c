@@ -55,7 +55,7 @@ static void run_once(const char *path, struct outputs *o)
     cr_assert_eq(plan_all(&t, &po, &ps, &d), BK_OK, "%s: plan failed", path);
     struct strbuf js, code, ex;
     sb_init(&js), sb_init(&code), sb_init(&ex);
-    cr_assert_eq(emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, NULL, &d), BK_OK);
+    cr_assert_eq(emit_render(&code, &(struct emit_alloc){&t, &ps, 0, NULL}, 1, NULL, &d), BK_OK);
     plan_json_render(&js, &t, &ps);
     plan_explain(&ex, &ps, 1);
     cr_assert(!js.failed && !code.failed && !ex.failed);

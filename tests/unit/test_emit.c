@@ -48,8 +48,8 @@ static char *generate(const char *text, const char *template_dir)
     cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
     struct strbuf sb;
     sb_init(&sb);
-    cr_assert_eq(emit_render(&sb, &(struct emit_alloc){&t, &ps}, 1, template_dir, &d), BK_OK, "%s",
-                 diag_first_error(&d) ? diag_first_error(&d) : "");
+    cr_assert_eq(emit_render(&sb, &(struct emit_alloc){&t, &ps, 0, NULL}, 1, template_dir, &d),
+                 BK_OK, "%s", diag_first_error(&d) ? diag_first_error(&d) : "");
     plan_set_free(&ps);
     topo_free(&t);
     diag_free(&d);
@@ -127,7 +127,7 @@ Test(emit, tables_follow_the_plans)
     struct plan_set ps;
     cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
     struct tmpl_value *m;
-    cr_assert_eq(emit_model(&(struct emit_alloc){&t, &ps}, 1, &m, &d), BK_OK);
+    cr_assert_eq(emit_model(&(struct emit_alloc){&t, &ps, 0, NULL}, 1, &m, &d), BK_OK);
     cr_assert_eq(tv_get(m, "plans")->n, 1);
     const struct tmpl_value *sch = tv_get(tv_get(m, "plans")->items[0], "schedules");
     cr_assert_eq(sch->n, ps.n);
@@ -199,7 +199,7 @@ static void model_keys(struct topo *t, unsigned char *seen)
     if (!ps.cluster)
         cr_assert_eq(plan_tune(&ps, &sp, &d), BK_OK);
     struct tmpl_value *m = NULL;
-    cr_assert_eq(emit_model(&(struct emit_alloc){t, &ps}, 1, &m, &d), BK_OK);
+    cr_assert_eq(emit_model(&(struct emit_alloc){t, &ps, 0, NULL}, 1, &m, &d), BK_OK);
     walk_keys(m, seen);
     tv_free(m);
     plan_set_free(&ps);

@@ -387,7 +387,7 @@ static void expect_escaped_everywhere(const char *name, const char *text, enum t
     struct strbuf js, code;
     sb_init(&js), sb_init(&code);
     plan_json_render(&js, &t, &ps);
-    cr_assert_eq(emit_render(&code, &(struct emit_alloc){&t, &ps}, 1, NULL, &d), BK_OK);
+    cr_assert_eq(emit_render(&code, &(struct emit_alloc){&t, &ps, 0, NULL}, 1, NULL, &d), BK_OK);
     for (const unsigned char *p = (const unsigned char *)js.data; *p; p++)
         cr_assert(*p >= 0x20 || *p == '\n', "%s: raw byte %#x in the JSON", name, *p);
     for (const unsigned char *p = (const unsigned char *)code.data; *p; p++)

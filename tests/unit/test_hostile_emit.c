@@ -60,7 +60,7 @@ static char *render(const struct topo *t, const struct plan_set *ps)
     struct diag d;
     sb_init(&sb);
     diag_init(&d);
-    enum bk_status st = emit_render(&sb, &(struct emit_alloc){t, ps}, 1, NULL, &d);
+    enum bk_status st = emit_render(&sb, &(struct emit_alloc){t, ps, 0, NULL}, 1, NULL, &d);
     cr_assert_eq(st, BK_OK, "emit: %s", diag_first_error(&d) ? diag_first_error(&d) : "?");
     diag_free(&d);
     return sb_take(&sb);

@@ -3,7 +3,8 @@
  * test_outputs.c - a run's outputs are all or nothing (outfile.h): a path that cannot be
  * written fails before any work and leaves the others as they were, a failure after the work
  * started leaves no file and no temporary behind, so does a SIGTERM in the middle of planning,
- * standard output takes one format, and progress shows on a terminal only.
+ * standard output takes one format, and progress shows as a status line on a terminal and as
+ * plain lines, only once a job has run a while, anywhere else.
  */
 #define _XOPEN_SOURCE 700 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <criterion/criterion.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/progress.h"
 #include "core/strbuf.h"
 #include "testutil.h"
 
@@ -245,4 +247,41 @@ Test(outputs, progress_shows_on_a_terminal_only, .timeout = 120)
     tu_run_free(&r);
     unlink(out);
     free(out);
+}
+
+/* Off a terminal (a CI log), a long job prints a plain line every few seconds: none before the
+ * first period, then one per period, with no carriage return or escape. The period is cut to
+ * 50 ms here; blinkc's own is PROGRESS_LINE_SECONDS. */
+Test(outputs, progress_prints_plain_lines_off_a_terminal)
+{
+    char *path = tu_temp_file(".log", "", 0);
+    cr_assert_not_null(freopen(path, "w", stderr));
+    progress_set_interval(0.05);
+    progress_enable(PROGRESS_LINES);
+    progress_say("planning %s from rank %d of %d", "broadcast", 0, 8);
+    cr_expect_not(progress_enabled(), "a line before the first period");
+    for (int i = 0; progress_elapsed() < 0.32; i++) {
+        progress_say("simulating sizes for %s (plan %d of %d)", "reduce", i, 100);
+        progress_clear(); /* as a diagnostic would: nothing to erase off a terminal */
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    cr_expect(progress_enabled(), "no line after the first period");
+    progress_enable(PROGRESS_OFF);
+    progress_say("simulating sizes for %s (plan %d of %d)", "reduce", 1, 100);
+    fflush(stderr);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        cr_expect(strncmp(line, "blinkc: simulating sizes for reduce (plan ", 42) == 0,
+                  "line %d: %s", n, line);
+        cr_expect(strchr(line, '\n') && !strchr(line, '\r') && !strchr(line, '\033'),
+                  "line %d is not plain: %s", n, line);
+    }
+    fclose(f);
+    cr_expect(n >= 3 && n <= 6, "%d lines in 0.32 s at one per 0.05 s", n);
+    unlink(path);
+    free(path);
 }

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * topo_auto.h - a topology's symmetries: relabellings of its nodes (automorphisms) that map
+ * every node onto one of the same kind and part, and every link onto a link of the same kind,
+ * count and rate in the same direction, so that anything planned or simulated on it holds,
+ * relabelled, for the image.
+ *
+ * Switch fabrics are full of them: on an NVSwitch server every GPU looks like every other, so a
+ * broadcast planned from one root is, relabelled, a plan from any root with the same rate and
+ * the same simulated times; and --all-allocations' GPU sets of one size are one set relabelled.
+ * The search is individualisation and refinement (colour refinement of the nodes by their
+ * links, then fixing one node at a time, backtracking where a choice fails); every relabelling
+ * it returns has been checked link by link. A search that runs past a fixed budget gives up and
+ * reports no symmetry, which only costs time later: callers then plan each case themselves.
+ * Deterministic: the same topology gives the same relabellings on any machine.
+ */
+#ifndef BK_TOPO_AUTO_H
+#define BK_TOPO_AUTO_H
+
+#include "core/bk.h"
+#include "topo/topo.h"
+
+struct topo_orbits {
+    int ngpus, nnodes;
+    int *rep;  /* [ngpus] the lowest GPU rank of each GPU's orbit (a rank is its own rep) */
+    int *perm; /* [ngpus * nnodes] row g: an automorphism (node -> node) taking node rep[g] to
+                  node g; the identity for a rep */
+    int ngens; /* generators found */
+    int *gens; /* [ngens * nnodes] */
+};
+
+/* The orbits of t's GPUs under its automorphisms. Fails only with BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status topo_gpu_orbits(const struct topo *t, struct topo_orbits *o);
+
+/* Automorphisms that, with the orbits' generators, generate every automorphism of t as far as
+ * its GPUs go: a strong generating set along the base GPU 0, 1, ... (the stabiliser of GPUs
+ * 0..k-1 is searched for each k). Its gens replace o's; rep and perm are left as they were.
+ * Fails only with BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status topo_gpu_group(const struct topo *t, struct topo_orbits *o);
+
+void topo_orbits_free(struct topo_orbits *o);
+
+/* 1 when perm (node -> node) is an automorphism of t, checked link by link; independent of the
+ * search. */
+int topo_is_automorphism(const struct topo *t, const int *perm);
+
+#endif

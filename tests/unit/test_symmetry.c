@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_symmetry.c - symmetries of an allocation (topo_auto.h) and the plans they share.
+ *
+ * Orbits are checked against ones worked out by hand; every relabelling the search returns is
+ * checked link by link here, without the search's own checker. Plans relabelled onto a root are
+ * checked as packings on the allocation (tu_check_trees), root by root, and against the same
+ * root planned directly (--root: no symmetry is used): the same rate and bound. Their tuning,
+ * copied from the plan they relabel, must be what tuning them directly gives. A library's
+ * allocation that runs another's plans must hold them: its devices are its own GPUs, every
+ * tree edge that is one link there is a link of the same kind and rate between the devices it
+ * lands on, and planning it directly gives each collective and root the same rate and bound.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan/plan.h"
+#include "sim/sim.h"
+#include "core/strbuf.h"
+#include "testutil.h"
+#include "topo/topo_auto.h"
+#include "tune/allocations.h"
+#include "tune/plan_tune.h"
+
+#define ROOTED ((1u << COLL_BROADCAST) | (1u << COLL_REDUCE))
+
+/* Every link of t maps under perm onto a link of the same kind, count and rate. */
+static void expect_automorphism(const struct topo *t, const int *perm)
+{
+    for (int l = 0; l < t->nlinks; l++) {
+        const struct topo_link *a = &t->links[l];
+        int hit = 0;
+        for (int k = 0; k < t->nlinks && !hit; k++) {
+            const struct topo_link *b = &t->links[k];
+            hit = b->src == perm[a->src] && b->dst == perm[a->dst] && b->kind == a->kind &&
+                  b->count == a->count && b->gbps == a->gbps;
+        }
+        cr_assert(hit, "link %s->%s has no image", t->nodes[a->src].id, t->nodes[a->dst].id);
+    }
+    for (int v = 0; v < t->nnodes; v++) {
+        cr_assert_eq(t->nodes[perm[v]].kind, t->nodes[v].kind);
+        for (int u = 0; u < v; u++)
+            cr_assert_neq(perm[u], perm[v], "not one to one");
+    }
+}
+
+static void expect_orbits(const struct topo *t, const int *want_rep)
+{
+    struct topo_orbits o;
+    cr_assert_eq(topo_gpu_orbits(t, &o), BK_OK);
+    for (int g = 0; g < t->ngpus; g++) {
+        cr_expect_eq(o.rep[g], want_rep[g], "gpu%d: orbit of gpu%d, not gpu%d", g, o.rep[g],
+                     want_rep[g]);
+        const int *p = o.perm + (size_t)g * t->nnodes;
+        cr_expect_eq(p[o.rep[g]], g);
+        expect_automorphism(t, p);
+    }
+    topo_orbits_free(&o);
+}
+
+/* A ring of four GPUs whose one double link (gpu0-gpu1) leaves one symmetry, the mirror that
+ * swaps 0 with 1 and 2 with 3; and the same ring with every link single (all one orbit). */
+Test(symmetry, orbits_worked_out_by_hand)
+{
+    const char *head = "topology ring4\n"
+                       "gpu gpu0 model=\"Tesla V100-SXM2-16GB\"\n"
+                       "gpu gpu1 model=\"Tesla V100-SXM2-16GB\"\n"
+                       "gpu gpu2 model=\"Tesla V100-SXM2-16GB\"\n"
+                       "gpu gpu3 model=\"Tesla V100-SXM2-16GB\"\n";
+    const char *links[] = {"link gpu0 gpu1 count=2\nlink gpu1 gpu2\nlink gpu2 gpu3\n"
+                           "link gpu3 gpu0\n",
+                           "link gpu0 gpu1\nlink gpu1 gpu2\nlink gpu2 gpu3\nlink gpu3 gpu0\n"};
+    const int want[][4] = {{0, 0, 2, 2}, {0, 0, 0, 0}};
+    for (int k = 0; k < 2; k++) {
+        char *text = bk_asprintf("%s%s", head, links[k]);
+        struct topo t;
+        struct diag d;
+        diag_init(&d);
+        cr_assert_eq(tu_read_string("ring4.topo", text, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+        expect_orbits(&t, want[k]);
+        topo_free(&t);
+        diag_free(&d);
+        free(text);
+    }
+    /* NVSwitch servers: every GPU is every other's image. */
+    struct topo t;
+    tu_load_alloc("dgx2.topo", NULL, 0, &t);
+    int zeros[16] = {0};
+    expect_orbits(&t, zeros);
+    topo_free(&t);
+}
+
+/* Every root's broadcast and reduce on the DGX-2 is root 0's relabelled: a packing on the
+ * server rooted where it says, at the bound, as fast as that root planned directly. */
+Test(symmetry, relabelled_roots_are_packings_at_the_direct_rate, .timeout = 120)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx2.topo", NULL, 0, ROOTED, -1, &t, &ps);
+    for (int c = COLL_BROADCAST; c <= COLL_REDUCE; c++)
+        for (int r = 0; r < t.ngpus; r++) {
+            const struct plan *p = tu_find_plan(&ps, c, r);
+            cr_expect_eq(p->relabels != 0, r != 0, "root %d: relabels %d", r, p->relabels);
+            tu_check_trees(&t, &p->main, c);
+            for (int i = 0; i < p->main.trees.n; i++)
+                cr_expect_eq(p->main.trees.t[i].root, r);
+            cr_expect(fabs(p->main.algbw - p->main.bound) <= 1e-6 * p->main.bound,
+                      "root %d: %g of %g GB/s", r, p->main.algbw, p->main.bound);
+            if (r % 5 != 3) /* roots 3, 8, 13: planned directly below */
+                continue;
+            struct topo t1;
+            struct plan_set direct;
+            tu_plan_alloc("dgx2.topo", NULL, 0, 1u << c, r, &t1, &direct);
+            const struct plan *q = tu_find_plan(&direct, c, r);
+            cr_expect_eq(q->relabels, 0);
+            cr_expect(fabs(q->main.algbw - p->main.algbw) <= 1e-9 * q->main.algbw,
+                      "root %d: %g GB/s directly, %g relabelled", r, q->main.algbw,
+                      p->main.algbw);
+            cr_expect(fabs(q->main.bound - p->main.bound) <= 1e-9 * q->main.bound);
+            plan_set_free(&direct);
+            topo_free(&t1);
+        }
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* A relabelled plan's copied tuning is the one tuning it directly finds, and its simulated
+ * time is the original's. DGX-1V: two orbits of roots, {0,1,4,5} and {2,3,6,7}. */
+Test(symmetry, copied_tuning_is_the_direct_tuning, .timeout = 120)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("dgx1v.topo", NULL, 0, 1u << COLL_BROADCAST, -1, &t, &ps);
+    struct sim_params sp;
+    sim_params_default(&sp);
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_tune(&ps, &sp, &d), BK_OK);
+    const int rep[8] = {0, 0, 2, 2, 0, 0, 2, 2};
+    for (int r = 0; r < 8; r++) {
+        struct plan *p = (struct plan *)tu_find_plan(&ps, COLL_BROADCAST, r);
+        cr_expect_eq(p->relabels ? ps.v[p->relabels - 1].root : r, rep[r], "root %d", r);
+        tu_check_trees(&t, &p->main, COLL_BROADCAST);
+        if (r != 5 && r != 7)
+            continue;
+        const struct plan *o = &ps.v[p->relabels - 1];
+        for (double bytes = 1 << 16; bytes <= 1 << 28; bytes *= 16) {
+            double a, b;
+            cr_assert_eq(sim_tree_plan(&ps, o, bytes, 1 << 18, &sp, &a, &d), BK_OK);
+            cr_assert_eq(sim_tree_plan(&ps, p, bytes, 1 << 18, &sp, &b, &d), BK_OK);
+            cr_expect(fabs(a - b) <= 1e-9 * a, "root %d, %g B: %g us, its original %g", r,
+                      bytes, b, a);
+        }
+        struct plan_tuning copied = p->tune;
+        p->tune = (struct plan_tuning){0};
+        int was = p->relabels;
+        p->relabels = 0;
+        cr_assert_eq(plan_tune(&ps, &sp, &d), BK_OK); /* tunes p (and copies the rest again) */
+        cr_expect_eq(p->tune.n, copied.n, "root %d: %d ranges directly, %d copied", r,
+                     p->tune.n, copied.n);
+        for (int i = 0; i < copied.n && i < p->tune.n; i++) {
+            cr_expect_eq(p->tune.r[i].algo, copied.r[i].algo);
+            cr_expect_eq(p->tune.r[i].chunk_bytes, copied.r[i].chunk_bytes);
+            cr_expect(p->tune.r[i].min_bytes == copied.r[i].min_bytes);
+        }
+        free(copied.r);
+        p->relabels = was;
+    }
+    diag_free(&d);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* The full topology's GPU number of rank r of an allocation (its canonical id gpuN). */
+static int gpu_number(const struct topo *t, int r)
+{
+    cr_assert(strncmp(t->nodes[r].id, "gpu", 3) == 0);
+    return atoi(t->nodes[r].id + 3);
+}
+
+static int rank_of(const struct topo *t, int gpu)
+{
+    for (int r = 0; r < t->ngpus; r++)
+        if (gpu_number(t, r) == gpu)
+            return r;
+    cr_assert_fail("gpu%d is not in the allocation", gpu);
+    return -1;
+}
+
+/* Every tree edge of shared plan set ps that is one GPU-to-GPU link of ps's allocation is a
+ * link of the same kind, count and rate between the full topology's GPUs dev[] it maps to. */
+static void expect_edges_on(const struct topo *full, const struct plan_set *ps, const int *dev)
+{
+    const struct topo *t = ps->topo;
+    for (int k = 0; k < ps->n; k++) {
+        const struct plan_trees *pt = &ps->v[k].main;
+        for (int i = 0; i < pt->trees.n; i++) {
+            const struct ptree *tr = &pt->trees.t[i];
+            for (int v = 0; v < t->ngpus; v++) {
+                if (v == tr->root || tr->path_off[v + 1] - tr->path_off[v] != 1)
+                    continue;
+                const struct topo_link *l = &t->links[pt->g->link[tr->path_arc[tr->path_off[v]]]];
+                if (l->src >= t->ngpus || l->dst >= t->ngpus)
+                    continue;
+                int hit = 0;
+                for (int m = 0; m < full->nlinks && !hit; m++) {
+                    const struct topo_link *f = &full->links[m];
+                    hit = f->src == dev[l->src] && f->dst == dev[l->dst] && f->kind == l->kind &&
+                          f->count == l->count && f->gbps == l->gbps;
+                }
+                cr_assert(hit, "no link gpu%d-gpu%d like %s-%s", dev[l->src], dev[l->dst],
+                          t->nodes[l->src].id, t->nodes[l->dst].id);
+            }
+        }
+    }
+}
+
+Test(symmetry, library_allocations_hold_the_plans_they_share, .timeout = 300)
+{
+    struct topo full;
+    tu_load_alloc("dgx1v.topo", NULL, 0, &full);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct allocations a;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_allocations(&full, &o, NULL, &a, &d), BK_OK);
+    cr_expect_eq(a.n, 247);
+    cr_expect(a.classes > 7 && a.classes < a.n, "%d classes", a.classes);
+    int members = 0;
+    for (int i = 0; i < a.n; i++) {
+        if (a.same[i] == i) {
+            cr_expect_gt(a.sets[i].n, 0);
+            continue;
+        }
+        int j = a.same[i], n = a.topos[i].ngpus;
+        cr_assert(j < i && a.same[j] == j && a.topos[j].ngpus == n && a.sets[i].n == 0);
+        const int *dev = a.devices + (size_t)i * ALLOCATIONS_MAX_GPUS;
+        unsigned mine = 0, got = 0;
+        for (int r = 0; r < n; r++) {
+            mine |= 1u << gpu_number(&a.topos[i], r);
+            got |= 1u << dev[r];
+        }
+        cr_expect_eq(got, mine, "allocation %d: devices are not its GPUs", i);
+        expect_edges_on(&full, &a.sets[j], dev);
+        if (members++ % 6 != 0) /* a sample is planned directly */
+            continue;
+        struct plan_set direct;
+        cr_assert_eq(plan_all(&a.topos[i], &o, &direct, &d), BK_OK);
+        for (int k = 0; k < a.sets[j].n; k++) {
+            const struct plan *p = &a.sets[j].v[k];
+            int root = p->root < 0 ? -1 : rank_of(&a.topos[i], dev[p->root]);
+            const struct plan *q = tu_find_plan(&direct, p->coll, root);
+            cr_expect(fabs(q->main.algbw - p->main.algbw) <= 1e-6 * q->main.algbw &&
+                      fabs(q->main.bound - p->main.bound) <= 1e-6 * q->main.bound,
+                      "allocation %d, %s root %d: %g of %g GB/s directly, %g of %g shared", i,
+                      collective_name(p->coll), root, q->main.algbw, q->main.bound,
+                      p->main.algbw, p->main.bound);
+        }
+        plan_set_free(&direct);
+    }
+    cr_expect_gt(members, 0);
+    allocations_free(&a);
+    diag_free(&d);
+    topo_free(&full);
+}
+
+/* Past the old limit of 12 GPUs: 13 GPUs on one NVSwitch are 8178 GPU sets of 12 sizes, and
+ * the library holds 8178 plans but one schedule table per size. */
+Test(symmetry, library_of_thirteen_gpus_plans_one_class_per_size, .timeout = 120)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "topology sw13\nnvswitch nvs0\n");
+    for (int g = 0; g < 13; g++)
+        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=2\n", g,
+                  g);
+    char *topo = tu_temp_file(".topo", sb.data, sb.len), *out = tu_temp_file(".cu", "", 0);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--all-allocations", "--no-tune", "-o", out,
+                                            topo, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *code = tu_slurp(out, NULL);
+    cr_assert_not_null(code);
+    int plans = 0, tables = 0;
+    for (const char *p = code; (p = strstr(p, "static const struct blink_plan blinkgen_")); p++)
+        plans++;
+    for (const char *p = code; (p = strstr(p, "static const struct blink_plan_schedule ")); p++)
+        tables++;
+    cr_expect_eq(plans, (1 << 13) - 13 - 1);
+    cr_expect_eq(tables, 12);
+    free(code);
+    tu_run_free(&r);
+    unlink(topo);
+    unlink(out);
+    free(topo);
+    free(out);
+    sb_free(&sb);
+}
