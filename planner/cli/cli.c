@@ -325,9 +325,11 @@ BK_MUST_USE
 static enum bk_status check_topology_given(const struct cli *c, char *buf, size_t cap,
                                            const char **why)
 {
-    const char *out = c->all_allocations ? "--all-allocations" : c->output ? "-o/--output"
-                    : c->plan_json ? "--plan-json" : c->msccl_xml ? "--msccl-xml"
-                    : c->dot ? "--dot" : c->dump_ilp ? "--dump-ilp" : NULL;
+#define BK_FILE(p) ((p) && strcmp((p), "-") != 0) /* standard output is read, not kept */
+    const char *out = c->all_allocations ? "--all-allocations" : BK_FILE(c->output) ? "-o/--output"
+                    : BK_FILE(c->plan_json) ? "--plan-json" : c->msccl_xml ? "--msccl-xml"
+                    : BK_FILE(c->dot) ? "--dot" : BK_FILE(c->dump_ilp) ? "--dump-ilp" : NULL;
+#undef BK_FILE
     if (c->topology || c->from_plan || !out)
         return BK_OK;
     snprintf(buf, cap, "%s writes a file, so it needs a TOPOLOGY (builtin:%s for the built-in "

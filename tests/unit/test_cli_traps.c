@@ -52,11 +52,16 @@ Test(traps, an_output_without_a_topology_is_a_usage_error)
         cr_expect_neq(access(out, F_OK), 0, "case %zu wrote %s", i, out);
         tu_run_free(&r);
     }
-    /* The table a person reads still comes from the built-in default. */
+    /* What a person reads still comes from the built-in default: the table, and standard
+     * output. */
     struct tu_run r;
     RUN(&r, "--no-tune", "--collective", "allreduce");
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "allreduce"), "%s", r.out);
+    tu_run_free(&r);
+    RUN(&r, "--no-tune", "--collective", "allreduce", "--plan-json", "-");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"format\": \"blink-plan\""), "%s", r.out);
     tu_run_free(&r);
     rmdir(dir);
     free(out), free(dir);
