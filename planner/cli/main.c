@@ -154,6 +154,21 @@ static enum bk_status resolve_root(const struct cli *c, const struct topo *t, in
  * rank count, collective and size, so DIR may hold only this export's files (an earlier run's
  * with the same names are replaced). A plan that runs NCCL at every size gets no file, and a
  * note names it. */
+/* --msccl-xml DIR holds this export's files only (outfile_dir_only): before planning, none of
+ * another allocation (`suffix`, ".gpu0-3.xml"); after it, none but the ones written now. */
+BK_MUST_USE
+static enum bk_status check_msccl_dir(const char *dir, const char *const *names, int n,
+                                      const char *suffix, struct diag *d)
+{
+    char *hint = bk_asprintf("which this export does not write; the MSCCL executors load every "
+                             "file of their directory, so remove what is not this export's "
+                             "(rm %s/*.xml clears an earlier one) or give an empty directory",
+                             dir);
+    enum bk_status st = hint ? outfile_dir_only(dir, names, n, suffix, hint, d) : BK_ENOMEM;
+    free(hint);
+    return st;
+}
+
 BK_MUST_USE
 static enum bk_status write_msccl(const char *dir, const struct plan_set *ps,
                                   struct outfile_set *outs, struct diag *d)
@@ -170,14 +185,8 @@ static enum bk_status write_msccl(const char *dir, const struct plan_set *ps,
             st = msccl_xml_render(&text[i], name[i], sizeof name[i], ps, k, j);
             names[i] = name[i];
         }
-    if (st == BK_OK) {
-        char *hint = bk_asprintf("which this export does not write; the MSCCL executors load "
-                                 "every file of their directory, so remove what is not this "
-                                 "export's (rm %s/*.xml clears an earlier one) or give an "
-                                 "empty directory", dir);
-        st = hint ? outfile_dir_only(dir, names, n, hint, d) : BK_ENOMEM;
-        free(hint);
-    }
+    if (st == BK_OK)
+        st = check_msccl_dir(dir, names, n, NULL, d);
     for (int i = 0; st == BK_OK && i < n; i++) {
         char *path = bk_asprintf("%s/%s", dir, name[i]);
         st = path ? outfile_reserve(outs, path, d) : BK_ENOMEM;
@@ -221,6 +230,12 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     if (table && !c->explain) { /* what was read comes first, before the planning's wait */
         topo_print_summary(&sb, t);
         BK_CHECK_GOTO(print(&sb, d), st, out);
+    }
+    if (c->msccl_xml) { /* a directory that cannot take the export fails before the planning */
+        char tag[MSCCL_XML_TAG_MAX + 16], suffix[MSCCL_XML_TAG_MAX + 24];
+        msccl_xml_alloc_tag(tag, sizeof tag, t);
+        snprintf(suffix, sizeof suffix, ".%s.xml", tag);
+        BK_CHECK_GOTO(check_msccl_dir(c->msccl_xml, NULL, 0, suffix, d), st, out);
     }
     if (!only_topology)
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);

@@ -248,7 +248,7 @@ enum bk_status outfile_check_dir(const char *dir, struct diag *d)
 }
 
 enum bk_status outfile_dir_only(const char *dir, const char *const *names, int n,
-                                const char *hint, struct diag *d)
+                                const char *suffix, const char *hint, struct diag *d)
 {
     DIR *dp = opendir(dir);
     if (!dp) {
@@ -264,6 +264,8 @@ enum bk_status outfile_dir_only(const char *dir, const char *const *names, int n
         int ours = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
         for (int i = 0; !ours && i < n; i++)
             ours = strcmp(e->d_name, names[i]) == 0;
+        size_t len = strlen(e->d_name), slen = suffix ? strlen(suffix) : 0;
+        ours |= suffix && len > slen && strcmp(e->d_name + len - slen, suffix) == 0;
         char *path = ours ? NULL : bk_asprintf("%s/%s", dir, e->d_name);
         struct stat sb;
         if (ours || (path && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {

@@ -66,13 +66,13 @@ int outfile_is_dir(const char *path);
 BK_MUST_USE
 enum bk_status outfile_check_dir(const char *dir, struct diag *d);
 
-/* Does dir hold nothing but the n files names[] and subdirectories? A program that loads
- * every file of a directory (the MSCCL executors) must not find others there. Errors: BK_EIO
- * naming the first other file in name order, how many more there are, and `hint`;
- * BK_ENOMEM. */
+/* Does dir hold nothing but the n files names[], files whose names end in `suffix` (NULL: none)
+ * and subdirectories? A program that loads every file of a directory (the MSCCL executors) must
+ * not find others there. Errors: BK_EIO naming the first other file in name order, how many
+ * more there are, and `hint`; BK_ENOMEM. */
 BK_MUST_USE
 enum bk_status outfile_dir_only(const char *dir, const char *const *names, int n,
-                                const char *hint, struct diag *d);
+                                const char *suffix, const char *hint, struct diag *d);
 
 /* Do paths a and b name one file ("./x" and "x", a link and its target)? Existing files
  * compare by device and inode; a file not made yet by its directory's and its own name. "-"

@@ -17,7 +17,6 @@
 #include "out/msccl_map.h"
 
 #define NAME_ATTR_MAX 255 /* the executors' value buffer, less its terminator */
-#define TAG_MAX 96        /* of the allocation tag, before a long one is cut and hashed */
 
 /* A run [min, end) of plan p's sizes where the trees run (end 0: no limit). */
 struct run {
@@ -129,8 +128,9 @@ static long gpu_number(const char *id)
 /* The allocation in rank order, for file names and the name attribute: "gpu5.4.7.6" (rank 0 on
  * gpu5, ...), with three or more consecutive GPUs as a range ("gpu0-7", "gpu0-3.8-11"). The
  * executors pick a file by rank count, never by GPUs, so this is what tells the exports of
- * two allocations apart. Past TAG_MAX bytes the tag is cut and a hash of all of it appended. */
-static void alloc_tag(char *out, size_t cap, const struct topo *t)
+ * two allocations apart. Past MSCCL_XML_MSCCL_XML_TAG_MAX bytes the tag is cut and a hash of all of it
+ * appended. */
+void msccl_xml_alloc_tag(char *out, size_t cap, const struct topo *t)
 {
     struct strbuf sb;
     sb_init(&sb);
@@ -156,13 +156,13 @@ static void alloc_tag(char *out, size_t cap, const struct topo *t)
         r = e;
     }
     const char *tag = sb.data ? sb.data : "";
-    if (strlen(tag) <= TAG_MAX) {
+    if (strlen(tag) <= MSCCL_XML_TAG_MAX) {
         snprintf(out, cap, "%s", tag);
     } else {
         uint32_t h = 2166136261u; /* FNV-1a */
         for (const char *q = tag; *q; q++)
             h = (h ^ (unsigned char)*q) * 16777619u;
-        snprintf(out, cap, "%.*s-h%08x", TAG_MAX - 10, tag, (unsigned)h);
+        snprintf(out, cap, "%.*s-h%08x", MSCCL_XML_TAG_MAX - 10, tag, (unsigned)h);
     }
     sb_free(&sb);
 }
@@ -212,7 +212,7 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
     int nr = runs(p, j, &run);
     if (j < 0 || j >= nr)
         return BK_EINTERNAL;
-    char root[48] = "", lo[24], hi[24], sizes[56] = "", tag[TAG_MAX + 16];
+    char root[48] = "", lo[24], hi[24], sizes[56] = "", tag[MSCCL_XML_TAG_MAX + 16];
     if (p->root >= 0)
         snprintf(root, sizeof root, "-%s", ps->topo->nodes[topo_gpu_node(ps->topo, p->root)].id);
     size_word(lo, sizeof lo, run.min_bytes);
@@ -222,7 +222,7 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
         snprintf(hi, sizeof hi, "inf");
     if (run.min_bytes > 0 || run.end_bytes > 0) /* the name says when some sizes are left out */
         snprintf(sizes, sizeof sizes, "-%s-%s", lo, hi);
-    alloc_tag(tag, sizeof tag, ps->topo);
+    msccl_xml_alloc_tag(tag, sizeof tag, ps->topo);
     snprintf(name, cap, "%s%s-trees%s.%s.xml", collective_name(p->coll), root, sizes, tag);
     struct mprog g;
     BK_CHECK(msccl_map(&p->main.trees, p->coll, ps->topo->ngpus, &g));

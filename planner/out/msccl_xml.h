@@ -20,6 +20,11 @@
 #include "plan/plan.h"
 
 #define MSCCL_XML_NAME_MAX 192 /* a file name's bytes, NUL included */
+#define MSCCL_XML_TAG_MAX 96   /* the allocation tag's bytes before a long one is cut and hashed */
+
+/* The allocation in rank order as every file name of t's export ends: "gpu5.4.7.6" in
+ * "....gpu5.4.7.6.xml". cap: MSCCL_XML_TAG_MAX + 16 bytes or more. */
+void msccl_xml_alloc_tag(char *out, size_t cap, const struct topo *t);
 
 /* How many files plan k gives: runs of ranges where the trees run (1 when untuned; 0 when
  * NCCL runs at every size). */

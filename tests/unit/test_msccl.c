@@ -383,7 +383,21 @@ Test(msccl, command_line)
                                             NULL});
     cr_expect_eq(r.status, 0, "%s", r.err);
     tu_run_free(&r);
-    /* Another allocation's export there is refused, and nothing is written. */
+    /* A file named for this allocation that this run does not write (an earlier run's, with
+     * other plans) passes the check before planning and is refused by the one after it. */
+    char *stale = bk_asprintf("%s/reduce-gpu0-trees.gpu0-2.xml", dir);
+    FILE *f = fopen(stale, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "0,1,2", "--collective",
+                                            "allreduce", "--msccl-xml", dir, "builtin:dgx1v",
+                                            NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "error: holds reduce-gpu0-trees.gpu0-2.xml,"), "%s", r.err);
+    tu_run_free(&r);
+    cr_expect_eq(unlink(stale), 0);
+    free(stale);
+    /* Another allocation's export there is refused before planning, and nothing is written. */
     tu_run_blinkc(&r, (const char *const[]){"-q", "--no-tune", "--gpus", "4,5,6", "--collective",
                                             "allreduce", "--msccl-xml", dir, "builtin:dgx1v",
                                             NULL});
