@@ -149,11 +149,6 @@ static enum bk_status resolve_root(const struct cli *c, const struct topo *t, in
     return BK_EUSAGE;
 }
 
-/* --msccl-xml DIR: a file per plan and per run of sizes where the trees run (msccl_xml.h).
- * The executors parse every file in their directory, and take the first that fits a call's
- * rank count, collective and size, so DIR may hold only this export's files (an earlier run's
- * with the same names are replaced). A plan that runs NCCL at every size gets no file, and a
- * note names it. */
 /* --msccl-xml DIR holds this export's files only (outfile_dir_only): before planning, none of
  * another allocation (`suffix`, ".gpu0-3.xml"); after it, none but the ones written now. */
 BK_MUST_USE
@@ -169,6 +164,11 @@ static enum bk_status check_msccl_dir(const char *dir, const char *const *names,
     return st;
 }
 
+/* --msccl-xml DIR: a file per plan and per run of sizes where the trees run (msccl_xml.h).
+ * The executors parse every file in their directory, and take the first that fits a call's
+ * rank count, collective and size, so DIR may hold only this export's files (an earlier run's
+ * with the same names are replaced). A plan that runs NCCL at every size gets no file, and a
+ * note names it. */
 BK_MUST_USE
 static enum bk_status write_msccl(const char *dir, const struct plan_set *ps,
                                   struct outfile_set *outs, struct diag *d)

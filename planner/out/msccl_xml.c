@@ -115,20 +115,10 @@ static void put_attr_text(struct strbuf *sb, const char *s, size_t room)
     }
 }
 
-/* The GPU number of a canonical id "gpuN", or -1. */
-static long gpu_number(const char *id)
-{
-    if (strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
-        return -1;
-    char *end;
-    long v = strtol(id + 3, &end, 10);
-    return *end ? -1 : v;
-}
-
 /* The allocation in rank order, for file names and the name attribute: "gpu5.4.7.6" (rank 0 on
  * gpu5, ...), with three or more consecutive GPUs as a range ("gpu0-7", "gpu0-3.8-11"). The
  * executors pick a file by rank count, never by GPUs, so this is what tells the exports of
- * two allocations apart. Past MSCCL_XML_MSCCL_XML_TAG_MAX bytes the tag is cut and a hash of all of it
+ * two allocations apart. Past MSCCL_XML_TAG_MAX bytes the tag is cut and a hash of all of it
  * appended. */
 void msccl_xml_alloc_tag(char *out, size_t cap, const struct topo *t)
 {
@@ -136,7 +126,7 @@ void msccl_xml_alloc_tag(char *out, size_t cap, const struct topo *t)
     sb_init(&sb);
     int numeric = 1;
     for (int r = 0; r < t->ngpus; r++)
-        numeric &= gpu_number(t->nodes[topo_gpu_node(t, r)].id) >= 0;
+        numeric &= topo_gpu_number(t->nodes[topo_gpu_node(t, r)].id) >= 0;
     for (int r = 0; r < t->ngpus;) {
         const char *id = t->nodes[topo_gpu_node(t, r)].id;
         if (!numeric) { /* canonical ids are ASCII letters and digits */
@@ -144,9 +134,9 @@ void msccl_xml_alloc_tag(char *out, size_t cap, const struct topo *t)
             r++;
             continue;
         }
-        long v = gpu_number(id);
+        long v = topo_gpu_number(id);
         int e = r + 1;
-        while (e < t->ngpus && gpu_number(t->nodes[topo_gpu_node(t, e)].id) == v + (e - r))
+        while (e < t->ngpus && topo_gpu_number(t->nodes[topo_gpu_node(t, e)].id) == v + (e - r))
             e++;
         sb_printf(&sb, "%s%ld", r ? "." : "gpu", v);
         if (e - r >= 3)

@@ -7,6 +7,7 @@
  */
 #include "topo/topo.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -220,6 +221,16 @@ int topo_gpu_node(const struct topo *t, int k)
     return k;
 }
 
+int topo_gpu_number(const char *id)
+{
+    if (!id || strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(id + 3, &end, 10);
+    return *end || errno || v > INT_MAX ? -1 : (int)v;
+}
+
 int topo_gpu_device(const struct topo *t, int k)
 {
     int node = topo_gpu_node(t, k);
@@ -228,11 +239,8 @@ int topo_gpu_device(const struct topo *t, int k)
     const struct topo_node *g = &t->nodes[node];
     if (t->nservers > 1 && g->local_gpu >= 0)
         return g->local_gpu;
-    if (!g->id || strncmp(g->id, "gpu", 3) != 0 || g->id[3] < '0' || g->id[3] > '9')
-        return node;
-    char *end;
-    long v = strtol(g->id + 3, &end, 10);
-    return *end || v < 0 || v > INT_MAX ? node : (int)v;
+    int v = topo_gpu_number(g->id);
+    return v >= 0 ? v : node;
 }
 
 enum bk_status topo_copy(const struct topo *in, struct topo *out)

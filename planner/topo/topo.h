@@ -170,6 +170,9 @@ int topo_link_kind_parse(const char *s, enum topo_link_kind *out);
 /* Node index of the GPU of rank k, or -1 (GPUs come first, in rank order, once finalized). */
 int topo_gpu_node(const struct topo *t, int k);
 
+/* The N of a canonical GPU id "gpuN" (0 to INT_MAX), or -1 for any other id or NULL. */
+int topo_gpu_number(const char *id);
+
 /* The device rank k runs on, as the generated code names it: in a cluster its number within
  * its server (local_gpu, when set); else the N of its canonical id gpuN (the allocation's GPU
  * number, which topo_restrict keeps); else k. */
