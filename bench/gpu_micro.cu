@@ -9,6 +9,8 @@
  *   2. one block copying 64 MiB with 16-, 8- and 4-byte words (source and destination aligned
  *      to the word) and 4 or 8 words in flight per thread: GB/s of bytes copied. The protocol
  *      kernel runs one block per tree, so this is the rate one tree's data moves at.
+ *   3. the whole device copying 1 GiB (cudaMemcpy): bytes read plus written per second, the
+ *      rate blink-perf --hbm-gbps takes for the one-GPU bound.
  * It prints markdown tables. Without a GPU it says so and exits 0.
  *
  *   gpu-micro [-d DEVICE]
@@ -184,6 +186,31 @@ int main(int argc, char **argv)
         float ms = time_copy(rows[i].f, dst + rows[i].off, src + rows[i].off, bytes);
         printf("| %s | %.1f |\n", rows[i].name, (double)bytes / (ms * 1e-3) / 1e9);
     }
+    CK(cudaFree(src));
+    CK(cudaFree(dst));
+
+    /* The whole device's copy rate: what --hbm-gbps takes (bytes read plus written). */
+    const size_t big = (size_t)1 << 30;
+    CK(cudaMalloc(&src, big));
+    CK(cudaMalloc(&dst, big));
+    CK(cudaMemset(src, 1, big));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; rep++) {
+        float ms = 0;
+        CK(cudaEventRecord(a));
+        CK(cudaMemcpy(dst, src, big, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&ms, a, b));
+        best = rep > 0 && ms < best ? ms : best;
+    }
+    printf("\n| the whole device copies 1 GiB (cudaMemcpy) | GB/s read + written |\n"
+           "| --- | --- |\n| device to device | %.0f |\n", 2.0 * big / (best * 1e-3) / 1e9);
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
     CK(cudaFree(src));
     CK(cudaFree(dst));
     CK(cudaFree(flag));

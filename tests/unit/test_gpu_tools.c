@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * test_trace.c - blink-trace, the summary of BLINK_TRACE's files: on a hand-written trace of
- * one allreduce over a chain of three ranks (2 -> 1 -> 0, one chunk), whose call latency, hops,
- * waits and moves were worked out by hand below, and on files it must refuse.
+ * test_gpu_tools.c - the tools that measure the executor on a GPU, where no GPU is:
+ * blink-trace, the summary of BLINK_TRACE's files, on a hand-written trace of one allreduce
+ * over a chain of three ranks (2 -> 1 -> 0, one chunk), whose call latency, hops, waits and
+ * moves were worked out by hand below, and on files it must refuse; and tools/gpu-check, which
+ * without a GPU (or with --dry-run) must say what it would run and exit 0, and refuse bad usage
+ * with 2.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -127,5 +130,50 @@ Test(trace, refuses_what_is_not_a_trace, .init = write_chain, .fini = clean)
     cr_assert_eq(r.status, 2, "no argument is a usage error");
     tu_run_free(&r);
     free(bad);
+    free(bin);
+}
+
+static char *gpu_check(void)
+{
+    const char *src = getenv("BLINKC_SRCDIR");
+    return bk_asprintf("%s/tools/gpu-check", src ? src : "..");
+}
+
+Test(gpu_check, dry_run_names_every_part)
+{
+    char *bin = gpu_check();
+    struct tu_run r;
+    const char *rep = "/tmp/blink-gpu-check-dry-run";
+    rmdir(rep);
+    tu_run_argv(&r, (const char *const[]){bin, "--dry-run", "--build", "prebuilt", rep, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    static const char *const parts[] = {
+        "/prebuilt as it is", "/prebuilt/bench/gpu-micro",
+        "--collective reducescatter -b 8 -e 16M -f 8 -c 1", "--procs --collective allreduce",
+        "--collective allgather -b 1K -e 128M -f 4 -n 20 -w 5 -c 0 --hbm-gbps RATE",
+        "BLINK_TRACE=/tmp/blink-gpu-check-dry-run/trace-8",
+        "/prebuilt/bench/blink-trace /tmp/blink-gpu-check-dry-run/trace-8",
+        "/prebuilt/runtime/libblink-nccl.so python3", "--backend gloo",
+        "report:      /tmp/blink-gpu-check-dry-run/gpu-check.md"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        cr_expect(strstr(r.out, parts[i]), "no '%s' in:\n%s", parts[i], r.out);
+    cr_expect_eq(access(rep, F_OK), -1, "a dry run must not make its report directory");
+    tu_run_free(&r);
+    free(bin);
+}
+
+Test(gpu_check, usage_errors_exit_2)
+{
+    char *bin = gpu_check();
+    const char *const *bad[] = {(const char *const[]){bin, NULL},
+                                (const char *const[]){bin, "--frobnicate", "x", NULL},
+                                (const char *const[]){bin, "a", "b", NULL},
+                                (const char *const[]){bin, "x", "--build", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tu_run r;
+        tu_run_argv(&r, bad[i]);
+        cr_expect_eq(r.status, 2, "case %zu: %s", i, r.err);
+        tu_run_free(&r);
+    }
     free(bin);
 }
