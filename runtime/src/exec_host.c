@@ -36,7 +36,7 @@
 #include "rendezvous.h"
 
 struct tree_state {
-    size_t lo, hi;             /* the tree's elements */
+    size_t lo, hi;             /* the tree's elements (proto.h's bk_split_at, as the kernel) */
     uint32_t nchunks, up, down; /* chunks; chunks done going up and going down */
     struct bk_net_req *req;    /* edges over MPI: [S] up out, [S] down in, [F*S] up in,
                                   [F*S] down out (F: the most children of this rank) */
