@@ -65,6 +65,7 @@ RT_TESTS = \
 	tests/unit/test_rt_styles \
 	tests/unit/test_rt_fail \
 	tests/unit/test_rt_ranges \
+	tests/unit/test_rt_align \
 	tests/unit/test_rt_log
 UNIT_TESTS += $(RT_TESTS)
 EXTRA_DIST += tests/unit/rt_testutil.c tests/unit/rt_testutil.h
@@ -77,6 +78,9 @@ CLEANFILES += tests/unit/rt_testutil.$(OBJEXT)
 tests_unit_test_rt_ranges_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_ranges_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_ranges_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_align_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_align_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_align_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_api_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_api_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_api_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

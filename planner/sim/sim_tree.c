@@ -175,7 +175,8 @@ static enum bk_status down_tasks(struct tb *b, const struct ptree *tr, size_t c,
     return BK_OK;
 }
 
-/* floor(n * s / w) without overflow, as the runtime's split_at (exec_host.c). */
+/* floor(n * s / w) without overflow: the runtime's data split (proto.h's bk_split_at) before it
+ * rounds to 256-byte units, so a tree's share here is within one unit of the runtime's. */
 static size_t split_at(size_t n, unsigned long long s, unsigned long long w)
 {
     unsigned long long q = n / w, r = n % w;

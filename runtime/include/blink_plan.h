@@ -16,14 +16,18 @@
  *    schedule in proportion to their weights, in table order. allgather, reducescatter: shard r
  *    (sendcount or recvcount elements) is cut among the trees rooted at r the same way. With
  *    weights w_1..w_m, prefix sums S_0 = 0 .. S_m = W and n elements, tree i gets elements
- *    [n * S_{i-1} / W, n * S_i / W), rounded down (exact integer arithmetic, W < 2^32).
+ *    [b_{i-1}, b_i): b_i is n * S_i / W rounded down (exact integer arithmetic, W < 2^32),
+ *    then to the nearest multiple of 256 bytes (256 / element size elements; down where up
+ *    would pass n), and b_m = n. Every tree thus starts on a 256-byte boundary of the buffers;
+ *    a small count may leave trees empty.
  *  - Per tree, on its elements:
  *      broadcast, allgather:     down, parent to child, from the root's input;
  *      reduce, reducescatter:    up, each rank combines its input with its children's partial
  *                                results and hands the result to its parent; the root's result
  *                                is the output;
  *      allreduce:                up to the tree's root, then down the same tree.
- *  - Every tree's elements are cut into chunks that are pipelined along the tree's depth.
+ *  - Every tree's elements are cut into chunks that are pipelined along the tree's depth (the
+ *    chunk size, at most the staging slot, in whole 256-byte units from 256 bytes up).
  *  - Per message size (nccl-tests' S: count x element size for broadcast, reduce and
  *    allreduce; the whole gathered or scattered buffer, n x count x element size, for
  *    allgather and reduce-scatter) the schedule's ranges say what runs: the trees, or NCCL's

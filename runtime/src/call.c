@@ -121,6 +121,10 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
         c->seq = 1; /* 0 is what a fresh segment holds */
     size_t es = bk_dtype_size(a->dt);
     size_t chunk = ch.chunk_bytes < c->layout.slot_bytes ? ch.chunk_bytes : c->layout.slot_bytes;
+    /* Whole 256-byte units where the chunk holds one: with the trees cut on the same unit
+     * (bk_split_at), every chunk starts as aligned as the user buffer. */
+    if (chunk >= BK_SPLIT_ALIGN)
+        chunk -= chunk % BK_SPLIT_ALIGN;
     struct bk_launch L = {{c->seq, (uint64_t)a->coll, (uint64_t)(int64_t)root, (uint64_t)a->dt,
                            (uint64_t)a->op, a->count, (uint64_t)ch.ring_set, chunk},
                           a->send, a->recv,

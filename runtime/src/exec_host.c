@@ -36,7 +36,7 @@
 #include "rendezvous.h"
 
 struct tree_state {
-    size_t lo, hi;             /* the tree's elements */
+    size_t lo, hi;             /* the tree's elements (proto.h's bk_split_at, as the kernel) */
     uint32_t nchunks, up, down; /* chunks; chunks done going up and going down */
     struct bk_net_req *req;    /* edges over MPI: [S] up out, [S] down in, [F*S] up in,
                                   [F*S] down out (F: the most children of this rank) */
@@ -600,13 +600,6 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
 
 /* ------------------------------------------------------------------ one thread's share */
 
-/* floor(n * s / w) without overflow (s <= w < 2^64 / 2). */
-static size_t split_at(size_t n, uint64_t s, uint64_t w)
-{
-    uint64_t q = n / w, r = n % w;
-    return (size_t)(q * s + (uint64_t)((unsigned __int128)r * s / w));
-}
-
 static int tree_done(const struct bk_launch *L, const struct tree_state *s)
 {
     int coll = (int)L->d.coll;
@@ -678,8 +671,9 @@ static void work_trees(struct worker *w)
     for (int ti = w->index; ti < nt; ti += x->nthreads) {
         const struct bk_role *t = &L->set->roles[ti];
         struct tree_state *s = &w->ts[ti];
-        s->lo = split_at(L->d.count, t->lo_w, t->total_w);
-        s->hi = split_at(L->d.count, t->hi_w, t->total_w);
+        size_t es = bk_dtype_size((blinkDataType_t)L->d.dt);
+        s->lo = bk_split_at(L->d.count, es, t->lo_w, t->total_w);
+        s->hi = bk_split_at(L->d.count, es, t->hi_w, t->total_w);
         s->nchunks = (uint32_t)((s->hi - s->lo + L->chunk_elems - 1) / L->chunk_elems);
         s->up = s->down = 0;
         if (s->posted)

@@ -14,7 +14,9 @@
  * other ranks sharing it, and MAX_BLOCKS (backend_cuda.cu; a block then plays several trees, taking
  * each a step at a time, as the host's threads do). Thread 0 of a block decides, from the flag
  * words, whether a tree's next chunk can move up or down (never blocking on one while another could
- * move); the block's threads then move it together, with 16-byte accesses where alignment allows:
+ * move); the block's threads then move it together, with 16-byte accesses where alignment allows
+ * (trees and chunks start on 256-byte units of the user buffers, proto.h's bk_split_at and
+ * call.c, so an aligned buffer moves in vectors whole; up_pass says what misaligned ones do):
  * going up, one fused pass reads this rank's input and every child's in-slot, reduces in registers
  * and writes the parent's slot (the output at the root, divided there for avg), combining in
  * exec_host.c's order with reduce_host.c's arithmetic (integers wrap, float16/bfloat16 go through
@@ -50,6 +52,7 @@
 #define KTHREADS 512     /* threads per block */
 #define UNROLL 4         /* 16-byte vectors in flight per thread: copies */
 #define UNROLL_UP 2      /* and the up pass (unpacked 8-bit lanes take a register each) */
+#define UNROLL_S 4       /* elements in flight per thread on the up pass's scalar head and tail */
 
 /* ------------------------------------------------------------------ shared with the host */
 
@@ -576,34 +579,78 @@ __device__ void copy_bytes(unsigned char *dst, const unsigned char *src, size_t 
         copy_w<unsigned char>(dst, src, n);
 }
 
-/* The fused up pass: dst[i] = in[i] (op) slot_0[i] (op) ... (op) slot_{nk-1}[i], slot_j at
- * k0 + j * kstride, combined left to right as exec_host.c does; divided by divd if non-zero. */
+/* The 16 bytes at base + q * 4 + b * 16, base 16-byte aligned: two aligned loads, the window
+ * taken from their 32-bit words (q 1..3; q 0 is one plain load). */
+__device__ __forceinline__ uint4 ldv16_at(const unsigned char *base, size_t b, int q)
+{
+    uint4 a = ldv16(base + b * 16);
+    if (q == 0)
+        return a;
+    uint4 c = ldv16(base + b * 16 + 16), r;
+    r.x = q == 1 ? a.y : q == 2 ? a.z : a.w;
+    r.y = q == 1 ? a.z : q == 2 ? a.w : c.x;
+    r.z = q == 1 ? a.w : q == 2 ? c.x : c.y;
+    r.w = q == 1 ? c.x : q == 2 ? c.y : c.z;
+    return r;
+}
+
+/* up_pass's elements [i0, i1), UNROLL_S of them in flight per thread (the head and tail of a
+ * chunk, or all of it where no vector fits). ea: every address is element-aligned. */
 template <typename T, int OP>
-__device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char *in,
-                                        const unsigned char *k0, size_t kstride, int nk, size_t m,
-                                        int divd)
+__device__ __forceinline__ void up_scalar(unsigned char *dst, const unsigned char *in,
+                                          const unsigned char *k0, size_t kstride, int nk,
+                                          size_t i0, size_t i1, int divd, bool ea)
+{
+    typedef typename num<T>::R R;
+    const size_t tid = threadIdx.x, nth = blockDim.x, es = sizeof(R);
+    for (size_t b = i0 + tid; b < i1; b += UNROLL_S * nth) {
+        R a[UNROLL_S];
+#pragma unroll
+        for (int u = 0; u < UNROLL_S; u++)
+            a[u] = b + u * nth < i1 ? ld_el<R>(in + (b + u * nth) * es, ea) : (R)0;
+        for (int j = 0; j < nk; j++) {
+            const unsigned char *s = k0 + (size_t)j * kstride;
+            R x[UNROLL_S];
+#pragma unroll
+            for (int u = 0; u < UNROLL_S; u++)
+                x[u] = b + u * nth < i1 ? ld_el<R>(s + (b + u * nth) * es, ea) : (R)0;
+#pragma unroll
+            for (int u = 0; u < UNROLL_S; u++)
+                a[u] = combine<T, OP>(a[u], x[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL_S; u++)
+            if (b + u * nth < i1)
+                st_el<R>(dst + (b + u * nth) * es, divd ? divide<T>(a[u], divd) : a[u], ea);
+    }
+}
+
+/* up_pass's 16-byte vectors [v0, v1) of dst and the slots (16-byte aligned); in's vector b is
+ * ldv16_at(ib, b, q). */
+template <typename T, int OP>
+__device__ __forceinline__ void up_vec(unsigned char *dst, const unsigned char *ib, int q,
+                                       const unsigned char *k0, size_t kstride, int nk, size_t v0,
+                                       size_t v1, int divd)
 {
     typedef typename num<T>::R R;
     const int V = 16 / (int)sizeof(R);
-    const size_t tid = threadIdx.x, nth = blockDim.x, es = sizeof(R);
-    uintptr_t al = (uintptr_t)dst | (uintptr_t)in | (nk ? (uintptr_t)k0 | (uintptr_t)kstride : 0);
-    size_t nv = (al & 15) == 0 ? m / V : 0;
+    const size_t tid = threadIdx.x, nth = blockDim.x;
     union vec {
         uint4 v;
         R r[16 / sizeof(R)];
     };
-    for (size_t b = tid; b < nv; b += UNROLL_UP * nth) {
+    for (size_t b = v0 + tid; b < v1; b += UNROLL_UP * nth) {
         vec acc[UNROLL_UP];
 #pragma unroll
         for (int u = 0; u < UNROLL_UP; u++)
-            if (b + u * nth < nv)
-                acc[u].v = ldv16(in + (b + u * nth) * 16);
+            if (b + u * nth < v1)
+                acc[u].v = ldv16_at(ib, b + u * nth, q);
         for (int j = 0; j < nk; j++) {
             const unsigned char *s = k0 + (size_t)j * kstride;
             vec x[UNROLL_UP];
 #pragma unroll
             for (int u = 0; u < UNROLL_UP; u++)
-                if (b + u * nth < nv)
+                if (b + u * nth < v1)
                     x[u].v = ldv16(s + (b + u * nth) * 16);
 #pragma unroll
             for (int u = 0; u < UNROLL_UP; u++)
@@ -619,18 +666,49 @@ __device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char 
                     acc[u].r[e] = divide<T>(acc[u].r[e], divd);
 #pragma unroll
         for (int u = 0; u < UNROLL_UP; u++)
-            if (b + u * nth < nv)
+            if (b + u * nth < v1)
                 *(uint4 *)(dst + (b + u * nth) * 16) = acc[u].v;
     }
-    bool ea = (al & (es - 1)) == 0;
-    for (size_t i = nv * V + tid; i < m; i += nth) {
-        R a = ld_el<R>(in + i * es, ea);
-        for (int j = 0; j < nk; j++)
-            a = combine<T, OP>(a, ld_el<R>(k0 + (size_t)j * kstride + i * es, ea));
-        if (divd)
-            a = divide<T>(a, divd);
-        st_el<R>(dst + i * es, a, ea);
+}
+
+/* The fused up pass: dst[i] = in[i] (op) slot_0[i] (op) ... (op) slot_{nk-1}[i], slot_j at
+ * k0 + j * kstride, combined left to right as exec_host.c does; divided by divd if non-zero.
+ * dst and the slots (slots are 64-byte aligned, and trees and chunks start on 256-byte units of
+ * the user buffer, proto.h) share their offset mod 16: a scalar head of h elements brings them
+ * to a 16-byte boundary. in may lie elsewhere (a user buffer at, say, +4 bytes): at a multiple of
+ * 4 bytes off, its vectors are cut from two aligned loads (ldv16_at) from the second vector on,
+ * so no load leaves the chunk; otherwise the chunk stays scalar. The rest is an unrolled scalar
+ * tail. Every element is combined in the same order on every path. */
+template <typename T, int OP>
+__device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char *in,
+                                        const unsigned char *k0, size_t kstride, int nk, size_t m,
+                                        int divd)
+{
+    typedef typename num<T>::R R;
+    const size_t V = 16 / sizeof(R), es = sizeof(R);
+    uintptr_t ad = (uintptr_t)dst, ak = nk ? (uintptr_t)k0 | (uintptr_t)kstride : ad;
+    bool ea = (((uintptr_t)in | ad | ak) & (es - 1)) == 0;
+    size_t h = m, v0 = 0, v1 = 0; /* head elements; vectors [v0, v1) from element h */
+    int q = 0;
+    if (ea && (ak & 15) == (ad & 15)) {
+        h = ((16 - (ad & 15)) & 15) / es;
+        h = h < m ? h : m;
+        size_t a = ((uintptr_t)in + h * es) & 15, bytes = (m - h) * es;
+        if (a == 0) {
+            v1 = bytes / 16;
+        } else if ((a & 3) == 0 && a + bytes >= 32) {
+            q = (int)(a / 4);
+            v0 = 1;
+            v1 = (a + bytes - 16) / 16;
+        }
+        v0 = v1 > v0 ? v0 : v1;
     }
+    const unsigned char *ib = in + h * es - (q ? 4 * (size_t)q : 0);
+    size_t ks = h * es;
+    up_scalar<T, OP>(dst, in, k0, kstride, nk, 0, h + v0 * V, divd, ea);
+    if (v1 > v0)
+        up_vec<T, OP>(dst + ks, ib, q, k0 + ks, kstride, nk, v0, v1, divd);
+    up_scalar<T, OP>(dst, in, k0, kstride, nk, h + v1 * V, m, divd, ea);
 }
 
 template <typename T>
@@ -846,15 +924,6 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
     return dec;
 }
 
-/* floor(n * s / w) without overflow (exec_host.c's split_at). */
-__device__ size_t d_split_at(size_t n, uint64_t s, uint64_t w)
-{
-    if (w == 0)
-        return 0;
-    uint64_t q = n / w, r = n % w;
-    return (size_t)(q * s + (uint64_t)((unsigned __int128)r * s / w));
-}
-
 #if defined(__CUDACC_VER_MAJOR__) &&                                                         \
     (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 7))
 #define GRID_CONSTANT __grid_constant__
@@ -905,8 +974,9 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
             for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
                 const bk_role &t = p.roles[ti];
                 tstate *s = &ts[i];
-                s->lo = d_split_at(p.d[5], t.lo_w, t.total_w);
-                s->hi = d_split_at(p.d[5], t.hi_w, t.total_w);
+                size_t es = d_dtype_size(p.d[3]);
+                s->lo = bk_split_at(p.d[5], es, t.lo_w, t.total_w);
+                s->hi = bk_split_at(p.d[5], es, t.hi_w, t.total_w);
                 s->nchunks = (unsigned int)((s->hi - s->lo + p.chunk_elems - 1) / p.chunk_elems);
                 s->up = s->down = 0;
             }

@@ -132,6 +132,32 @@ static inline BK_HD size_t bk_off_down_slot(const struct bk_layout *L, int v, in
 }
 
 /*
+ * Where a tree's share of a data group starts: of n elements of es bytes, the first element
+ * after prefix weight s of total w. The ideal floor(n * s / w) (in 128 bits: no overflow) is
+ * rounded to the nearest multiple of BK_SPLIT_ALIGN bytes (BK_SPLIT_ALIGN / es elements), or
+ * down where rounding up would pass n; s >= w gives n. It grows with s, so consecutive trees
+ * get contiguous, disjoint ranges covering [0, n); every interior boundary lies on the unit,
+ * so every tree (and, with chunks a multiple of the unit, every chunk) starts as aligned as the
+ * user buffer itself, and the vector paths see co-aligned addresses. A share is off its ideal
+ * by at most one unit and an element; small groups may leave trees empty (no chunks, no flags).
+ * Both backends cut here.
+ */
+#define BK_SPLIT_ALIGN 256
+static inline BK_HD size_t bk_split_at(size_t n, size_t es, uint64_t s, uint64_t w)
+{
+    if (s >= w)
+        return w ? n : 0;
+    uint64_t q = n / w, r = n % w;
+    size_t x = (size_t)(q * s + (uint64_t)((unsigned __int128)r * s / w));
+    size_t u = es && es <= BK_SPLIT_ALIGN && BK_SPLIT_ALIGN % es == 0 ? BK_SPLIT_ALIGN / es : 1;
+    size_t rem = x % u;
+    x -= rem;
+    if (2 * rem >= u && n - x >= u)
+        x += u;
+    return x;
+}
+
+/*
  * One rank's part of one tree in the tree set a call runs (roles.c), all in plan ranks:
  * parent and this rank's position among the parent's children, and the children with the
  * position each has here. lo_w/hi_w: the tree's share of its data group, as prefix sums of

@@ -292,6 +292,7 @@ static void run_jobs(struct job *jobs, int n, const struct rt_case *c)
 /* One rank's buffers: big is its whole output area; send and recv point into it or not. */
 struct rank_bufs {
     char *big, *send, *recv;
+    char *big_mem, *send_mem;  /* what malloc gave: big and send lie skew bytes past them */
     size_t sendn, recvn;       /* elements of the input and of the output area */
 };
 
@@ -301,13 +302,15 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
     b->sendn = c->coll == BLINK_PLAN_REDUCESCATTER ? cnt * N : cnt;
     b->recvn = c->coll == BLINK_PLAN_ALLGATHER ? cnt * N : cnt;
     size_t bign = b->sendn > b->recvn ? b->sendn : b->recvn;
-    b->big = malloc(bign * es + 1);
-    memset(b->big, POISON, bign * es + 1);
+    b->big_mem = malloc(bign * es + 1 + c->skew);
+    memset(b->big_mem, POISON, bign * es + 1 + c->skew);
+    b->big = b->big_mem + c->skew;
     /* In place: NCCL's offsets (allgather's input and reducescatter's output inside). */
     size_t off = (size_t)v * cnt * es;
     if (!c->inplace) {
-        b->send = malloc(bign * es + 1);
-        memset(b->send, POISON, bign * es + 1);
+        b->send_mem = malloc(bign * es + 1 + c->send_skew);
+        memset(b->send_mem, POISON, bign * es + 1 + c->send_skew);
+        b->send = b->send_mem + c->send_skew;
         b->recv = b->big;
     } else if (c->coll == BLINK_PLAN_ALLGATHER) {
         b->recv = b->big;
@@ -327,8 +330,8 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
 static void teardown_rank(struct rank_bufs *b, const struct rt_case *c)
 {
     if (!c->inplace)
-        free(b->send);
-    free(b->big);
+        free(b->send_mem);
+    free(b->big_mem);
 }
 
 /* Buffers of one run: b[n], one set per rank. */
@@ -394,6 +397,16 @@ static int check_rank(const struct rank_bufs *b, int v, int n, const struct rt_c
         all[u] = u;
     size_t es = rt_size(c->dt);
     const char *out = b->recv;
+    for (size_t i = 0; i < c->skew; i++)
+        if ((unsigned char)b->big_mem[i] != POISON) {
+            snprintf(why, len, "rank %d: byte %zu before the output area written", v, i);
+            return 1;
+        }
+    size_t bign = b->sendn > b->recvn ? b->sendn : b->recvn;
+    if ((unsigned char)b->big[bign * es] != POISON) {
+        snprintf(why, len, "rank %d: the byte after the output area written", v);
+        return 1;
+    }
     if (c->coll == BLINK_PLAN_REDUCE && v != c->root) {
         /* Untouched: still poison (out of place) or still the input (in place). */
         for (size_t i = 0; i < c->count; i++) {

@@ -41,6 +41,9 @@ struct rt_case {
     int inplace;
     enum rt_style style;
     int streams;           /* user streams (async, then synchronized) or NULL streams */
+    size_t skew;           /* the output area (in place: and the input) starts this many bytes
+                            * past a 16-byte boundary; the bytes before it must stay untouched */
+    size_t send_skew;      /* out of place: the input's own */
 };
 
 /* Run c on comms[n] and compare with the reference: 0, or 1 with a reason in why. */

@@ -80,6 +80,18 @@ Test(cluster_mpi, dgx1v_2_servers_x_8, .timeout = 600)
 
 #define ELEMS 100003 /* float32: one allreduce of this many */
 
+/* blink_plan.h's split rule for ELEMS floats: the boundary after prefix weight pre of total,
+ * ELEMS * pre / total rounded down, then to the nearest 256-byte unit (64 floats), down where up
+ * would pass ELEMS; all the weight gives ELEMS. */
+static unsigned long long boundary(unsigned long long pre, unsigned long long total)
+{
+    if (pre >= total)
+        return ELEMS;
+    unsigned long long x = ELEMS * pre / total, r = x % 64;
+    x -= r;
+    return 2 * r >= 64 && x + 64 <= ELEMS ? x + 64 : x;
+}
+
 /* What the plan's allreduce trees send from plan rank u to plan rank v over MPI (servers
  * differ): each tree's share of ELEMS elements once up and once down each of its edges, by
  * blink_plan.h's split rule. */
@@ -94,9 +106,9 @@ static void expected_bytes(const struct blink_plan *p, unsigned long long *want)
     for (int t = 0; t < s->ntrees; t++)
         total += s->trees[t].weight;
     for (int t = 0; t < s->ntrees; t++) {
-        unsigned long long lo = ELEMS * before / total;
+        unsigned long long lo = boundary(before, total);
         before += s->trees[t].weight;
-        unsigned long long bytes = (ELEMS * before / total - lo) * 4;
+        unsigned long long bytes = (boundary(before, total) - lo) * 4;
         for (int v = 0; v < p->nranks; v++) {
             int u = s->trees[t].parent[v];
             if (u >= 0 && p->servers[u] != p->servers[v]) {
