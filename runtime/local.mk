@@ -66,6 +66,7 @@ RT_TESTS = \
 	tests/unit/test_rt_fail \
 	tests/unit/test_rt_ranges \
 	tests/unit/test_rt_align \
+	tests/unit/test_rt_trace \
 	tests/unit/test_rt_log
 UNIT_TESTS += $(RT_TESTS)
 EXTRA_DIST += tests/unit/rt_testutil.c tests/unit/rt_testutil.h
@@ -75,6 +76,10 @@ tests/unit/rt_testutil.$(OBJEXT): $(top_srcdir)/tests/unit/rt_testutil.c $(top_s
 	$(AM_V_CC)mkdir -p tests/unit && $(COMPILE) $(RT_TEST_CPPFLAGS) -c -o $@ $(top_srcdir)/tests/unit/rt_testutil.c
 CLEANFILES += tests/unit/rt_testutil.$(OBJEXT)
 
+tests_unit_test_rt_trace_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_trace_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_trace_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a \
+	bench/blink-trace
 tests_unit_test_rt_ranges_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_ranges_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_ranges_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "exec_host.h"
+#include "trace.h"
 #include "net.h"
 #include "reduce_host.h"
 #include "rendezvous.h"
@@ -79,9 +80,18 @@ struct bk_hx {
     int failed;                /* atomic: a thread of this launch failed */
     blinkResult_t res;
     char msg[BK_MSG_MAX];
+    struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
 };
 
 static unsigned long long fail_write_at, writes;
+
+/* BLINK_TRACE: an event of this thread's "block" (trace.h); when off, one test. */
+#define TRACE(w, kind, ti, ch, peer)                                                          \
+    do {                                                                                      \
+        if ((w)->x->trace)                                                                    \
+            bk_trace_add((w)->x->trace, kind, (uint32_t)(w)->x->L->d.seq,                     \
+                         (int)(w)->x->L->d.coll, (w)->index, ti, ch, peer);                   \
+    } while (0)
 
 void bk_hx_fail_write(unsigned long long n)
 {
@@ -491,6 +501,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
             return 0;
         }
     }
+    TRACE(w, BK_TR_UP_DECIDE, ti, ch, t->parent);
     const struct bk_launch *L = p.L;
     blinkDataType_t dt = (blinkDataType_t)L->d.dt;
     blinkRedOp_t op = (blinkRedOp_t)L->d.op == blinkAvg ? blinkSum : (blinkRedOp_t)L->d.op;
@@ -503,6 +514,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
                                : at(c, t->parent, bk_off_up_slot(lay, t->parent, ti, t->kpos, k));
     if (!root && !net && !write_allowed(w))
         return -1;
+    TRACE(w, BK_TR_UP_START, ti, ch, t->parent);
     if (t->nkids == 0) {
         if (dst != in)
             memmove(dst, in, m * es);
@@ -525,6 +537,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
         st(word(c, kids[j], bk_off_up_freed(lay, kids[j], ti, me)), bk_tag(seq, ch + 1));
         ring(c, kids[j]);
     }
+    TRACE(w, BK_TR_UP_POST, ti, ch, t->parent);
     s->up++;
     return 1;
 }
@@ -574,6 +587,8 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             return 0;
         }
     }
+    TRACE(w, BK_TR_DOWN_DECIDE, ti, ch, t->parent);
+    TRACE(w, BK_TR_DOWN_START, ti, ch, t->parent);
     unsigned char *out = out_at(c, L, t, x0);
     if (out != src)
         memmove(out, src, m * es);
@@ -594,6 +609,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
         st(word(c, t->parent, bk_off_down_freed(lay, t->parent, ti, me)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
+    TRACE(w, BK_TR_DOWN_POST, ti, ch, t->parent);
     s->down++;
     return 1;
 }
@@ -656,7 +672,12 @@ static void work_trees(struct worker *w);
 
 static void work(struct worker *w)
 {
+    int plays = w->index < w->x->L->set->ntrees; /* a thread with no tree is no block */
+    if (plays)
+        TRACE(w, BK_TR_ENTER, 0, 0, -1);
     work_trees(w);
+    if (plays)
+        TRACE(w, BK_TR_EXIT, 0, 0, -1);
     if (__atomic_load_n(&w->x->failed, __ATOMIC_ACQUIRE))
         net_drop_all(w);
 }
@@ -854,6 +875,10 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
         bk_hx_stop(x);
         return bk_error(blinkSystemError, "host backend: out of memory");
     }
+    if (c->env.trace_dir[0] && !(x->trace = bk_trace_ring_new(c->env.trace_records))) {
+        bk_hx_stop(x);
+        return bk_error(blinkSystemError, "host backend: out of memory for BLINK_TRACE");
+    }
     for (int i = 1; i < nthreads; i++)
         if (pthread_create(&x->w[i].th, NULL, helper, &x->w[i]) != 0) {
             x->nthreads = i;
@@ -889,6 +914,10 @@ void bk_hx_stop(struct bk_hx *x)
             pthread_join(x->w[i].th, NULL);
     if (x->sent && bk_logs(&x->c->env, BK_LOG_INFO, BK_SUB_NET))
         say_net(x);
+    if (x->trace) {
+        bk_trace_write(x->c, "host", "monotonic", x->trace->rec, x->trace->head, x->trace->cap);
+        free(x->trace);
+    }
     for (int q = 0; x->abort_req && q < x->c->nranks; q++) {
         /* An abort's few bytes leave at once; give them a moment, then let them go. */
         char why[64];

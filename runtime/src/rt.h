@@ -201,6 +201,13 @@ blinkResult_t bk_read_env(struct bk_env *env, const char *fn);
 /* BLINK_TRACE: write a rank's events (trace.h, trace.c); offered counts every event, the first
  * cap of which are in rec. */
 struct bk_trace_rec;
+struct bk_trace_ring;
+/* A ring of cap events in host memory (free() it), the monotonic clock in ns, and one event
+ * stamped now by any thread (the host backend's; the CUDA kernel stamps its own). */
+struct bk_trace_ring *bk_trace_ring_new(size_t cap);
+uint64_t bk_trace_now(void);
+void bk_trace_add(struct bk_trace_ring *r, int kind, uint32_t seq, int coll, int block, int tree,
+                  uint32_t chunk, int peer);
 void bk_trace_write(blinkComm_t c, const char *backend, const char *clock,
                     const struct bk_trace_rec *rec, unsigned long long offered,
                     unsigned long long cap);

@@ -10,11 +10,14 @@
  *   # rank R prank P nranks N device D backend B clock C records K dropped X
  *   seq coll block tree kind chunk peer t_ns      (tab-separated, one event per line)
  * A file that cannot be written costs a WARN line, never the destroy's result: the trace is
- * an aid, and the collectives it watched have already completed.
+ * an aid, and the collectives it watched have already completed. The host backend's ring and
+ * stamps are here too (its threads play the blocks, on the monotonic clock).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -60,4 +63,31 @@ void bk_trace_write(blinkComm_t c, const char *backend, const char *clock,
     else if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
         bk_log(BK_LOG_INFO, bk_log_dev(c), "BLINK_TRACE: %llu events in %s (%llu dropped: "
                "BLINK_TRACE_RECORDS)", n, path, offered - n);
+}
+
+struct bk_trace_ring *bk_trace_ring_new(size_t cap)
+{
+    struct bk_trace_ring *r = malloc(offsetof(struct bk_trace_ring, rec) + cap * sizeof r->rec[0]);
+    if (r) {
+        r->head = 0;
+        r->cap = cap;
+    }
+    return r;
+}
+
+uint64_t bk_trace_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bk_trace_add(struct bk_trace_ring *r, int kind, uint32_t seq, int coll, int block, int tree,
+                  uint32_t chunk, int peer)
+{
+    unsigned long long i = __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
+    if (i >= r->cap)
+        return;
+    r->rec[i] = (struct bk_trace_rec){bk_trace_now(), seq, chunk, (uint16_t)block, (uint16_t)tree,
+                                      (int16_t)peer, (uint8_t)kind, (uint8_t)coll};
 }
