@@ -12,9 +12,13 @@
  *   BLINK_DEVICE=D            the topology device this rank plays (blinkCommInitRank)
  *   BLINK_SERVER=NAME         the server this rank is on (default: its host name); ranks
  *                             with one name share memory, others meet over MPI
+ *   BLINK_CHECK_CALLS=0|1     1: every rank compares whole call descriptions, not their hashes
+ *   BLINK_DEBUG_SEQ_START=N   for tests: number the first call N (0 reads as 1), so that a short
+ *                             run crosses the 32-bit wrap of the call numbers (proto.h)
  * A value that does not parse is an error that names the variable, never a silent default.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +90,22 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_SERVER is longer than %zu "
                             "characters", fn, sizeof e->server - 1);
         memcpy(e->server, env, strlen(env) + 1);
+    }
+    if ((env = getenv("BLINK_CHECK_CALLS")) != NULL && *env) {
+        if (strcmp(env, "0") && strcmp(env, "1"))
+            return bk_error(blinkInvalidArgument, "%s: BLINK_CHECK_CALLS='%s' is not 0 or 1", fn,
+                            env);
+        e->check_calls = env[0] == '1';
+    }
+    e->seq_start = 1;
+    if ((env = getenv("BLINK_DEBUG_SEQ_START")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (end == env || *end || errno || env[0] == '-' || v > UINT32_MAX)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_DEBUG_SEQ_START='%s' is not a call "
+                            "number below 2^32", fn, env);
+        e->seq_start = v ? (uint32_t)v : 1;
     }
     return blinkSuccess;
 }

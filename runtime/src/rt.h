@@ -67,6 +67,8 @@ struct bk_env {
     size_t staging;          /* BLINK_STAGING_BYTES */
     int device;              /* BLINK_DEVICE, or -1 */
     char server[64];         /* BLINK_SERVER, or "" */
+    int check_calls;         /* BLINK_CHECK_CALLS=1: compare whole descriptions, not hashes */
+    uint32_t seq_start;      /* BLINK_DEBUG_SEQ_START: the first call's number (default 1) */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs
