@@ -276,7 +276,7 @@ static int peer_ready(struct worker *w, int q)
     uint32_t es = bk_entry_seq(e);
     if (es != seq) {
         w->waiting_for = q;
-        if ((int32_t)(es - seq) > 0)
+        if (es != 0 && (int32_t)(es - seq) > 0) /* 0: no call yet (a fresh header) */
             return fail(w, blinkInvalidUsage, "mismatched collective calls: rank %d is at call "
                         "%u of the communicator, rank %d at call %u", c->user_of[q], es, c->rank,
                         seq);
