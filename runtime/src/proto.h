@@ -38,8 +38,9 @@
  * so no store of this call precedes the clean. A late store of an earlier call may land after the
  * clean, but it carries that call's seq, which comes back only 2^32 calls later, past another
  * clean half an epoch on; by then the store has long landed, for a rank is never more than a few
- * calls (about twice the tree depth) away from any other: every call moves data over every edge
- * of a spanning tree, and a sender finishes only after its receivers entered.
+ * calls (about twice the tree depth) away from any other: a call with elements moves some over
+ * every edge of at least one spanning tree, and a sender finishes only after its receivers
+ * entered (only calls of 0 elements, which store nothing, let a rank run further ahead).
  *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
