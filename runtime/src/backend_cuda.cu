@@ -93,6 +93,7 @@ struct bk_be {
     double last_gone_check;
     uint32_t last_seq;            /* the last launch, for messages */
     int last_coll;
+    struct bk_trace_ring *trace;  /* device: BLINK_TRACE's events, or NULL */
 };
 
 /* ------------------------------------------------------------------ errors and devices */
@@ -406,6 +407,19 @@ static blinkResult_t rank_init(blinkComm_t c)
             be->sets[i].ntrees = c->sets[i].ntrees;
         }
     }
+    /* BLINK_TRACE: the ring the kernel stamps into, read back at rank_free. */
+    if (r == blinkSuccess && c->env.trace_dir[0]) {
+        size_t bytes = offsetof(struct bk_trace_ring, rec) +
+                       c->env.trace_records * sizeof(struct bk_trace_rec);
+        struct bk_trace_ring head = {0, (unsigned long long)c->env.trace_records, {}};
+        void *d = NULL;
+        if ((e = cudaMalloc(&d, bytes)))
+            r = cuda_fail(e, "cudaMalloc", __LINE__);
+        else if ((e = cudaMemcpy(d, &head, offsetof(struct bk_trace_ring, rec),
+                                 cudaMemcpyHostToDevice)))
+            r = cuda_fail(e, "cudaMemcpy", __LINE__);
+        be->trace = (struct bk_trace_ring *)d;
+    }
     free(host);
     free(o_roles);
     free(o_kids);
@@ -415,6 +429,23 @@ static blinkResult_t rank_init(blinkComm_t c)
     if (old_ >= 0)
         cudaSetDevice(old_);
     return r;
+}
+
+/* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
+static void write_trace(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    struct bk_trace_ring head;
+    if (quiet(cudaMemcpy(&head, be->trace, offsetof(struct bk_trace_ring, rec),
+                         cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return;
+    unsigned long long n = head.head < head.cap ? head.head : head.cap;
+    struct bk_trace_rec *rec = (struct bk_trace_rec *)malloc(n ? n * sizeof *rec : 1);
+    const char *from = (const char *)be->trace + offsetof(struct bk_trace_ring, rec);
+    if (rec && quiet(cudaMemcpy(rec, from, n * sizeof *rec, cudaMemcpyDeviceToHost)) ==
+                   cudaSuccess)
+        bk_trace_write(c, "cuda", "globaltimer", rec, head.head, head.cap);
+    free(rec);
 }
 
 static void rank_free(blinkComm_t c)
@@ -427,6 +458,10 @@ static void rank_free(blinkComm_t c)
         quiet(cudaStreamSynchronize(be->exec)); /* bounded by the kernel's own timeout */
     if (be->aux)
         quiet(cudaStreamSynchronize(be->aux));
+    if (be->trace) {
+        write_trace(c);
+        quiet(cudaFree(be->trace));
+    }
     for (int q = 0; q < c->nranks && be->opened; q++)
         if (be->opened[q])
             quiet(cudaIpcCloseMemHandle(be->opened[q]));
@@ -564,6 +599,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     p.timeout_ns = ns >= 9.0e18 ? 9000000000000000000ull : ns <= 0 ? 0 : (uint64_t)ns;
     p.status = be->dstatus;
     p.ctl = be->ctl;
+    p.trace = be->trace;
     size_t smem = (size_t)p.tpb * sizeof(struct tstate) + align_up((size_t)c->nranks, 8);
     be->last_seq = (uint32_t)L->d.seq;
     be->last_coll = (int)L->d.coll;
