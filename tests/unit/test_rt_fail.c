@@ -186,7 +186,13 @@ Test(rt_fail, timeout_names_the_peers_call, .timeout = 60)
  * another root, op, count or chunk; every rank's call fails as mismatched, and the
  * communicators stay aborted. Reduce and allreduce, for every rank's call waits on all the
  * others there (a broadcast's root may finish before the mismatch is seen: its next call fails). */
-struct one_off { blinkComm_t comm; struct rt_case k; int buf[64]; blinkResult_t res; char msg[512]; };
+struct one_off {
+    blinkComm_t comm;
+    struct rt_case k;
+    int buf[64];
+    blinkResult_t res;
+    char msg[512];
+};
 
 static void *one_off_main(void *arg)
 {
