@@ -64,6 +64,7 @@ RT_TESTS = \
 	tests/unit/test_rt_coll \
 	tests/unit/test_rt_styles \
 	tests/unit/test_rt_fail \
+	tests/unit/test_rt_wrap \
 	tests/unit/test_rt_ranges \
 	tests/unit/test_rt_align \
 	tests/unit/test_rt_trace \
@@ -101,6 +102,9 @@ tests_unit_test_rt_styles_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtim
 tests_unit_test_rt_log_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_log_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_log_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_wrap_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_wrap_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_wrap_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -363,6 +363,8 @@ static blinkResult_t rank_init(blinkComm_t c)
         memcpy(host + o_reach, be->hreach, (size_t)n);
         memcpy(host + o_atom, hatom, (size_t)n);
         snprintf((char *)host + o_tmo, TIMEOUT_CHARS, "%g", c->env.timeout_s);
+        /* The kernel numbers its calls from this counter (BLINK_DEBUG_SEQ_START, as call.c). */
+        ((struct kctl *)(host + o_ctl))->seq = c->env.seq_start - 1;
         for (int i = 0; i < be->nsets; i++) {
             const struct bk_roleset *s = &c->sets[i];
             if (s->ntrees)
@@ -600,6 +602,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     p.tpb = (s->ntrees + blocks - 1) / blocks;
     p.prank = c->prank;
     p.nranks = c->nranks;
+    p.check_calls = c->env.check_calls;
     p.lay = be->lay;
     p.seg = be->dseg;
     p.reach = be->reach;

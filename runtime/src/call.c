@@ -117,8 +117,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
                           : "NCCL (the plan's per-size choice: NCCL's rings)");
         return bk_nccl_launch(c, a);
     }
-    if (++c->seq == 0)
-        c->seq = 1; /* 0 is what a fresh segment holds */
+    c->seq = bk_seq_next(c->seq);
     size_t es = bk_dtype_size(a->dt);
     size_t chunk = ch.chunk_bytes < c->layout.slot_bytes ? ch.chunk_bytes : c->layout.slot_bytes;
     /* Whole 256-byte units where the chunk holds one: with the trees cut on the same unit

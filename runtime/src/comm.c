@@ -297,6 +297,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
     c->nranks = nranks;
     c->rank = rank;
     blinkResult_t r = bk_read_env(&c->env, fn);
+    c->seq = c->env.seq_start - 1; /* the last call's number: the first is seq_start */
     if (r == blinkSuccess)
         r = be->configure();
     if (r == blinkSuccess)

@@ -15,9 +15,13 @@
  *   BLINK_TRACE=DIR           stamp every call's steps; each rank writes them into DIR at
  *                             destroy (trace.c)
  *   BLINK_TRACE_RECORDS=N     events a rank keeps (default 262144)
+ *   BLINK_CHECK_CALLS=0|1     1: every rank compares whole call descriptions, not their hashes
+ *   BLINK_DEBUG_SEQ_START=N   for tests: number the first call N (0 reads as 1), so that a short
+ *                             run crosses the 32-bit wrap of the call numbers (proto.h)
  * A value that does not parse is an error that names the variable, never a silent default.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,7 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
     e->device = -1;
     e->timeout_s = BK_DEFAULT_TIMEOUT_S;
     e->staging = BK_DEFAULT_STAGING;
+    e->seq_start = 1;
     e->trace_records = BK_TRACE_DEFAULT_RECORDS;
     blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
     if (r == blinkSuccess)
@@ -109,6 +114,21 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_TRACE='%s' is not a directory "
                             "this process can write into", fn, env);
         memcpy(e->trace_dir, env, strlen(env) + 1);
+    }
+    if ((env = getenv("BLINK_CHECK_CALLS")) != NULL && *env) {
+        if (strcmp(env, "0") && strcmp(env, "1"))
+            return bk_error(blinkInvalidArgument, "%s: BLINK_CHECK_CALLS='%s' is not 0 or 1", fn,
+                            env);
+        e->check_calls = env[0] == '1';
+    }
+    if ((env = getenv("BLINK_DEBUG_SEQ_START")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (end == env || *end || errno || env[0] == '-' || v > UINT32_MAX)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_DEBUG_SEQ_START='%s' is not a call "
+                            "number below 2^32", fn, env);
+        e->seq_start = v ? (uint32_t)v : 1;
     }
     return blinkSuccess;
 }

@@ -77,6 +77,7 @@ struct bk_hx {
     unsigned long long gen;
     int finished, stop;
     const struct bk_launch *L;
+    uint64_t entry;            /* L's entered word: bk_entry(seq, its description's hash) */
     int failed;                /* atomic: a thread of this launch failed */
     blinkResult_t res;
     char msg[BK_MSG_MAX];
@@ -266,20 +267,28 @@ static void describe(const uint64_t *d, char *buf, size_t len)
                  (unsigned long long)d[7]);
 }
 
-/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. */
+/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1.
+ * One acquire load of q's entered word decides, unless it names this call with another hash or
+ * BLINK_CHECK_CALLS=1: then the two descriptions are read and compared. */
 static int peer_ready(struct worker *w, int q)
 {
-    blinkComm_t c = w->x->c;
-    uint32_t seq = (uint32_t)w->x->L->d.seq;
+    struct bk_hx *x = w->x;
+    blinkComm_t c = x->c;
+    uint32_t seq = (uint32_t)x->L->d.seq;
     if (w->checked[q] == seq)
         return 1;
     struct bk_seg_header *h = hdr(c, q);
-    uint32_t e = __atomic_load_n(&h->entered, __ATOMIC_ACQUIRE);
-    if (e != seq) {
+    uint64_t e = __atomic_load_n(&h->entered, __ATOMIC_ACQUIRE);
+    if (e == x->entry && !c->env.check_calls) {
+        w->checked[q] = seq;
+        return 1;
+    }
+    uint32_t es = bk_entry_seq(e);
+    if (es != seq) {
         w->waiting_for = q;
-        if ((int32_t)(e - seq) > 0)
+        if (es != 0 && (int32_t)(es - seq) > 0) /* 0: no call yet (a fresh header) */
             return fail(w, blinkInvalidUsage, "mismatched collective calls: rank %d is at call "
-                        "%u of the communicator, rank %d at call %u", c->user_of[q], e, c->rank,
+                        "%u of the communicator, rank %d at call %u", c->user_of[q], es, c->rank,
                         seq);
         return 0;
     }
@@ -288,9 +297,11 @@ static int peer_ready(struct worker *w, int q)
         theirs[i] = __atomic_load_n(&h->desc[i], __ATOMIC_RELAXED);
         mine[i] = __atomic_load_n(&hdr(c, c->prank)->desc[i], __ATOMIC_RELAXED);
     }
-    if (__atomic_load_n(&h->entered, __ATOMIC_ACQUIRE) != seq)
+    /* The description loads before the reload (an acquire fence: C11's load-load order). */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&h->entered, __ATOMIC_ACQUIRE) != e)
         return 0; /* moved on while we read: look again */
-    if (memcmp(theirs, mine, sizeof mine) != 0) {
+    if (memcmp(theirs, mine, sizeof mine) != 0 || e != x->entry) {
         char a[160], b[160];
         describe(mine, a, sizeof a);
         describe(theirs, b, sizeof b);
@@ -670,6 +681,30 @@ static void sleep_on_bell(struct bk_seg_header *me, uint32_t seen)
 
 static void work_trees(struct worker *w);
 
+/* The timeout message's peer: and, where it is in another call or disagrees about this one,
+ * where it is (its header's entered word and description). */
+static void waited_for(const struct bk_hx *x, int q, char *buf, size_t len)
+{
+    blinkComm_t c = x->c;
+    int n = snprintf(buf, len, ", waiting for rank %d (device %d)", c->user_of[q],
+                     c->peer[q].topo_dev);
+    const struct bk_seg_header *h = hdr(c, q);
+    if (c->peer[q].remote || !h || n < 0 || (size_t)n >= len)
+        return;
+    uint64_t e = __atomic_load_n(&h->entered, __ATOMIC_ACQUIRE), d[BK_DESC_WORDS];
+    if (e == x->entry)
+        return;
+    if (bk_entry_seq(e) == 0) {
+        snprintf(buf + n, len - (size_t)n, ", which has entered no call yet");
+        return;
+    }
+    for (int i = 0; i < BK_DESC_WORDS; i++)
+        d[i] = __atomic_load_n(&h->desc[i], __ATOMIC_RELAXED);
+    char a[160];
+    describe(d, a, sizeof a);
+    snprintf(buf + n, len - (size_t)n, ", which is in call %u: %s", bk_entry_seq(e), a);
+}
+
 static void work(struct worker *w)
 {
     int plays = w->index < w->x->L->set->ntrees; /* a thread with no tree is no block */
@@ -765,10 +800,9 @@ static void work_trees(struct worker *w)
             idle_since = last_check = now;
         int q = w->waiting_for;
         if (now - idle_since > c->env.timeout_s) {
-            char peer[64] = "";
+            char peer[256] = "";
             if (q >= 0)
-                snprintf(peer, sizeof peer, ", waiting for rank %d (device %d)", c->user_of[q],
-                         c->peer[q].topo_dev);
+                waited_for(x, q, peer, sizeof peer);
             fail(w, blinkSystemError, "rank %d (device %d): no progress for %g s in %s (call "
                  "%u)%s (BLINK_TIMEOUT_S)", c->rank, c->peer[c->prank].topo_dev,
                  c->env.timeout_s, bk_coll_name((int)L->d.coll), (uint32_t)L->d.seq, peer);
@@ -1022,6 +1056,23 @@ static blinkResult_t settle_descs(struct bk_hx *x, blinkResult_t r, char *msg, s
     return r;
 }
 
+/* Call numbers wrap (proto.h, Wrap): before a call that cleans, zero this rank's flag words
+ * (atomically: a late store of an earlier call may race with it) and forget which peers' calls
+ * matched, for those call numbers come back. No worker runs: nothing here reads them. */
+static void clean(struct bk_hx *x)
+{
+    blinkComm_t c = x->c;
+    const struct bk_layout *lay = &c->layout;
+    uint64_t *f = word(c, c->prank, lay->flags_off[c->prank]);
+    size_t n = (lay->slots_off[c->prank] - lay->flags_off[c->prank]) / 8;
+    for (size_t i = 0; i < n; i++)
+        __atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < x->nthreads; i++)
+        memset(x->w[i].checked, 0, sizeof *x->w[i].checked * (size_t)c->nranks);
+    if (c->nremote)
+        memset(x->desc_seq, 0, sizeof *x->desc_seq * (size_t)c->nranks);
+}
+
 blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, size_t len)
 {
     blinkComm_t c = x->c;
@@ -1033,11 +1084,16 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
                  hdr(c, q)->abort_msg);
         return blinkRemoteError;
     }
-    /* Enter: the description first, then the call number that makes it valid. */
     const uint64_t *d = &L->d.seq;
+    uint32_t seq = (uint32_t)L->d.seq;
+    x->entry = bk_entry(seq, bk_desc_hash(d));
+    if (bk_seq_cleans(seq))
+        clean(x);
+    /* Enter: the description first, then the call number that makes it valid (release: the
+     * clean and this rank's reads of its staging in the last call come before it too). */
     for (int i = 0; i < BK_DESC_WORDS; i++)
         __atomic_store_n(&me->desc[i], d[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&me->entered, (uint32_t)L->d.seq, __ATOMIC_RELEASE);
+    __atomic_store_n(&me->entered, x->entry, __ATOMIC_RELEASE);
     for (int q = 0; q < c->nranks; q++)
         if (q != c->prank && !c->peer[q].remote)
             ring(c, q);

@@ -22,13 +22,21 @@
  * exec_host.c's order with reduce_host.c's arithmetic (integers wrap, float16/bfloat16 go through
  * float and are rounded after every combine, max/min let a number win over a NaN), so both backends
  * should agree bit for bit, NaN payloads aside; going down, the chunk is copied to the output and
- * to every child's down slot. Then every thread fences at system scope and thread 0 stores the
- * ready and freed words. Data a peer wrote is read with ld.volatile (never a stale L1 line).
+ * to every child's down slot.
+ *
+ * Ordering, in NCCL's form: thread 0 polls the flag words with acquire loads (ld_acquire_sys64)
+ * and the barrier after its decision orders the other threads' data accesses after them; after
+ * the data moved, a barrier, then thread 0 alone makes the release (fence_acq_rel_sys, then
+ * relaxed stores of the ready and freed words), which covers the writes of the whole block by
+ * cumulativity. No thread but the posting one fences. Data a peer wrote is read with ld.volatile
+ * (never a stale L1 line). The abort and status paths keep full system fences: they are rare.
  *
  * Call numbers: the kernel takes its call number from a counter in device memory that the last
  * block of each launch advances, not from the launch's arguments, so a captured graph that is
  * replayed numbers each replay anew (on every rank alike, as long as all replay in the same
- * order, NCCL's rule). Outside graphs the numbers are those call.c gives.
+ * order, NCCL's rule). Outside graphs the numbers are those call.c gives. Block 0 enters the
+ * call (proto.h, Calls); on a call that cleans (proto.h, Wrap) it first zeroes this rank's flag
+ * words, and the other blocks, which read them, wait until it has entered.
  *
  * Faults: wait loops watch this rank's abort word and a timeout (BLINK_TIMEOUT_S without
  * progress, by %globaltimer). A rank that gives up writes its reason into its header's
@@ -84,6 +92,7 @@ struct kparams {
     const int *kids;
     int ntrees, tpb;             /* trees of the set; tree slots per block */
     int prank, nranks;
+    int check_calls;             /* BLINK_CHECK_CALLS=1: compare whole descriptions */
     struct bk_layout lay;        /* the staging layout: device copies of c->layout's arrays
                                   * (seg_bytes NULL: the kernel never needs it) */
     unsigned char *const *seg;   /* [nranks] every rank's segment, mapped here */
@@ -116,6 +125,39 @@ __device__ __forceinline__ uint64_t ld64(const void *p) { return *(const volatil
 __device__ __forceinline__ uint32_t ld32(const void *p) { return *(const volatile uint32_t *)p; }
 __device__ __forceinline__ void st64(void *p, uint64_t v) { *(volatile uint64_t *)p = v; }
 __device__ __forceinline__ void st32(void *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+
+/* The hand-over's accesses (proto.h): system-scoped acquire loads of flag words, relaxed stores
+ * of them after one release fence in the posting thread. sm_70 and later have these forms;
+ * older targets fall back to volatile accesses and full fences. */
+__device__ __forceinline__ uint64_t ld_acquire_sys64(const void *p)
+{
+    uint64_t v;
+#if __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+#else
+    v = *(const volatile uint64_t *)p;
+    __threadfence_system();
+#endif
+    return v;
+}
+__device__ __forceinline__ void st_relaxed_sys64(void *p, uint64_t v)
+{
+#if __CUDA_ARCH__ >= 700
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+    *(volatile uint64_t *)p = v;
+#endif
+}
+/* Release (and acquire) at system scope: what the block did before the barrier that precedes
+ * it happens before the posting thread's next stores, for every observer. */
+__device__ __forceinline__ void fence_acq_rel_sys()
+{
+#if __CUDA_ARCH__ >= 700
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+    __threadfence_system();
+#endif
+}
 
 __device__ __forceinline__ uint64_t gtimer()
 {
@@ -337,23 +379,31 @@ __device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
 
 /* ------------------------------------------------------------------ device: descriptions */
 
-/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. */
+/* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. One acquire
+ * load of its entered word decides (proto.h, Calls), unless that names this call with another
+ * hash or BLINK_CHECK_CALLS=1: then both descriptions are read and compared. */
 __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *checked, int q,
                             int &waiting)
 {
     if (checked[q])
         return 1;
     const unsigned char *h = p.seg[q];
-    uint32_t e = ld32(h + H_ENTERED);
-    if (e != seq) {
+    uint64_t entry = bk_entry(seq, bk_desc_hash(p.d));
+    uint64_t e = ld_acquire_sys64(h + H_ENTERED);
+    if (e == entry && !p.check_calls) {
+        checked[q] = 1;
+        return 1;
+    }
+    uint32_t es = bk_entry_seq(e);
+    if (es != seq) {
         waiting = q;
-        if ((int32_t)(e - seq) > 0) {
+        if (es != 0 && (int32_t)(es - seq) > 0) { /* 0: no call yet (a fresh header) */
             char *buf = s_msg;
             dmsg m = {buf, 0, BK_MSG_MAX};
             put_s(m, "mismatched collective calls: rank ");
             put_i(m, p.user_of[q]);
             put_s(m, " is at call ");
-            put_u(m, e);
+            put_u(m, es);
             put_s(m, " of the communicator, rank ");
             put_i(m, p.user_of[p.prank]);
             put_s(m, " at call ");
@@ -363,16 +413,15 @@ __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *check
         }
         return 0;
     }
-    __threadfence_system(); /* entered before the description it makes valid */
     uint64_t theirs[BK_DESC_WORDS], mine[BK_DESC_WORDS];
-    bool same = true;
+    bool same = e == entry;
     for (int i = 0; i < BK_DESC_WORDS; i++) {
         theirs[i] = ld64(h + H_DESC + 8 * i);
         mine[i] = i == 0 ? (uint64_t)seq : p.d[i];
         same = same && theirs[i] == mine[i];
     }
-    __threadfence_system();
-    if (ld32(h + H_ENTERED) != seq)
+    __threadfence_system(); /* the description before the reload (a rare path) */
+    if (ld_acquire_sys64(h + H_ENTERED) != e)
         return 0; /* moved on while we read: look again */
     if (!same) {
         char *buf = s_msg;
@@ -392,6 +441,28 @@ __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *check
     }
     checked[q] = 1;
     return 1;
+}
+
+/* The timeout message's tail about peer q: where it is, when that is not this call. */
+__device__ void d_peer_state(dmsg &m, const kparams &p, uint32_t seq, int q)
+{
+    const unsigned char *h = p.seg[q];
+    if (!h || !p.reach[q])
+        return;
+    uint64_t e = ld_acquire_sys64(h + H_ENTERED);
+    if (e == bk_entry(seq, bk_desc_hash(p.d)))
+        return;
+    if (bk_entry_seq(e) == 0) {
+        put_s(m, ", which has entered no call yet");
+        return;
+    }
+    uint64_t theirs[BK_DESC_WORDS];
+    for (int i = 0; i < BK_DESC_WORDS; i++)
+        theirs[i] = ld64(h + H_DESC + 8 * i);
+    put_s(m, ", which is in call ");
+    put_u(m, bk_entry_seq(e));
+    put_s(m, ": ");
+    d_describe(m, theirs);
 }
 
 /* ------------------------------------------------------------------ device: element types */
@@ -772,7 +843,8 @@ __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
     if (ch >= s->nchunks || !d_has_up(p.d[1]))
         return 0;
     for (int j = 0; j < t.nkids; j++)
-        if (!bk_tag_reached(ld64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)), seq, ch + 1)) {
+        if (!bk_tag_reached(ld_acquire_sys64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)), seq,
+                            ch + 1)) {
             waiting = kids[j];
             return 0;
         }
@@ -781,14 +853,13 @@ __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
         if (r <= 0)
             return r;
         if (ch >= BK_SLOTS &&
-            !bk_tag_reached(ld64(me + bk_off_up_freed(&p.lay, p.prank, ti, t.parent)), seq,
-                       ch - BK_SLOTS + 1)) {
+            !bk_tag_reached(ld_acquire_sys64(me + bk_off_up_freed(&p.lay, p.prank, ti, t.parent)),
+                            seq, ch - BK_SLOTS + 1)) {
             waiting = t.parent;
             return 0;
         }
     }
-    __threadfence_system(); /* the flags before the data they release */
-    return 1;
+    return 1; /* the acquire loads, then the caller's barrier, order the data after the flags */
 }
 
 /* Chunk s->down of tree ti: may it go down now? */
@@ -804,7 +875,8 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
     if (t.parent < 0) {
         if (p.d[1] == BLINK_PLAN_ALLREDUCE && s->up <= ch)
             return 0;
-    } else if (!bk_tag_reached(ld64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq, ch + 1)) {
+    } else if (!bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
+                               ch + 1)) {
         waiting = t.parent;
         return 0;
     }
@@ -813,13 +885,12 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
         if (r <= 0)
             return r;
         if (ch >= BK_SLOTS &&
-            !bk_tag_reached(ld64(me + bk_off_down_freed(&p.lay, p.prank, ti, kids[j])), seq,
-                       ch - BK_SLOTS + 1)) {
+            !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_freed(&p.lay, p.prank, ti, kids[j])),
+                            seq, ch - BK_SLOTS + 1)) {
             waiting = kids[j];
             return 0;
         }
     }
-    __threadfence_system();
     return 1;
 }
 
@@ -857,19 +928,19 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
             up_pass_op<T>(avg ? blinkSum : (int)p.d[4], dst, in, k0,
                           (size_t)BK_SLOTS * p.lay.slot_bytes, t.nkids, m, divd);
         }
-        __threadfence_system();
     }
     __syncthreads();
     if (dec == 1 && threadIdx.x == 0) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->up;
+        fence_acq_rel_sys(); /* release: the block's data moves (barrier above) before the flags */
         if (t.parent >= 0)
-            st64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
-                 bk_tag(seq, ch + 1));
+            st_relaxed_sys64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
+                             bk_tag(seq, ch + 1));
         for (int j = 0; j < t.nkids; j++)
-            st64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
-                 bk_tag(seq, ch + 1));
+            st_relaxed_sys64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
+                             bk_tag(seq, ch + 1));
         d_trace(p, gtimer(), seq, BK_TR_UP_POST, ti, ch, t.parent);
         s->up = ch + 1;
     }
@@ -906,18 +977,19 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
             copy_bytes(out, src, m * es);
         for (int j = 0; j < t.nkids; j++)
             copy_bytes(p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k), src, m * es);
-        __threadfence_system();
     }
     __syncthreads();
     if (dec == 1 && threadIdx.x == 0) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->down;
+        fence_acq_rel_sys(); /* release, as in up_step */
         for (int j = 0; j < t.nkids; j++)
-            st64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti), bk_tag(seq, ch + 1));
+            st_relaxed_sys64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
+                             bk_tag(seq, ch + 1));
         if (t.parent >= 0)
-            st64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
-                 bk_tag(seq, ch + 1));
+            st_relaxed_sys64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
+                             bk_tag(seq, ch + 1));
         d_trace(p, gtimer(), seq, BK_TR_DOWN_POST, ti, ch, t.parent);
         s->down = ch + 1;
     }
@@ -947,11 +1019,14 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     for (int i = tid; i < p.nranks; i += blockDim.x)
         checked[i] = 0;
     if (tid == 0) {
-        uint32_t seq = ld32(&p.ctl->seq) + 1;
-        seq = seq ? seq : 1; /* 0 is what a fresh segment holds */
+        uint32_t seq = bk_seq_next(ld32(&p.ctl->seq));
         seq_sh = seq;
         d_trace(p, t_enter, seq, BK_TR_ENTER, 0, 0, -1);
         uint32_t who = ld32(me + H_ABORT);
+        if (!who && blockIdx.x != 0 && bk_seq_cleans(seq))
+            while (bk_entry_seq(ld_acquire_sys64(me + H_ENTERED)) != seq &&
+                   !(who = ld32(me + H_ABORT)))
+                ; /* block 0 cleans this rank's flag words before it enters: not them first */
         if (who) {
             char *buf = s_msg;
             dmsg m = {buf, 0, BK_MSG_MAX};
@@ -964,12 +1039,16 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
             dec_sh = -1;
         } else {
             if (blockIdx.x == 0) {
-                /* Enter: the description first, then the call number that makes it valid. */
+                /* Wrap (proto.h): no flag word of an earlier epoch may look current. */
+                if (bk_seq_cleans(seq))
+                    for (size_t o = p.lay.flags_off[p.prank]; o < p.lay.slots_off[p.prank]; o += 8)
+                        st64(me + o, 0);
+                /* Enter: the description first, then the word that makes it valid (release:
+                 * the clean and the last launch's reads of the staging come before it too). */
                 for (int i = 0; i < BK_DESC_WORDS; i++)
                     st64(me + H_DESC + 8 * i, i == 0 ? (uint64_t)seq : p.d[i]);
-                __threadfence_system();
-                st32(me + H_ENTERED, seq);
-                __threadfence_system();
+                fence_acq_rel_sys();
+                st_relaxed_sys64(me + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
             }
             for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
                 const bk_role &t = p.roles[ti];
@@ -1042,7 +1121,9 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 put_i(m, p.user_of[q]);
                 put_s(m, " (device ");
                 put_i(m, p.topo_dev[q]);
-                put_s(m, ") (BLINK_TIMEOUT_S)");
+                put_s(m, ")");
+                d_peer_state(m, p, seq, q);
+                put_s(m, " (BLINK_TIMEOUT_S)");
                 d_fail(p, blinkSystemError, q, seq, buf, true);
                 stop = 1;
             }

@@ -16,14 +16,31 @@
  * so every word has one writer over its whole life and a late store of an earlier call can never
  * overwrite a later one.
  *
- * Calls. Every rank numbers its calls 1, 2, ... (seq, 32 bits, wrapping past 0): NCCL's rule
- * that all ranks call collectives in the same order makes the numbers agree. At the start of a
- * call a rank publishes the call's description and then entered = seq: its staging is free
- * (everything of the last call was consumed). A sender writes into a receiver only once the
- * receiver's entered equals seq, and then compares the two descriptions, so ranks that disagree
- * about a call (count, type, op, root, chunk) fail it instead of corrupting memory or hanging.
+ * Calls. Every rank numbers its calls 1, 2, ... (seq, 32 bits, wrapping past 0 to 1): NCCL's
+ * rule that all ranks call collectives in the same order makes the numbers agree. At the start of
+ * a call a rank publishes the call's description and then entered = bk_entry(seq, hash of the
+ * description) (release): its staging is free (everything of the last call was consumed). A
+ * sender writes into a receiver only once the receiver's entered equals its own: one load, no
+ * description read. The same seq with another hash is a mismatch: the sender then reads the
+ * descriptions for its message and fails the call, aborting the communicator, so ranks that
+ * disagree about a call (count, type, op, root, chunk) fail it on every rank instead of
+ * corrupting memory or hanging. bk_desc_hash never maps two descriptions that differ in one
+ * field (of values below 2^32) to one hash; two that differ in several collide with odds 2^-32,
+ * which BLINK_CHECK_CALLS=1 closes: every first access then compares the 8 words too.
  * The CUDA backend takes the call number from a counter in device memory (kernel_cuda.cuh), so a
  * captured CUDA graph that is replayed numbers its calls anew.
+ *
+ * Wrap. Flag words carry 32 bits of seq, so a word that no call rewrote for 2^32 calls (one that
+ * only a rarely used schedule writes) would look current again. At every call where
+ * bk_seq_cleans(seq) (seq 1 and 2^31 + 1) a rank therefore zeroes its own flag words before it
+ * publishes entered. That is safe: a rank's flag words are written only by a peer that saw its
+ * entered of the call (ready words) or that consumed the data it sent in the call (freed words),
+ * so no store of this call precedes the clean. A late store of an earlier call may land after the
+ * clean, but it carries that call's seq, which comes back only 2^32 calls later, past another
+ * clean half an epoch on; by then the store has long landed, for a rank is never more than a few
+ * calls (about twice the tree depth) away from any other: a call with elements moves some over
+ * every edge of at least one spanning tree, and a sender finishes only after its receivers
+ * entered (only calls of 0 elements, which store nothing, let a rank run further ahead).
  *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
@@ -64,14 +81,50 @@ struct bk_desc {
 };
 #define BK_DESC_WORDS 8
 
-/* The start of every rank's segment. Words are accessed atomically (host) or volatile (CUDA). */
+/* The call after seq: 0 is skipped, for it is what a fresh segment holds. */
+static inline BK_HD uint32_t bk_seq_next(uint32_t seq) { return seq + 1 ? seq + 1 : 1; }
+/* Does call seq zero this rank's flag words before it enters (Wrap, above)? */
+static inline BK_HD int bk_seq_cleans(uint32_t seq) { return (seq & 0x7fffffffu) == 1; }
+
+/* murmur3's finaliser: a bijection of 32 bits that mixes every bit into every other. */
+static inline BK_HD uint32_t bk_mix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+/* The hash of a description's words other than seq (d[0]). Each step is a bijection of the
+ * state for a given word and each word's fold is one to one below 2^32, so descriptions that
+ * differ in one field always hash apart. */
+static inline BK_HD uint32_t bk_desc_hash(const uint64_t *d)
+{
+    uint32_t h = 0x9e3779b9u;
+    for (int i = 1; i < BK_DESC_WORDS; i++)
+        h = bk_mix32(h ^ ((uint32_t)d[i] ^ bk_mix32((uint32_t)(d[i] >> 32) + (uint32_t)i)));
+    return h;
+}
+
+/* A header's entered word: the call number (never 0) over the description's hash. */
+static inline BK_HD uint64_t bk_entry(uint32_t seq, uint32_t hash)
+{
+    return ((uint64_t)seq << 32) | hash;
+}
+static inline BK_HD uint32_t bk_entry_seq(uint64_t e) { return (uint32_t)(e >> 32); }
+
+/* The start of every rank's segment. Words are accessed atomically (host) or with .sys-scoped
+ * loads and stores (CUDA). */
 struct bk_seg_header {
     uint64_t magic;
     uint32_t rank, nranks;      /* plan ranks */
-    uint32_t entered;           /* the call this rank is in: its staging is free for it */
     uint32_t abort;             /* 0, or 1 + the rank that aborted the communicator */
     uint32_t bell;              /* host: futex word, bumped after every store into this segment */
     uint32_t sleepers;          /* host: threads asleep on bell */
+    uint32_t pad;
+    uint64_t entered;           /* bk_entry of the call this rank is in: its staging is free */
     uint64_t desc[BK_DESC_WORDS]; /* the entered call (struct bk_desc) */
     char abort_msg[384];        /* why, written by the rank that aborted, before abort */
 };

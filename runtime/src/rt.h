@@ -69,6 +69,8 @@ struct bk_env {
     char server[64];         /* BLINK_SERVER, or "" */
     char trace_dir[1024];    /* BLINK_TRACE: where each rank writes its events, or "" */
     size_t trace_records;    /* BLINK_TRACE_RECORDS: events a rank keeps */
+    int check_calls;         /* BLINK_CHECK_CALLS=1: compare whole descriptions, not hashes */
+    uint32_t seq_start;      /* BLINK_DEBUG_SEQ_START: the first call's number (default 1) */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs
