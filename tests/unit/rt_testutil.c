@@ -14,6 +14,8 @@
 
 #define POISON 0xA5
 
+size_t rt_shift;
+
 /* ------------------------------------------------------------------ plans */
 
 /* shape re-rooted at r, breadth first (neighbours in rank order): parent[] and order[]. */
@@ -289,9 +291,10 @@ static void run_jobs(struct job *jobs, int n, const struct rt_case *c)
         finish(&jobs[v], r != blinkSuccess ? r : g);
 }
 
-/* One rank's buffers: big is its whole output area; send and recv point into it or not. */
+/* One rank's buffers: big is its whole output area; send and recv point into it or not.
+ * big_mem and send_mem are what malloc gave (big and send start rt_shift bytes past). */
 struct rank_bufs {
-    char *big, *send, *recv;
+    char *big, *send, *recv, *big_mem, *send_mem;
     size_t sendn, recvn;       /* elements of the input and of the output area */
 };
 
@@ -301,13 +304,17 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
     b->sendn = c->coll == BLINK_PLAN_REDUCESCATTER ? cnt * N : cnt;
     b->recvn = c->coll == BLINK_PLAN_ALLGATHER ? cnt * N : cnt;
     size_t bign = b->sendn > b->recvn ? b->sendn : b->recvn;
-    b->big = malloc(bign * es + 1);
-    memset(b->big, POISON, bign * es + 1);
+    size_t sh = rt_shift;
+    b->send_mem = NULL;
+    b->big_mem = malloc(bign * es + sh + 1);
+    memset(b->big_mem, POISON, bign * es + sh + 1);
+    b->big = b->big_mem + sh;
     /* In place: NCCL's offsets (allgather's input and reducescatter's output inside). */
     size_t off = (size_t)v * cnt * es;
     if (!c->inplace) {
-        b->send = malloc(bign * es + 1);
-        memset(b->send, POISON, bign * es + 1);
+        b->send_mem = malloc(bign * es + sh + 1);
+        memset(b->send_mem, POISON, bign * es + sh + 1);
+        b->send = b->send_mem + sh;
         b->recv = b->big;
     } else if (c->coll == BLINK_PLAN_ALLGATHER) {
         b->recv = b->big;
@@ -326,9 +333,8 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
 
 static void teardown_rank(struct rank_bufs *b, const struct rt_case *c)
 {
-    if (!c->inplace)
-        free(b->send);
-    free(b->big);
+    free(b->send_mem);
+    free(b->big_mem);
 }
 
 /* Buffers of one run: b[n], one set per rank. */
