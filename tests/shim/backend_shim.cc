@@ -27,8 +27,20 @@
 #define KARGS_WHO "shim backend"
 #include "kernel_args.h"
 
+/* The rendezvous orders a segment's header before its peers read it, but through its own shared
+ * memory, which each rank maps at another address, where ThreadSanitizer cannot see it: say so. */
+#ifdef __SANITIZE_THREAD__
+extern "C" void __tsan_acquire(void *addr);
+extern "C" void __tsan_release(void *addr);
+#define SEG_PUBLISHED(p) __tsan_release(p)
+#define SEG_SEEN(p) __tsan_acquire(p)
+#else
+#define SEG_PUBLISHED(p) ((void)(p))
+#define SEG_SEEN(p) ((void)(p))
+#endif
+
 struct bk_be {
-    int max_blocks;
+    int max_blocks, threads;      /* per launch, per block */
     unsigned char *tables;        /* the "device" copy of the tables' image */
     struct ktables k;
     struct kstatus status;
@@ -42,6 +54,8 @@ struct blinkHostStream {
     blinkComm_t last;             /* the rank whose launch it last ordered */
 };
 
+/* Every rank's init reads the environment: the knobs under a lock. */
+static pthread_mutex_t knob_mu = PTHREAD_MUTEX_INITIALIZER;
 static int shim_threads = 32, shim_max_blocks = 4;
 
 static blinkResult_t read_knob(const char *name, int *out, int lo, int hi)
@@ -61,10 +75,15 @@ static blinkResult_t read_knob(const char *name, int *out, int lo, int hi)
 
 static blinkResult_t configure(void)
 {
-    shim_threads = 32;
-    shim_max_blocks = 4;
-    blinkResult_t r = read_knob("BK_SHIM_THREADS", &shim_threads, 1, 1024);
-    return r == blinkSuccess ? read_knob("BK_SHIM_MAX_BLOCKS", &shim_max_blocks, 1, 128) : r;
+    int threads = 32, blocks = 4;
+    blinkResult_t r = read_knob("BK_SHIM_THREADS", &threads, 1, 1024);
+    if (r == blinkSuccess)
+        r = read_knob("BK_SHIM_MAX_BLOCKS", &blocks, 1, 128);
+    pthread_mutex_lock(&knob_mu);
+    shim_threads = threads;
+    shim_max_blocks = blocks;
+    pthread_mutex_unlock(&knob_mu);
+    return r;
 }
 
 static int current_device(void) { return -1; }
@@ -86,7 +105,10 @@ static blinkResult_t rank_init(blinkComm_t c)
     if (!be)
         return bk_error(blinkSystemError, "shim backend: out of memory");
     c->be = be;
+    pthread_mutex_lock(&knob_mu);
     be->max_blocks = shim_max_blocks;
+    be->threads = shim_threads;
+    pthread_mutex_unlock(&knob_mu);
     c->nstreams = 1;
     c->nworkers = 1;
     for (int i = 0; i < 2 * c->plan->nschedules; i++)
@@ -149,6 +171,7 @@ static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, v
     h->nranks = (uint32_t)c->nranks;
     memset(handle, 0, BK_HANDLE_BYTES);
     be->k.seg[c->prank] = be->own;
+    SEG_PUBLISHED(be->own);
     *seg = be->own;
     return blinkSuccess;
 }
@@ -159,6 +182,8 @@ static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const v
     (void)name;
     (void)handle;
     const struct bk_seg_header *h = (const struct bk_seg_header *)seg_ptr;
+    if (h)
+        SEG_SEEN(seg_ptr);
     if (!same_process || !h || h->magic != BK_SEG_MAGIC || h->rank != (uint32_t)peer)
         return bk_error(blinkSystemError, "shim backend: rank %d's segment (%zu bytes) is not "
                         "in this process", c->user_of[peer], bytes);
@@ -181,7 +206,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     join_run(be); /* the rank's stream: one launch after the other */
     int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
-    if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)shim_threads,
+    if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
                           ksmem(be->p.tpb, c->nranks))) {
         shim_launch_join(&be->run);
         return bk_error(blinkSystemError, "shim backend: out of memory");

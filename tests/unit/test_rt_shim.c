@@ -2,17 +2,18 @@
 /*
  * test_rt_shim.c - the CUDA backend's own kernel (runtime/src/kernel_cuda.cuh), compiled by g++
  * through tests/shim/cuda_shim.h and run by the shim backend (tests/shim/backend_shim.cc):
- * one OS thread per GPU thread, blocks of 32, every rank's launch at once, arguments built by
- * the CUDA backend's own code (kernel_args.h), results against rt_testutil.c's independent
- * reference. Covered: 3, 4 and 8 ranks (chains, stars, two and three trees of different
- * weights), every collective, float32, int32, float16, bfloat16 and int8, sum, max and avg (and
- * prod on one plan), counts of 1, 7 and 37 (odd, not multiples of 16 bytes, fewer elements than
- * trees) in 16-byte chunks (so calls take many chunks and wrap the four slots), buffers one
- * element and one byte past malloc's alignment (the kernel's unaligned paths) and aligned, in place and out,
- * thread per rank and group style, NULL and user streams, one block playing several trees and
- * one block per tree, many calls in a row (the call counter); and two failures: ranks that
- * disagree about a call both fail with "mismatched collective calls", and a rank that never
- * calls makes its neighbour time out naming it.
+ * one OS thread per GPU thread, blocks of 8 to 32, every rank's launch at once, arguments built
+ * by the CUDA backend's own code (kernel_args.h), results against rt_testutil.c's independent
+ * reference. Covered: 3, 4 and 8 ranks (chains, stars, two and three trees of different weights,
+ * and the committed DGX-1V plan), every collective, float32, int32, float16, bfloat16 and int8,
+ * sum, max and avg (min and prod on some plans), counts of 1, 7, 37 and 211 (odd, not multiples
+ * of 16 bytes, fewer elements than trees) in 16-byte chunks (so calls take many chunks and wrap
+ * the four slots) and in 512-byte ones (every thread busy, the unrolled loops full), buffers one
+ * element and one byte past malloc's alignment (the kernel's unaligned paths) and aligned, in
+ * place and out, thread per rank and group style, NULL and user streams, one block playing
+ * several trees and one block per tree, many calls in a row (the call counter); and two
+ * failures: ranks that disagree about a call both fail with "mismatched collective calls", and
+ * a rank that never calls makes its neighbour time out naming it.
  *
  * What this proves: the kernel's control flow, chunk and range arithmetic, alignment paths,
  * reductions and both protocols (the up and down hand-overs, credits, the description check,
@@ -33,6 +34,7 @@ static const blinkDataType_t dts[] = {blinkFloat32, blinkInt32, blinkFloat16, bl
 static const blinkRedOp_t ops[] = {blinkSum, blinkMax, blinkAvg};
 static const size_t counts[] = {1, 7, 37};
 static const size_t big_counts[] = {1, 211};
+static const size_t mid_counts[] = {7, 37};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* How a plan's ranks run: blocks per launch at most, threads per block, chunk bytes. */
@@ -111,6 +113,15 @@ Test(rt_shim, two_trees_one_block, .timeout = 120)
           counts, N(counts));
 }
 
+/* The same trees, a block each. */
+Test(rt_shim, two_trees_two_blocks, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"}, -1,
+          mid_counts, N(mid_counts));
+}
+
 /* Eight ranks, three trees (a binary tree, a star, a chain) on two blocks: one block plays
  * two trees, the other one; prod too. */
 Test(rt_shim, three_trees8, .timeout = 120)
@@ -121,6 +132,35 @@ Test(rt_shim, three_trees8, .timeout = 120)
     const int *shapes[] = {bin, star, chain};
     sweep(8, 3, shapes, (const unsigned[]){2, 1, 1}, (struct shape){"2", "8", "512"}, blinkProd,
           big_counts, N(big_counts));
+}
+
+/* The committed DGX-1V plan (generated/dgx1v.cu, 6 trees for each collective): one call of each
+ * collective on three blocks of 8 threads, 64-byte chunks. */
+blinkResult_t e2e_init_dgx1v(blinkComm_t *comms, int ndev, const int *devlist);
+
+Test(rt_shim, dgx1v_plan, .timeout = 120)
+{
+    blinkComm_t comms[8];
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    setenv("BK_SHIM_MAX_BLOCKS", "3", 1);
+    setenv("BK_SHIM_THREADS", "8", 1);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    const struct rt_case cases[] = {
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 211, 0, RT_THREADS, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkBfloat16, blinkSum, 37, 1, RT_GROUP, 0},
+        {BLINK_PLAN_REDUCE, 5, blinkFloat16, blinkAvg, 37, 0, RT_THREADS, 1},
+        {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 7, 1, RT_THREADS, 0},
+        {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 37, 0, RT_GROUP, 0},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char why[512] = "";
+        rt_shift = i & 1;
+        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "case %zu: %s", i,
+                     why);
+    }
+    rt_shift = 0;
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
 }
 
 /* ------------------------------------------------------------------ failures */
