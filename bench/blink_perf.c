@@ -61,6 +61,7 @@
 
 #include "blink.h"
 #include "blink_plan.h" /* blinkrtCommStats */
+#include "hbm_bound.h"
 
 #ifdef BLINK_BACKEND_CUDA
 #define BACKEND_NAME "cuda"
@@ -99,6 +100,7 @@ struct opts {
     int mpi;                   /* --mpi: this process is one rank of an MPI job */
     int servers;               /* --mpi: the job's distinct servers, for the header */
     const struct blink_plan_library *lib; /* the plans init chooses from */
+    double hbm_gbps;           /* --hbm-gbps: one GPU's copy rate, for the bound columns */
 };
 
 /* ---------------------------------------------------------------- the backend's memory */
@@ -647,11 +649,12 @@ static const struct blink_plan *run_plan(const struct opts *o)
 }
 
 /* The plan's per-size choice for the collective (its first root), as the runtime reads it. */
+static const int plan_coll[C_COUNT] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_REDUCE,
+                                       BLINK_PLAN_ALLREDUCE, BLINK_PLAN_ALLGATHER,
+                                       BLINK_PLAN_REDUCESCATTER};
+
 static void print_plan(const struct opts *o)
 {
-    static const int plan_coll[C_COUNT] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_REDUCE,
-                                           BLINK_PLAN_ALLREDUCE, BLINK_PLAN_ALLGATHER,
-                                           BLINK_PLAN_REDUCESCATTER};
     const struct blink_plan *p = run_plan(o);
     if (!p)
         return;
@@ -699,6 +702,13 @@ static void print_header(const struct opts *o, const struct blinkrt_stats *st)
     printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n", st->streams,
            st->threads, st->staging_bytes);
     print_plan(o);
+    if (o->hbm_gbps > 0)
+        printf("#  One-GPU bound (--hbm-gbps %g): each call moves %g (in place %g) bytes per byte "
+               "through device memory, so algbw <= %.2f (%.2f) GB/s; %%bound is algbw over it\n",
+               o->hbm_gbps, hbm_bytes_per_byte(plan_coll[o->coll], o->ndev, 0),
+               hbm_bytes_per_byte(plan_coll[o->coll], o->ndev, 1),
+               o->hbm_gbps / hbm_bytes_per_byte(plan_coll[o->coll], o->ndev, 0),
+               o->hbm_gbps / hbm_bytes_per_byte(plan_coll[o->coll], o->ndev, 1));
     const char *t = o->cputime ? "cputime" : "time";
     printf("#\n#                                                        out-of-place            "
            "           in-place\n");
@@ -719,6 +729,7 @@ static int print_row(void *ctx, const struct opts *c, size_t bytes)
 {
     const struct print_ctx *p = ctx;
     size_t count, shown, n = (size_t)c->ndev;
+    double bound[2] = {0, 0};
     row_size(c, bytes, &count, &shown);
     printf("%12zu  %12zu  %8s  %6s  %6d", shown,
            c->coll == C_ALLGATHER || c->coll == C_REDUCESCATTER ? count * n : count,
@@ -735,7 +746,12 @@ static int print_row(void *ctx, const struct opts *c, size_t bytes)
         p->t->busbw_sum += busbw / 2;
         p->t->wrong += h.wrong;
         printf("  %8.2f  %6.2f  %6.2f  %6ld", h.us, algbw, busbw, h.wrong);
+        double f = hbm_bytes_per_byte(plan_coll[c->coll], c->ndev, in_place);
+        if (c->hbm_gbps > 0 && f > 0)
+            bound[in_place] = 100 * algbw / (c->hbm_gbps / f);
     }
+    if (c->hbm_gbps > 0)
+        printf("  %%bound %5.1f %5.1f", bound[0], bound[1]);
     printf("\n");
     fflush(stdout);
     p->t->rows++;
@@ -1427,6 +1443,9 @@ static void usage(FILE *f)
 "                            --devices, else BLINK_DEVICE. Ranks: the job's size; rank 0\n"
 "                            prints the table; every rank exits with the job's status.\n"
 "                            Was -M, which is nccl-tests' now%s\n"
+"      --hbm-gbps R          all ranks on one GPU that copies R GB/s (read + write):\n"
+"                            print the bound that puts on the protocol's bytes and\n"
+"                            each row's algbw as %%bound of it (tools/gpu-check)\n"
 "  -h, --help                this text\n\n"
 "BLINK_DEVICE_MAP=0,0,0,0 runs every rank of every mode on GPU 0 (CUDA): a rank\n"
 "runs on its entry there and plays its device of --devices.\n"
@@ -1458,7 +1477,7 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 1;
 }
 
-enum { OPT_COLLECTIVE = 256, OPT_DEVICES, OPT_PROCS, OPT_MPI };
+enum { OPT_COLLECTIVE = 256, OPT_DEVICES, OPT_PROCS, OPT_MPI, OPT_HBM };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -1487,12 +1506,13 @@ static int parse(int argc, char **argv, struct opts *o)
         {"collective", required_argument, NULL, OPT_COLLECTIVE},
         {"devices", required_argument, NULL, OPT_DEVICES},
         {"procs", no_argument, NULL, OPT_PROCS},       {"mpi", no_argument, NULL, OPT_MPI},
+        {"hbm-gbps", required_argument, NULL, OPT_HBM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     static const char shorts[] = "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:";
     int c, k, ok = 1, n;
     long v;
-    char *end;
+    char *end, *hbm_end;
     while (ok && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         const char *why = NULL; /* a usage error's own words, else "bad value" */
         switch (c) {
@@ -1575,6 +1595,10 @@ static int parse(int argc, char **argv, struct opts *o)
         case OPT_COLLECTIVE: ok = parse_coll(optarg, &o->coll); break;
         case OPT_DEVICES: ok = parse_devices(optarg, o); break;
         case OPT_PROCS: o->procs = 1; break;
+        case OPT_HBM:
+            o->hbm_gbps = strtod(optarg, &hbm_end);
+            ok = hbm_end != optarg && !*hbm_end && o->hbm_gbps > 0 && o->hbm_gbps < 1e7;
+            break;
         case OPT_MPI:
 #ifdef BLINK_PERF_MPI
             o->mpi = 1;
@@ -1592,7 +1616,8 @@ static int parse(int argc, char **argv, struct opts *o)
             else
                 fprintf(stderr, "blink-perf: bad value for %s%s: '%s'\n",
                         c < 256 ? "-" : "--", c < 256 ? (char[2]){(char)c, 0} :
-                        c == OPT_COLLECTIVE ? "collective" : "devices", optarg ? optarg : "");
+                        c == OPT_COLLECTIVE ? "collective" : c == OPT_HBM ? "hbm-gbps"
+                        : "devices", optarg ? optarg : "");
             ok = 0;
         }
     }

@@ -8,6 +8,7 @@ RT_SOURCES = \
 	runtime/src/errors.c runtime/src/env.c runtime/src/log.c runtime/src/log.h \
 	runtime/src/comm.c runtime/src/rendezvous.c \
 	runtime/src/plan_check.c runtime/src/library.c runtime/src/roles.c \
+	runtime/src/trace.c runtime/src/trace.h \
 	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
 	runtime/src/nccl_real.c runtime/src/nccl_real.h \
 	runtime/src/net.h runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
@@ -46,6 +47,7 @@ runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
 		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_args.h \
+		$(top_srcdir)/runtime/src/trace.h \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h
 	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \

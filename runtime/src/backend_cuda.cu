@@ -80,6 +80,7 @@ struct bk_be {
     double last_gone_check;
     uint32_t last_seq;            /* the last launch, for messages */
     int last_coll;
+    struct bk_trace_ring *trace;  /* device: BLINK_TRACE's events, or NULL */
 };
 
 /* ------------------------------------------------------------------ errors and devices */
@@ -324,11 +325,41 @@ static blinkResult_t rank_init(blinkComm_t c)
     if (r == blinkSuccess)
         r = ktables_point(c, &im, be->tables, &be->k);
     kimage_free(&im);
+    /* BLINK_TRACE: the ring the kernel stamps into, read back at rank_free. */
+    if (r == blinkSuccess && c->env.trace_dir[0]) {
+        size_t bytes = offsetof(struct bk_trace_ring, rec) +
+                       c->env.trace_records * sizeof(struct bk_trace_rec);
+        struct bk_trace_ring head = {0, (unsigned long long)c->env.trace_records, {}};
+        void *d = NULL;
+        if ((e = cudaMalloc(&d, bytes)))
+            r = cuda_fail(e, "cudaMalloc", __LINE__);
+        else if ((e = cudaMemcpy(d, &head, offsetof(struct bk_trace_ring, rec),
+                                 cudaMemcpyHostToDevice)))
+            r = cuda_fail(e, "cudaMemcpy", __LINE__);
+        be->trace = (struct bk_trace_ring *)d;
+    }
     free(hatom);
     free(ldev);
     if (old_ >= 0)
         cudaSetDevice(old_);
     return r;
+}
+
+/* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
+static void write_trace(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    struct bk_trace_ring head;
+    if (quiet(cudaMemcpy(&head, be->trace, offsetof(struct bk_trace_ring, rec),
+                         cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return;
+    unsigned long long n = head.head < head.cap ? head.head : head.cap;
+    struct bk_trace_rec *rec = (struct bk_trace_rec *)malloc(n ? n * sizeof *rec : 1);
+    const char *from = (const char *)be->trace + offsetof(struct bk_trace_ring, rec);
+    if (rec && quiet(cudaMemcpy(rec, from, n * sizeof *rec, cudaMemcpyDeviceToHost)) ==
+                   cudaSuccess)
+        bk_trace_write(c, "cuda", "globaltimer", rec, head.head, head.cap);
+    free(rec);
 }
 
 static void rank_free(blinkComm_t c)
@@ -341,6 +372,10 @@ static void rank_free(blinkComm_t c)
         quiet(cudaStreamSynchronize(be->exec)); /* bounded by the kernel's own timeout */
     if (be->aux)
         quiet(cudaStreamSynchronize(be->aux));
+    if (be->trace) {
+        write_trace(c);
+        quiet(cudaFree(be->trace));
+    }
     for (int q = 0; q < c->nranks && be->opened; q++)
         if (be->opened[q])
             quiet(cudaIpcCloseMemHandle(be->opened[q]));
@@ -456,6 +491,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     struct kparams p;
     kparams_fill(&p, c, &be->k, L, blocks, be->dstatus);
     size_t smem = ksmem(p.tpb, c->nranks);
+    p.trace = be->trace;
     be->last_seq = (uint32_t)L->d.seq;
     be->last_coll = (int)L->d.coll;
     c->ops = 0;

@@ -12,14 +12,20 @@
  *   BLINK_DEVICE=D            the topology device this rank plays (blinkCommInitRank)
  *   BLINK_SERVER=NAME         the server this rank is on (default: its host name); ranks
  *                             with one name share memory, others meet over MPI
+ *   BLINK_TRACE=DIR           stamp every call's steps; each rank writes them into DIR at
+ *                             destroy (trace.c)
+ *   BLINK_TRACE_RECORDS=N     events a rank keeps (default 262144)
  * A value that does not parse is an error that names the variable, never a silent default.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rt.h"
+#include "trace.h"
 
 static blinkResult_t parse_size(const char *name, size_t *out, const char *fn)
 {
@@ -43,9 +49,15 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
     e->device = -1;
     e->timeout_s = BK_DEFAULT_TIMEOUT_S;
     e->staging = BK_DEFAULT_STAGING;
+    e->trace_records = BK_TRACE_DEFAULT_RECORDS;
     blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
     if (r == blinkSuccess)
         r = parse_size("BLINK_STAGING_BYTES", &e->staging, fn);
+    if (r == blinkSuccess)
+        r = parse_size("BLINK_TRACE_RECORDS", &e->trace_records, fn);
+    if (r == blinkSuccess && e->trace_records > BK_TRACE_MAX_RECORDS)
+        r = bk_error(blinkInvalidArgument, "%s: BLINK_TRACE_RECORDS=%zu is more than %u", fn,
+                     e->trace_records, BK_TRACE_MAX_RECORDS);
     if (r != blinkSuccess)
         return r;
     const char *env = getenv("BLINK_ALGO");
@@ -86,6 +98,17 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_SERVER is longer than %zu "
                             "characters", fn, sizeof e->server - 1);
         memcpy(e->server, env, strlen(env) + 1);
+    }
+    /* Checked now, so that a run learns of a wrong directory before it, not at destroy. */
+    if ((env = getenv("BLINK_TRACE")) != NULL && *env) {
+        if (strlen(env) >= sizeof e->trace_dir)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_TRACE is longer than %zu "
+                            "characters", fn, sizeof e->trace_dir - 1);
+        struct stat st;
+        if (stat(env, &st) != 0 || !S_ISDIR(st.st_mode) || access(env, W_OK | X_OK) != 0)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_TRACE='%s' is not a directory "
+                            "this process can write into", fn, env);
+        memcpy(e->trace_dir, env, strlen(env) + 1);
     }
     return blinkSuccess;
 }

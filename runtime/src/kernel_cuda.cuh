@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "rt.h"
+#include "trace.h"
 
 #define KTHREADS 512     /* threads per block */
 #define UNROLL 4         /* 16-byte vectors in flight per thread: copies */
@@ -93,6 +94,7 @@ struct kparams {
     uint64_t timeout_ns;
     struct kstatus *status;      /* device pointer of the pinned block */
     struct kctl *ctl;
+    struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
 };
 
 /* A tree's progress in this launch (block-shared, written by thread 0 only). */
@@ -130,6 +132,28 @@ __device__ __forceinline__ uint64_t gtimer()
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 #endif
+}
+
+/* BLINK_TRACE (trace.h): one event, stamped by the thread that calls it (thread 0); when
+ * tracing is off, one uniform test of a launch argument. */
+__device__ __forceinline__ void d_trace(const kparams &p, uint64_t t, uint32_t seq, int kind,
+                                        int tree, uint32_t chunk, int peer)
+{
+    if (!p.trace)
+        return;
+    unsigned long long i = atomicAdd(&p.trace->head, 1ull);
+    if (i >= p.trace->cap)
+        return;
+    struct bk_trace_rec r;
+    r.t_ns = t;
+    r.seq = seq;
+    r.chunk = chunk;
+    r.block = (uint16_t)blockIdx.x;
+    r.tree = (uint16_t)tree;
+    r.peer = (int16_t)peer;
+    r.kind = (uint8_t)kind;
+    r.coll = (uint8_t)p.d[1];
+    p.trace->rec[i] = r;
 }
 
 /* ------------------------------------------------------------------ device: block-shared */
@@ -771,13 +795,18 @@ template <typename T>
 __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsigned char *checked,
                        int &waiting, volatile int *dec_sh)
 {
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         *dec_sh = up_ready(p, ti, s, seq, checked, waiting);
+        if (*dec_sh == 1)
+            d_trace(p, gtimer(), seq, BK_TR_UP_DECIDE, ti, s->up, p.roles[ti].parent);
+    }
     __syncthreads();
     int dec = *dec_sh;
     if (dec == 1) {
         const bk_role &t = p.roles[ti];
         uint32_t ch = s->up;
+        if (threadIdx.x == 0)
+            d_trace(p, gtimer(), seq, BK_TR_UP_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t x0 = s->lo + (size_t)ch * p.chunk_elems;
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
@@ -807,6 +836,7 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
         for (int j = 0; j < t.nkids; j++)
             st64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
                  bk_tag(seq, ch + 1));
+        d_trace(p, gtimer(), seq, BK_TR_UP_POST, ti, ch, t.parent);
         s->up = ch + 1;
     }
     return dec;
@@ -816,14 +846,19 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
 __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
                          unsigned char *checked, int &waiting, volatile int *dec_sh)
 {
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         *dec_sh = down_ready(p, ti, s, seq, checked, waiting);
+        if (*dec_sh == 1)
+            d_trace(p, gtimer(), seq, BK_TR_DOWN_DECIDE, ti, s->down, p.roles[ti].parent);
+    }
     __syncthreads();
     int dec = *dec_sh;
     if (dec == 1) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->down;
+        if (threadIdx.x == 0)
+            d_trace(p, gtimer(), seq, BK_TR_DOWN_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
@@ -849,6 +884,7 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         if (t.parent >= 0)
             st64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
                  bk_tag(seq, ch + 1));
+        d_trace(p, gtimer(), seq, BK_TR_DOWN_POST, ti, ch, t.parent);
         s->down = ch + 1;
     }
     return dec;
@@ -881,6 +917,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     const int tid = threadIdx.x;
     unsigned char *me = p.seg[p.prank];
     int waiting = 0; /* thread 0: the peer the last blocked step waited for */
+    const uint64_t t_enter = p.trace ? gtimer() : 0;
 
     for (int i = tid; i < p.nranks; i += blockDim.x)
         checked[i] = 0;
@@ -888,6 +925,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
         uint32_t seq = ld32(&p.ctl->seq) + 1;
         seq = seq ? seq : 1; /* 0 is what a fresh segment holds */
         seq_sh = seq;
+        d_trace(p, t_enter, seq, BK_TR_ENTER, 0, 0, -1);
         uint32_t who = ld32(me + H_ABORT);
         if (who) {
             char *buf = ksh().msg;
@@ -995,6 +1033,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
 
     /* The last block out advances the call number the next launch takes. */
     if (tid == 0) {
+        d_trace(p, gtimer(), seq, BK_TR_EXIT, 0, 0, -1);
         __threadfence();
         if (atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1) {
             st32(&p.ctl->seq, seq);

@@ -184,7 +184,7 @@ void bk_log_env(int level, unsigned mask, int dev)
         "BLINK_DEBUG", "BLINK_DEBUG_SUBSYS", "BLINK_DEBUG_FILE", "BLINK_ALGO",
         "BLINK_CHUNK_BYTES", "BLINK_STAGING_BYTES", "BLINK_TIMEOUT_S", "BLINK_DEVICE",
         "BLINK_DEVICE_MAP", "BLINK_SERVER", "BLINK_NCCL_LIB", "BLINK_HOST_THREADS",
-        "BLINK_HOST_FAIL_COPY"};
+        "BLINK_HOST_FAIL_COPY", "BLINK_TRACE", "BLINK_TRACE_RECORDS"};
     static int shown;
     if (level < BK_LOG_INFO || !(mask & BK_SUB_ENV) ||
         __atomic_exchange_n(&shown, 1, __ATOMIC_RELAXED))

@@ -67,6 +67,8 @@ struct bk_env {
     size_t staging;          /* BLINK_STAGING_BYTES */
     int device;              /* BLINK_DEVICE, or -1 */
     char server[64];         /* BLINK_SERVER, or "" */
+    char trace_dir[1024];    /* BLINK_TRACE: where each rank writes its events, or "" */
+    size_t trace_records;    /* BLINK_TRACE_RECORDS: events a rank keeps */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs
@@ -196,6 +198,12 @@ blinkResult_t bk_call(blinkComm_t comm, const struct bk_args *a, const char *fn)
 #define BK_INIT_NCCL_ONLY 2 /* do not look for a plan: NCCL alone */
 #define BK_INIT_ONE_PROCESS 4 /* ranks as threads: a cluster plan runs all in shared memory */
 blinkResult_t bk_read_env(struct bk_env *env, const char *fn);
+/* BLINK_TRACE: write a rank's events (trace.h, trace.c); offered counts every event, the first
+ * cap of which are in rec. */
+struct bk_trace_rec;
+void bk_trace_write(blinkComm_t c, const char *backend, const char *clock,
+                    const struct bk_trace_rec *rec, unsigned long long offered,
+                    unsigned long long cap);
 blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *out, int nranks,
                            const blinkUniqueId *id, int rank, int topo_dev, int phys_dev,
                            unsigned flags, const char *fn);

@@ -44,6 +44,7 @@ struct bk_be {
     unsigned char *tables;        /* the "device" copy of the tables' image */
     struct ktables k;
     struct kstatus status;
+    struct bk_trace_ring *trace;  /* BLINK_TRACE's events, or NULL */
     unsigned char *own;           /* this rank's segment */
     struct kparams p;             /* the running launch's arguments (the threads read them) */
     shim_launch run;
@@ -132,6 +133,13 @@ static blinkResult_t rank_init(blinkComm_t c)
     memcpy(be->tables, im.host, im.bytes);
     r = ktables_point(c, &im, be->tables, &be->k);
     kimage_free(&im);
+    if (r == blinkSuccess && c->env.trace_dir[0]) {
+        be->trace = (struct bk_trace_ring *)calloc(
+            1, offsetof(struct bk_trace_ring, rec) + c->env.trace_records * sizeof(bk_trace_rec));
+        if (!be->trace)
+            return bk_error(blinkSystemError, "shim backend: out of memory");
+        be->trace->cap = c->env.trace_records;
+    }
     return r;
 }
 
@@ -149,6 +157,10 @@ static void rank_free(blinkComm_t c)
     if (!be)
         return;
     join_run(be);
+    if (be->trace)
+        bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
+                       be->trace->cap);
+    free(be->trace);
     free(be->own);
     free(be->tables);
     free(be->k.sets);
@@ -206,6 +218,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     join_run(be); /* the rank's stream: one launch after the other */
     int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
+    be->p.trace = be->trace;
     if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
                           ksmem(be->p.tpb, c->nranks))) {
         shim_launch_join(&be->run);

@@ -99,6 +99,10 @@ inline unsigned int atomicAdd(unsigned int *a, unsigned int v)
 {
     return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
 }
+inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v)
+{
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
+}
 
 inline uint64_t shim_globaltimer()
 {

@@ -467,3 +467,34 @@ Test(perf, mpi_ranks_across_two_servers, .timeout = 120)
     mu_unlock(lock);
     free(bin);
 }
+
+/* --hbm-gbps: the one-GPU bound the executor review derives by hand (8 ranks: allreduce moves
+ * 51 bytes per byte, so 4250 GB/s of copies bound it at 83 GB/s; broadcast 30, or 28 in place;
+ * reduce 23; on 3 ranks allreduce 7 * 3 - 5 = 16), and a %bound pair on every row. */
+Test(perf, hbm_bound_columns, .timeout = 120)
+{
+    static const struct {
+        const char *coll, *devices, *want;
+    } cases[] = {
+        {"allreduce", "0-7", "moves 51 (in place 51) bytes per byte through device memory, so "
+                             "algbw <= 83.33 (83.33) GB/s"},
+        {"broadcast", "0-7", "moves 30 (in place 28) bytes per byte"},
+        {"reduce", "0-7", "moves 23 (in place 23) bytes per byte"},
+        {"allreduce", "0,2,3", "moves 16 (in place 16) bytes per byte"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *bin = perf_path();
+        struct tu_run r;
+        tu_run_argv(&r, (const char *const[]){bin, "--collective", cases[i].coll, "--devices",
+                                              cases[i].devices, "-b", "1K", "-e", "4K", "-f",
+                                              "4", "-n", "2", "-w", "1", "--hbm-gbps", "4250",
+                                              NULL});
+        cr_expect_eq(r.status, 0, "%s", r.err);
+        cr_expect(strstr(r.out, cases[i].want), "no '%s' in %s", cases[i].want, r.out);
+        cr_expect_eq(data_rows(r.out), 2, "%s", r.out);
+        const char *row = strstr(r.out, "\n        1024");
+        cr_expect(row && strstr(row, "%bound "), "%s", r.out);
+        tu_run_free(&r);
+        free(bin);
+    }
+}

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_testutil.h"
 
@@ -161,6 +162,49 @@ Test(rt_shim, dgx1v_plan, .timeout = 120)
     rt_shift = 0;
     for (int v = 0; v < 8; v++)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+}
+
+/* BLINK_TRACE: the kernel's events. An allreduce of 37 floats in 4-float chunks on a 3-rank
+ * chain: every rank's one block enters and exits once and moves each of the 10 chunks up once
+ * and down once. */
+static int count_lines(const char *path, const char *kind)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, kind) != NULL;
+    if (f)
+        fclose(f);
+    return f ? n : -1;
+}
+
+Test(rt_shim, trace, .timeout = 60)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    struct rt_plan p;
+    blinkComm_t comms[3];
+    char dir[] = "/tmp/blink-shim-trace.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("BLINK_TRACE", dir, 1);
+    init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
+    unsetenv("BLINK_TRACE");
+    struct rt_case c = {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 37, 0, RT_THREADS, 0};
+    char why[512] = "";
+    cr_assert_eq(rt_run_check(comms, 3, &c, why, sizeof why), 0, "%s", why);
+    fini(&p, comms, 3);
+    for (int v = 0; v < 3; v++) {
+        char path[256], host[64] = "";
+        gethostname(host, sizeof host);
+        snprintf(path, sizeof path, "%s/blink-trace.%s.%d.r%d.tsv", dir, host, (int)getpid(), v);
+        cr_expect_eq(count_lines(path, "\tenter\t"), 1, "%s", path);
+        cr_expect_eq(count_lines(path, "\texit\t"), 1, "%s", path);
+        cr_expect_eq(count_lines(path, "\tup-post\t"), 10, "%s", path);
+        cr_expect_eq(count_lines(path, "\tdown-post\t"), 10, "%s", path);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* ------------------------------------------------------------------ failures */
