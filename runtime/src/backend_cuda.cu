@@ -13,12 +13,13 @@
  * enabled at init wherever cudaDeviceCanAccessPeer allows, and every tree edge must have it
  * (init fails otherwise); a peer this device cannot reach is left unmapped and never touched.
  *
- * Execution: rank_init makes everything a call needs: one non-blocking stream that runs the
- * kernels, two events (the joins with the user's stream), device copies of every tree set's
- * roles and of the staging layout, the table of mapped peer segments, and a pinned, mapped
- * status block the kernel reports a failure into. A call is then exactly five operations and no
- * allocation or copy, so it can be captured into a CUDA graph: record `in` on the user's stream,
- * the rank's stream waits for it, one kernel launch, record `out`, the user's stream waits.
+ * Execution: rank_init makes everything a call needs: device copies of every tree set's roles
+ * and of the staging layout, the table of mapped peer segments, and a pinned, mapped status
+ * block the kernel reports a failure and its finished launches into. A call is then one kernel
+ * launch on the user's stream and nothing else (no stream or event of ours, no allocation or
+ * copy), as NCCL launches, so it can be captured into a CUDA graph. The host learns that a call
+ * is done from the status block's count of finished launches, compared with the launches it
+ * issued outside a capture (a captured launch is the graph's, whose replays the user runs).
  * Blocks per launch (rank_init, blocks_for): one per tree of the set, at most as many as are
  * resident on the device at once beside the other ranks sharing it, and MAX_BLOCKS.
  *
@@ -62,10 +63,10 @@ struct hscratch {
 
 struct bk_be {
     int dev;
-    cudaStream_t exec, aux;       /* the kernels; the host's abort and status copies */
-    cudaEvent_t in_ev, out_ev;
+    cudaStream_t aux;             /* the host's abort copies (no call runs on it) */
     int launched;                 /* the last call's kernel was launched */
-    int recorded;                 /* out_ev was ever recorded */
+    unsigned int issued;          /* launches issued outside a capture (kstatus.finished's peer) */
+    cudaStream_t last_stream;     /* the stream of the last launch */
     int max_blocks;               /* blocks per launch (all resident at once) */
     unsigned char *tables;        /* device: layout, rank tables, role sets, kctl */
     struct ktables k;             /* pointers into tables (kernel_args.h) */
@@ -198,7 +199,7 @@ static blinkResult_t rank_init(blinkComm_t c)
         free(ldev);
         return bk_error(blinkSystemError, "CUDA backend: out of memory");
     }
-    c->nstreams = 1;
+    c->nstreams = 0; /* calls run on the user's streams */
     c->nworkers = 1;
     be->max_blocks = 1;
 
@@ -256,15 +257,9 @@ static blinkResult_t rank_init(blinkComm_t c)
             }
         }
 
-    /* Streams and events. */
-    if (r == blinkSuccess && (e = cudaStreamCreateWithFlags(&be->exec, cudaStreamNonBlocking)))
-        r = cuda_fail(e, "cudaStreamCreateWithFlags", __LINE__);
+    /* The stream the host's abort copies go on (calls run on the user's streams). */
     if (r == blinkSuccess && (e = cudaStreamCreateWithFlags(&be->aux, cudaStreamNonBlocking)))
         r = cuda_fail(e, "cudaStreamCreateWithFlags", __LINE__);
-    if (r == blinkSuccess && (e = cudaEventCreateWithFlags(&be->in_ev, cudaEventDisableTiming)))
-        r = cuda_fail(e, "cudaEventCreateWithFlags", __LINE__);
-    if (r == blinkSuccess && (e = cudaEventCreateWithFlags(&be->out_ev, cudaEventDisableTiming)))
-        r = cuda_fail(e, "cudaEventCreateWithFlags", __LINE__);
 
     /* Blocks per launch: every block of every rank on this device must be resident at once
      * (a block waits for peers that may wait for another block), so at most what fits. */
@@ -345,6 +340,8 @@ static blinkResult_t rank_init(blinkComm_t c)
     return r;
 }
 
+static void drain(blinkComm_t c);
+
 /* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
 static void write_trace(blinkComm_t c)
 {
@@ -368,8 +365,7 @@ static void rank_free(blinkComm_t c)
     if (!be)
         return;
     int old = quiet_enter(be->dev);
-    if (be->exec)
-        quiet(cudaStreamSynchronize(be->exec)); /* bounded by the kernel's own timeout */
+    drain(c); /* bounded by the kernel's own timeout */
     if (be->aux)
         quiet(cudaStreamSynchronize(be->aux));
     if (be->trace) {
@@ -385,12 +381,6 @@ static void rank_free(blinkComm_t c)
         quiet(cudaFree(be->tables));
     if (be->pinned)
         quiet(cudaFreeHost(be->pinned));
-    if (be->in_ev)
-        quiet(cudaEventDestroy(be->in_ev));
-    if (be->out_ev)
-        quiet(cudaEventDestroy(be->out_ev));
-    if (be->exec)
-        quiet(cudaStreamDestroy(be->exec));
     if (be->aux)
         quiet(cudaStreamDestroy(be->aux));
     quiet_leave(old);
@@ -465,21 +455,46 @@ static void seg_unlink(const char *name) { (void)name; /* nothing has a name */ 
 /* ------------------------------------------------------------------ calls */
 
 static void host_abort(blinkComm_t c, const char *msg, int own_only);
+static blinkResult_t query_last(struct bk_be *be, int *done);
+static void check_gone(blinkComm_t c);
 
-/* The five operations of a call. */
+/* Wait for this rank's launches, at most BLINK_TIMEOUT_S and a margin (the kernel's own
+ * timeout ends every wait before that). */
+static blinkResult_t finish_last(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    double until = bk_now() + c->env.timeout_s + 5;
+    int done = 0;
+    blinkResult_t r;
+    while ((r = query_last(be, &done)) == blinkSuccess && !done) {
+        if (bk_now() > until)
+            return bk_error(blinkSystemError, "CUDA backend: rank %d's last call (%u) did not "
+                            "finish within BLINK_TIMEOUT_S (%g s)", c->rank, be->last_seq,
+                            c->env.timeout_s);
+        check_gone(c);
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    return r;
+}
+
+/* Before the segments go. */
+static void drain(blinkComm_t c) { (void)finish_last(c); }
+
+/* A call: one launch on the user's stream. A launch being captured is not counted: it runs
+ * when the user replays the graph, and each replay counts itself in kstatus.finished. */
 static blinkResult_t issue(struct bk_be *be, const kparams *p, int blocks, size_t smem,
                            cudaStream_t us)
 {
     be->launched = 0;
     ENTER(be->dev);
-    CU(cudaEventRecord(be->in_ev, us));
-    CU(cudaStreamWaitEvent(be->exec, be->in_ev, 0));
-    kernel_for((int)p->d[3] /* dt */)<<<blocks, KTHREADS, smem, be->exec>>>(*p);
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CU(cudaStreamIsCapturing(us, &cs));
+    kernel_for((int)p->d[3] /* dt */)<<<blocks, KTHREADS, smem, us>>>(*p);
     CU(cudaGetLastError());
     be->launched = 1;
-    CU(cudaEventRecord(be->out_ev, be->exec));
-    be->recorded = 1;
-    CU(cudaStreamWaitEvent(us, be->out_ev, 0));
+    if (cs == cudaStreamCaptureStatusNone)
+        be->issued++;
     LEAVE();
 }
 
@@ -495,7 +510,16 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     be->last_seq = (uint32_t)L->d.seq;
     be->last_coll = (int)L->d.coll;
     c->ops = 0;
-    blinkResult_t r = issue(be, &p, blocks, smem, us);
+    /* A communicator's calls run one after another: on another stream than the last one, the
+     * host waits for the last launch first (calls on one stream, the usual case, cost nothing). */
+    blinkResult_t r = blinkSuccess;
+    be->launched = 0;
+    if (us != be->last_stream &&
+        (int)(((const volatile struct kstatus *)be->status)->finished - be->issued) < 0)
+        r = finish_last(c);
+    if (r == blinkSuccess)
+        r = issue(be, &p, blocks, smem, us);
+    be->last_stream = us;
     if (r != blinkSuccess && !be->launched) {
         /* This rank never entered the call: fail it everywhere now, not after the timeout. */
         char msg[BK_MSG_MAX];
@@ -504,7 +528,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
         bk_set_last_error(msg);
     }
     if (r == blinkSuccess)
-        c->ops = 5;
+        c->ops = 1;
     return r;
 }
 
@@ -582,23 +606,22 @@ static void check_gone(blinkComm_t c)
         }
 }
 
-/* Where the last call's kernel is: 1 done (or nothing to wait for), 0 running, or an error. */
+/* Where this rank's launches are: 1 all done (or none issued), 0 one running, or an error.
+ * A lost context (a sticky error) never finishes a launch, so it is asked for on the aux
+ * stream, which holds no work of its own. */
 static blinkResult_t query_last(struct bk_be *be, int *done)
 {
-    *done = 1;
-    if (!be->recorded)
+    const volatile struct kstatus *st = be->status;
+    *done = !st || (int)(st->finished - be->issued) >= 0;
+    if (*done || !be->aux)
         return blinkSuccess;
-    cudaError_t e = cudaEventQuery(be->out_ev);
-    if (e == cudaSuccess)
-        return blinkSuccess;
-    (void)cudaGetLastError();
-    if (e == cudaErrorNotReady) {
-        *done = 0;
+    cudaError_t e = cudaStreamQuery(be->aux);
+    if (e == cudaSuccess || e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
         return blinkSuccess;
     }
-    if (e == cudaErrorCapturedEvent || e == cudaErrorStreamCaptureUnsupported)
-        return blinkSuccess; /* recorded into a graph: the graph's launches are the user's */
-    return cuda_fail(e, "cudaEventQuery", __LINE__); /* a sticky error: the context is lost */
+    *done = 1;
+    return cuda_fail(e, "cudaStreamQuery", __LINE__); /* a sticky error: the context is lost */
 }
 
 static blinkResult_t wait_last(blinkComm_t c)

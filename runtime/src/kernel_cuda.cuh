@@ -62,10 +62,12 @@ struct kctl {
     unsigned int seq;       /* the last launch's call number */
     unsigned int done;      /* blocks of the running launch that have finished */
     unsigned int failed;    /* 1 once a failure was written into the status block (sticky) */
+    unsigned int launches;  /* launches finished, copied to kstatus.finished */
 };
 
 /* Pinned, mapped: the kernel's report (the first failure of this rank's life). */
 struct kstatus {
+    unsigned int finished;  /* launches that have finished (the host's completion test) */
     unsigned int code;      /* blinkResult_t: 0 none */
     int peer;               /* plan rank waited for or blamed, or -1 */
     unsigned int seq;       /* the call */
@@ -1038,7 +1040,12 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
         if (atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1) {
             st32(&p.ctl->seq, seq);
             st32(&p.ctl->done, 0);
-            __threadfence();
+            unsigned int n = ld32(&p.ctl->launches) + 1;
+            st32(&p.ctl->launches, n);
+            /* Every block's work is done (each fenced before its count): tell the host. */
+            __threadfence_system();
+            st32((void *)&p.status->finished, n);
+            __threadfence_system();
         }
     }
 }
