@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")"
 job=${1:-demo}
 
-PACKAGES="gcc make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
+PACKAGES="gcc g++ make autoconf automake libtool pkg-config libglpk-dev glpk-utils libxml2-dev
 libhwloc-dev libhwloc-plugins hwloc libcriterion-dev groff-base mandoc graphviz gnuplot-nox locales
 valgrind libopenmpi-dev openmpi-bin"
 

@@ -34,7 +34,7 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
-EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh \
+EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_args.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -46,7 +46,8 @@ runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
-		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/trace.h \
+		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_args.h \
+		$(top_srcdir)/runtime/src/trace.h \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h
 	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
@@ -108,3 +109,38 @@ tests_unit_test_rt_wrap_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/
 tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+
+# The CUDA backend's kernel on the CPU: g++ compiles kernel_cuda.cuh through tests/shim's
+# cuda_shim.h into backend_shim.cc, a backend that test_rt_shim links before libblinkrt-host.a,
+# so the runtime's core drives it (the linker never takes backend_host.o from the archive:
+# backend_shim.o defines all that it would). No GPU, no CUDA headers.
+UNIT_TESTS += tests/unit/test_rt_shim
+tests_unit_test_rt_shim_SOURCES = tests/unit/test_rt_shim.c tests/shim/backend_shim.cc \
+	tests/shim/cuda_shim.h
+tests_unit_test_rt_shim_CPPFLAGS = $(RT_TEST_CPPFLAGS) -DBK_KERNEL_SHIM -I$(top_srcdir)/tests/shim
+tests_unit_test_rt_shim_CXXFLAGS = -std=c++17 $(WARN_CXXFLAGS) $(SAN_CFLAGS)
+tests_unit_test_rt_shim_LDADD = tests/e2e/dgx1v.o $(RT_TEST_LIBS)
+tests_unit_test_rt_shim_DEPENDENCIES = tests/e2e/dgx1v.o tests/unit/rt_testutil.$(OBJEXT) \
+	runtime/libblinkrt-host.a
+
+# make check-tsan: the same kernel under ThreadSanitizer (tests/shim/tsan_main.c, no Criterion:
+# its runner cannot start under TSan), with the runtime's core, the shim backend and rt_testutil
+# all instrumented (uninstrumented, the rendezvous's atomics would look like no synchronization).
+# Not part of make check: about 1.5 minutes on two busy cores.
+TSAN_FLAGS = -fsanitize=thread -O1 -g
+TSAN_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -DBK_KERNEL_SHIM -I$(abs_top_srcdir)/runtime/include \
+	-I$(abs_top_srcdir)/runtime/src -I$(abs_top_srcdir)/runtime/nccl \
+	-I$(abs_top_srcdir)/tests/unit -I$(abs_top_srcdir)/tests/shim -I$(abs_top_builddir) \
+	$(RT_MPI_CPPFLAGS)
+TSAN_C = $(RT_SOURCES) runtime/src/reduce_host.c tests/unit/rt_testutil.c tests/shim/tsan_main.c
+EXTRA_DIST += tests/shim/tsan_main.c
+check-tsan:
+	$(AM_V_GEN)rm -rf tests/shim/tsan && mkdir -p tests/shim/tsan && cd tests/shim/tsan && \
+	for f in $(TSAN_C); do case $$f in *.c) echo "$(abs_top_srcdir)/$$f";; esac; done > c.list && \
+	$(CC) -std=c11 $(TSAN_FLAGS) $(TSAN_CPPFLAGS) -c `cat c.list` && \
+	$(CXX) -std=c++17 $(TSAN_FLAGS) -Wno-tsan $(TSAN_CPPFLAGS) \
+		-c $(abs_top_srcdir)/tests/shim/backend_shim.cc && \
+	$(CXX) $(TSAN_FLAGS) -o test_rt_shim_tsan *.o $(RT_NET_LIBS) $(PTHREAD_LIBS) -lm
+	tests/shim/tsan/test_rt_shim_tsan
+CLEANFILES += tests/shim/tsan/*.o tests/shim/tsan/c.list tests/shim/tsan/test_rt_shim_tsan
+.PHONY: check-tsan

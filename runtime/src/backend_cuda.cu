@@ -45,9 +45,9 @@
 #include "rendezvous.h"
 #include "rt.h"
 #include "kernel_cuda.cuh"
+#include "kernel_args.h"
 
 #define MAX_BLOCKS 128   /* blocks per launch; more trees than this are shared out */
-#define TIMEOUT_CHARS 32
 
 static_assert(sizeof(cudaIpcMemHandle_t) <= BK_HANDLE_BYTES, "a CUDA IPC handle must fit");
 static_assert(sizeof(struct bk_seg_header) <= 4096, "segment header");
@@ -61,12 +61,6 @@ struct hscratch {
     char msg[sizeof(((struct bk_seg_header *)0)->abort_msg)];
 };
 
-struct dset {
-    const struct bk_role *roles;  /* device */
-    const int *kids;              /* device */
-    int ntrees;
-};
-
 struct bk_be {
     int dev;
     cudaStream_t aux;             /* the host's abort copies (no call runs on it) */
@@ -75,14 +69,7 @@ struct bk_be {
     cudaStream_t last_stream;     /* the stream of the last launch */
     int max_blocks;               /* blocks per launch (all resident at once) */
     unsigned char *tables;        /* device: layout, rank tables, role sets, kctl */
-    struct dset *sets;            /* [2 * nschedules] */
-    int nsets;
-    struct bk_layout lay;         /* device copies of c->layout's arrays (seg_bytes NULL) */
-    unsigned char **dseg;         /* device [nranks] */
-    const unsigned char *reach, *atom;
-    const int *user_of, *topo_dev;
-    const char *timeout_str;
-    struct kctl *ctl;
+    struct ktables k;             /* pointers into tables (kernel_args.h) */
     void *pinned;                 /* cudaHostAlloc: kstatus then hscratch */
     struct kstatus *status;       /* host view */
     struct kstatus *dstatus;      /* device view */
@@ -187,8 +174,6 @@ static int local_device(blinkComm_t c, int q)
     return c->peer[q].pid == getpid() ? c->peer[q].phys_dev : -1;
 }
 
-static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
 /* Blocks of a launch of a set of ntrees: one per tree, at most what is resident at once. */
 static int blocks_for(const struct bk_be *be, int ntrees)
 {
@@ -204,13 +189,12 @@ static blinkResult_t rank_init(blinkComm_t c)
     pthread_mutex_init(&be->mu, NULL);
     int n = c->nranks, T = c->layout.ntrees, me = c->prank;
     be->dev = c->peer[me].phys_dev;
-    be->nsets = 2 * c->plan->nschedules;
-    be->sets = (struct dset *)calloc((size_t)be->nsets + 1, sizeof *be->sets);
+    int nsets = 2 * c->plan->nschedules;
     be->opened = (void **)calloc((size_t)n, sizeof *be->opened);
     be->hreach = (unsigned char *)calloc((size_t)n, 1);
     unsigned char *hatom = (unsigned char *)calloc((size_t)n, 1);
     int *ldev = (int *)calloc((size_t)n, sizeof *ldev);
-    if (!be->sets || !be->opened || !be->hreach || !hatom || !ldev) {
+    if (!be->opened || !be->hreach || !hatom || !ldev) {
         free(hatom);
         free(ldev);
         return bk_error(blinkSystemError, "CUDA backend: out of memory");
@@ -260,7 +244,7 @@ static blinkResult_t rank_init(blinkComm_t c)
         hatom[q] = (unsigned char)(can && atom);
     }
     /* Every tree edge must be reachable: the kernel loads and stores across it. */
-    for (int i = 0; i < be->nsets && r == blinkSuccess; i++)
+    for (int i = 0; i < nsets && r == blinkSuccess; i++)
         for (int ti = 0; ti < c->sets[i].ntrees && r == blinkSuccess; ti++) {
             const struct bk_role *t = &c->sets[i].roles[ti];
             for (int j = -1; j < t->nkids && r == blinkSuccess; j++) {
@@ -281,7 +265,7 @@ static blinkResult_t rank_init(blinkComm_t c)
      * (a block waits for peers that may wait for another block), so at most what fits. */
     if (r == blinkSuccess) {
         int sms = 0, occ = 0, sharing = 0;
-        size_t smem_max = (size_t)T * sizeof(struct tstate) + align_up((size_t)n, 8);
+        size_t smem_max = ksmem(T, n);
         if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, be->dev)))
             r = cuda_fail(e, "cudaDeviceGetAttribute", __LINE__);
         for (int dt = 0; dt < blinkNumTypes && r == blinkSuccess; dt++) {
@@ -299,7 +283,7 @@ static blinkResult_t rank_init(blinkComm_t c)
                          be->dev);
         long fit = (long)sms * occ / (sharing > 0 ? sharing : 1);
         be->max_blocks = fit < 1 ? 1 : fit < MAX_BLOCKS ? (int)fit : MAX_BLOCKS;
-        for (int i = 0; i < be->nsets; i++)
+        for (int i = 0; i < nsets; i++)
             c->nworkers = blocks_for(be, c->sets[i].ntrees) > c->nworkers
                               ? blocks_for(be, c->sets[i].ntrees) : c->nworkers;
     }
@@ -320,88 +304,22 @@ static blinkResult_t rank_init(blinkComm_t c)
     }
 
     /* The tables: one device allocation, filled by one copy. */
-    size_t cells = (size_t)n * (size_t)T, at = 0;
-    size_t o_fanin = at; at = align_up(at + cells * sizeof(int), 16);
-    size_t o_flag = at; at = align_up(at + cells * sizeof(size_t), 16);
-    size_t o_slot = at; at = align_up(at + cells * sizeof(size_t), 16);
-    size_t o_foff = at; at = align_up(at + (size_t)n * sizeof(size_t), 16);
-    size_t o_soff = at; at = align_up(at + (size_t)n * sizeof(size_t), 16);
-    size_t o_user = at; at = align_up(at + (size_t)n * sizeof(int), 16);
-    size_t o_topo = at; at = align_up(at + (size_t)n * sizeof(int), 16);
-    size_t o_reach = at; at = align_up(at + (size_t)n, 16);
-    size_t o_atom = at; at = align_up(at + (size_t)n, 16);
-    size_t o_seg = at; at = align_up(at + (size_t)n * sizeof(void *), 16);
-    size_t o_tmo = at; at = align_up(at + TIMEOUT_CHARS, 16);
-    size_t o_ctl = at; at = align_up(at + sizeof(struct kctl), 16);
-    size_t *o_roles = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
-    size_t *o_kids = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
-    size_t *n_kids = (size_t *)calloc((size_t)be->nsets + 1, sizeof(size_t));
-    if (r == blinkSuccess && (!o_roles || !o_kids || !n_kids))
-        r = bk_error(blinkSystemError, "CUDA backend: out of memory");
-    for (int i = 0; i < be->nsets && r == blinkSuccess; i++) {
-        const struct bk_roleset *s = &c->sets[i];
-        for (int ti = 0; ti < s->ntrees; ti++)
-            if ((size_t)(s->roles[ti].kids_at + s->roles[ti].nkids) > n_kids[i])
-                n_kids[i] = (size_t)(s->roles[ti].kids_at + s->roles[ti].nkids);
-        o_roles[i] = at;
-        at = align_up(at + (size_t)s->ntrees * sizeof(struct bk_role), 16);
-        o_kids[i] = at;
-        at = align_up(at + n_kids[i] * sizeof(int), 16);
-    }
-    unsigned char *host = r == blinkSuccess ? (unsigned char *)calloc(1, at) : NULL;
-    if (r == blinkSuccess && !host)
-        r = bk_error(blinkSystemError, "CUDA backend: out of memory");
+    struct kimage im;
+    memset(&im, 0, sizeof im);
+    if (r == blinkSuccess)
+        r = kimage_build(c, be->hreach, hatom, &im);
     if (r == blinkSuccess) {
-        memcpy(host + o_fanin, c->layout.fanin, cells * sizeof(int));
-        memcpy(host + o_flag, c->layout.flag_base, cells * sizeof(size_t));
-        memcpy(host + o_slot, c->layout.slot_base, cells * sizeof(size_t));
-        memcpy(host + o_foff, c->layout.flags_off, (size_t)n * sizeof(size_t));
-        memcpy(host + o_soff, c->layout.slots_off, (size_t)n * sizeof(size_t));
-        memcpy(host + o_user, c->user_of, (size_t)n * sizeof(int));
-        for (int q = 0; q < n; q++)
-            memcpy(host + o_topo + (size_t)q * sizeof(int), &c->peer[q].topo_dev, sizeof(int));
-        memcpy(host + o_reach, be->hreach, (size_t)n);
-        memcpy(host + o_atom, hatom, (size_t)n);
-        snprintf((char *)host + o_tmo, TIMEOUT_CHARS, "%g", c->env.timeout_s);
-        /* The kernel numbers its calls from this counter (BLINK_DEBUG_SEQ_START, as call.c). */
-        ((struct kctl *)(host + o_ctl))->seq = c->env.seq_start - 1;
-        for (int i = 0; i < be->nsets; i++) {
-            const struct bk_roleset *s = &c->sets[i];
-            if (s->ntrees)
-                memcpy(host + o_roles[i], s->roles, (size_t)s->ntrees * sizeof(struct bk_role));
-            if (n_kids[i])
-                memcpy(host + o_kids[i], s->kids, n_kids[i] * sizeof(int));
-        }
         void *d = NULL;
-        if ((e = cudaMalloc(&d, at)))
+        if ((e = cudaMalloc(&d, im.bytes)))
             r = cuda_fail(e, "cudaMalloc", __LINE__);
         be->tables = (unsigned char *)d;
     }
-    if (r == blinkSuccess && (e = cudaMemcpy(be->tables, host, at, cudaMemcpyHostToDevice)))
+    if (r == blinkSuccess &&
+        (e = cudaMemcpy(be->tables, im.host, im.bytes, cudaMemcpyHostToDevice)))
         r = cuda_fail(e, "cudaMemcpy", __LINE__);
-    if (r == blinkSuccess) {
-        unsigned char *b = be->tables;
-        be->lay.nranks = n;
-        be->lay.ntrees = T;
-        be->lay.slot_bytes = c->layout.slot_bytes;
-        be->lay.fanin = (const int *)(b + o_fanin);
-        be->lay.flag_base = (const size_t *)(b + o_flag);
-        be->lay.slot_base = (const size_t *)(b + o_slot);
-        be->lay.flags_off = (const size_t *)(b + o_foff);
-        be->lay.slots_off = (const size_t *)(b + o_soff);
-        be->user_of = (const int *)(b + o_user);
-        be->topo_dev = (const int *)(b + o_topo);
-        be->reach = b + o_reach;
-        be->atom = b + o_atom;
-        be->dseg = (unsigned char **)(b + o_seg);
-        be->timeout_str = (const char *)(b + o_tmo);
-        be->ctl = (struct kctl *)(b + o_ctl);
-        for (int i = 0; i < be->nsets; i++) {
-            be->sets[i].roles = (const struct bk_role *)(b + o_roles[i]);
-            be->sets[i].kids = (const int *)(b + o_kids[i]);
-            be->sets[i].ntrees = c->sets[i].ntrees;
-        }
-    }
+    if (r == blinkSuccess)
+        r = ktables_point(c, &im, be->tables, &be->k);
+    kimage_free(&im);
     /* BLINK_TRACE: the ring the kernel stamps into, read back at rank_free. */
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         size_t bytes = offsetof(struct bk_trace_ring, rec) +
@@ -415,10 +333,6 @@ static blinkResult_t rank_init(blinkComm_t c)
             r = cuda_fail(e, "cudaMemcpy", __LINE__);
         be->trace = (struct bk_trace_ring *)d;
     }
-    free(host);
-    free(o_roles);
-    free(o_kids);
-    free(n_kids);
     free(hatom);
     free(ldev);
     if (old_ >= 0)
@@ -471,7 +385,7 @@ static void rank_free(blinkComm_t c)
         quiet(cudaStreamDestroy(be->aux));
     quiet_leave(old);
     pthread_mutex_destroy(&be->mu);
-    free(be->sets);
+    free(be->k.sets);
     free(be->opened);
     free(be->hreach);
     free(be);
@@ -500,7 +414,7 @@ static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, v
     CU(cudaIpcGetMemHandle(&ipc, p));
     memset(handle, 0, BK_HANDLE_BYTES);
     memcpy(handle, &ipc, sizeof ipc);
-    CU(cudaMemcpy(&be->dseg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(&be->k.seg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
     *seg = p;
     LEAVE();
 }
@@ -531,7 +445,7 @@ static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const v
         return bk_error(blinkSystemError, "CUDA backend: the segment rank %d exported (%zu "
                         "bytes) is not its segment", c->user_of[peer], bytes);
     }
-    CU(cudaMemcpy(&be->dseg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(&be->k.seg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
     *seg = p;
     LEAVE();
 }
@@ -588,34 +502,11 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
 {
     struct bk_be *be = c->be;
     cudaStream_t us = (cudaStream_t)user;
-    const struct dset *s = &be->sets[L->set_index];
+    int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
     struct kparams p;
-    memset(&p, 0, sizeof p);
-    memcpy(p.d, &L->d, sizeof p.d);
-    p.send = (const unsigned char *)L->send;
-    p.recv = (unsigned char *)L->recv;
-    p.chunk_elems = L->chunk_elems;
-    p.roles = s->roles;
-    p.kids = s->kids;
-    p.ntrees = s->ntrees;
-    int blocks = blocks_for(be, s->ntrees);
-    p.tpb = (s->ntrees + blocks - 1) / blocks;
-    p.prank = c->prank;
-    p.nranks = c->nranks;
-    p.check_calls = c->env.check_calls;
-    p.lay = be->lay;
-    p.seg = be->dseg;
-    p.reach = be->reach;
-    p.atom = be->atom;
-    p.user_of = be->user_of;
-    p.topo_dev = be->topo_dev;
-    p.timeout_str = be->timeout_str;
-    double ns = c->env.timeout_s * 1e9;
-    p.timeout_ns = ns >= 9.0e18 ? 9000000000000000000ull : ns <= 0 ? 0 : (uint64_t)ns;
-    p.status = be->dstatus;
-    p.ctl = be->ctl;
+    kparams_fill(&p, c, &be->k, L, blocks, be->dstatus);
+    size_t smem = ksmem(p.tpb, c->nranks);
     p.trace = be->trace;
-    size_t smem = (size_t)p.tpb * sizeof(struct tstate) + align_up((size_t)c->nranks, 8);
     be->last_seq = (uint32_t)L->d.seq;
     be->last_coll = (int)L->d.coll;
     c->ops = 0;

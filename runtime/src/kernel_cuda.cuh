@@ -48,9 +48,13 @@
 #ifndef BK_KERNEL_CUDA_CUH
 #define BK_KERNEL_CUDA_CUH
 
+#ifdef BK_KERNEL_SHIM
+#include "cuda_shim.h" /* host C++ in place of CUDA (tests/shim): no GPU, no CUDA headers */
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 
@@ -121,18 +125,28 @@ struct tstate {
 
 /* ------------------------------------------------------------------ device: flags */
 
+#ifdef BK_KERNEL_SHIM /* flag words are atomics there: the shim's threads race on them */
+__device__ __forceinline__ uint64_t ld64(const void *p) { return shim_ld<uint64_t>(p); }
+__device__ __forceinline__ uint32_t ld32(const void *p) { return shim_ld<uint32_t>(p); }
+__device__ __forceinline__ void st64(void *p, uint64_t v) { shim_st<uint64_t>(p, v); }
+__device__ __forceinline__ void st32(void *p, uint32_t v) { shim_st<uint32_t>(p, v); }
+#else
 __device__ __forceinline__ uint64_t ld64(const void *p) { return *(const volatile uint64_t *)p; }
 __device__ __forceinline__ uint32_t ld32(const void *p) { return *(const volatile uint32_t *)p; }
 __device__ __forceinline__ void st64(void *p, uint64_t v) { *(volatile uint64_t *)p = v; }
 __device__ __forceinline__ void st32(void *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+#endif
 
 /* The hand-over's accesses (proto.h): system-scoped acquire loads of flag words, relaxed stores
  * of them after one release fence in the posting thread. sm_70 and later have these forms;
- * older targets fall back to volatile accesses and full fences. */
+ * older targets fall back to volatile accesses and full fences; the CPU shim uses its atomics
+ * (acquire and release there, which TSan follows). */
 __device__ __forceinline__ uint64_t ld_acquire_sys64(const void *p)
 {
     uint64_t v;
-#if __CUDA_ARCH__ >= 700
+#if defined(BK_KERNEL_SHIM)
+    v = shim_ld<uint64_t>(p);
+#elif __CUDA_ARCH__ >= 700
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 #else
     v = *(const volatile uint64_t *)p;
@@ -142,7 +156,9 @@ __device__ __forceinline__ uint64_t ld_acquire_sys64(const void *p)
 }
 __device__ __forceinline__ void st_relaxed_sys64(void *p, uint64_t v)
 {
-#if __CUDA_ARCH__ >= 700
+#if defined(BK_KERNEL_SHIM)
+    shim_st<uint64_t>(p, v);
+#elif __CUDA_ARCH__ >= 700
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
     *(volatile uint64_t *)p = v;
@@ -152,7 +168,9 @@ __device__ __forceinline__ void st_relaxed_sys64(void *p, uint64_t v)
  * it happens before the posting thread's next stores, for every observer. */
 __device__ __forceinline__ void fence_acq_rel_sys()
 {
-#if __CUDA_ARCH__ >= 700
+#if defined(BK_KERNEL_SHIM)
+    __atomic_thread_fence(__ATOMIC_ACQ_REL);
+#elif __CUDA_ARCH__ >= 700
     asm volatile("fence.acq_rel.sys;" ::: "memory");
 #else
     __threadfence_system();
@@ -161,9 +179,13 @@ __device__ __forceinline__ void fence_acq_rel_sys()
 
 __device__ __forceinline__ uint64_t gtimer()
 {
+#ifdef BK_KERNEL_SHIM
+    return shim_globaltimer();
+#else
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+#endif
 }
 
 /* BLINK_TRACE (trace.h): one event, stamped by the thread that calls it (thread 0); when
@@ -188,10 +210,37 @@ __device__ __forceinline__ void d_trace(const kparams &p, uint64_t t, uint32_t s
     p.trace->rec[i] = r;
 }
 
-/* ------------------------------------------------------------------ device: messages */
+/* ------------------------------------------------------------------ device: block-shared */
 
-/* Thread 0's message under construction (block-shared: no stack for it). */
-static __shared__ char s_msg[BK_MSG_MAX];
+/* What the block's threads share besides the dynamic part (written by thread 0 only). */
+struct kshared {
+    char msg[BK_MSG_MAX];   /* thread 0's message under construction (no stack for it) */
+    int dec;                /* thread 0's decision, read by the block after a barrier */
+    uint32_t seq;           /* the call number */
+};
+
+/* The block's shared state, and its dynamic shared memory (tstate[tpb], then checked[nranks]);
+ * under the shim, the storage of the calling thread's block. */
+#ifdef BK_KERNEL_SHIM
+__device__ __forceinline__ kshared &ksh() { return *shim_block_static<kshared>(); }
+__device__ __forceinline__ unsigned long long *kdsm()
+{
+    return (unsigned long long *)shim_block_dynamic();
+}
+#else
+__device__ __forceinline__ kshared &ksh()
+{
+    __shared__ kshared s; /* one per block, however many call sites inline this */
+    return s;
+}
+__device__ __forceinline__ unsigned long long *kdsm()
+{
+    extern __shared__ unsigned long long dsm[];
+    return dsm;
+}
+#endif
+
+/* ------------------------------------------------------------------ device: messages */
 
 struct dmsg {
     char *b;
@@ -357,7 +406,7 @@ __device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t se
 /* This rank's header says rank who - 1 aborted (exec_host.c's fail_aborted). */
 __device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
 {
-    char *buf = s_msg;
+    char *buf = ksh().msg;
     dmsg m = {buf, 0, BK_MSG_MAX};
     buf[0] = '\0';
     int q = (int)who - 1;
@@ -398,7 +447,7 @@ __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *check
     if (es != seq) {
         waiting = q;
         if (es != 0 && (int32_t)(es - seq) > 0) { /* 0: no call yet (a fresh header) */
-            char *buf = s_msg;
+            char *buf = ksh().msg;
             dmsg m = {buf, 0, BK_MSG_MAX};
             put_s(m, "mismatched collective calls: rank ");
             put_i(m, p.user_of[q]);
@@ -424,7 +473,7 @@ __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *check
     if (ld_acquire_sys64(h + H_ENTERED) != e)
         return 0; /* moved on while we read: look again */
     if (!same) {
-        char *buf = s_msg;
+        char *buf = ksh().msg;
         dmsg m = {buf, 0, BK_MSG_MAX};
         put_s(m, "mismatched collective calls (call ");
         put_u(m, seq);
@@ -576,9 +625,13 @@ __device__ __forceinline__ typename num<T>::R divide(typename num<T>::R a, int d
 __device__ __forceinline__ uint4 ldv16(const void *p)
 {
     uint4 v;
+#ifdef BK_KERNEL_SHIM
+    v = shim_ldv16(p);
+#else
     asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
+#endif
     return v;
 }
 
@@ -1006,9 +1059,9 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
 template <typename T>
 __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kparams p)
 {
-    extern __shared__ unsigned long long dsm[];
-    __shared__ int dec_sh;
-    __shared__ uint32_t seq_sh;
+    unsigned long long *dsm = kdsm();
+    int &dec_sh = ksh().dec;
+    uint32_t &seq_sh = ksh().seq;
     tstate *ts = (tstate *)dsm;
     unsigned char *checked = (unsigned char *)(ts + p.tpb);
     const int tid = threadIdx.x;
@@ -1028,7 +1081,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                    !(who = ld32(me + H_ABORT)))
                 ; /* block 0 cleans this rank's flag words before it enters: not them first */
         if (who) {
-            char *buf = s_msg;
+            char *buf = ksh().msg;
             dmsg m = {buf, 0, BK_MSG_MAX};
             int q = (int)who - 1;
             put_s(m, d_coll_name(p.d[1]));
@@ -1104,7 +1157,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
             } else if (idle_since == 0) {
                 idle_since = now;
             } else if (now - idle_since > p.timeout_ns) {
-                char *buf = s_msg;
+                char *buf = ksh().msg;
                 dmsg m = {buf, 0, BK_MSG_MAX};
                 int q = waiting;
                 put_s(m, "rank ");
@@ -1127,7 +1180,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 d_fail(p, blinkSystemError, q, seq, buf, true);
                 stop = 1;
             }
-#if __CUDA_ARCH__ >= 700
+#if defined(BK_KERNEL_SHIM) || __CUDA_ARCH__ >= 700
             if (!stop && ++spins > 64)
                 __nanosleep(spins > 4096 ? 1000 : 100);
 #endif

@@ -14,6 +14,8 @@
 
 #define POISON 0xA5
 
+size_t rt_shift;
+
 /* ------------------------------------------------------------------ plans */
 
 /* shape re-rooted at r, breadth first (neighbours in rank order): parent[] and order[]. */
@@ -289,10 +291,11 @@ static void run_jobs(struct job *jobs, int n, const struct rt_case *c)
         finish(&jobs[v], r != blinkSuccess ? r : g);
 }
 
-/* One rank's buffers: big is its whole output area; send and recv point into it or not. */
+/* One rank's buffers: big is its whole output area; send and recv point into it or not.
+ * big_mem and send_mem are what malloc gave (big and send start rt_shift + the skews past). */
 struct rank_bufs {
     char *big, *send, *recv;
-    char *big_mem, *send_mem;  /* what malloc gave: big and send lie skew bytes past them */
+    char *big_mem, *send_mem;  /* what malloc gave (NULL: none); big and send lie past them */
     size_t sendn, recvn;       /* elements of the input and of the output area */
 };
 
@@ -302,15 +305,18 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
     b->sendn = c->coll == BLINK_PLAN_REDUCESCATTER ? cnt * N : cnt;
     b->recvn = c->coll == BLINK_PLAN_ALLGATHER ? cnt * N : cnt;
     size_t bign = b->sendn > b->recvn ? b->sendn : b->recvn;
-    b->big_mem = malloc(bign * es + 1 + c->skew);
-    memset(b->big_mem, POISON, bign * es + 1 + c->skew);
-    b->big = b->big_mem + c->skew;
+    /* rt_shift moves every buffer of a run; a case's skews move its own on top. */
+    size_t sh = rt_shift + c->skew, ssh = rt_shift + c->send_skew;
+    b->send_mem = NULL;
+    b->big_mem = malloc(bign * es + sh + 1);
+    memset(b->big_mem, POISON, bign * es + sh + 1);
+    b->big = b->big_mem + sh;
     /* In place: NCCL's offsets (allgather's input and reducescatter's output inside). */
     size_t off = (size_t)v * cnt * es;
     if (!c->inplace) {
-        b->send_mem = malloc(bign * es + 1 + c->send_skew);
-        memset(b->send_mem, POISON, bign * es + 1 + c->send_skew);
-        b->send = b->send_mem + c->send_skew;
+        b->send_mem = malloc(bign * es + ssh + 1);
+        memset(b->send_mem, POISON, bign * es + ssh + 1);
+        b->send = b->send_mem + ssh;
         b->recv = b->big;
     } else if (c->coll == BLINK_PLAN_ALLGATHER) {
         b->recv = b->big;
@@ -327,10 +333,9 @@ static void setup_rank(struct rank_bufs *b, int v, int n, const struct rt_case *
     }
 }
 
-static void teardown_rank(struct rank_bufs *b, const struct rt_case *c)
+static void teardown_rank(struct rank_bufs *b)
 {
-    if (!c->inplace)
-        free(b->send_mem);
+    free(b->send_mem);
     free(b->big_mem);
 }
 
@@ -346,7 +351,7 @@ static struct rank_bufs *setup(int n, const struct rt_case *c)
 static void teardown(struct rank_bufs *b, int n, const struct rt_case *c)
 {
     for (int v = 0; v < n; v++)
-        teardown_rank(&b[v], c);
+        teardown_rank(&b[v]);
     free(b);
 }
 
@@ -397,7 +402,7 @@ static int check_rank(const struct rank_bufs *b, int v, int n, const struct rt_c
         all[u] = u;
     size_t es = rt_size(c->dt);
     const char *out = b->recv;
-    for (size_t i = 0; i < c->skew; i++)
+    for (size_t i = 0; i < (size_t)(b->big - b->big_mem); i++)
         if ((unsigned char)b->big_mem[i] != POISON) {
             snprintf(why, len, "rank %d: byte %zu before the output area written", v, i);
             return 1;
@@ -507,7 +512,7 @@ int rt_rank_run_check(blinkComm_t comm, int rank, int n, const struct rt_case *c
     }
     if (!bad)
         bad = check_rank(&b, rank, n, c, why, len);
-    teardown_rank(&b, c);
+    teardown_rank(&b);
     return bad;
 }
 

@@ -47,6 +47,10 @@ struct rt_case {
 };
 
 /* Run c on comms[n] and compare with the reference: 0, or 1 with a reason in why. */
+/* Bytes by which every rank's buffers start past malloc's alignment (default 0): one element
+ * breaks 16-byte alignment, one byte even the element's own. */
+extern size_t rt_shift;
+
 int rt_run_check(blinkComm_t *comms, int n, const struct rt_case *c, char *why, size_t len);
 
 /* One rank of n, each in its own process: only this rank's buffers, its call (RT_GROUP: a group

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * kernel_args.h - the host's half of a launch of the protocol kernel (kernel_cuda.cuh): the
+ * tables one rank's kernels read (the staging layout, the rank tables, every tree set's roles,
+ * the call counter), laid out as one image that the backend copies into device memory at once,
+ * and one call's launch arguments and shared memory from those tables. backend_cuda.cu and the
+ * kernel's host shim (tests/shim/backend_shim.cc) both use it, so the shim runs the kernel on
+ * the very arguments the CUDA backend builds. Host code only; included after kernel_cuda.cuh.
+ */
+#ifndef BK_KERNEL_ARGS_H
+#define BK_KERNEL_ARGS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define KTIMEOUT_CHARS 32
+#ifndef KARGS_WHO
+#define KARGS_WHO "CUDA backend" /* what messages name */
+#endif
+
+/* A tree set as the kernel reads it. */
+struct kset {
+    const struct bk_role *roles;  /* device */
+    const int *kids;              /* device */
+    int ntrees;
+};
+
+/* One rank's tables, as the kernel sees them: pointers into one device allocation. */
+struct ktables {
+    struct bk_layout lay;         /* device copies of c->layout's arrays (seg_bytes NULL) */
+    unsigned char **seg;          /* [nranks]: the backend stores the mapped segments there */
+    const unsigned char *reach, *atom;
+    const int *user_of, *topo_dev;
+    const char *timeout_str;
+    struct kctl *ctl;
+    struct kset *sets;            /* [nsets] (host memory) */
+    int nsets;                    /* 2 * nschedules */
+};
+
+/* The tables' image in host memory: bytes in all, and where each table lies. */
+struct kimage {
+    unsigned char *host;
+    size_t bytes;
+    size_t fanin, flag, slot, foff, soff, user, topo, reach, atom, seg, tmo, ctl;
+    size_t *roles, *kids;         /* [nsets] */
+};
+
+static size_t kalign_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static void kimage_free(struct kimage *im)
+{
+    free(im->host);
+    free(im->roles);
+    free(im->kids);
+    memset(im, 0, sizeof *im);
+}
+
+/* The image of c's tables; reach and atom: [nranks] what this device can do at each peer. */
+static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
+                                  const unsigned char *atom, struct kimage *im)
+{
+    int n = c->nranks, nsets = 2 * c->plan->nschedules;
+    size_t cells = (size_t)n * (size_t)c->layout.ntrees, at = 0;
+    memset(im, 0, sizeof *im);
+    im->fanin = at; at = kalign_up(at + cells * sizeof(int), 16);
+    im->flag = at; at = kalign_up(at + cells * sizeof(size_t), 16);
+    im->slot = at; at = kalign_up(at + cells * sizeof(size_t), 16);
+    im->foff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
+    im->soff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
+    im->user = at; at = kalign_up(at + (size_t)n * sizeof(int), 16);
+    im->topo = at; at = kalign_up(at + (size_t)n * sizeof(int), 16);
+    im->reach = at; at = kalign_up(at + (size_t)n, 16);
+    im->atom = at; at = kalign_up(at + (size_t)n, 16);
+    im->seg = at; at = kalign_up(at + (size_t)n * sizeof(void *), 16);
+    im->tmo = at; at = kalign_up(at + KTIMEOUT_CHARS, 16);
+    im->ctl = at; at = kalign_up(at + sizeof(struct kctl), 16);
+    im->roles = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    im->kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    size_t *n_kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    if (!im->roles || !im->kids || !n_kids) {
+        free(n_kids);
+        kimage_free(im);
+        return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);
+    }
+    for (int i = 0; i < nsets; i++) {
+        const struct bk_roleset *s = &c->sets[i];
+        for (int ti = 0; ti < s->ntrees; ti++)
+            if ((size_t)(s->roles[ti].kids_at + s->roles[ti].nkids) > n_kids[i])
+                n_kids[i] = (size_t)(s->roles[ti].kids_at + s->roles[ti].nkids);
+        im->roles[i] = at;
+        at = kalign_up(at + (size_t)s->ntrees * sizeof(struct bk_role), 16);
+        im->kids[i] = at;
+        at = kalign_up(at + n_kids[i] * sizeof(int), 16);
+    }
+    unsigned char *host = (unsigned char *)calloc(1, at);
+    if (!host) {
+        free(n_kids);
+        kimage_free(im);
+        return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);
+    }
+    im->host = host;
+    im->bytes = at;
+    memcpy(host + im->fanin, c->layout.fanin, cells * sizeof(int));
+    memcpy(host + im->flag, c->layout.flag_base, cells * sizeof(size_t));
+    memcpy(host + im->slot, c->layout.slot_base, cells * sizeof(size_t));
+    memcpy(host + im->foff, c->layout.flags_off, (size_t)n * sizeof(size_t));
+    memcpy(host + im->soff, c->layout.slots_off, (size_t)n * sizeof(size_t));
+    memcpy(host + im->user, c->user_of, (size_t)n * sizeof(int));
+    for (int q = 0; q < n; q++)
+        memcpy(host + im->topo + (size_t)q * sizeof(int), &c->peer[q].topo_dev, sizeof(int));
+    memcpy(host + im->reach, reach, (size_t)n);
+    memcpy(host + im->atom, atom, (size_t)n);
+    snprintf((char *)host + im->tmo, KTIMEOUT_CHARS, "%g", c->env.timeout_s);
+    /* The kernel numbers its calls from this counter (BLINK_DEBUG_SEQ_START, as call.c). */
+    ((struct kctl *)(host + im->ctl))->seq = c->env.seq_start - 1;
+    for (int i = 0; i < nsets; i++) {
+        const struct bk_roleset *s = &c->sets[i];
+        if (s->ntrees)
+            memcpy(host + im->roles[i], s->roles, (size_t)s->ntrees * sizeof(struct bk_role));
+        if (n_kids[i])
+            memcpy(host + im->kids[i], s->kids, n_kids[i] * sizeof(int));
+    }
+    free(n_kids);
+    return blinkSuccess;
+}
+
+/* t's pointers for the image copied to b (a device address); t->sets is allocated here. */
+static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsigned char *b,
+                                   struct ktables *t)
+{
+    t->nsets = 2 * c->plan->nschedules;
+    t->sets = (struct kset *)calloc((size_t)t->nsets + 1, sizeof *t->sets);
+    if (!t->sets)
+        return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);
+    t->lay.nranks = c->nranks;
+    t->lay.ntrees = c->layout.ntrees;
+    t->lay.slot_bytes = c->layout.slot_bytes;
+    t->lay.fanin = (const int *)(b + im->fanin);
+    t->lay.flag_base = (const size_t *)(b + im->flag);
+    t->lay.slot_base = (const size_t *)(b + im->slot);
+    t->lay.flags_off = (const size_t *)(b + im->foff);
+    t->lay.slots_off = (const size_t *)(b + im->soff);
+    t->lay.seg_bytes = NULL; /* the kernel never needs it */
+    t->user_of = (const int *)(b + im->user);
+    t->topo_dev = (const int *)(b + im->topo);
+    t->reach = b + im->reach;
+    t->atom = b + im->atom;
+    t->seg = (unsigned char **)(b + im->seg);
+    t->timeout_str = (const char *)(b + im->tmo);
+    t->ctl = (struct kctl *)(b + im->ctl);
+    for (int i = 0; i < t->nsets; i++) {
+        t->sets[i].roles = (const struct bk_role *)(b + im->roles[i]);
+        t->sets[i].kids = (const int *)(b + im->kids[i]);
+        t->sets[i].ntrees = c->sets[i].ntrees;
+    }
+    return blinkSuccess;
+}
+
+/* Dynamic shared memory of a block that plays tpb trees among nranks. */
+static size_t ksmem(int tpb, int nranks)
+{
+    return (size_t)tpb * sizeof(struct tstate) + kalign_up((size_t)nranks, 8);
+}
+
+/* One call's launch arguments, for a launch of `blocks` blocks; status: the device view of
+ * the status block. */
+static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables *t,
+                         const struct bk_launch *L, int blocks, struct kstatus *status)
+{
+    const struct kset *s = &t->sets[L->set_index];
+    memset(p, 0, sizeof *p);
+    memcpy(p->d, &L->d, sizeof p->d);
+    p->send = (const unsigned char *)L->send;
+    p->recv = (unsigned char *)L->recv;
+    p->chunk_elems = L->chunk_elems;
+    p->roles = s->roles;
+    p->kids = s->kids;
+    p->ntrees = s->ntrees;
+    p->tpb = (s->ntrees + blocks - 1) / blocks;
+    p->prank = c->prank;
+    p->nranks = c->nranks;
+    p->check_calls = c->env.check_calls;
+    p->lay = t->lay;
+    p->seg = t->seg;
+    p->reach = t->reach;
+    p->atom = t->atom;
+    p->user_of = t->user_of;
+    p->topo_dev = t->topo_dev;
+    p->timeout_str = t->timeout_str;
+    double ns = c->env.timeout_s * 1e9;
+    p->timeout_ns = ns >= 9.0e18 ? 9000000000000000000ull : ns <= 0 ? 0 : (uint64_t)ns;
+    p->status = status;
+    p->ctl = t->ctl;
+}
+
+#endif

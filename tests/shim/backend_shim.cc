@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * backend_shim.cc - a test backend that runs the CUDA backend's own kernel (kernel_cuda.cuh)
+ * on the CPU through cuda_shim.h: the runtime's core (comm.c, call.c, roles.c) drives it as it
+ * drives the CUDA backend, and the kernel's arguments are built by the CUDA backend's own code
+ * (kernel_args.h: the table image, the launch arguments, the shared memory size). Segments are
+ * ordinary process memory (ranks are threads of one process); the "device" tables are a
+ * malloc'ed copy of the image; a launch is gridDim x blockDim OS threads.
+ *
+ * Test knobs (read at every init; this library is never installed):
+ *   BK_SHIM_THREADS=N      threads per block (default 32: one warp)
+ *   BK_SHIM_MAX_BLOCKS=N   blocks per launch at most (default 4), as the CUDA backend's
+ *                          occupancy limit: fewer blocks than trees make a block play several
+ *
+ * Streams: a launch waits for the rank's previous one (its stream order); a NULL stream waits
+ * for the launch itself; a blinkHostStream remembers the rank it last ran, and synchronizing it
+ * waits for that rank's launch. The kernel's status block is read once its launch is joined.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kernel_cuda.cuh"
+#define KARGS_WHO "shim backend"
+#include "kernel_args.h"
+
+/* The rendezvous orders a segment's header before its peers read it, but through its own shared
+ * memory, which each rank maps at another address, where ThreadSanitizer cannot see it: say so. */
+#ifdef __SANITIZE_THREAD__
+extern "C" void __tsan_acquire(void *addr);
+extern "C" void __tsan_release(void *addr);
+#define SEG_PUBLISHED(p) __tsan_release(p)
+#define SEG_SEEN(p) __tsan_acquire(p)
+#else
+#define SEG_PUBLISHED(p) ((void)(p))
+#define SEG_SEEN(p) ((void)(p))
+#endif
+
+struct bk_be {
+    int max_blocks, threads;      /* per launch, per block */
+    unsigned char *tables;        /* the "device" copy of the tables' image */
+    struct ktables k;
+    struct kstatus status;
+    struct bk_trace_ring *trace;  /* BLINK_TRACE's events, or NULL */
+    unsigned char *own;           /* this rank's segment */
+    struct kparams p;             /* the running launch's arguments (the threads read them) */
+    shim_launch run;
+    int running;                  /* run started and not yet joined */
+};
+
+struct blinkHostStream {
+    blinkComm_t last;             /* the rank whose launch it last ordered */
+};
+
+/* Every rank's init reads the environment: the knobs under a lock. */
+static pthread_mutex_t knob_mu = PTHREAD_MUTEX_INITIALIZER;
+static int shim_threads = 32, shim_max_blocks = 4;
+
+static blinkResult_t read_knob(const char *name, int *out, int lo, int hi)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return blinkSuccess;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi)
+        return bk_error(blinkInvalidArgument, "%s='%s' is not a number from %d to %d", name, s,
+                        lo, hi);
+    *out = (int)v;
+    return blinkSuccess;
+}
+
+static blinkResult_t configure(void)
+{
+    int threads = 32, blocks = 4;
+    blinkResult_t r = read_knob("BK_SHIM_THREADS", &threads, 1, 1024);
+    if (r == blinkSuccess)
+        r = read_knob("BK_SHIM_MAX_BLOCKS", &blocks, 1, 128);
+    pthread_mutex_lock(&knob_mu);
+    shim_threads = threads;
+    shim_max_blocks = blocks;
+    pthread_mutex_unlock(&knob_mu);
+    return r;
+}
+
+static int current_device(void) { return -1; }
+
+static void bus_id(int dev, char *buf, size_t len)
+{
+    (void)dev;
+    snprintf(buf, len, "%s", "");
+}
+
+static int blocks_for(const struct bk_be *be, int ntrees)
+{
+    return ntrees < 1 ? 1 : ntrees < be->max_blocks ? ntrees : be->max_blocks;
+}
+
+static blinkResult_t rank_init(blinkComm_t c)
+{
+    struct bk_be *be = (struct bk_be *)calloc(1, sizeof *be);
+    if (!be)
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    c->be = be;
+    pthread_mutex_lock(&knob_mu);
+    be->max_blocks = shim_max_blocks;
+    be->threads = shim_threads;
+    pthread_mutex_unlock(&knob_mu);
+    c->nstreams = 1;
+    c->nworkers = 1;
+    for (int i = 0; i < 2 * c->plan->nschedules; i++)
+        if (blocks_for(be, c->sets[i].ntrees) > c->nworkers)
+            c->nworkers = blocks_for(be, c->sets[i].ntrees);
+    /* Every peer is reachable with native atomics: one process. */
+    unsigned char *yes = (unsigned char *)malloc((size_t)c->nranks);
+    if (!yes)
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    memset(yes, 1, (size_t)c->nranks);
+    struct kimage im;
+    blinkResult_t r = kimage_build(c, yes, yes, &im);
+    free(yes);
+    if (r != blinkSuccess)
+        return r;
+    be->tables = (unsigned char *)aligned_alloc(64, kalign_up(im.bytes, 64));
+    if (!be->tables) {
+        kimage_free(&im);
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    }
+    memcpy(be->tables, im.host, im.bytes);
+    r = ktables_point(c, &im, be->tables, &be->k);
+    kimage_free(&im);
+    if (r == blinkSuccess && c->env.trace_dir[0]) {
+        be->trace = (struct bk_trace_ring *)calloc(
+            1, offsetof(struct bk_trace_ring, rec) + c->env.trace_records * sizeof(bk_trace_rec));
+        if (!be->trace)
+            return bk_error(blinkSystemError, "shim backend: out of memory");
+        be->trace->cap = c->env.trace_records;
+    }
+    return r;
+}
+
+static void join_run(struct bk_be *be)
+{
+    if (be->running) {
+        shim_launch_join(&be->run);
+        be->running = 0;
+    }
+}
+
+static void rank_free(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    if (!be)
+        return;
+    join_run(be);
+    if (be->trace)
+        bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
+                       be->trace->cap);
+    free(be->trace);
+    free(be->own);
+    free(be->tables);
+    free(be->k.sets);
+    free(be);
+    c->be = NULL;
+}
+
+static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
+                                void *handle)
+{
+    (void)name;
+    struct bk_be *be = c->be;
+    be->own = (unsigned char *)aligned_alloc(4096, kalign_up(bytes, 4096));
+    if (!be->own)
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    memset(be->own, 0, bytes);
+    struct bk_seg_header *h = (struct bk_seg_header *)be->own;
+    h->magic = BK_SEG_MAGIC;
+    h->rank = (uint32_t)c->prank;
+    h->nranks = (uint32_t)c->nranks;
+    memset(handle, 0, BK_HANDLE_BYTES);
+    be->k.seg[c->prank] = be->own;
+    SEG_PUBLISHED(be->own);
+    *seg = be->own;
+    return blinkSuccess;
+}
+
+static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
+                              size_t bytes, int same_process, void *seg_ptr, void **seg)
+{
+    (void)name;
+    (void)handle;
+    const struct bk_seg_header *h = (const struct bk_seg_header *)seg_ptr;
+    if (h)
+        SEG_SEEN(seg_ptr);
+    if (!same_process || !h || h->magic != BK_SEG_MAGIC || h->rank != (uint32_t)peer)
+        return bk_error(blinkSystemError, "shim backend: rank %d's segment (%zu bytes) is not "
+                        "in this process", c->user_of[peer], bytes);
+    c->be->k.seg[peer] = (unsigned char *)seg_ptr;
+    *seg = seg_ptr;
+    return blinkSuccess;
+}
+
+static void seg_unlink(const char *name) { (void)name; }
+
+static void run_kernel(const void *arg)
+{
+    const kparams *p = (const kparams *)arg;
+    kernel_for((int)p->d[3])(*p);
+}
+
+static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)
+{
+    struct bk_be *be = c->be;
+    join_run(be); /* the rank's stream: one launch after the other */
+    int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
+    kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
+    be->p.trace = be->trace;
+    if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
+                          ksmem(be->p.tpb, c->nranks))) {
+        shim_launch_join(&be->run);
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    }
+    be->running = 1;
+    if (user)
+        ((struct blinkHostStream *)user)->last = c;
+    c->ops = 1;
+    return blinkSuccess;
+}
+
+/* The kernel's report, if it failed (its launch joined). */
+static blinkResult_t status_error(struct bk_be *be)
+{
+    const struct kstatus *st = &be->status;
+    if (!st->code)
+        return blinkSuccess;
+    char msg[BK_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", st->msg);
+    blinkResult_t r = st->code == blinkInvalidUsage ? blinkInvalidUsage
+                      : st->code == blinkRemoteError ? blinkRemoteError : blinkSystemError;
+    return bk_error(r, "%s", msg);
+}
+
+static blinkResult_t wait_last(blinkComm_t c)
+{
+    join_run(c->be);
+    return status_error(c->be);
+}
+
+static blinkResult_t async_error(blinkComm_t c)
+{
+    /* A running kernel's status block is its own until the join. */
+    return c->be->running ? blinkSuccess : status_error(c->be);
+}
+
+/* The host's abort (exec_host.c's bk_hx_abort): reason, then 1 + prank into every header. */
+static void abort_rank(blinkComm_t c, const char *msg)
+{
+    if (!c->peer || !c->peer[c->prank].seg)
+        return;
+    struct bk_seg_header *me = (struct bk_seg_header *)c->peer[c->prank].seg;
+    uint32_t mine = (uint32_t)c->prank + 1;
+    if (__atomic_load_n(&me->abort, __ATOMIC_ACQUIRE) == 0)
+        snprintf(me->abort_msg, sizeof me->abort_msg, "%s", msg);
+    for (int i = 0; i < c->nranks; i++) {
+        int v = (i + c->prank) % c->nranks;
+        struct bk_seg_header *h = (struct bk_seg_header *)c->peer[v].seg;
+        uint32_t none = 0;
+        if (h)
+            __atomic_compare_exchange_n(&h->abort, &none, mine, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+    }
+}
+
+static const struct bk_backend shim_backend = {
+    "shim", 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    seg_unlink, launch, wait_last, async_error, abort_rank,
+};
+
+extern "C" const struct bk_backend *bk_backend(void) { return &shim_backend; }
+
+/* ------------------------------------------------------------------ public host streams */
+
+extern "C" blinkResult_t blinkHostStreamCreate(blinkStream_t *stream)
+{
+    if (!stream)
+        return bk_error(blinkInvalidArgument, "blinkHostStreamCreate: stream is NULL");
+    *stream = (blinkStream_t)calloc(1, sizeof **stream);
+    return *stream ? blinkSuccess : bk_error(blinkSystemError, "blinkHostStreamCreate: out of "
+                                             "memory");
+}
+
+extern "C" blinkResult_t blinkHostStreamSynchronize(blinkStream_t stream)
+{
+    if (!stream || !stream->last)
+        return blinkSuccess;
+    blinkComm_t c = stream->last;
+    stream->last = NULL;
+    return wait_last(c);
+}
+
+extern "C" blinkResult_t blinkHostStreamDestroy(blinkStream_t stream)
+{
+    if (!stream)
+        return bk_error(blinkInvalidArgument, "blinkHostStreamDestroy: stream is NULL");
+    free(stream);
+    return blinkSuccess;
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * test_rt_shim.c - the CUDA backend's own kernel (runtime/src/kernel_cuda.cuh), compiled by g++
+ * through tests/shim/cuda_shim.h and run by the shim backend (tests/shim/backend_shim.cc):
+ * one OS thread per GPU thread, blocks of 8 to 32, every rank's launch at once, arguments built
+ * by the CUDA backend's own code (kernel_args.h), results against rt_testutil.c's independent
+ * reference. Covered: 3, 4 and 8 ranks (chains, stars, two and three trees of different weights,
+ * and the committed DGX-1V plan), every collective, float32, int32, float16, bfloat16 and int8,
+ * sum, max and avg (min and prod on some plans), counts of 1, 7, 37 and 211 (odd, not multiples
+ * of 16 bytes, fewer elements than trees) in 16-byte chunks (so calls take many chunks and wrap
+ * the four slots) and in 512-byte ones (every thread busy, the unrolled loops full), buffers one
+ * element and one byte past malloc's alignment (the kernel's unaligned paths) and aligned, in
+ * place and out, thread per rank and group style, NULL and user streams, one block playing
+ * several trees and one block per tree, many calls in a row (the call counter); and two
+ * failures: ranks that disagree about a call both fail with "mismatched collective calls", and
+ * a rank that never calls makes its neighbour time out naming it.
+ *
+ * What this proves: the kernel's control flow, chunk and range arithmetic, alignment paths,
+ * reductions and both protocols (the up and down hand-overs, credits, the description check,
+ * aborts and timeouts) on a real interleaving of threads. What it cannot: the GPU memory model
+ * (the shim's flag words are C11 acquire/release atomics, not volatile accesses and fences across
+ * PCIe or NVLink), warp scheduling, occupancy, or anything CUDA itself does.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_testutil.h"
+
+static const blinkDataType_t dts[] = {blinkFloat32, blinkInt32, blinkFloat16, blinkBfloat16,
+                                      blinkInt8};
+static const blinkRedOp_t ops[] = {blinkSum, blinkMax, blinkAvg};
+static const size_t counts[] = {1, 7, 37};
+static const size_t big_counts[] = {1, 211};
+static const size_t mid_counts[] = {7, 37};
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* How a plan's ranks run: blocks per launch at most, threads per block, chunk bytes. */
+struct shape {
+    const char *max_blocks, *threads, *chunk;
+};
+
+static void init(struct rt_plan *p, blinkComm_t *comms, int n, int ntrees,
+                 const int *const *shapes, const unsigned *weights, struct shape sh)
+{
+    setenv("BLINK_CHUNK_BYTES", sh.chunk, 1);
+    setenv("BK_SHIM_MAX_BLOCKS", sh.max_blocks, 1);
+    setenv("BK_SHIM_THREADS", sh.threads, 1);
+    rt_plan_build(p, n, ntrees, shapes, weights, 1 << 20);
+    cr_assert_eq(blinkrtCommInitAll(&p->plan, comms, n, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+}
+
+static void fini(struct rt_plan *p, blinkComm_t *comms, int n)
+{
+    for (int v = 0; v < n; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    rt_plan_free(p);
+}
+
+/* Every collective x dts x ops (or extra_op too) x counts on one plan; variants rotate the
+ * root, placement, alignment, calling style and streams. */
+static void sweep(int n, int ntrees, const int *const *shapes, const unsigned *weights,
+                  struct shape sh, int extra_op, const size_t *cnts, size_t ncounts)
+{
+    struct rt_plan p;
+    blinkComm_t comms[8];
+    init(&p, comms, n, ntrees, shapes, weights, sh);
+    unsigned variant = 0, runs = 0;
+    for (int coll = 0; coll < BLINK_PLAN_COLLS; coll++) {
+        int has_op = coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
+        for (size_t d = 0; d < N(dts); d++)
+            for (size_t o = 0; o < (has_op ? N(ops) + (extra_op >= 0) : 1); o++)
+                for (size_t k = 0; k < ncounts; k++) {
+                    blinkRedOp_t op = o < N(ops) ? ops[o] : (blinkRedOp_t)extra_op;
+                    struct rt_case c = {coll, (int)(variant % (unsigned)n), dts[d], op,
+                                        cnts[k], (int)(variant & 1),
+                                        (variant >> 1) & 1 ? RT_GROUP : RT_THREADS,
+                                        (int)((variant >> 2) & 1)};
+                    unsigned a = (variant >> 3) % 3;
+                    rt_shift = a == 0 ? 0 : a == 1 ? rt_size(dts[d]) : 1;
+                    char why[512] = "";
+                    variant++;
+                    runs++;
+                    cr_assert_eq(rt_run_check(comms, n, &c, why, sizeof why), 0,
+                                 "coll %d dt %d op %d count %zu root %d inplace %d style %d "
+                                 "streams %d shift %zu: %s", coll, (int)c.dt, (int)op, c.count,
+                                 c.root, c.inplace, c.style, c.streams, rt_shift, why);
+                }
+    }
+    rt_shift = 0;
+    cr_expect_gt(runs, 100);
+    fini(&p, comms, n);
+}
+
+/* A chain, one block (one tree). */
+Test(rt_shim, chain3, .timeout = 120)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    sweep(3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"}, -1, counts,
+          N(counts));
+}
+
+/* Two trees weighted 3:1 (the second rooted at rank 2) played by one block: tpb 2. */
+Test(rt_shim, two_trees_one_block, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"1", "16", "16"}, blinkMin,
+          counts, N(counts));
+}
+
+/* The same trees, a block each. */
+Test(rt_shim, two_trees_two_blocks, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"}, -1,
+          mid_counts, N(mid_counts));
+}
+
+/* Eight ranks, three trees (a binary tree, a star, a chain) on two blocks: one block plays
+ * two trees, the other one; prod too. */
+Test(rt_shim, three_trees8, .timeout = 120)
+{
+    static const int bin[] = {-1, 0, 0, 1, 1, 2, 2, 3};
+    static const int star[] = {3, 3, 3, -1, 3, 3, 3, 3};
+    static const int chain[] = {1, 2, 3, 4, 5, 6, 7, -1};
+    const int *shapes[] = {bin, star, chain};
+    sweep(8, 3, shapes, (const unsigned[]){2, 1, 1}, (struct shape){"2", "8", "512"}, blinkProd,
+          big_counts, N(big_counts));
+}
+
+/* The committed DGX-1V plan (generated/dgx1v.cu, 6 trees for each collective): one call of each
+ * collective on three blocks of 8 threads, 64-byte chunks. */
+blinkResult_t e2e_init_dgx1v(blinkComm_t *comms, int ndev, const int *devlist);
+
+Test(rt_shim, dgx1v_plan, .timeout = 120)
+{
+    blinkComm_t comms[8];
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    setenv("BK_SHIM_MAX_BLOCKS", "3", 1);
+    setenv("BK_SHIM_THREADS", "8", 1);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    const struct rt_case cases[] = {
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 211, 0, RT_THREADS, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkBfloat16, blinkSum, 37, 1, RT_GROUP, 0},
+        {BLINK_PLAN_REDUCE, 5, blinkFloat16, blinkAvg, 37, 0, RT_THREADS, 1},
+        {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 7, 1, RT_THREADS, 0},
+        {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 37, 0, RT_GROUP, 0},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char why[512] = "";
+        rt_shift = i & 1;
+        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "case %zu: %s", i,
+                     why);
+    }
+    rt_shift = 0;
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+}
+
+/* BLINK_TRACE: the kernel's events. An allreduce of 37 floats in 4-float chunks on a 3-rank
+ * chain: every rank's one block enters and exits once and moves each of the 10 chunks up once
+ * and down once. */
+static int count_lines(const char *path, const char *kind)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, kind) != NULL;
+    if (f)
+        fclose(f);
+    return f ? n : -1;
+}
+
+Test(rt_shim, trace, .timeout = 60)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    struct rt_plan p;
+    blinkComm_t comms[3];
+    char dir[] = "/tmp/blink-shim-trace.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("BLINK_TRACE", dir, 1);
+    init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
+    unsetenv("BLINK_TRACE");
+    struct rt_case c = {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 37, 0, RT_THREADS, 0};
+    char why[512] = "";
+    cr_assert_eq(rt_run_check(comms, 3, &c, why, sizeof why), 0, "%s", why);
+    fini(&p, comms, 3);
+    for (int v = 0; v < 3; v++) {
+        char path[256], host[64] = "";
+        gethostname(host, sizeof host);
+        snprintf(path, sizeof path, "%s/blink-trace.%s.%d.r%d.tsv", dir, host, (int)getpid(), v);
+        cr_expect_eq(count_lines(path, "\tenter\t"), 1, "%s", path);
+        cr_expect_eq(count_lines(path, "\texit\t"), 1, "%s", path);
+        cr_expect_eq(count_lines(path, "\tup-post\t"), 10, "%s", path);
+        cr_expect_eq(count_lines(path, "\tdown-post\t"), 10, "%s", path);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* ------------------------------------------------------------------ failures */
+
+struct job {
+    blinkComm_t comm;
+    int coll;
+    size_t count;
+    float *send, *recv;
+    blinkResult_t res;
+    char msg[512];
+};
+
+static void *job_main(void *arg)
+{
+    struct job *j = arg;
+    j->res = j->coll == BLINK_PLAN_REDUCE
+                 ? blinkReduce(j->send, j->recv, j->count, blinkFloat32, blinkSum, 2, j->comm,
+                               NULL)
+                 : blinkAllReduce(j->send, j->recv, j->count, blinkFloat32, blinkSum, j->comm,
+                                  NULL);
+    snprintf(j->msg, sizeof j->msg, "%s", j->res ? blinkGetLastError(j->comm) : "");
+    return NULL;
+}
+
+/* Ranks whose count is non-zero call coll at once; each thread's result in jobs[]. */
+static void run_jobs(blinkComm_t *comms, int n, int coll, const size_t *count, struct job *jobs)
+{
+    pthread_t th[8];
+    for (int v = 0; v < n; v++) {
+        jobs[v] = (struct job){comms[v], coll, count[v], calloc(64, sizeof(float)),
+                               calloc(64, sizeof(float)), blinkSuccess, ""};
+        if (count[v])
+            pthread_create(&th[v], NULL, job_main, &jobs[v]);
+    }
+    for (int v = 0; v < n; v++) {
+        if (count[v])
+            pthread_join(th[v], NULL);
+        free(jobs[v].send);
+        free(jobs[v].recv);
+    }
+}
+
+/* Rank 2 calls with another count: ranks 1 and 2 compare descriptions and both fail (the one
+ * that finds it, and the other by its abort, with the reason); rank 0 too. */
+Test(rt_shim, mismatched_counts, .timeout = 60)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    struct rt_plan p;
+    blinkComm_t comms[3];
+    struct job jobs[3];
+    init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
+    run_jobs(comms, 3, BLINK_PLAN_ALLREDUCE, (const size_t[]){8, 8, 9}, jobs);
+    for (int v = 0; v < 3; v++)
+        cr_expect_neq(jobs[v].res, blinkSuccess, "rank %d succeeded", v);
+    for (int v = 1; v < 3; v++)
+        cr_expect(strstr(jobs[v].msg, "mismatched collective calls"), "rank %d: %s", v,
+                  jobs[v].msg);
+    cr_expect(strstr(jobs[1].msg, "count 9") || strstr(jobs[2].msg, "count 9"), "%s | %s",
+              jobs[1].msg, jobs[2].msg);
+    fini(&p, comms, 3);
+}
+
+/* A reduce to rank 2, which never calls: rank 0 (a leaf with two chunks) finishes, rank 1 waits
+ * for its parent and times out naming it. */
+Test(rt_shim, missing_rank_times_out, .timeout = 60)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    struct rt_plan p;
+    blinkComm_t comms[3];
+    struct job jobs[3];
+    setenv("BLINK_TIMEOUT_S", "0.3", 1);
+    init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
+    unsetenv("BLINK_TIMEOUT_S");
+    run_jobs(comms, 3, BLINK_PLAN_REDUCE, (const size_t[]){8, 8, 0}, jobs);
+    cr_expect_eq(jobs[1].res, blinkSystemError, "%s", jobs[1].msg);
+    cr_expect(strstr(jobs[1].msg, "no progress for 0.3 s in reduce"), "%s", jobs[1].msg);
+    cr_expect(strstr(jobs[1].msg, "waiting for rank 2 (device 2)"), "%s", jobs[1].msg);
+    /* The failure is sticky: the next call fails at once with the reason. */
+    run_jobs(comms, 3, BLINK_PLAN_ALLREDUCE, (const size_t[]){0, 8, 0}, jobs);
+    cr_expect_neq(jobs[1].res, blinkSuccess);
+    cr_expect(strstr(jobs[1].msg, "waiting for rank 2"), "%s", jobs[1].msg);
+    fini(&p, comms, 3);
+}
