@@ -188,10 +188,9 @@ __device__ __forceinline__ uint64_t gtimer()
 #endif
 }
 
-/* BLINK_TRACE (trace.h): one event, stamped by the thread that calls it (thread 0); when
- * tracing is off, one uniform test of a launch argument. */
-__device__ __forceinline__ void d_trace(const kparams &p, uint64_t t, uint32_t seq, int kind,
-                                        int tree, uint32_t chunk, int peer)
+/* BLINK_TRACE (trace.h): one event at time t, stamped by the thread that calls it (thread 0). */
+__device__ __forceinline__ void d_trace_at(const kparams &p, uint64_t t, uint32_t seq, int kind,
+                                           int tree, uint32_t chunk, int peer)
 {
     if (!p.trace)
         return;
@@ -208,6 +207,15 @@ __device__ __forceinline__ void d_trace(const kparams &p, uint64_t t, uint32_t s
     r.kind = (uint8_t)kind;
     r.coll = (uint8_t)p.d[1];
     p.trace->rec[i] = r;
+}
+
+/* One event now; when tracing is off, one uniform test of a launch argument (the clock is read
+ * only past it). */
+__device__ __forceinline__ void d_trace(const kparams &p, uint32_t seq, int kind, int tree,
+                                        uint32_t chunk, int peer)
+{
+    if (p.trace)
+        d_trace_at(p, gtimer(), seq, kind, tree, chunk, peer);
 }
 
 /* ------------------------------------------------------------------ device: block-shared */
@@ -956,7 +964,7 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
     if (threadIdx.x == 0) {
         *dec_sh = up_ready(p, ti, s, seq, checked, waiting);
         if (*dec_sh == 1)
-            d_trace(p, gtimer(), seq, BK_TR_UP_DECIDE, ti, s->up, p.roles[ti].parent);
+            d_trace(p, seq, BK_TR_UP_DECIDE, ti, s->up, p.roles[ti].parent);
     }
     __syncthreads();
     int dec = *dec_sh;
@@ -964,7 +972,7 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
         const bk_role &t = p.roles[ti];
         uint32_t ch = s->up;
         if (threadIdx.x == 0)
-            d_trace(p, gtimer(), seq, BK_TR_UP_START, ti, ch, t.parent);
+            d_trace(p, seq, BK_TR_UP_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t x0 = s->lo + (size_t)ch * p.chunk_elems;
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
@@ -994,7 +1002,7 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
         for (int j = 0; j < t.nkids; j++)
             st_relaxed_sys64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
                              bk_tag(seq, ch + 1));
-        d_trace(p, gtimer(), seq, BK_TR_UP_POST, ti, ch, t.parent);
+        d_trace(p, seq, BK_TR_UP_POST, ti, ch, t.parent);
         s->up = ch + 1;
     }
     return dec;
@@ -1007,7 +1015,7 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
     if (threadIdx.x == 0) {
         *dec_sh = down_ready(p, ti, s, seq, checked, waiting);
         if (*dec_sh == 1)
-            d_trace(p, gtimer(), seq, BK_TR_DOWN_DECIDE, ti, s->down, p.roles[ti].parent);
+            d_trace(p, seq, BK_TR_DOWN_DECIDE, ti, s->down, p.roles[ti].parent);
     }
     __syncthreads();
     int dec = *dec_sh;
@@ -1016,7 +1024,7 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->down;
         if (threadIdx.x == 0)
-            d_trace(p, gtimer(), seq, BK_TR_DOWN_START, ti, ch, t.parent);
+            d_trace(p, seq, BK_TR_DOWN_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
@@ -1043,7 +1051,7 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         if (t.parent >= 0)
             st_relaxed_sys64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
                              bk_tag(seq, ch + 1));
-        d_trace(p, gtimer(), seq, BK_TR_DOWN_POST, ti, ch, t.parent);
+        d_trace(p, seq, BK_TR_DOWN_POST, ti, ch, t.parent);
         s->down = ch + 1;
     }
     return dec;
@@ -1074,7 +1082,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     if (tid == 0) {
         uint32_t seq = bk_seq_next(ld32(&p.ctl->seq));
         seq_sh = seq;
-        d_trace(p, t_enter, seq, BK_TR_ENTER, 0, 0, -1);
+        d_trace_at(p, t_enter, seq, BK_TR_ENTER, 0, 0, -1);
         uint32_t who = ld32(me + H_ABORT);
         if (!who && blockIdx.x != 0 && bk_seq_cleans(seq))
             while (bk_entry_seq(ld_acquire_sys64(me + H_ENTERED)) != seq &&
@@ -1193,7 +1201,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
 
     /* The last block out advances the call number the next launch takes. */
     if (tid == 0) {
-        d_trace(p, gtimer(), seq, BK_TR_EXIT, 0, 0, -1);
+        d_trace(p, seq, BK_TR_EXIT, 0, 0, -1);
         __threadfence();
         if (atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1) {
             st32(&p.ctl->seq, seq);
