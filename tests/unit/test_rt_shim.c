@@ -123,6 +123,21 @@ Test(rt_shim, two_trees_two_blocks, .timeout = 120)
           mid_counts, N(mid_counts));
 }
 
+/* The same on call numbers that cross both cleans of the flag words (proto.h: call 2^31 + 1,
+ * then the wrap past 2^32 - 1 to 1): block 0 zeroes them while block 1 waits for its entry. */
+Test(rt_shim, across_the_cleans, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    static const char *const starts[] = {"2147483630", "4294967280"};
+    for (size_t i = 0; i < N(starts); i++) {
+        setenv("BLINK_DEBUG_SEQ_START", starts[i], 1);
+        sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"}, -1,
+              mid_counts, N(mid_counts));
+    }
+    unsetenv("BLINK_DEBUG_SEQ_START");
+}
+
 /* Eight ranks, three trees (a binary tree, a star, a chain) on two blocks: one block plays
  * two trees, the other one; prod too. */
 Test(rt_shim, three_trees8, .timeout = 120)
