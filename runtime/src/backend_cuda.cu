@@ -20,7 +20,7 @@
  * copy), as NCCL launches, so it can be captured into a CUDA graph. The host learns that a call
  * is done from the status block's count of finished launches, compared with the launches it
  * issued outside a capture (a captured launch is the graph's, whose replays the user runs).
- * Blocks per launch (rank_init, blocks_for): one per tree of the set, at most as many as are
+ * Blocks per launch (rank_init, kblocks_for): one per tree of the set, at most as many as are
  * resident on the device at once beside the other ranks sharing it, and MAX_BLOCKS.
  *
  * Faults: the kernel reports the first failure of the rank's life into the status block, which
@@ -174,12 +174,6 @@ static int local_device(blinkComm_t c, int q)
     return c->peer[q].pid == getpid() ? c->peer[q].phys_dev : -1;
 }
 
-/* Blocks of a launch of a set of ntrees: one per tree, at most what is resident at once. */
-static int blocks_for(const struct bk_be *be, int ntrees)
-{
-    return ntrees < 1 ? 1 : ntrees < be->max_blocks ? ntrees : be->max_blocks;
-}
-
 static blinkResult_t rank_init(blinkComm_t c)
 {
     struct bk_be *be = (struct bk_be *)calloc(1, sizeof *be);
@@ -284,8 +278,8 @@ static blinkResult_t rank_init(blinkComm_t c)
         long fit = (long)sms * occ / (sharing > 0 ? sharing : 1);
         be->max_blocks = fit < 1 ? 1 : fit < MAX_BLOCKS ? (int)fit : MAX_BLOCKS;
         for (int i = 0; i < nsets; i++)
-            c->nworkers = blocks_for(be, c->sets[i].ntrees) > c->nworkers
-                              ? blocks_for(be, c->sets[i].ntrees) : c->nworkers;
+            c->nworkers = kblocks_for(be->max_blocks, c->sets[i].ntrees) > c->nworkers
+                              ? kblocks_for(be->max_blocks, c->sets[i].ntrees) : c->nworkers;
     }
 
     /* The status block: pinned and mapped. */
@@ -340,7 +334,7 @@ static blinkResult_t rank_init(blinkComm_t c)
     return r;
 }
 
-static void drain(blinkComm_t c);
+static blinkResult_t finish_last(blinkComm_t c);
 
 /* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
 static void write_trace(blinkComm_t c)
@@ -365,7 +359,7 @@ static void rank_free(blinkComm_t c)
     if (!be)
         return;
     int old = quiet_enter(be->dev);
-    drain(c); /* bounded by the kernel's own timeout */
+    (void)finish_last(c); /* before the segments go; bounded by the kernel's own timeout */
     if (be->aux)
         quiet(cudaStreamSynchronize(be->aux));
     if (be->trace) {
@@ -478,8 +472,6 @@ static blinkResult_t finish_last(blinkComm_t c)
     return r;
 }
 
-/* Before the segments go. */
-static void drain(blinkComm_t c) { (void)finish_last(c); }
 
 /* A call: one launch on the user's stream. A launch being captured is not counted: it runs
  * when the user replays the graph, and each replay counts itself in kstatus.finished. */
@@ -502,7 +494,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
 {
     struct bk_be *be = c->be;
     cudaStream_t us = (cudaStream_t)user;
-    int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
+    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees);
     struct kparams p;
     kparams_fill(&p, c, &be->k, L, blocks, be->dstatus);
     size_t smem = ksmem(p.tpb, c->nranks);

@@ -165,6 +165,13 @@ static size_t ksmem(int tpb, int nranks)
     return (size_t)tpb * sizeof(struct tstate) + kalign_up((size_t)nranks, 8);
 }
 
+/* Blocks of a launch of a set of ntrees: one per tree, at most max_blocks (what is resident at
+ * once), as every backend that runs this kernel must cut them. */
+static inline int kblocks_for(int max_blocks, int ntrees)
+{
+    return ntrees < 1 ? 1 : ntrees < max_blocks ? ntrees : max_blocks;
+}
+
 /* One call's launch arguments, for a launch of `blocks` blocks; status: the device view of
  * the status block. */
 static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables *t,

@@ -95,11 +95,6 @@ static void bus_id(int dev, char *buf, size_t len)
     snprintf(buf, len, "%s", "");
 }
 
-static int blocks_for(const struct bk_be *be, int ntrees)
-{
-    return ntrees < 1 ? 1 : ntrees < be->max_blocks ? ntrees : be->max_blocks;
-}
-
 static blinkResult_t rank_init(blinkComm_t c)
 {
     struct bk_be *be = (struct bk_be *)calloc(1, sizeof *be);
@@ -113,8 +108,8 @@ static blinkResult_t rank_init(blinkComm_t c)
     c->nstreams = 1;
     c->nworkers = 1;
     for (int i = 0; i < 2 * c->plan->nschedules; i++)
-        if (blocks_for(be, c->sets[i].ntrees) > c->nworkers)
-            c->nworkers = blocks_for(be, c->sets[i].ntrees);
+        if (kblocks_for(be->max_blocks, c->sets[i].ntrees) > c->nworkers)
+            c->nworkers = kblocks_for(be->max_blocks, c->sets[i].ntrees);
     /* Every peer is reachable with native atomics: one process. */
     unsigned char *yes = (unsigned char *)malloc((size_t)c->nranks);
     if (!yes)
@@ -216,7 +211,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
 {
     struct bk_be *be = c->be;
     join_run(be); /* the rank's stream: one launch after the other */
-    int blocks = blocks_for(be, be->k.sets[L->set_index].ntrees);
+    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
     be->p.trace = be->trace;
     if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
