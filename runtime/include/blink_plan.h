@@ -31,9 +31,10 @@
  *  - Per message size (nccl-tests' S: count x element size for broadcast, reduce and
  *    allreduce; the whole gathered or scattered buffer, n x count x element size, for
  *    allgather and reduce-scatter) the schedule's ranges say what runs: the trees, or NCCL's
- *    rings where blinkc's simulator found them faster, and the chunk size. The last range whose
- *    min_bytes is at most S applies; without ranges, the trees with the plan's chunk_bytes.
- *    BLINK_ALGO=trees|rings and BLINK_CHUNK_BYTES=N in the environment override both.
+ *    rings where blinkc's simulator found them faster, the chunk size and the protocol (Simple
+ *    or LL). The last range whose min_bytes is at most S applies; without ranges, the trees
+ *    with the plan's chunk_bytes and Simple. BLINK_ALGO=trees|rings, BLINK_CHUNK_BYTES=N and
+ *    BLINK_PROTO=simple|ll in the environment override them.
  *  - Rings go to NCCL where the runtime loaded one (nccl_real.h). Elsewhere the runtime runs
  *    the schedule's ring_trees itself: NCCL's ring algorithms as chains round each ring of the
  *    planner's ring set, under the same rules as the trees.
@@ -75,10 +76,20 @@ enum blink_plan_algo {
     BLINK_PLAN_RINGS = 1  /* NCCL's rings (ring_trees where NCCL is not there) */
 };
 
+/* How the runtime's own trees and rings hand a chunk over an edge. */
+enum blink_plan_proto {
+    BLINK_PLAN_SIMPLE = 0, /* data into the receiver's slot, then a flag word (one fence) */
+    BLINK_PLAN_LL = 1      /* low latency: every 4 data bytes travel with a 4-byte flag, so the
+                              receiver polls the data itself and no fence is needed; the
+                              lines take twice the bytes (small messages) */
+};
+
 struct blink_plan_range {
     size_t min_bytes;      /* from this message size up to the next range's */
     int algo;              /* enum blink_plan_algo */
-    size_t chunk_bytes;    /* pipeline chunk of the runtime's own trees or rings */
+    size_t chunk_bytes;    /* pipeline chunk of the runtime's own trees or rings (data bytes) */
+    int proto;             /* enum blink_plan_proto (last, so sources written before it was
+                              added keep their meaning: SIMPLE) */
 };
 
 struct blink_plan_schedule {
