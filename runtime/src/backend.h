@@ -28,6 +28,9 @@ struct bk_backend {
     int null_stream_sync;
     /* Non-zero where launch moves a cluster plan's edges between servers (net.h). */
     int net;
+    /* Non-zero where a tree is cut into channels (roles.c, bk_channels): the CUDA kernel's
+     * blocks gain from more of them; the host's few threads do not, so it runs one per tree. */
+    int channels;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
     /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */

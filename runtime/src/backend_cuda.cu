@@ -259,7 +259,7 @@ static blinkResult_t rank_init(blinkComm_t c)
      * (a block waits for peers that may wait for another block), so at most what fits. */
     if (r == blinkSuccess) {
         int sms = 0, occ = 0, sharing = 0;
-        size_t smem_max = ksmem(T, n);
+        size_t smem_max = ksmem(2 * T, n); /* a block may play every item of a set */
         if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, be->dev)))
             r = cuda_fail(e, "cudaDeviceGetAttribute", __LINE__);
         for (int dt = 0; dt < blinkNumTypes && r == blinkSuccess; dt++) {
@@ -277,9 +277,10 @@ static blinkResult_t rank_init(blinkComm_t c)
                          be->dev);
         long fit = (long)sms * occ / (sharing > 0 ? sharing : 1);
         be->max_blocks = fit < 1 ? 1 : fit < MAX_BLOCKS ? (int)fit : MAX_BLOCKS;
-        for (int i = 0; i < nsets; i++)
-            c->nworkers = kblocks_for(be->max_blocks, c->sets[i].ntrees) > c->nworkers
-                              ? kblocks_for(be->max_blocks, c->sets[i].ntrees) : c->nworkers;
+        for (int i = 0; i < nsets; i++) {
+            int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / 2].coll);
+            c->nworkers = b > c->nworkers ? b : c->nworkers;
+        }
     }
 
     /* The status block: pinned and mapped. */
@@ -494,7 +495,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
 {
     struct bk_be *be = c->be;
     cudaStream_t us = (cudaStream_t)user;
-    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees);
+    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees, (int)L->d.coll);
     struct kparams p;
     kparams_fill(&p, c, &be->k, L, blocks, be->dstatus);
     size_t smem = ksmem(p.tpb, c->nranks);
@@ -649,7 +650,7 @@ static blinkResult_t async_error(blinkComm_t c)
 static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    "cuda", 0, 0, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
     seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

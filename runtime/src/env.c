@@ -17,6 +17,9 @@
  *                             destroy (trace.c)
  *   BLINK_TRACE_RECORDS=N     events a rank keeps (default 262144)
  *   BLINK_CHECK_CALLS=0|1     1: every rank compares whole call descriptions, not their hashes
+ *   BLINK_CHANNEL_GBPS=R      the rate one channel carries (roles.c): a tree of the plan is cut
+ *                             into ceil(rate / R) channels, 1 to 16 (default 20, NCCL's)
+ *   BLINK_NCHANNELS=N         cut every tree into N channels (1 to 16), whatever its rate
  *   BLINK_DEBUG_SEQ_START=N   for tests: number the first call N (0 reads as 1), so that a short
  *                             run crosses the 32-bit wrap of the call numbers (proto.h)
  * A value that does not parse is an error that names the variable, never a silent default.
@@ -56,6 +59,7 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
     e->timeout_s = BK_DEFAULT_TIMEOUT_S;
     e->staging = BK_DEFAULT_STAGING;
     e->seq_start = 1;
+    e->channel_gbps = BK_DEFAULT_CHANNEL_GBPS;
     e->trace_records = BK_TRACE_DEFAULT_RECORDS;
     blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
     if (r == blinkSuccess)
@@ -141,6 +145,24 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_DEBUG_SEQ_START='%s' is not a call "
                             "number below 2^32", fn, env);
         e->seq_start = v ? (uint32_t)v : 1;
+    }
+    if ((env = getenv("BLINK_CHANNEL_GBPS")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        double g = strtod(env, &end);
+        if (end == env || *end || errno || !(g > 0) || !isfinite(g) || g > 1e6)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_CHANNEL_GBPS='%s' is not a positive "
+                            "rate in GB/s", fn, env);
+        e->channel_gbps = g;
+    }
+    if ((env = getenv("BLINK_NCHANNELS")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (end == env || *end || errno || v < 1 || v > BK_MAX_CHANNELS)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_NCHANNELS='%s' is not a number of "
+                            "channels from 1 to %d", fn, env, BK_MAX_CHANNELS);
+        e->nchannels = (int)v;
     }
     return blinkSuccess;
 }

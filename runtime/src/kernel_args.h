@@ -163,17 +163,26 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
     return blinkSuccess;
 }
 
-/* Dynamic shared memory of a block that plays tpb trees among nranks. */
+/* Dynamic shared memory of a block that plays tpb work items among nranks. */
 static size_t ksmem(int tpb, int nranks)
 {
     return (size_t)tpb * sizeof(struct tstate) + kalign_up((size_t)nranks, 8);
 }
 
-/* Blocks of a launch of a set of ntrees: one per tree, at most max_blocks (what is resident at
- * once), as every backend that runs this kernel must cut them. */
-static inline int kblocks_for(int max_blocks, int ntrees)
+/* Work items of a launch on a set of ntrees tree slots (channels): one per slot, and for
+ * allreduce two, its up and its down pass apart, so that a root sends down while it still
+ * reduces up (kernel_cuda.cuh). */
+static inline int kitems_for(int ntrees, int coll)
 {
-    return ntrees < 1 ? 1 : ntrees < max_blocks ? ntrees : max_blocks;
+    return coll == BLINK_PLAN_ALLREDUCE ? 2 * ntrees : ntrees;
+}
+
+/* Blocks of a launch: one per work item, at most max_blocks (what is resident at once; a block
+ * then plays several items), as every backend that runs this kernel must cut them. */
+static inline int kblocks_for(int max_blocks, int ntrees, int coll)
+{
+    int items = kitems_for(ntrees, coll);
+    return items < 1 ? 1 : items < max_blocks ? items : max_blocks;
 }
 
 /* One call's launch arguments, for a launch of `blocks` blocks; status: the device view of
@@ -190,7 +199,8 @@ static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables 
     p->roles = s->roles;
     p->kids = s->kids;
     p->ntrees = s->ntrees;
-    p->tpb = (s->ntrees + blocks - 1) / blocks;
+    p->nitems = kitems_for(s->ntrees, (int)L->d.coll);
+    p->tpb = (p->nitems + blocks - 1) / blocks;
     p->prank = c->prank;
     p->nranks = c->nranks;
     p->check_calls = c->env.check_calls;

@@ -94,7 +94,8 @@ struct kparams {
     uint64_t chunk_elems;
     const struct bk_role *roles;
     const int *kids;
-    int ntrees, tpb;             /* trees of the set; tree slots per block */
+    int ntrees, nitems, tpb;     /* tree slots of the set; work items (kitems_for); items per
+                                  * block */
     int prank, nranks;
     int check_calls;             /* BLINK_CHECK_CALLS=1: compare whole descriptions */
     struct bk_layout lay;        /* the staging layout: device copies of c->layout's arrays
@@ -111,7 +112,8 @@ struct kparams {
     struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
 };
 
-/* A tree's progress in this launch (block-shared, written by thread 0 only). */
+/* A work item's progress in this launch (block-shared, written by thread 0 only): a tree
+ * slot's passes, or one of them (the other marked done). */
 struct tstate {
     unsigned long long lo, hi;
     unsigned int nchunks, up, down, pad;
@@ -935,12 +937,18 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
     uint32_t ch = s->down;
     if (ch >= s->nchunks || !d_has_down(p.d[1]))
         return 0;
-    if (t.parent < 0) {
-        if (p.d[1] == BLINK_PLAN_ALLREDUCE && s->up <= ch)
-            return 0;
-    } else if (!bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
-                               ch + 1)) {
-        waiting = t.parent;
+    /* An allreduce root's up pass, in another block, posts its own down-ready word (proto.h). */
+    if ((t.parent >= 0 || p.d[1] == BLINK_PLAN_ALLREDUCE) &&
+        !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
+                        ch + 1)) {
+        waiting = t.parent >= 0 ? t.parent : p.prank;
+        for (int j = 0; t.parent < 0 && j < t.nkids; j++) /* the root: the child its up lacks */
+            if (j == t.nkids - 1 ||
+                !bk_tag_reached(ld_acquire_sys64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)),
+                                seq, ch + 1)) {
+                waiting = kids[j];
+                break;
+            }
         return 0;
     }
     for (int j = 0; j < t.nkids; j++) {
@@ -1000,6 +1008,9 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
         fence_acq_rel_sys(); /* release: the block's data moves (barrier above) before the flags */
         if (t.parent >= 0)
             st_relaxed_sys64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
+                             bk_tag(seq, ch + 1));
+        else if (p.d[1] == BLINK_PLAN_ALLREDUCE) /* the root's down pass may send it on */
+            st_relaxed_sys64(p.seg[p.prank] + bk_off_down_ready(&p.lay, p.prank, ti),
                              bk_tag(seq, ch + 1));
         for (int j = 0; j < t.nkids; j++)
             st_relaxed_sys64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
@@ -1113,14 +1124,16 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 fence_acq_rel_sys();
                 st_relaxed_sys64(me + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
             }
-            for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
-                const bk_role &t = p.roles[ti];
+            for (int it = blockIdx.x, i = 0; it < p.nitems; it += gridDim.x, i++) {
+                const bk_role &t = p.roles[it % p.ntrees];
                 tstate *s = &ts[i];
                 size_t es = d_dtype_size(p.d[3]);
                 s->lo = bk_split_at(p.d[5], es, t.lo_w, t.total_w);
                 s->hi = bk_split_at(p.d[5], es, t.hi_w, t.total_w);
                 s->nchunks = (unsigned int)((s->hi - s->lo + p.chunk_elems - 1) / p.chunk_elems);
                 s->up = s->down = 0;
+                if (p.nitems > p.ntrees) /* passes apart: item ti goes up, ntrees + ti down */
+                    *(it < p.ntrees ? &s->down : &s->up) = s->nchunks;
             }
             dec_sh = 0;
         }
@@ -1134,9 +1147,9 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     unsigned int spins = 0;
     while (go) {
         int moved = 0, done = 1, failed = 0;
-        for (int ti = blockIdx.x, i = 0; ti < p.ntrees; ti += gridDim.x, i++) {
+        for (int it = blockIdx.x, i = 0; it < p.nitems; it += gridDim.x, i++) {
             tstate *s = &ts[i];
-            int r;
+            int ti = it % p.ntrees, r;
             while ((r = up_step<T>(p, ti, s, seq, checked, waiting, &dec_sh)) > 0)
                 moved = 1;
             if (r == 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "rt.h"
 
 static int sharded(int coll)
@@ -22,27 +23,71 @@ static const struct blink_plan_tree *set_trees(const struct blink_plan_schedule 
     return set ? s->ring_trees : s->trees;
 }
 
+int bk_channels(uint64_t weight, double gbps, int forced)
+{
+    if (forced > 0)
+        return forced < BK_MAX_CHANNELS ? forced : BK_MAX_CHANNELS;
+    double q = (double)weight / (gbps * 1e4); /* weight: 1e-4 GB/s */
+    if (!(q < BK_MAX_CHANNELS))
+        return BK_MAX_CHANNELS;
+    int ch = (int)q;
+    ch += ch < q; /* the ceiling, without libm */
+    return ch < 1 ? 1 : ch;
+}
+
+/* The channels of a plan tree on this backend: the same on every rank (plan and environment). */
+static int channels_of(blinkComm_t c, const struct blink_plan_tree *t)
+{
+    return bk_backend()->channels ? bk_channels(t->weight, c->env.channel_gbps, c->env.nchannels)
+                                  : 1;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/*
+ * The set's tree slots: plan tree t of weight w becomes C_t channels, each a slot with t's
+ * roles and its own flags and staging slots. Channel ch takes the weights
+ *   lo_w * M + ch * w * M / C_t  ..  lo_w * M + (ch + 1) * w * M / C_t  of  total_w * M,
+ * M the least common multiple of the set's C_t (at most lcm(1..16) = 720720, so 64 bits hold
+ * it): whole numbers, so bk_split_at cuts the tree's range into the channels' on its 256-byte
+ * unit, and the channels of a tree cover exactly what the tree alone would.
+ */
 static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *s, int set,
                                struct bk_roleset *rs)
 {
-    int nt, n = c->nranks, me = c->prank, nkids_all = 0;
+    int nt, n = c->nranks, me = c->prank, nkids_all = 0, ns = 0;
     const struct blink_plan_tree *t = set_trees(s, set, &nt);
-    rs->ntrees = nt;
+    rs->plan_trees = nt;
+    rs->ntrees = 0;
     if (nt == 0)
         return blinkSuccess;
-    for (int ti = 0; ti < nt; ti++)
+    uint64_t M = 1;
+    for (int ti = 0; ti < nt; ti++) {
+        uint64_t ch = (uint64_t)channels_of(c, &t[ti]);
+        M = M / gcd64(M, ch) * ch;
+        ns += (int)ch;
         for (int v = 0; v < n; v++)
             nkids_all += t[ti].parent[v] == me;
-    rs->roles = calloc((size_t)nt, sizeof *rs->roles);
+    }
+    rs->roles = calloc((size_t)ns, sizeof *rs->roles);
+    rs->tree_of = calloc((size_t)ns, sizeof *rs->tree_of);
     rs->kids = calloc((size_t)nkids_all + 1, sizeof *rs->kids);
-    if (!rs->roles || !rs->kids)
+    if (!rs->roles || !rs->tree_of || !rs->kids)
         return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
     int at = 0;
     for (int ti = 0; ti < nt; ti++) {
-        struct bk_role *r = &rs->roles[ti];
-        r->root = t[ti].root;
-        r->parent = t[ti].parent[me];
-        r->kids_at = at;
+        struct bk_role r = {0};
+        r.root = t[ti].root;
+        r.parent = t[ti].parent[me];
+        r.kids_at = at;
         /* Children in the tree's order; a rank's position among its parent's children names
          * its in-slots there. */
         int pos = 0;
@@ -50,21 +95,31 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
             int v = t[ti].order[i];
             if (t[ti].parent[v] == me)
                 rs->kids[at++] = v;
-            if (r->parent >= 0 && t[ti].parent[v] == r->parent) {
+            if (r.parent >= 0 && t[ti].parent[v] == r.parent) {
                 if (v == me)
-                    r->kpos = pos;
+                    r.kpos = pos;
                 pos++;
             }
         }
-        r->nkids = at - r->kids_at;
+        r.nkids = at - r.kids_at;
+        uint64_t lo_w = 0, total_w = 0;
         for (int tj = 0; tj < nt; tj++) {
             if (sharded(s->coll) && t[tj].root != t[ti].root)
                 continue;
             if (tj < ti)
-                r->lo_w += t[tj].weight;
-            r->total_w += t[tj].weight;
+                lo_w += t[tj].weight;
+            total_w += t[tj].weight;
         }
-        r->hi_w = r->lo_w + t[ti].weight;
+        int C = channels_of(c, &t[ti]);
+        uint64_t w = t[ti].weight * (M / (uint64_t)C);
+        for (int ch = 0; ch < C; ch++) {
+            struct bk_role *x = &rs->roles[rs->ntrees];
+            *x = r;
+            x->lo_w = lo_w * M + (uint64_t)ch * w;
+            x->hi_w = x->lo_w + w;
+            x->total_w = total_w * M;
+            rs->tree_of[rs->ntrees++] = ti;
+        }
     }
     return blinkSuccess;
 }
@@ -90,6 +145,7 @@ void bk_roles_free(blinkComm_t c)
         for (int i = 0; i < 2 * c->plan->nschedules; i++) {
             free(c->sets[i].roles);
             free(c->sets[i].kids);
+            free(c->sets[i].tree_of);
         }
     free(c->sets);
     c->sets = NULL;
@@ -116,13 +172,9 @@ static size_t largest_chunk(blinkComm_t c)
 blinkResult_t bk_layout_build(blinkComm_t c)
 {
     const struct blink_plan *plan = c->plan;
-    int n = c->nranks, T = 1;
-    for (int i = 0; i < plan->nschedules; i++)
-        for (int set = 0; set < 2; set++) {
-            int nt;
-            set_trees(&plan->schedules[i], set, &nt);
-            T = nt > T ? nt : T;
-        }
+    int n = c->nranks, T = 1, nsets = 2 * plan->nschedules;
+    for (int i = 0; i < nsets; i++)
+        T = c->sets[i].ntrees > T ? c->sets[i].ntrees : T;
     size_t cells = (size_t)n * (size_t)T;
     size_t bytes = cells * (sizeof(int) + 2 * sizeof(size_t)) + 4 * (size_t)n * sizeof(size_t);
     char *mem = calloc(1, bytes);
@@ -133,24 +185,27 @@ blinkResult_t bk_layout_build(blinkComm_t c)
     size_t *ll_off = seg_bytes + n;
     int *fanin = (int *)(ll_off + n);
     c->layout_mem = mem;
-    for (int i = 0; i < plan->nschedules; i++)
-        for (int set = 0; set < 2; set++) {
-            int nt;
-            const struct blink_plan_tree *t = set_trees(&plan->schedules[i], set, &nt);
-            for (int ti = 0; ti < nt; ti++) {
-                int *kids = calloc((size_t)n, sizeof *kids);
-                if (!kids)
-                    return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
-                for (int v = 0; v < n; v++)
-                    if (t[ti].parent[v] >= 0)
-                        kids[t[ti].parent[v]]++;
-                for (int v = 0; v < n; v++) {
-                    int *f = &fanin[(size_t)v * (size_t)T + (size_t)ti];
-                    *f = kids[v] > *f ? kids[v] : *f;
-                }
-                free(kids);
+    int *kids = calloc((size_t)n, sizeof *kids);
+    if (!kids)
+        return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+    /* Tree slot ti of a set is a channel of plan tree tree_of[ti]: its fan-in is that tree's. */
+    for (int i = 0; i < nsets; i++) {
+        const struct bk_roleset *rs = &c->sets[i];
+        int nt;
+        const struct blink_plan_tree *t = set_trees(&plan->schedules[i / 2], i % 2, &nt);
+        for (int ti = 0; ti < rs->ntrees; ti++) {
+            const struct blink_plan_tree *tr = &t[rs->tree_of[ti]];
+            memset(kids, 0, (size_t)n * sizeof *kids);
+            for (int v = 0; v < n; v++)
+                if (tr->parent[v] >= 0)
+                    kids[tr->parent[v]]++;
+            for (int v = 0; v < n; v++) {
+                int *f = &fanin[(size_t)v * (size_t)T + (size_t)ti];
+                *f = kids[v] > *f ? kids[v] : *f;
             }
         }
+    }
+    free(kids);
     /* Flags and slot counts per rank; the slot sizes are what the fullest rank can afford:
      * LL's up to BK_LL_CHUNK_MAX of data, within an eighth of the staging, the rest Simple's. */
     size_t most_slots = 0, most_flags = 0;

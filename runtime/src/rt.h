@@ -39,12 +39,22 @@ const char *bk_dtype_name(blinkDataType_t dt);
 const char *bk_op_name(blinkRedOp_t op);
 const char *bk_coll_name(int coll);
 
-/* One schedule's tree set as this rank plays it (roles.c). */
+/* One schedule's tree set as this rank plays it (roles.c): every plan tree cut into channels,
+ * tree slots of their own (proto.h), tree 0's channels first. */
 struct bk_roleset {
-    int ntrees;
+    int ntrees;              /* tree slots: the channels of all the set's trees */
     struct bk_role *roles;   /* [ntrees] */
     int *kids;               /* children (plan ranks) of every role, at roles[t].kids_at */
+    int plan_trees;          /* the plan's trees */
+    int *tree_of;            /* [ntrees] the plan tree of each slot */
 };
+
+/* Channels per tree: BLINK_NCHANNELS, else one per BLINK_CHANNEL_GBPS of the tree's rate. */
+#define BK_MAX_CHANNELS 16
+#define BK_DEFAULT_CHANNEL_GBPS 20.0
+/* The channels of a tree of rate weight (blink_plan_tree.weight: 1e-4 GB/s): forced (> 0), else
+ * ceil(rate / gbps), within 1 .. BK_MAX_CHANNELS. */
+int bk_channels(uint64_t weight, double gbps, int forced);
 
 /* Another rank of the communicator (or this one), by plan rank. */
 struct bk_peer {
@@ -72,6 +82,8 @@ struct bk_env {
     size_t trace_records;    /* BLINK_TRACE_RECORDS: events a rank keeps */
     int check_calls;         /* BLINK_CHECK_CALLS=1: compare whole descriptions, not hashes */
     uint32_t seq_start;      /* BLINK_DEBUG_SEQ_START: the first call's number (default 1) */
+    double channel_gbps;     /* BLINK_CHANNEL_GBPS: a channel's rate (roles.c) */
+    int nchannels;           /* BLINK_NCHANNELS: channels per tree, or 0 (by rate) */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs

@@ -10,7 +10,8 @@
  * Test knobs (read at every init; this library is never installed):
  *   BK_SHIM_THREADS=N      threads per block (default 32: one warp)
  *   BK_SHIM_MAX_BLOCKS=N   blocks per launch at most (default 4), as the CUDA backend's
- *                          occupancy limit: fewer blocks than trees make a block play several
+ *                          occupancy limit: fewer blocks than work items (kitems_for) make a
+ *                          block play several
  *
  * Streams: a launch waits for the rank's previous one (its stream order); a NULL stream waits
  * for the launch itself; a blinkHostStream remembers the rank it last ran, and synchronizing it
@@ -107,9 +108,10 @@ static blinkResult_t rank_init(blinkComm_t c)
     pthread_mutex_unlock(&knob_mu);
     c->nstreams = 1;
     c->nworkers = 1;
-    for (int i = 0; i < 2 * c->plan->nschedules; i++)
-        if (kblocks_for(be->max_blocks, c->sets[i].ntrees) > c->nworkers)
-            c->nworkers = kblocks_for(be->max_blocks, c->sets[i].ntrees);
+    for (int i = 0; i < 2 * c->plan->nschedules; i++) {
+        int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / 2].coll);
+        c->nworkers = b > c->nworkers ? b : c->nworkers;
+    }
     /* Every peer is reachable with native atomics: one process. */
     unsigned char *yes = (unsigned char *)malloc((size_t)c->nranks);
     if (!yes)
@@ -211,7 +213,7 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
 {
     struct bk_be *be = c->be;
     join_run(be); /* the rank's stream: one launch after the other */
-    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees);
+    int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees, (int)L->d.coll);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
     be->p.trace = be->trace;
     if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
@@ -271,7 +273,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
+    "shim", 1, 0, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
     seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt.h"
 #include "rt_testutil.h"
 
 static const blinkDataType_t dts[] = {blinkFloat32, blinkInt32, blinkFloat16, blinkBfloat16,
@@ -179,9 +180,163 @@ Test(rt_shim, dgx1v_plan, .timeout = 120)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
 }
 
+/* ------------------------------------------------------------------ channels */
+
+/* The channel rule (roles.c's bk_channels), weights in 1e-4 GB/s, by hand: ceil(rate / per
+ * channel) within 1 .. 16, or the forced count. */
+Test(rt_shim, channel_rule)
+{
+    cr_expect_eq(bk_channels(250000, 20.0, 0), 2);  /* 25 GB/s / 20 = 1.25 */
+    cr_expect_eq(bk_channels(200000, 20.0, 0), 1);  /* exactly one channel's worth */
+    cr_expect_eq(bk_channels(200001, 20.0, 0), 2);
+    cr_expect_eq(bk_channels(142857, 20.0, 0), 1);  /* DGX-1V allreduce tree 1 */
+    cr_expect_eq(bk_channels(218750, 20.0, 0), 2);  /* its allgather ring chains */
+    cr_expect_eq(bk_channels(250000, 12.5, 0), 2);  /* 25 / 12.5 = 2 exactly */
+    cr_expect_eq(bk_channels(250000, 5.0, 0), 5);
+    cr_expect_eq(bk_channels(250000, 1.0, 0), 16); /* 25, capped */
+    cr_expect_eq(bk_channels(0, 20.0, 0), 1);       /* never none */
+    cr_expect_eq(bk_channels(3, 0.0001, 0), 3);     /* 3e-4 GB/s / 1e-4 */
+    cr_expect_eq(bk_channels(1, 20.0, 3), 3);       /* BLINK_NCHANNELS wins */
+    cr_expect_eq(bk_channels(9999999, 20.0, 1), 1);
+}
+
+/* Values that do not parse fail the init, naming the variable. */
+Test(rt_shim, channel_env)
+{
+    static const char *const bad[][2] = {
+        {"BLINK_NCHANNELS", "0"},      {"BLINK_NCHANNELS", "17"},
+        {"BLINK_NCHANNELS", "2x"},     {"BLINK_CHANNEL_GBPS", "0"},
+        {"BLINK_CHANNEL_GBPS", "-3"},  {"BLINK_CHANNEL_GBPS", "fast"},
+        {"BLINK_CHANNEL_GBPS", "inf"},
+    };
+    struct bk_env e;
+    for (size_t i = 0; i < N(bad); i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        cr_expect_eq(bk_read_env(&e, "test"), blinkInvalidArgument, "%s=%s", bad[i][0],
+                     bad[i][1]);
+        cr_expect(strstr(blinkGetLastError(NULL), bad[i][0]), "%s", blinkGetLastError(NULL));
+        unsetenv(bad[i][0]);
+    }
+    setenv("BLINK_NCHANNELS", "16", 1);
+    setenv("BLINK_CHANNEL_GBPS", "12.5", 1);
+    cr_assert_eq(bk_read_env(&e, "test"), blinkSuccess, "%s", blinkGetLastError(NULL));
+    cr_expect_eq(e.nchannels, 16);
+    cr_expect(e.channel_gbps == 12.5);
+    unsetenv("BLINK_NCHANNELS");
+    unsetenv("BLINK_CHANNEL_GBPS");
+    cr_assert_eq(bk_read_env(&e, "test"), blinkSuccess);
+    cr_expect_eq(e.nchannels, 0);
+    cr_expect(e.channel_gbps == BK_DEFAULT_CHANNEL_GBPS);
+}
+
+/* Two trees of rates 3 and 2 (1e-4 GB/s) at 1e-4 GB/s a channel: 3 and 2 channels (5 tree
+ * slots, weights scaled by lcm 6), every item its own block (allreduce: 10, up and down
+ * apart); 16-byte chunks, so a channel of one 256-byte unit takes 16 chunks, four times its
+ * slots, and 1031 elements (odd) reach every channel. */
+Test(rt_shim, channels_by_rate, .timeout = 240)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    static const size_t cnts[] = {1031};
+    const int *shapes[] = {a, b};
+    setenv("BLINK_CHANNEL_GBPS", "0.0001", 1);
+    sweep(4, 2, shapes, (const unsigned[]){3, 2}, (struct shape){"10", "4", "16"}, -1, cnts,
+          N(cnts));
+    unsetenv("BLINK_CHANNEL_GBPS");
+}
+
+/* BLINK_NCHANNELS=2 on three trees of 8 ranks (6 slots, allreduce 12 items) on 5 blocks: blocks
+ * play several items, a slot's up and down pass in different blocks or in one. */
+Test(rt_shim, channels_forced_few_blocks, .timeout = 240)
+{
+    static const int bin[] = {-1, 0, 0, 1, 1, 2, 2, 3};
+    static const int star[] = {3, 3, 3, -1, 3, 3, 3, 3};
+    static const int chain[] = {1, 2, 3, 4, 5, 6, 7, -1};
+    static const size_t cnts[] = {1031};
+    const int *shapes[] = {bin, star, chain};
+    setenv("BLINK_NCHANNELS", "2", 1);
+    sweep(8, 3, shapes, (const unsigned[]){2, 1, 1}, (struct shape){"5", "4", "64"}, -1, cnts,
+          N(cnts));
+    unsetenv("BLINK_NCHANNELS");
+}
+
+/* The set of schedule (coll, root) on comm c. */
+static const struct bk_roleset *set_of(blinkComm_t c, int coll, int root, int ring)
+{
+    for (int i = 0; i < c->plan->nschedules; i++)
+        if (c->plan->schedules[i].coll == coll && c->plan->schedules[i].root == root)
+            return &c->sets[2 * i + ring];
+    return NULL;
+}
+
+/* The committed DGX-1V plan at the default 20 GB/s a channel: allreduce's 12 trees (25.0,
+ * 14.3, 10.7, 7.1 and 8 x 3.6 GB/s) make 13 channels, tree 0 two; broadcast's 6 trees of 25
+ * GB/s 12. Tree 0's two channels halve its weights; an allreduce of 211 floats and a broadcast
+ * then run with every allreduce item on a block of its own (26). */
+Test(rt_shim, dgx1v_channels, .timeout = 120)
+{
+    blinkComm_t comms[8];
+    struct blinkrt_stats one, st;
+    unsetenv("BLINK_CHUNK_BYTES"); /* slot sizes at the plan's own chunks */
+    setenv("BK_SHIM_MAX_BLOCKS", "128", 1);
+    setenv("BK_SHIM_THREADS", "2", 1);
+    setenv("BLINK_NCHANNELS", "1", 1); /* the layout before channels */
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    unsetenv("BLINK_NCHANNELS");
+    cr_assert_eq(blinkrtCommStats(comms[0], &one), blinkSuccess);
+    cr_expect_eq(set_of(comms[0], BLINK_PLAN_ALLREDUCE, -1, 0)->ntrees, 12);
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    cr_assert_eq(blinkrtCommStats(comms[0], &st), blinkSuccess);
+    printf("dgx1v rank 0: slot %zu bytes, staging %zu with one channel a tree; slot %zu, "
+           "staging %zu with channels\n", one.slot_bytes, one.staging_bytes, st.slot_bytes,
+           st.staging_bytes);
+    for (int v = 0; v < 8; v++) {
+        const struct bk_roleset *ar = set_of(comms[v], BLINK_PLAN_ALLREDUCE, -1, 0);
+        cr_assert_eq(ar->ntrees, 13);
+        cr_expect_eq(ar->plan_trees, 12);
+        cr_expect_eq(ar->tree_of[0], 0);
+        cr_expect_eq(ar->tree_of[1], 0);
+        cr_expect_eq(ar->tree_of[2], 1);
+        cr_expect_eq(ar->tree_of[12], 11);
+        /* Tree 0's channels split its share in two (lcm 2: weights doubled). */
+        cr_expect_eq(ar->roles[0].lo_w, 0);
+        cr_expect_eq(ar->roles[0].hi_w, 250000);
+        cr_expect_eq(ar->roles[1].lo_w, 250000);
+        cr_expect_eq(ar->roles[1].hi_w, 500000);
+        cr_expect_eq(ar->roles[2].lo_w, 500000);
+        cr_expect_eq(ar->roles[12].hi_w, ar->roles[12].total_w);
+        cr_expect_eq(ar->roles[0].parent, ar->roles[1].parent);
+        cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLREDUCE, -1, 1)->ntrees, 16);
+        for (int r = 0; r < 8; r++)
+            cr_expect_eq(set_of(comms[v], BLINK_PLAN_BROADCAST, r, 0)->ntrees, 12);
+        cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLGATHER, -1, 0)->ntrees, 27);
+        cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLGATHER, -1, 1)->ntrees, 24);
+    }
+    /* Blocks: the most of any set's launch, allreduce's 16 ring chains up and down apart. */
+    cr_expect_eq(st.threads, 32);
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    /* 2111 floats in 64-byte chunks: 33 units of 256 bytes over 13 channels, 4 chunks a unit
+     * (more than the slots); allreduce on 26 blocks, broadcast on 12. */
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    const struct rt_case cases[] = {
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 2111, 0, RT_THREADS, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkFloat32, blinkSum, 2111, 1, RT_GROUP, 0},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char why[512] = "";
+        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "case %zu: %s", i,
+                     why);
+    }
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+}
+
 /* BLINK_TRACE: the kernel's events. An allreduce of 37 floats in 4-float chunks on a 3-rank
- * chain: every rank's one block enters and exits once and moves each of the 10 chunks up once
- * and down once. */
+ * chain: every rank's two blocks (the tree's up pass and its down pass, kitems_for) enter and
+ * exit once each, and the 10 chunks move up once and down once. */
 static int count_lines(const char *path, const char *kind)
 {
     FILE *f = fopen(path, "r");
@@ -213,8 +368,8 @@ Test(rt_shim, trace, .timeout = 60)
         char path[256], host[64] = "";
         gethostname(host, sizeof host);
         snprintf(path, sizeof path, "%s/blink-trace.%s.%d.r%d.tsv", dir, host, (int)getpid(), v);
-        cr_expect_eq(count_lines(path, "\tenter\t"), 1, "%s", path);
-        cr_expect_eq(count_lines(path, "\texit\t"), 1, "%s", path);
+        cr_expect_eq(count_lines(path, "\tenter\t"), 2, "%s", path);
+        cr_expect_eq(count_lines(path, "\texit\t"), 2, "%s", path);
         cr_expect_eq(count_lines(path, "\tup-post\t"), 10, "%s", path);
         cr_expect_eq(count_lines(path, "\tdown-post\t"), 10, "%s", path);
         unlink(path);
