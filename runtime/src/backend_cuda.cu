@@ -20,7 +20,8 @@
  * copy), as NCCL launches, so it can be captured into a CUDA graph. The host learns that a call
  * is done from the status block's count of finished launches, compared with the launches it
  * issued outside a capture (a captured launch is the graph's, whose replays the user runs).
- * Blocks per launch (rank_init, kblocks_for): one per tree of the set, at most as many as are
+ * Blocks per launch (rank_init, kblocks_for): one per work item of the set (a tree slot, a
+ * channel of a plan tree; allreduce's up and down passes apart: two), at most as many as are
  * resident on the device at once beside the other ranks sharing it, and MAX_BLOCKS.
  *
  * Faults: the kernel reports the first failure of the rank's life into the status block, which
@@ -47,7 +48,7 @@
 #include "kernel_cuda.cuh"
 #include "kernel_args.h"
 
-#define MAX_BLOCKS 128   /* blocks per launch; more trees than this are shared out */
+#define MAX_BLOCKS 128   /* blocks per launch; more work items than this are shared out */
 
 static_assert(sizeof(cudaIpcMemHandle_t) <= BK_HANDLE_BYTES, "a CUDA IPC handle must fit");
 static_assert(sizeof(struct bk_seg_header) <= 4096, "segment header");

@@ -30,7 +30,23 @@ struct seg_rec {
     uint64_t bytes;
     int32_t has_nccl;    /* user rank 0: nccl_id is an ncclUniqueId */
     unsigned char nccl_id[BK_NCCL_ID_BYTES];
+    uint64_t channels;   /* channel_print: how this rank cut the plan's trees */
 };
+
+_Static_assert(sizeof(struct seg_rec) <= BK_RV_REC, "round 1's record must fit");
+
+/* FNV-1a over every set's slots' plan trees: ranks whose environments cut the trees into
+ * other channels (roles.c) would disagree about every offset, so they must not meet. */
+static uint64_t channel_print(blinkComm_t c)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 2 * c->plan->nschedules; i++)
+        for (int ti = -1; ti < c->sets[i].ntrees; ti++) {
+            h ^= (uint64_t)(uint32_t)(ti < 0 ? c->sets[i].ntrees : c->sets[i].tree_of[ti]);
+            h *= 0x100000001b3ull;
+        }
+    return h;
+}
 
 void bk_comm_free(blinkComm_t c)
 {
@@ -184,6 +200,7 @@ static blinkResult_t prepare(blinkComm_t c, const char *name, void **seg, struct
     if (r == blinkSuccess)
         r = be->rank_init(c);
     if (r == blinkSuccess) {
+        mine->channels = channel_print(c);
         mine->bytes = c->layout.seg_bytes[c->prank];
         r = be->seg_create(c, name, (size_t)mine->bytes, seg, mine->handle);
     }
@@ -228,7 +245,7 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
         r = choose_plan(lib, c, who, flags, fn);
     char name[64];
     bk_rv_seg_name(token, c->prank, name, sizeof name);
-    struct seg_rec mine = {{0}, 0, 0, 0, {0}};
+    struct seg_rec mine = {{0}, 0, 0, 0, {0}, 0};
     void *seg = NULL;
     if (r == blinkSuccess && c->plan)
         r = prepare(c, name, &seg, &mine, fn);
@@ -245,6 +262,12 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
         char pname[64];
         bk_rv_seg_name(token, q, pname, sizeof pname);
         void *p = NULL;
+        if (peer.channels != mine.channels) {
+            r = bk_error(blinkInvalidUsage, "%s: rank %d cut the plan's trees into other channels "
+                         "than rank %d (BLINK_NCHANNELS and BLINK_CHANNEL_GBPS must be the same on "
+                         "every rank)", fn, u, c->rank);
+            break;
+        }
         if (q != c->prank && !c->peer[q].remote) {
             r = be->seg_open(c, q, pname, peer.handle, (size_t)peer.bytes,
                              c->peer[q].pid == getpid(), (void *)(uintptr_t)peer.ptr, &p);

@@ -345,7 +345,7 @@ static struct step step_of(const struct worker *w, int ti, const struct tree_sta
     const struct bk_launch *L = w->x->L;
     const struct bk_role *t = &L->set->roles[ti];
     size_t x0 = s->lo + (size_t)ch * L->chunk_elems;
-    return (struct step){w->x->c, L, &w->x->c->layout, t, L->set->kids + t->kids_at,
+    return (struct step){w->x->c, L, &L->set->lay, t, L->set->kids + t->kids_at,
                          (uint32_t)L->d.seq, ch, w->x->c->prank, (int)(ch % BK_SLOTS),
                          t->parent < 0, bk_dtype_size((blinkDataType_t)L->d.dt), x0,
                          s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems};
@@ -416,7 +416,7 @@ static int remote_arrived(struct worker *w, int ti, struct tree_state *s, int q,
 {
     struct bk_hx *x = w->x;
     blinkComm_t c = x->c;
-    const struct bk_layout *lay = &c->layout;
+    const struct bk_layout *lay = &x->L->set->lay;
     int r = remote_ready(w, q);
     if (r <= 0)
         return r;

@@ -25,12 +25,15 @@
 struct kset {
     const struct bk_role *roles;  /* device */
     const int *kids;              /* device */
+    const size_t *slot_base;      /* device: the set's slots (proto.h, bk_roleset.lay) */
+    const int *slot_fanin;        /* device */
     int ntrees;
 };
 
 /* One rank's tables, as the kernel sees them: pointers into one device allocation. */
 struct ktables {
-    struct bk_layout lay;         /* device copies of c->layout's arrays (seg_bytes NULL) */
+    struct bk_layout lay;         /* device copies of c->layout's arrays (seg_bytes NULL; the
+                                   * slot tables are each set's, in sets) */
     unsigned char **seg;          /* [nranks]: the backend stores the mapped segments there */
     const unsigned char *reach, *atom;
     const int *user_of, *topo_dev;
@@ -44,8 +47,8 @@ struct ktables {
 struct kimage {
     unsigned char *host;
     size_t bytes;
-    size_t fanin, flag, slot, foff, soff, lloff, user, topo, reach, atom, seg, tmo, ctl;
-    size_t *roles, *kids;         /* [nsets] */
+    size_t fanin, flag, foff, soff, lloff, user, topo, reach, atom, seg, tmo, ctl;
+    size_t *roles, *kids, *sbase, *sfan; /* [nsets] */
 };
 
 static size_t kalign_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -55,6 +58,8 @@ static void kimage_free(struct kimage *im)
     free(im->host);
     free(im->roles);
     free(im->kids);
+    free(im->sbase);
+    free(im->sfan);
     memset(im, 0, sizeof *im);
 }
 
@@ -67,7 +72,6 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     memset(im, 0, sizeof *im);
     im->fanin = at; at = kalign_up(at + cells * sizeof(int), 16);
     im->flag = at; at = kalign_up(at + cells * sizeof(size_t), 16);
-    im->slot = at; at = kalign_up(at + cells * sizeof(size_t), 16);
     im->foff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
     im->soff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
     im->lloff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
@@ -80,8 +84,10 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     im->ctl = at; at = kalign_up(at + sizeof(struct kctl), 16);
     im->roles = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
     im->kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    im->sbase = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    im->sfan = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
     size_t *n_kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
-    if (!im->roles || !im->kids || !n_kids) {
+    if (!im->roles || !im->kids || !im->sbase || !im->sfan || !n_kids) {
         free(n_kids);
         kimage_free(im);
         return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);
@@ -95,6 +101,10 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
         at = kalign_up(at + (size_t)s->ntrees * sizeof(struct bk_role), 16);
         im->kids[i] = at;
         at = kalign_up(at + n_kids[i] * sizeof(int), 16);
+        im->sbase[i] = at;
+        at = kalign_up(at + cells * sizeof(size_t), 16);
+        im->sfan[i] = at;
+        at = kalign_up(at + cells * sizeof(int), 16);
     }
     unsigned char *host = (unsigned char *)calloc(1, at);
     if (!host) {
@@ -106,7 +116,6 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     im->bytes = at;
     memcpy(host + im->fanin, c->layout.fanin, cells * sizeof(int));
     memcpy(host + im->flag, c->layout.flag_base, cells * sizeof(size_t));
-    memcpy(host + im->slot, c->layout.slot_base, cells * sizeof(size_t));
     memcpy(host + im->foff, c->layout.flags_off, (size_t)n * sizeof(size_t));
     memcpy(host + im->soff, c->layout.slots_off, (size_t)n * sizeof(size_t));
     memcpy(host + im->lloff, c->layout.ll_off, (size_t)n * sizeof(size_t));
@@ -124,6 +133,8 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
             memcpy(host + im->roles[i], s->roles, (size_t)s->ntrees * sizeof(struct bk_role));
         if (n_kids[i])
             memcpy(host + im->kids[i], s->kids, n_kids[i] * sizeof(int));
+        memcpy(host + im->sbase[i], s->lay.slot_base, cells * sizeof(size_t));
+        memcpy(host + im->sfan[i], s->lay.slot_fanin, cells * sizeof(int));
     }
     free(n_kids);
     return blinkSuccess;
@@ -142,7 +153,8 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
     t->lay.slot_bytes = c->layout.slot_bytes;
     t->lay.fanin = (const int *)(b + im->fanin);
     t->lay.flag_base = (const size_t *)(b + im->flag);
-    t->lay.slot_base = (const size_t *)(b + im->slot);
+    t->lay.slot_base = NULL; /* each set's, from sets */
+    t->lay.slot_fanin = NULL;
     t->lay.flags_off = (const size_t *)(b + im->foff);
     t->lay.slots_off = (const size_t *)(b + im->soff);
     t->lay.seg_bytes = NULL; /* the kernel never needs it */
@@ -158,6 +170,8 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
     for (int i = 0; i < t->nsets; i++) {
         t->sets[i].roles = (const struct bk_role *)(b + im->roles[i]);
         t->sets[i].kids = (const int *)(b + im->kids[i]);
+        t->sets[i].slot_base = (const size_t *)(b + im->sbase[i]);
+        t->sets[i].slot_fanin = (const int *)(b + im->sfan[i]);
         t->sets[i].ntrees = c->sets[i].ntrees;
     }
     return blinkSuccess;
@@ -205,6 +219,8 @@ static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables 
     p->nranks = c->nranks;
     p->check_calls = c->env.check_calls;
     p->lay = t->lay;
+    p->lay.slot_base = s->slot_base; /* the set's own slots (proto.h) */
+    p->lay.slot_fanin = s->slot_fanin;
     p->seg = t->seg;
     p->reach = t->reach;
     p->atom = t->atom;

@@ -10,12 +10,16 @@
  * proto.h's own (BK_HD), the same the host backend uses.
  *
  * The kernel (one instantiation per datatype, so each holds only its own reductions): one
- * threadblock per tree of the set, at most as many as are resident on the device at once beside the
- * other ranks sharing it, and MAX_BLOCKS (backend_cuda.cu; a block then plays several trees, taking
- * each a step at a time, as the host's threads do). Thread 0 of a block decides, from the flag
- * words, whether a tree's next chunk can move up or down (never blocking on one while another could
- * move); the block's threads then move it together, with 16-byte accesses where alignment allows
- * (trees and chunks start on 256-byte units of the user buffers, proto.h's bk_split_at and
+ * threadblock per work item (kernel_args.h's kitems_for): a tree slot of the set (a channel of a
+ * plan tree, proto.h), and for allreduce its up pass and its down pass apart, so that a root
+ * forwards down while it still reduces up (the root's down pass waits on the down-ready word its
+ * up pass posts, proto.h); at most as many blocks as are resident on the device at once beside
+ * the other ranks sharing it, and MAX_BLOCKS (backend_cuda.cu; a block then plays several items,
+ * taking each a step at a time, as the host's threads do). Thread 0 of a block decides, from the
+ * flag words, whether an item's next chunk can move up or down (never blocking on one while
+ * another could move); the block's threads then move it together, with 16-byte accesses where
+ * alignment allows (trees and chunks start on 256-byte units of the user buffers, proto.h's
+ * bk_split_at and
  * call.c, so an aligned buffer moves in vectors whole; up_pass says what misaligned ones do):
  * going up, one fused pass reads this rank's input and every child's in-slot, reduces in registers
  * and writes the parent's slot (the output at the root, divided there for avg), combining in
@@ -98,7 +102,7 @@ struct kparams {
                                   * block */
     int prank, nranks;
     int check_calls;             /* BLINK_CHECK_CALLS=1: compare whole descriptions */
-    struct bk_layout lay;        /* the staging layout: device copies of c->layout's arrays
+    struct bk_layout lay;        /* the staging layout: device copies of the call's set's view
                                   * (seg_bytes NULL: the kernel never needs it) */
     unsigned char *const *seg;   /* [nranks] every rank's segment, mapped here */
     const unsigned char *reach;  /* [nranks] 1: this device can load and store there */

@@ -16,6 +16,19 @@
  * so every word has one writer over its whole life and a late store of an earlier call can never
  * overwrite a later one.
  *
+ * Channels. A tree slot is one channel of a plan tree: roles.c cuts tree t of a set into C_t
+ * channels (1 on the host backend; on CUDA by the tree's rate, bk_channels), each a slot with
+ * t's roles and its own flags and staging slots, and the tree's share of the data cut among
+ * them in order (bk_role's weights, scaled to whole numbers). Every rank computes the same cut
+ * from the plan and the environment, so the protocol sees only more trees.
+ *
+ * Allreduce's root. Its down pass sends on what its up pass reduced into the output. The root
+ * has no parent, so nobody else writes its down ready word: its up pass, having written chunk
+ * c, stores tag(seq, c + 1) there (release, as any hand-over), and its down pass waits on it as
+ * every other rank waits on its parent's; so the two passes may run in different executors
+ * (the CUDA kernel's blocks). The host backend's thread plays both and reads its own progress
+ * instead; either way the word keeps one writer.
+ *
  * Calls. Every rank numbers its calls 1, 2, ... (seq, 32 bits, wrapping past 0 to 1): NCCL's
  * rule that all ranks call collectives in the same order makes the numbers agree. At the start of
  * a call a rank publishes the call's description and then entered = bk_entry(seq, hash of the
@@ -164,29 +177,38 @@ struct bk_seg_header {
 };
 
 /*
- * Where everything lies in every rank's segment. One rank's numbers depend only on the plan,
- * so every rank computes every other rank's layout (layout.c) and no offsets are exchanged.
- * Per rank v and tree slot ti, fanin[v][ti] is the most children v has in tree ti of any
- * schedule and either tree set. Flag words of (v, ti), from flag_base[v][ti]:
+ * Where everything lies in every rank's segment. One rank's numbers depend only on the plan
+ * (and the channels, which every rank cuts alike), so every rank computes every other rank's
+ * layout (roles.c) and no offsets are exchanged.
+ * Flag words are laid out over the union of the tree sets: per rank v and tree slot ti,
+ * fanin[v][ti] = F is the most children v has in slot ti of any schedule and either tree set,
+ * and the words of (v, ti), from flag_base[v][ti], are
  *   [0, F)            up ready, one per child position j
- *   [F]               down ready
+ *   [F]               down ready (the root's own, in allreduce: above)
  *   [F + 1 + p]       up freed: credit from parent p (n words)
  *   [F + 1 + n + c]   down freed: credit from child c (n words)
- * Slots of (v, ti), from slot_base[v][ti]: F * S up in-slots (child j's slot k at j * S + k),
- * then S down slots. LL slots (ll_slot_bytes each, from ll_off[v]) are numbered the same way.
- * A segment: header, flag words, LL slots, staging slots.
+ * They must be the union: a word is written by one peer over its whole life (Connections),
+ * whichever schedule a call runs. Data slots need not be: a rank's staging holds only its
+ * current call's chunks (it enters a call with its staging free, and leaves it only once it
+ * consumed every chunk sent to it), so every tree set has a slot layout of its own over its
+ * own fan-in, and the sets' slots overlap. A set's view of the layout (bk_roleset.lay) has its
+ * slot_base and slot_fanin: the slots of (v, ti), from slot_base[v][ti], are f * S up in-slots
+ * (f = slot_fanin[v][ti]; child j's slot k at j * S + k), then S down slots; a rank's staging
+ * is as large as its largest set's. LL slots (ll_slot_bytes each, from ll_off[v]) are
+ * numbered the same way. A segment: header, flag words, LL slots, staging slots.
  */
 struct bk_layout {
     int nranks, ntrees;           /* ntrees: tree slots, the most trees of any tree set */
     size_t slot_bytes;            /* one slot; every chunk of every call fits */
     const int *fanin;             /* [nranks * ntrees] */
     const size_t *flag_base;      /* [nranks * ntrees] in flag words from flags_off */
-    const size_t *slot_base;      /* [nranks * ntrees] in slots from slots_off */
+    const size_t *slot_base;      /* [nranks * ntrees] in slots from slots_off (a set's) */
     const size_t *flags_off;      /* [nranks] byte offset of the flag words in v's segment */
     const size_t *slots_off;      /* [nranks] byte offset of the slots */
     const size_t *seg_bytes;      /* [nranks] segment size */
     size_t ll_slot_bytes;         /* one LL slot, in line bytes (LL chunks of half of it) */
     const size_t *ll_off;         /* [nranks] byte offset of the LL slots */
+    const int *slot_fanin;        /* [nranks * ntrees] the fan-in that numbers the slots */
 };
 
 static inline BK_HD size_t bk_lx(const struct bk_layout *L, int v, int ti)
@@ -218,7 +240,7 @@ static inline BK_HD size_t bk_off_up_slot(const struct bk_layout *L, int v, int 
 }
 static inline BK_HD size_t bk_off_down_slot(const struct bk_layout *L, int v, int ti, int k)
 {
-    return bk_off_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
+    return bk_off_up_slot(L, v, ti, L->slot_fanin[bk_lx(L, v, ti)], k);
 }
 
 /* The same slots in LL's region. */
@@ -230,7 +252,7 @@ static inline BK_HD size_t bk_off_ll_up_slot(const struct bk_layout *L, int v, i
 }
 static inline BK_HD size_t bk_off_ll_down_slot(const struct bk_layout *L, int v, int ti, int k)
 {
-    return bk_off_ll_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
+    return bk_off_ll_up_slot(L, v, ti, L->slot_fanin[bk_lx(L, v, ti)], k);
 }
 
 /* What a call's description says in its algo word: which tree set, which protocol. */

@@ -146,6 +146,7 @@ void bk_roles_free(blinkComm_t c)
             free(c->sets[i].roles);
             free(c->sets[i].kids);
             free(c->sets[i].tree_of);
+            free(c->sets[i].slot_mem);
         }
     free(c->sets);
     c->sets = NULL;
@@ -180,8 +181,8 @@ blinkResult_t bk_layout_build(blinkComm_t c)
     char *mem = calloc(1, bytes);
     if (!mem)
         return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
-    size_t *flag_base = (size_t *)mem, *slot_base = flag_base + cells;
-    size_t *flags_off = slot_base + cells, *slots_off = flags_off + n, *seg_bytes = slots_off + n;
+    size_t *flag_base = (size_t *)mem, *nslots = flag_base + cells; /* nslots: [n] of cells */
+    size_t *flags_off = nslots + cells, *slots_off = flags_off + n, *seg_bytes = slots_off + n;
     size_t *ll_off = seg_bytes + n;
     int *fanin = (int *)(ll_off + n);
     c->layout_mem = mem;
@@ -206,31 +207,53 @@ blinkResult_t bk_layout_build(blinkComm_t c)
         }
     }
     free(kids);
-    /* Flags and slot counts per rank; the slot sizes are what the fullest rank can afford:
-     * LL's up to BK_LL_CHUNK_MAX of data, within an eighth of the staging, the rest Simple's. */
+    /* Flag words: the union over the sets (one writer per word, proto.h). Data slots: one
+     * layout per set, over its own fan-in; only one call runs at a time, so the sets' slots
+     * overlap, and a rank's slots are the most of any one set's. */
     size_t most_slots = 0, most_flags = 0;
     for (int v = 0; v < n; v++) {
-        size_t words = 0, slots = 0;
+        size_t words = 0;
         for (int ti = 0; ti < T; ti++) {
             size_t x = (size_t)v * (size_t)T + (size_t)ti;
             flag_base[x] = words;
-            slot_base[x] = slots;
             words += (size_t)fanin[x] + 1 + 2 * (size_t)n;
-            slots += ((size_t)fanin[x] + 1) * BK_SLOTS;
         }
         flags_off[v] = round_up(sizeof(struct bk_seg_header), BK_SLOT_ALIGN);
         ll_off[v] = round_up(flags_off[v] + 8 * words, BK_SLOT_ALIGN);
-        slots_off[v] = slots; /* for now: its count of slots */
-        most_slots = slots > most_slots ? slots : most_slots;
         most_flags = ll_off[v] > most_flags ? ll_off[v] : most_flags;
     }
+    for (int i = 0; i < nsets; i++) {
+        struct bk_roleset *rs = &c->sets[i];
+        rs->slot_mem = calloc(cells + 1, sizeof(size_t) + sizeof(int));
+        if (!rs->slot_mem)
+            return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+        size_t *base = rs->slot_mem;
+        int *sfan = (int *)(base + cells + 1);
+        int nt;
+        const struct blink_plan_tree *t = set_trees(&plan->schedules[i / 2], i % 2, &nt);
+        for (int ti = 0; ti < rs->ntrees; ti++)
+            for (int v = 0; v < n; v++)
+                if (t[rs->tree_of[ti]].parent[v] >= 0)
+                    sfan[(size_t)t[rs->tree_of[ti]].parent[v] * (size_t)T + (size_t)ti]++;
+        for (int v = 0; v < n; v++) {
+            size_t slots = 0;
+            for (int ti = 0; ti < rs->ntrees; ti++) {
+                size_t x = (size_t)v * (size_t)T + (size_t)ti;
+                base[x] = slots;
+                slots += ((size_t)sfan[x] + 1) * BK_SLOTS;
+            }
+            nslots[v] = slots > nslots[v] ? slots : nslots[v];
+            most_slots = slots > most_slots ? slots : most_slots;
+        }
+    }
+    most_slots = most_slots ? most_slots : 1;
     size_t room = c->env.staging > most_flags ? c->env.staging - most_flags : 0;
     size_t ll_slot = room / 8 / most_slots / BK_SLOT_ALIGN * BK_SLOT_ALIGN;
     if (ll_slot > bk_ll_line_bytes(BK_LL_CHUNK_MAX))
         ll_slot = bk_ll_line_bytes(BK_LL_CHUNK_MAX);
     room -= ll_slot * most_slots;
     for (int v = 0; v < n; v++)
-        slots_off[v] = ll_off[v] + ll_slot * slots_off[v];
+        slots_off[v] = ll_off[v] + ll_slot * nslots[v];
     size_t want = round_up(largest_chunk(c), BK_SLOT_ALIGN);
     size_t fit = room / most_slots / BK_SLOT_ALIGN * BK_SLOT_ALIGN;
     if (fit < BK_SLOT_ALIGN)
@@ -239,11 +262,16 @@ blinkResult_t bk_layout_build(blinkComm_t c)
                         "bytes of flags, so it needs at least %zu", c->env.staging, most_slots,
                         most_flags, most_flags + most_slots * BK_SLOT_ALIGN);
     size_t slot = want < fit ? want : fit;
-    for (int v = 0; v < n; v++) {
-        size_t x = (size_t)v * (size_t)T + (size_t)(T - 1);
-        seg_bytes[v] = slots_off[v] + slot * (slot_base[x] + ((size_t)fanin[x] + 1) * BK_SLOTS);
+    for (int v = 0; v < n; v++)
+        seg_bytes[v] = slots_off[v] + slot * nslots[v];
+    /* The communicator's layout has no slots of its own: each set's view has its slots. */
+    c->layout = (struct bk_layout){n, T, slot, fanin, flag_base, NULL, flags_off, slots_off,
+                                   seg_bytes, ll_slot, ll_off, NULL};
+    for (int i = 0; i < nsets; i++) {
+        struct bk_roleset *rs = &c->sets[i];
+        rs->lay = c->layout;
+        rs->lay.slot_base = rs->slot_mem;
+        rs->lay.slot_fanin = (const int *)(rs->slot_mem + cells + 1);
     }
-    c->layout = (struct bk_layout){n, T, slot, fanin, flag_base, slot_base, flags_off, slots_off,
-                                   seg_bytes, ll_slot, ll_off};
     return blinkSuccess;
 }

@@ -47,6 +47,9 @@ struct bk_roleset {
     int *kids;               /* children (plan ranks) of every role, at roles[t].kids_at */
     int plan_trees;          /* the plan's trees */
     int *tree_of;            /* [ntrees] the plan tree of each slot */
+    struct bk_layout lay;    /* the staging layout as this set's calls see it (roles.c): the
+                                communicator's flags, the set's own data slots */
+    size_t *slot_mem;        /* what lay's slot_base and slot_fanin point into */
 };
 
 /* Channels per tree: BLINK_NCHANNELS, else one per BLINK_CHANNEL_GBPS of the tree's rate. */

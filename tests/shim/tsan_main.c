@@ -3,8 +3,9 @@
  * tsan_main.c - `make check-tsan`: the kernel on the CPU (backend_shim.cc) under
  * ThreadSanitizer, without Criterion (whose runner cannot start under TSan: its inheritable
  * arena collides with TSan's address space). Every collective in float32, float16 and int8, sum
- * and avg, on a 3-rank chain (one block of 32 threads) and on two 4-rank trees played by one
- * block and by two; then ranks that disagree about a call. Exit status 0 when every result
+ * and avg, on a 3-rank chain (one block of 32 threads), on two 4-rank trees played by one
+ * block and by two, and on the same trees cut into 3 + 2 channels with allreduce's up and down
+ * passes on blocks of their own; then ranks that disagree about a call. Exit status 0 when every result
  * matches rt_testutil.c's reference; TSan makes it non-zero when it reports a race.
  */
 #include <stdio.h>
@@ -22,11 +23,12 @@ static void fail(const char *what, const char *why)
 }
 
 static void sweep(const char *name, int n, int ntrees, const int *const *shapes,
-                  const unsigned *weights, const char *blocks, const char *threads)
+                  const unsigned *weights, const char *blocks, const char *threads,
+                  size_t big_count)
 {
     static const blinkDataType_t dts[] = {blinkFloat32, blinkFloat16, blinkInt8};
     static const blinkRedOp_t ops[] = {blinkSum, blinkAvg};
-    static const size_t counts[] = {7, 37};
+    const size_t counts[] = {7, big_count};
     struct rt_plan p;
     blinkComm_t comms[8];
     setenv("BLINK_CHUNK_BYTES", "16", 1);
@@ -95,9 +97,14 @@ int main(void)
 {
     static const int chain[] = {-1, 0, 1}, a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
     const int *one[] = {chain}, *two[] = {a, b};
-    sweep("chain3", 3, 1, one, (const unsigned[]){1}, "4", "32");
-    sweep("two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16");
-    sweep("two_trees_two_blocks", 4, 2, two, (const unsigned[]){3, 1}, "2", "16");
+    sweep("chain3", 3, 1, one, (const unsigned[]){1}, "4", "32", 37);
+    sweep("two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16", 37);
+    sweep("two_trees_two_blocks", 4, 2, two, (const unsigned[]){3, 1}, "2", "16", 37);
+    /* Channels: 3 and 2 of the two trees (rates 3 and 2 at 1e-4 GB/s a channel), every item
+     * its own block (allreduce 10, up and down apart); 300 elements reach several channels. */
+    setenv("BLINK_CHANNEL_GBPS", "0.0001", 1);
+    sweep("channels_split", 4, 2, two, (const unsigned[]){3, 2}, "10", "4", 300);
+    unsetenv("BLINK_CHANNEL_GBPS");
     mismatch();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
