@@ -19,8 +19,8 @@
  * flag words, whether an item's next chunk can move up or down (never blocking on one while
  * another could move); the block's threads then move it together, with 16-byte accesses where
  * alignment allows (trees and chunks start on 256-byte units of the user buffers, proto.h's
- * bk_split_at and
- * call.c, so an aligned buffer moves in vectors whole; up_pass says what misaligned ones do):
+ * bk_split_at and call.c, so an aligned buffer moves in vectors whole; up_pass says what
+ * misaligned ones do):
  * going up, one fused pass reads this rank's input and every child's in-slot, reduces in registers
  * and writes the parent's slot (the output at the root, divided there for avg), combining in
  * exec_host.c's order with reduce_host.c's arithmetic (integers wrap, float16/bfloat16 go through

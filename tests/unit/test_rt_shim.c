@@ -11,7 +11,9 @@
  * the four slots) and in 512-byte ones (every thread busy, the unrolled loops full), buffers one
  * element and one byte past malloc's alignment (the kernel's unaligned paths) and aligned, in
  * place and out, thread per rank and group style, NULL and user streams, one block playing
- * several trees and one block per tree, many calls in a row (the call counter); and two
+ * several trees and one block per tree, many calls in a row (the call counter); channels
+ * (trees cut by rate and by BLINK_NCHANNELS, allreduce's up and down passes on blocks of their
+ * own or shared, the DGX-1V plan's counts and per-set staging); the channel rule itself; and two
  * failures: ranks that disagree about a call both fail with "mismatched collective calls", and
  * a rank that never calls makes its neighbour time out naming it.
  *
