@@ -242,8 +242,8 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
     sb_printf(sb, " proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" "
                   "coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
                   "maxBytes=\"%lld\">\n",
-              run.proto == PLAN_PROTO_LL ? "LL" : "Simple", g.nchannels, g.nchunks, g.ngpus, coll_word(p->coll), inplace,
-              (long long)run.min_bytes,
+              run.proto == PLAN_PROTO_LL ? "LL" : "Simple", g.nchannels, g.nchunks, g.ngpus,
+              coll_word(p->coll), inplace, (long long)run.min_bytes,
               run.end_bytes > 0 ? (long long)run.end_bytes - 1 : 0LL);
     put_prog(sb, &g);
     sb_puts(sb, "</algo>\n");

@@ -55,7 +55,9 @@ static void put_runs(struct strbuf *sb, const struct plan_set *ps, const struct 
         while (j < p->tune.n && p->tune.r[j].algo == a &&
                (a == PLAN_ALGO_RINGS || p->tune.r[j].proto == pr))
             j++;
-        const char *name = a == PLAN_ALGO_RINGS ? "NCCL" : pr == PLAN_PROTO_LL ? "trees LL" : "trees";
+        const char *name = a == PLAN_ALGO_RINGS   ? "NCCL"
+                           : pr == PLAN_PROTO_LL ? "trees LL"
+                                                 : "trees";
         if (i == 0 && j == p->tune.n) {
             sb_printf(sb, "%s at every size", name);
         } else if (j == p->tune.n) {
