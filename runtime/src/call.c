@@ -72,10 +72,34 @@ static void trace_plan(blinkComm_t c, const struct bk_args *a, const char *fn,
                        const struct bk_choice *ch, size_t chunk)
 {
     char runs[128];
-    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks", c->seq,
+    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks%s", c->seq,
              ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chain" : "tree",
-             ch->ntrees == 1 ? "" : "s", chunk);
+             ch->ntrees == 1 ? "" : "s", chunk, ch->proto == BLINK_PLAN_LL ? ", LL" : "");
     bk_trace_call(c, a, fn, runs);
+}
+
+/* The chunk of a call: the choice's, within a slot of its protocol, in whole 256-byte units where
+ * it holds one (with the trees cut on the same unit, bk_split_at, every chunk then starts as
+ * aligned as the user buffer). LL falls back to Simple where its slots are too small or its
+ * chunks would outnumber its flags' rounds (BK_LL_MAX_CHUNKS: a tree has at most all the
+ * elements); every rank decides alike. */
+static size_t fit_chunk(blinkComm_t c, const struct bk_args *a, struct bk_choice *ch)
+{
+    size_t es = bk_dtype_size(a->dt);
+    if (ch->proto == BLINK_PLAN_LL) {
+        size_t room = c->layout.ll_slot_bytes / 2, chunk = ch->chunk_bytes < room ?
+                                                            ch->chunk_bytes : room;
+        if (chunk >= BK_SPLIT_ALIGN)
+            chunk -= chunk % BK_SPLIT_ALIGN;
+        size_t elems = chunk / es;
+        if (elems && a->count / elems < BK_LL_MAX_CHUNKS)
+            return chunk;
+        ch->proto = BLINK_PLAN_SIMPLE;
+    }
+    size_t chunk = ch->chunk_bytes < c->layout.slot_bytes ? ch->chunk_bytes : c->layout.slot_bytes;
+    if (chunk >= BK_SPLIT_ALIGN)
+        chunk -= chunk % BK_SPLIT_ALIGN;
+    return chunk;
 }
 
 /* Chunks per tree must fit the protocol's 32-bit counts. */
@@ -119,13 +143,11 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     }
     c->seq = bk_seq_next(c->seq);
     size_t es = bk_dtype_size(a->dt);
-    size_t chunk = ch.chunk_bytes < c->layout.slot_bytes ? ch.chunk_bytes : c->layout.slot_bytes;
-    /* Whole 256-byte units where the chunk holds one: with the trees cut on the same unit
-     * (bk_split_at), every chunk starts as aligned as the user buffer. */
-    if (chunk >= BK_SPLIT_ALIGN)
-        chunk -= chunk % BK_SPLIT_ALIGN;
+    size_t chunk = fit_chunk(c, a, &ch);
+    uint64_t algo = (ch.ring_set ? BK_ALGO_RING_SET : 0u) |
+                    (ch.proto == BLINK_PLAN_LL ? BK_ALGO_LL : 0u);
     struct bk_launch L = {{c->seq, (uint64_t)a->coll, (uint64_t)(int64_t)root, (uint64_t)a->dt,
-                           (uint64_t)a->op, a->count, (uint64_t)ch.ring_set, chunk},
+                           (uint64_t)a->op, a->count, algo, chunk},
                           a->send, a->recv,
                           &c->sets[2 * (sch - c->plan->schedules) + ch.ring_set],
                           (int)(2 * (sch - c->plan->schedules) + ch.ring_set),

@@ -54,8 +54,12 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     size_t chunk = ri >= 0 ? sch->ranges[ri].chunk_bytes : c->chunk_bytes;
     if (c->env.chunk_env)
         chunk = c->env.chunk_env;
+    int proto = ri >= 0 ? sch->ranges[ri].proto : BLINK_PLAN_SIMPLE;
+    if (c->env.proto_env >= 0)
+        proto = c->env.proto_env;
     int rings = algo == BLINK_PLAN_RINGS && !c->nccl && sch->nring_trees > 0;
     out->algo = algo;
+    out->proto = proto;
     out->ring_set = rings;
     out->ntrees = rings ? sch->nring_trees : sch->ntrees;
     out->chunk_bytes = chunk;
@@ -70,8 +74,9 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     size_text(chunk, ch, sizeof ch);
     const char *coll = bk_coll_name(sch->coll);
     const char *rooted = sch->root >= 0 ? " (rooted)" : "";
-    const char *by = c->env.algo_env >= 0 || c->env.chunk_env ? "set by the environment"
-                                                              : "the plan's per-size choice";
+    const char *by = c->env.algo_env >= 0 || c->env.chunk_env || c->env.proto_env >= 0
+                     ? "set by the environment" : "the plan's per-size choice";
+    const char *ll = proto == BLINK_PLAN_LL ? ", LL" : "";
     int dev = bk_log_dev(c);
     if (algo == BK_ALGO_NCCL || (algo == BLINK_PLAN_RINGS && c->nccl)) {
         int level = c->nccl ? BK_LOG_INFO : BK_LOG_WARN;
@@ -83,12 +88,12 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
                    c->nccl ? "" : bk_nccl_missing(c));
     } else if (algo == BLINK_PLAN_RINGS)
         bk_log(BK_LOG_WARN, dev, "%s%s from %s: NCCL's rings were planned; this runtime has no "
-               "NCCL (%s), so it runs %s itself (%d chains, %s chunks)", coll, rooted, from,
+               "NCCL (%s), so it runs %s itself (%d chains, %s chunks%s)", coll, rooted, from,
                bk_nccl_missing(c), rings ? "the rings" : "the trees (no ring set)",
-               out->ntrees, ch);
+               out->ntrees, ch, ll);
     else if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
-        bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, %d trees, %s chunks (%s)", coll,
-               rooted, from, out->ntrees, ch, by);
+        bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, %d trees, %s chunks%s (%s)",
+               coll, rooted, from, out->ntrees, ch, ll, by);
 }
 
 blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,

@@ -3,6 +3,7 @@
  * env.c - the runtime's environment, read at every init (blink(3), ENVIRONMENT):
  *   BLINK_CHUNK_BYTES=N       the pipeline chunk in bytes (overrides the plan's)
  *   BLINK_ALGO=trees|rings|nccl  run the trees, the rings, or NCCL itself, at every size
+ *   BLINK_PROTO=simple|ll     the protocol of the runtime's own trees and rings at every size
  *   BLINK_NCCL_LIB=PATH|none  the real NCCL to hand calls to (nccl_real.c)
  *   BLINK_DEBUG=LEVEL         VERSION, WARN, INFO or TRACE, any case: say on stderr what
  *                             runs (log.h); unset or unknown: silent, as NCCL_DEBUG
@@ -50,6 +51,7 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
 {
     memset(e, 0, sizeof *e);
     e->algo_env = -1;
+    e->proto_env = -1;
     e->device = -1;
     e->timeout_s = BK_DEFAULT_TIMEOUT_S;
     e->staging = BK_DEFAULT_STAGING;
@@ -76,6 +78,16 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
         else
             return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees', 'rings' "
                             "or 'nccl'", fn, env);
+    }
+    env = getenv("BLINK_PROTO");
+    if (env && *env) {
+        if (!strcmp(env, "simple"))
+            e->proto_env = BLINK_PLAN_SIMPLE;
+        else if (!strcmp(env, "ll"))
+            e->proto_env = BLINK_PLAN_LL;
+        else
+            return bk_error(blinkInvalidArgument, "%s: BLINK_PROTO='%s' is not 'simple' or 'll'",
+                            fn, env);
     }
     /* Never an error, as NCCL_DEBUG and NCCL_DEBUG_SUBSYS are not: a bad value is silence. */
     e->log_level = bk_log_parse_level(getenv("BLINK_DEBUG"));

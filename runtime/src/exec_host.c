@@ -263,7 +263,8 @@ static void describe(const uint64_t *d, char *buf, size_t len)
     if ((int64_t)d[2] >= 0 && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " root (plan rank) %lld", (long long)d[2]);
     if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ", %s, chunk %llu", d[6] ? "rings" : "trees",
+        snprintf(buf + n, len - (size_t)n, ", %s%s, chunk %llu",
+                 d[6] & BK_ALGO_RING_SET ? "rings" : "trees", d[6] & BK_ALGO_LL ? ", LL" : "",
                  (unsigned long long)d[7]);
 }
 

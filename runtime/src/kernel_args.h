@@ -44,7 +44,7 @@ struct ktables {
 struct kimage {
     unsigned char *host;
     size_t bytes;
-    size_t fanin, flag, slot, foff, soff, user, topo, reach, atom, seg, tmo, ctl;
+    size_t fanin, flag, slot, foff, soff, lloff, user, topo, reach, atom, seg, tmo, ctl;
     size_t *roles, *kids;         /* [nsets] */
 };
 
@@ -70,6 +70,7 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     im->slot = at; at = kalign_up(at + cells * sizeof(size_t), 16);
     im->foff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
     im->soff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
+    im->lloff = at; at = kalign_up(at + (size_t)n * sizeof(size_t), 16);
     im->user = at; at = kalign_up(at + (size_t)n * sizeof(int), 16);
     im->topo = at; at = kalign_up(at + (size_t)n * sizeof(int), 16);
     im->reach = at; at = kalign_up(at + (size_t)n, 16);
@@ -108,6 +109,7 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     memcpy(host + im->slot, c->layout.slot_base, cells * sizeof(size_t));
     memcpy(host + im->foff, c->layout.flags_off, (size_t)n * sizeof(size_t));
     memcpy(host + im->soff, c->layout.slots_off, (size_t)n * sizeof(size_t));
+    memcpy(host + im->lloff, c->layout.ll_off, (size_t)n * sizeof(size_t));
     memcpy(host + im->user, c->user_of, (size_t)n * sizeof(int));
     for (int q = 0; q < n; q++)
         memcpy(host + im->topo + (size_t)q * sizeof(int), &c->peer[q].topo_dev, sizeof(int));
@@ -144,6 +146,8 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
     t->lay.flags_off = (const size_t *)(b + im->foff);
     t->lay.slots_off = (const size_t *)(b + im->soff);
     t->lay.seg_bytes = NULL; /* the kernel never needs it */
+    t->lay.ll_slot_bytes = c->layout.ll_slot_bytes;
+    t->lay.ll_off = (const size_t *)(b + im->lloff);
     t->user_of = (const int *)(b + im->user);
     t->topo_dev = (const int *)(b + im->topo);
     t->reach = b + im->reach;

@@ -356,7 +356,9 @@ __device__ void d_describe(dmsg &m, const uint64_t *d)
         put_s(m, " root (plan rank) ");
         put_i(m, (long long)(int64_t)d[2]);
     }
-    put_s(m, d[6] ? ", rings" : ", trees");
+    put_s(m, d[6] & BK_ALGO_RING_SET ? ", rings" : ", trees");
+    if (d[6] & BK_ALGO_LL)
+        put_s(m, ", LL");
     put_s(m, ", chunk ");
     put_u(m, d[7]);
 }

@@ -42,6 +42,24 @@
  * every edge of at least one spanning tree, and a sender finishes only after its receivers
  * entered (only calls of 0 elements, which store nothing, let a rank run further ahead).
  *
+ * LL (the low-latency protocol, blink_plan.h's BLINK_PLAN_LL; bit 1 of the description's algo
+ * word). Every connection has, beside its S staging slots, S LL slots of their own (a region no
+ * Simple chunk ever enters, so no byte a user sent can pose as a flag). Data travel there in
+ * lines that carry their own flags, 4 data bytes per 4-byte flag: the CUDA backend stores
+ * 16-byte lines {data, flag, data, flag} with one vector store, the host backend 8-byte packets
+ * {data, flag} with one 64-bit atomic store; a chunk of m data bytes takes twice m, rounded up to
+ * the line. The flag of chunk c in call seq is bk_ll_flag(seq, c). A receiver polls the lines
+ * themselves, so there are no ready words and no fences: the flag arrives with its data. Credit
+ * is as in Simple (the freed words, before chunk c reuses the slot of chunk c - S), and a sender
+ * writes into a receiver only once it entered the call. A pass starts only when line 0 of each
+ * slot it reads carries its flag: then the pass that writes that slot has begun, and a pass
+ * that has begun ends (its own inputs began likewise), so no executor waits inside a pass on one
+ * that may never start. Flags are 32 bits: 22 of the call number and 10 of the chunk's round
+ * c / S (plus one, never 0), so a call has at most BK_LL_MAX_CHUNKS chunks per tree; a line
+ * left from a call 2^22 calls earlier could carry a current flag, so at every call where
+ * bk_ll_cleans(seq) (once in 2^21 calls) a rank zeroes its LL region before it enters, as the
+ * flag words at Wrap, above, and for the same reasons.
+ *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
  *
@@ -85,6 +103,22 @@ struct bk_desc {
 static inline BK_HD uint32_t bk_seq_next(uint32_t seq) { return seq + 1 ? seq + 1 : 1; }
 /* Does call seq zero this rank's flag words before it enters (Wrap, above)? */
 static inline BK_HD int bk_seq_cleans(uint32_t seq) { return (seq & 0x7fffffffu) == 1; }
+
+/* Does call seq zero this rank's LL lines before it enters (LL, above)? Every call that cleans
+ * the flag words does. */
+static inline BK_HD int bk_ll_cleans(uint32_t seq) { return (seq & 0x1fffffu) == 1; }
+
+/* LL: data bytes per chunk at most (a slot of 2x in lines), and chunks per tree and call. */
+#define BK_LL_CHUNK_MAX ((size_t)16 << 10)
+#define BK_LL_ROUNDS 1023u
+#define BK_LL_MAX_CHUNKS (BK_LL_ROUNDS * BK_SLOTS)
+/* The flag of chunk c (< BK_LL_MAX_CHUNKS) of call seq: never 0, what a clean leaves. */
+static inline BK_HD uint32_t bk_ll_flag(uint32_t seq, uint32_t c)
+{
+    return (seq << 10) | (c / BK_SLOTS + 1);
+}
+/* Bytes of lines that m data bytes take (4 data bytes per 8; CUDA lines hold 8 of 16). */
+static inline BK_HD size_t bk_ll_line_bytes(size_t m) { return (m + 7) / 8 * 16; }
 
 /* murmur3's finaliser: a bijection of 32 bits that mixes every bit into every other. */
 static inline BK_HD uint32_t bk_mix32(uint32_t h)
@@ -139,7 +173,8 @@ struct bk_seg_header {
  *   [F + 1 + p]       up freed: credit from parent p (n words)
  *   [F + 1 + n + c]   down freed: credit from child c (n words)
  * Slots of (v, ti), from slot_base[v][ti]: F * S up in-slots (child j's slot k at j * S + k),
- * then S down slots.
+ * then S down slots. LL slots (ll_slot_bytes each, from ll_off[v]) are numbered the same way.
+ * A segment: header, flag words, LL slots, staging slots.
  */
 struct bk_layout {
     int nranks, ntrees;           /* ntrees: tree slots, the most trees of any tree set */
@@ -150,6 +185,8 @@ struct bk_layout {
     const size_t *flags_off;      /* [nranks] byte offset of the flag words in v's segment */
     const size_t *slots_off;      /* [nranks] byte offset of the slots */
     const size_t *seg_bytes;      /* [nranks] segment size */
+    size_t ll_slot_bytes;         /* one LL slot, in line bytes (LL chunks of half of it) */
+    const size_t *ll_off;         /* [nranks] byte offset of the LL slots */
 };
 
 static inline BK_HD size_t bk_lx(const struct bk_layout *L, int v, int ti)
@@ -183,6 +220,22 @@ static inline BK_HD size_t bk_off_down_slot(const struct bk_layout *L, int v, in
 {
     return bk_off_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
 }
+
+/* The same slots in LL's region. */
+static inline BK_HD size_t bk_off_ll_up_slot(const struct bk_layout *L, int v, int ti, int j,
+                                             int k)
+{
+    return L->ll_off[v] +
+           L->ll_slot_bytes * (L->slot_base[bk_lx(L, v, ti)] + (size_t)j * BK_SLOTS + (size_t)k);
+}
+static inline BK_HD size_t bk_off_ll_down_slot(const struct bk_layout *L, int v, int ti, int k)
+{
+    return bk_off_ll_up_slot(L, v, ti, L->fanin[bk_lx(L, v, ti)], k);
+}
+
+/* What a call's description says in its algo word: which tree set, which protocol. */
+#define BK_ALGO_RING_SET 1u
+#define BK_ALGO_LL 2u
 
 /*
  * Where a tree's share of a data group starts: of n elements of es bytes, the first element

@@ -124,13 +124,14 @@ blinkResult_t bk_layout_build(blinkComm_t c)
             T = nt > T ? nt : T;
         }
     size_t cells = (size_t)n * (size_t)T;
-    size_t bytes = cells * (sizeof(int) + 2 * sizeof(size_t)) + 3 * (size_t)n * sizeof(size_t);
+    size_t bytes = cells * (sizeof(int) + 2 * sizeof(size_t)) + 4 * (size_t)n * sizeof(size_t);
     char *mem = calloc(1, bytes);
     if (!mem)
         return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
     size_t *flag_base = (size_t *)mem, *slot_base = flag_base + cells;
     size_t *flags_off = slot_base + cells, *slots_off = flags_off + n, *seg_bytes = slots_off + n;
-    int *fanin = (int *)(seg_bytes + n);
+    size_t *ll_off = seg_bytes + n;
+    int *fanin = (int *)(ll_off + n);
     c->layout_mem = mem;
     for (int i = 0; i < plan->nschedules; i++)
         for (int set = 0; set < 2; set++) {
@@ -150,7 +151,8 @@ blinkResult_t bk_layout_build(blinkComm_t c)
                 free(kids);
             }
         }
-    /* Flags and slot counts per rank; the slot size is what the fullest rank can afford. */
+    /* Flags and slot counts per rank; the slot sizes are what the fullest rank can afford:
+     * LL's up to BK_LL_CHUNK_MAX of data, within an eighth of the staging, the rest Simple's. */
     size_t most_slots = 0, most_flags = 0;
     for (int v = 0; v < n; v++) {
         size_t words = 0, slots = 0;
@@ -162,12 +164,19 @@ blinkResult_t bk_layout_build(blinkComm_t c)
             slots += ((size_t)fanin[x] + 1) * BK_SLOTS;
         }
         flags_off[v] = round_up(sizeof(struct bk_seg_header), BK_SLOT_ALIGN);
-        slots_off[v] = round_up(flags_off[v] + 8 * words, BK_SLOT_ALIGN);
+        ll_off[v] = round_up(flags_off[v] + 8 * words, BK_SLOT_ALIGN);
+        slots_off[v] = slots; /* for now: its count of slots */
         most_slots = slots > most_slots ? slots : most_slots;
-        most_flags = slots_off[v] > most_flags ? slots_off[v] : most_flags;
+        most_flags = ll_off[v] > most_flags ? ll_off[v] : most_flags;
     }
-    size_t want = round_up(largest_chunk(c), BK_SLOT_ALIGN);
     size_t room = c->env.staging > most_flags ? c->env.staging - most_flags : 0;
+    size_t ll_slot = room / 8 / most_slots / BK_SLOT_ALIGN * BK_SLOT_ALIGN;
+    if (ll_slot > bk_ll_line_bytes(BK_LL_CHUNK_MAX))
+        ll_slot = bk_ll_line_bytes(BK_LL_CHUNK_MAX);
+    room -= ll_slot * most_slots;
+    for (int v = 0; v < n; v++)
+        slots_off[v] = ll_off[v] + ll_slot * slots_off[v];
+    size_t want = round_up(largest_chunk(c), BK_SLOT_ALIGN);
     size_t fit = room / most_slots / BK_SLOT_ALIGN * BK_SLOT_ALIGN;
     if (fit < BK_SLOT_ALIGN)
         return bk_error(blinkInvalidArgument, "blinkCommInitRank: BLINK_STAGING_BYTES=%zu is too "
@@ -180,6 +189,6 @@ blinkResult_t bk_layout_build(blinkComm_t c)
         seg_bytes[v] = slots_off[v] + slot * (slot_base[x] + ((size_t)fanin[x] + 1) * BK_SLOTS);
     }
     c->layout = (struct bk_layout){n, T, slot, fanin, flag_base, slot_base, flags_off, slots_off,
-                                   seg_bytes};
+                                   seg_bytes, ll_slot, ll_off};
     return blinkSuccess;
 }

@@ -61,6 +61,7 @@ struct bk_peer {
 struct bk_env {
     size_t chunk_env;        /* BLINK_CHUNK_BYTES, or 0 */
     int algo_env;            /* BLINK_ALGO: enum blink_plan_algo, or -1 */
+    int proto_env;           /* BLINK_PROTO: enum blink_plan_proto, or -1 */
     int log_level;           /* BLINK_DEBUG: enum bk_log_level (log.h) */
     unsigned log_mask;       /* BLINK_DEBUG_SUBSYS: BK_SUB_* bits */
     double timeout_s;        /* BLINK_TIMEOUT_S */
@@ -133,14 +134,15 @@ static inline int bk_has_op(int coll)
     return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
 }
 
-/* What one call runs (choose.c): the trees or the ring trees of its schedule, and the chunk,
- * by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES; said once
- * per schedule and range under BLINK_DEBUG. */
+/* What one call runs (choose.c): the trees or the ring trees of its schedule, the chunk and the
+ * protocol, by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES /
+ * BLINK_PROTO; said once per schedule and range under BLINK_DEBUG. */
 struct bk_choice {
     int algo;          /* enum blink_plan_algo */
     int ring_set;      /* runs the schedule's ring trees */
     int ntrees;
     size_t chunk_bytes;
+    int proto;         /* enum blink_plan_proto */
 };
 /* One call's arguments, as the user passed them (call.c). */
 struct bk_args {
