@@ -35,7 +35,9 @@
  * every rank: at most NCCL's own buffer size (NCCL_BUFFSIZE, 4 MiB). */
 #define PLAN_TUNE_MAX_CHUNK ((size_t)4 << 20)
 /* LL is timed up to this size (and only while it beats Simple): beyond, its doubled bytes cost
- * more than the hand-overs it saves on every topology we plan. */
+ * more than the hand-overs it saves on every topology we plan. It also keeps an LL call within
+ * its flags' rounds: at most 4 MiB / SIM_CHUNK_MIN = 1024 chunks per tree, where the runtime
+ * allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before it falls back to Simple. */
 #define PLAN_TUNE_LL_MAX_BYTES ((double)(4 << 20))
 
 /* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
