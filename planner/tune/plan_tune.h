@@ -35,10 +35,13 @@
  * every rank: at most NCCL's own buffer size (NCCL_BUFFSIZE, 4 MiB). */
 #define PLAN_TUNE_MAX_CHUNK ((size_t)4 << 20)
 /* LL is timed up to this size (and only while it beats Simple): beyond, its doubled bytes cost
- * more than the hand-overs it saves on every topology we plan. It also keeps an LL call within
- * its flags' rounds: at most 4 MiB / SIM_CHUNK_MIN = 1024 chunks per tree, where the runtime
- * allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before it falls back to Simple. */
-#define PLAN_TUNE_LL_MAX_BYTES ((double)(4 << 20))
+ * more than the hand-overs it saves. On DGX-1P, DGX-1V (and its allocations with an NVLink
+ * ring), DGX-2, DGX A100, HGX H100 and HGX B200 no LL range starts above 1 MiB, and timing LL
+ * up to 4 MiB changed none there, only the planning time.
+ * It also keeps an LL call within its flags' rounds: at most 2 MiB / SIM_CHUNK_MIN = 512
+ * chunks per tree, where the runtime allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before
+ * it falls back to Simple. */
+#define PLAN_TUNE_LL_MAX_BYTES ((double)(2 << 20))
 
 /* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
  * for now (trees at every size, the runtime's default chunk): simulating their 32 and more
