@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * exec_host_ll.c - the host backend's LL moves (proto.h, LL): a chunk of m bytes travels as
+ * ceil(m / 4) packets, packet i = {data bytes 4i .. 4i + 3 (the last padded with zeros), the
+ * chunk's flag}, each written with one relaxed 64-bit atomic store and polled with relaxed
+ * loads: the flag arrives in the same word as its data, so no fence and no ready word is
+ * needed. A pass works in tiles of whole elements: it assembles each source's bytes, then
+ * reduces with reduce_host.c element by element in Simple's order (input, then child 0, 1, ...),
+ * so results are bit-identical to Simple's and no element is ever made of padding.
+ * exec_host.c decides when a pass may start (packet 0 of each slot it reads carries the flag)
+ * and keeps the credits; inside a pass a worker polls the remaining packets, spinning.
+ */
+#define _DEFAULT_SOURCE
+#include <sched.h>
+#include <string.h>
+
+#include "exec_host_ll.h"
+#include "reduce_host.h"
+
+#define TILE BK_LL_TILE
+
+int bk_ll_begun(const uint64_t *slot, uint32_t flag)
+{
+    return (uint32_t)(__atomic_load_n(&slot[0], __ATOMIC_RELAXED) >> 32) == flag;
+}
+
+/* Packet *w once it carries the flag; spins (yielding: a writer may share this core), asking
+ * idle now and then. 0, or -1 when idle gave up. */
+static int await(const struct bk_ll_pass *p, const uint64_t *w, int peer, uint64_t *v)
+{
+    double since = 0;
+    for (unsigned spins = 1;; spins++) {
+        if (spins > 8)
+            sched_yield();
+        *v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if ((uint32_t)(*v >> 32) == p->flag)
+            return 0;
+        if (spins % 256 == 0 && p->idle(p->arg, peer, &since))
+            return -1;
+    }
+}
+
+/* Bytes [off, off + n) of the chunk in slot (off a multiple of 4) into dst. */
+static int get(const struct bk_ll_pass *p, const uint64_t *slot, int peer, size_t off,
+               unsigned char *dst, size_t n)
+{
+    for (size_t k = 0; k < n; k += 4) {
+        const uint64_t *w = &slot[(off + k) / 4];
+        uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if ((uint32_t)(v >> 32) != p->flag && await(p, w, peer, &v) != 0)
+            return -1;
+        uint32_t data = (uint32_t)v;
+        memcpy(dst + k, &data, n - k < 4 ? n - k : 4);
+    }
+    return 0;
+}
+
+/* src[0, n) as bytes [off, off + n) of the chunk into slot. */
+static void put(const struct bk_ll_pass *p, uint64_t *slot, size_t off, const unsigned char *src,
+                size_t n)
+{
+    for (size_t k = 0; k < n; k += 4) {
+        uint32_t data = 0;
+        memcpy(&data, src + k, n - k < 4 ? n - k : 4);
+        __atomic_store_n(&slot[(off + k) / 4], (uint64_t)p->flag << 32 | data, __ATOMIC_RELAXED);
+    }
+}
+
+int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, const struct bk_ll_src *kids,
+             int nkids, struct bk_ll_dst to)
+{
+    unsigned char *acc_mem = p->scratch, *kid_mem = p->scratch + TILE;
+    if (nkids == 0 && to.plain && to.plain != in)
+        memmove(to.plain, in, p->bytes);
+    for (size_t off = 0; off < p->bytes; off += TILE) {
+        size_t n = p->bytes - off < TILE ? p->bytes - off : TILE;
+        unsigned char *acc = to.plain ? to.plain + off : acc_mem;
+        const unsigned char *res = nkids ? acc : in + off;
+        for (int j = 0; j < nkids; j++) {
+            const unsigned char *kid = kid_mem;
+            if (kids[j].plain)
+                kid = kids[j].plain + off;
+            else if (get(p, kids[j].ll, kids[j].peer, off, kid_mem, n) != 0)
+                return -1;
+            bk_host_reduce(acc, j ? acc : in + off, kid, n / p->es, p->dt, p->op);
+        }
+        if (to.ll) {
+            put(p, to.ll, off, res, n);
+            if (off == 0)
+                p->ring(p->arg, to.peer);
+        }
+    }
+    return 0;
+}
+
+int bk_ll_down(const struct bk_ll_pass *p, struct bk_ll_src from, unsigned char *out,
+               const struct bk_ll_dst *kids, int nkids)
+{
+    if (from.plain && from.plain != out)
+        memmove(out, from.plain, p->bytes);
+    for (size_t off = 0; off < p->bytes; off += TILE) {
+        size_t n = p->bytes - off < TILE ? p->bytes - off : TILE;
+        if (!from.plain && get(p, from.ll, from.peer, off, out + off, n) != 0)
+            return -1;
+        for (int j = 0; j < nkids; j++) {
+            if (!kids[j].ll)
+                continue;
+            put(p, kids[j].ll, off, out + off, n);
+            if (off == 0)
+                p->ring(p->arg, kids[j].peer);
+        }
+    }
+    return 0;
+}
