@@ -527,58 +527,12 @@ static int ll_idle(void *arg, int q, double *since)
 
 static void ll_ring(void *arg, int q) { ring(((struct worker *)arg)->x->c, q); }
 
-static struct bk_ll_pass ll_pass(struct worker *w, const struct step *p, blinkRedOp_t op)
+/* Chunk p.ch of tree ti by LL: what its pass needs. */
+static struct bk_ll_pass ll_pass(struct worker *w, int ti, const struct step *p, blinkRedOp_t op)
 {
     return (struct bk_ll_pass){p->m * p->es, p->es, (blinkDataType_t)p->L->d.dt, op,
-                               bk_ll_flag(p->seq, p->ch), ll_idle, ll_ring, w, w->ll_tile};
-}
-
-/* The up pass of step p by LL: from the input and each child (its LL slot here, or the staging
- * slot MPI filled) into dst (the output at the root; the chunk going to another server) or the
- * parent's LL slot. */
-static int ll_up(struct worker *w, int ti, const struct step *p, blinkRedOp_t op,
-                 const unsigned char *in, unsigned char *dst, int net)
-{
-    blinkComm_t c = p->c;
-    const struct bk_layout *lay = p->lay;
-    const struct bk_role *t = p->t;
-    for (int j = 0; j < t->nkids; j++)
-        w->ll_src[j] = remote(c, p->kids[j])
-                       ? (struct bk_ll_src){at(c, p->me, bk_off_up_slot(lay, p->me, ti, j, p->k)),
-                                            NULL, p->kids[j]}
-                       : (struct bk_ll_src){NULL, ll_in(c, bk_off_ll_up_slot(lay, p->me, ti, j,
-                                                                               p->k)), p->kids[j]};
-    struct bk_ll_dst to = {dst, NULL, t->parent};
-    if (!p->root && !net)
-        to = (struct bk_ll_dst){NULL, word(c, t->parent, bk_off_ll_up_slot(lay, t->parent, ti,
-                                                                           t->kpos, p->k)),
-                                t->parent};
-    struct bk_ll_pass lp = ll_pass(w, p, op);
-    return bk_ll_up(&lp, in, w->ll_src, t->nkids, to);
-}
-
-/* The down pass of step p by LL: from src (the root's output or input; the staging slot MPI
- * filled) or this rank's LL down slot into the output and each child's LL slot. */
-static int ll_down(struct worker *w, int ti, const struct step *p, const unsigned char *src)
-{
-    blinkComm_t c = p->c;
-    const struct bk_layout *lay = p->lay;
-    const struct bk_role *t = p->t;
-    struct bk_ll_src from = {src, NULL, t->parent};
-    if (!p->root && !remote(c, t->parent))
-        from = (struct bk_ll_src){NULL, ll_in(c, bk_off_ll_down_slot(lay, p->me, ti, p->k)),
-                                  t->parent};
-    for (int j = 0; j < t->nkids; j++) {
-        int q = p->kids[j];
-        w->ll_dst[j] = (struct bk_ll_dst){NULL, NULL, q};
-        if (remote(c, q))
-            continue;
-        if (!write_allowed(w))
-            return -1;
-        w->ll_dst[j].ll = word(c, q, bk_off_ll_down_slot(lay, q, ti, p->k));
-    }
-    struct bk_ll_pass lp = ll_pass(w, p, blinkSum);
-    return bk_ll_down(&lp, from, out_at(c, p->L, t, p->x0), w->ll_dst, t->nkids);
+                               bk_ll_flag(p->seq, p->ch), ll_idle, ll_ring, w, w->ll_tile,
+                               p->c, ti, p->k, p->t, p->kids};
 }
 
 /* ------------------------------------------------------------------ the two phases */
@@ -636,7 +590,8 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
         return -1;
     TRACE(w, BK_TR_UP_START, ti, ch, t->parent);
     if (ll) {
-        if (ll_up(w, ti, &p, op, in, dst, net) != 0)
+        struct bk_ll_pass lp = ll_pass(w, ti, &p, op);
+        if (bk_ll_up(&lp, in, root || net ? dst : NULL, w->ll_src) != 0)
             return -1;
     } else if (t->nkids == 0) {
         if (dst != in)
@@ -716,10 +671,16 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     TRACE(w, BK_TR_DOWN_DECIDE, ti, ch, t->parent);
     TRACE(w, BK_TR_DOWN_START, ti, ch, t->parent);
     unsigned char *out = out_at(c, L, t, x0);
-    if (ll && ll_down(w, ti, &p, src) != 0)
-        return -1;
-    if (!ll && out != src)
+    if (ll) {
+        for (int j = 0; j < t->nkids; j++)
+            if (!remote(c, kids[j]) && !write_allowed(w))
+                return -1;
+        struct bk_ll_pass lp = ll_pass(w, ti, &p, blinkSum);
+        if (bk_ll_down(&lp, root || remote(c, t->parent) ? src : NULL, out, w->ll_dst) != 0)
+            return -1;
+    } else if (out != src) {
         memmove(out, src, m * es);
+    }
     for (int j = 0; j < t->nkids; j++) {
         /* To another server from the output, which stays put until the call ends. */
         if (remote(c, kids[j])) {

@@ -66,8 +66,10 @@ static void put(const struct bk_ll_pass *p, uint64_t *slot, size_t off, const un
     }
 }
 
-int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, const struct bk_ll_src *kids,
-             int nkids, struct bk_ll_dst to)
+static unsigned char *seg_at(blinkComm_t c, int q, size_t off) { return c->peer[q].seg + off; }
+
+static int up_pass(const struct bk_ll_pass *p, const unsigned char *in,
+                   const struct bk_ll_src *kids, int nkids, struct bk_ll_dst to)
 {
     unsigned char *acc_mem = p->scratch, *kid_mem = p->scratch + TILE;
     if (nkids == 0 && to.plain && to.plain != in)
@@ -93,8 +95,8 @@ int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, const struct b
     return 0;
 }
 
-int bk_ll_down(const struct bk_ll_pass *p, struct bk_ll_src from, unsigned char *out,
-               const struct bk_ll_dst *kids, int nkids)
+static int down_pass(const struct bk_ll_pass *p, struct bk_ll_src from, unsigned char *out,
+                     const struct bk_ll_dst *kids, int nkids)
 {
     if (from.plain && from.plain != out)
         memmove(out, from.plain, p->bytes);
@@ -111,4 +113,46 @@ int bk_ll_down(const struct bk_ll_pass *p, struct bk_ll_src from, unsigned char 
         }
     }
     return 0;
+}
+
+int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, unsigned char *plain,
+             struct bk_ll_src *src)
+{
+    blinkComm_t c = p->c;
+    const struct bk_layout *lay = &c->layout;
+    const struct bk_role *t = p->t;
+    int me = c->prank;
+    for (int j = 0; j < t->nkids; j++) {
+        int q = p->kids[j];
+        src[j] = (struct bk_ll_src){NULL, NULL, q};
+        if (c->peer[q].remote)
+            src[j].plain = seg_at(c, me, bk_off_up_slot(lay, me, p->ti, j, p->k));
+        else
+            src[j].ll = (const uint64_t *)seg_at(c, me, bk_off_ll_up_slot(lay, me, p->ti, j,
+                                                                           p->k));
+    }
+    struct bk_ll_dst to = {plain, NULL, t->parent};
+    if (!plain)
+        to.ll = (uint64_t *)seg_at(c, t->parent, bk_off_ll_up_slot(lay, t->parent, p->ti,
+                                                                    t->kpos, p->k));
+    return up_pass(p, in, src, t->nkids, to);
+}
+
+int bk_ll_down(const struct bk_ll_pass *p, const unsigned char *plain, unsigned char *out,
+               struct bk_ll_dst *dst)
+{
+    blinkComm_t c = p->c;
+    const struct bk_layout *lay = &c->layout;
+    const struct bk_role *t = p->t;
+    int me = c->prank;
+    struct bk_ll_src from = {plain, NULL, t->parent};
+    if (!plain)
+        from.ll = (const uint64_t *)seg_at(c, me, bk_off_ll_down_slot(lay, me, p->ti, p->k));
+    for (int j = 0; j < t->nkids; j++) {
+        int q = p->kids[j];
+        dst[j] = (struct bk_ll_dst){NULL, NULL, q};
+        if (!c->peer[q].remote)
+            dst[j].ll = (uint64_t *)seg_at(c, q, bk_off_ll_down_slot(lay, q, p->ti, p->k));
+    }
+    return down_pass(p, from, out, dst, t->nkids);
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blink.h"
+#include "rt.h"
 
 /* Where a pass reads a chunk: a plain buffer holding all of it (the rank's own input or
  * output, or a staging slot an MPI receive filled), or the packets of an LL slot that peer
@@ -44,18 +44,27 @@ struct bk_ll_pass {
     void (*ring)(void *arg, int peer);
     void *arg;
     unsigned char *scratch;    /* 2 * BK_LL_TILE bytes, 8-byte aligned (malloc's) */
+    /* The edges: this rank's part of tree slot ti in the launch's set, the chunk's slot k. */
+    blinkComm_t c;
+    int ti, k;
+    const struct bk_role *t;
+    const int *kids;
 };
 
 /* Packet 0 of an LL slot carries flag: the pass that writes the slot has begun. */
 int bk_ll_begun(const uint64_t *slot, uint32_t flag);
 
-/* Up: in op kids[0] op kids[1] ... (Simple's order, element by element) into to. 0, or -1
- * when idle gave up. */
-int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, const struct bk_ll_src *kids,
-             int nkids, struct bk_ll_dst to);
+/* Up: in op child 0 op child 1 ... (Simple's order, element by element) into plain (the output
+ * at the root; the chunk going to a parent on another server) or, plain NULL, the parent's LL
+ * slot. A child on another server is read from the staging slot its MPI receive filled. src:
+ * room for the children's sources. 0, or -1 when idle gave up. */
+int bk_ll_up(const struct bk_ll_pass *p, const unsigned char *in, unsigned char *plain,
+             struct bk_ll_src *src);
 
-/* Down: from into out, and out into each of kids[nkids] (those with an LL slot). 0 or -1. */
-int bk_ll_down(const struct bk_ll_pass *p, struct bk_ll_src from, unsigned char *out,
-               const struct bk_ll_dst *kids, int nkids);
+/* Down: from plain (the root's output or input; the staging slot MPI filled from a parent on
+ * another server) or, plain NULL, this rank's LL down slot, into out and each child's LL slot
+ * (children on other servers get out over MPI afterwards). dst: room for the children. 0 or -1. */
+int bk_ll_down(const struct bk_ll_pass *p, const unsigned char *plain, unsigned char *out,
+               struct bk_ll_dst *dst);
 
 #endif
