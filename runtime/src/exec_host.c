@@ -526,12 +526,19 @@ static int ll_idle(void *arg, int q, double *since)
 }
 
 static void ll_ring(void *arg, int q) { ring(((struct worker *)arg)->x->c, q); }
+static void sleep_on_bell(struct bk_seg_header *me, uint32_t seen);
+static void ll_nap(void *arg, uint32_t seen)
+{
+    blinkComm_t c = ((struct worker *)arg)->x->c;
+    sleep_on_bell(hdr(c, c->prank), seen);
+}
 
 /* Chunk p.ch of tree ti by LL: what its pass needs. */
 static struct bk_ll_pass ll_pass(struct worker *w, int ti, const struct step *p, blinkRedOp_t op)
 {
     return (struct bk_ll_pass){p->m * p->es, p->es, (blinkDataType_t)p->L->d.dt, op,
-                               bk_ll_flag(p->seq, p->ch), ll_idle, ll_ring, w, w->ll_tile,
+                               bk_ll_flag(p->seq, p->ch), ll_idle, ll_ring, ll_nap,
+                               &hdr(p->c, p->me)->bell, w, w->ll_tile,
                                p->c, ti, p->k, p->t, p->kids};
 }
 

@@ -40,8 +40,11 @@ struct bk_ll_pass {
     /* While a packet is awaited, now and then: nonzero gives the pass up (idle has failed the
      * launch). *since is 0 at a wait's first call; idle keeps the wait's start there. */
     int (*idle)(void *arg, int peer, double *since);
-    /* Packet 0 of the chunk is in peer's segment: wake its sleepers (the futex bell). */
+    /* Packets are in peer's segment: wake its sleepers (the futex bell). */
     void (*ring)(void *arg, int peer);
+    /* Sleep on this rank's bell until it moves from seen (or a few ms pass). */
+    void (*nap)(void *arg, uint32_t seen);
+    const uint32_t *bell;      /* this rank's bell */
     void *arg;
     unsigned char *scratch;    /* 2 * BK_LL_TILE bytes, 8-byte aligned (malloc's) */
     /* The edges: this rank's part of tree slot ti in the launch's set, the chunk's slot k. */
