@@ -48,29 +48,54 @@ static int await(const struct bk_ll_pass *p, const uint64_t *w, int peer, uint64
     }
 }
 
-/* Bytes [off, off + n) of the chunk in slot (off a multiple of 4) into dst. */
+/* The data of packet *w once it carries the flag; -1 when idle gave up. */
+static int64_t data_of(const struct bk_ll_pass *p, const uint64_t *w, int peer)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if ((uint32_t)(v >> 32) != p->flag && await(p, w, peer, &v) != 0)
+        return -1;
+    return (int64_t)(uint32_t)v;
+}
+
+/* Bytes [off, off + n) of the chunk in slot (off a multiple of 4) into dst: whole packets,
+ * then the tail's bytes of the last (its padding stays behind). */
 static int get(const struct bk_ll_pass *p, const uint64_t *slot, int peer, size_t off,
                unsigned char *dst, size_t n)
 {
-    for (size_t k = 0; k < n; k += 4) {
-        const uint64_t *w = &slot[(off + k) / 4];
-        uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-        if ((uint32_t)(v >> 32) != p->flag && await(p, w, peer, &v) != 0)
+    const uint64_t *w = &slot[off / 4];
+    size_t whole = n / 4;
+    for (size_t i = 0; i < whole; i++) {
+        int64_t d = data_of(p, &w[i], peer);
+        uint32_t data = (uint32_t)d;
+        if (d < 0)
             return -1;
-        uint32_t data = (uint32_t)v;
-        memcpy(dst + k, &data, n - k < 4 ? n - k : 4);
+        memcpy(dst + 4 * i, &data, 4);
+    }
+    if (n % 4) {
+        int64_t d = data_of(p, &w[whole], peer);
+        uint32_t data = (uint32_t)d;
+        if (d < 0)
+            return -1;
+        memcpy(dst + 4 * whole, &data, n % 4);
     }
     return 0;
 }
 
-/* src[0, n) as bytes [off, off + n) of the chunk into slot. */
+/* src[0, n) as bytes [off, off + n) of the chunk into slot; the last packet padded with 0. */
 static void put(const struct bk_ll_pass *p, uint64_t *slot, size_t off, const unsigned char *src,
                 size_t n)
 {
-    for (size_t k = 0; k < n; k += 4) {
+    uint64_t *w = &slot[off / 4], flag = (uint64_t)p->flag << 32;
+    size_t whole = n / 4;
+    for (size_t i = 0; i < whole; i++) {
+        uint32_t data;
+        memcpy(&data, src + 4 * i, 4);
+        __atomic_store_n(&w[i], flag | data, __ATOMIC_RELAXED);
+    }
+    if (n % 4) {
         uint32_t data = 0;
-        memcpy(&data, src + k, n - k < 4 ? n - k : 4);
-        __atomic_store_n(&slot[(off + k) / 4], (uint64_t)p->flag << 32 | data, __ATOMIC_RELAXED);
+        memcpy(&data, src + 4 * whole, n % 4);
+        __atomic_store_n(&w[whole], flag | data, __ATOMIC_RELAXED);
     }
 }
 
