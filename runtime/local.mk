@@ -35,7 +35,8 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
-EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_args.h \
+EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_ll.cuh \
+	runtime/src/kernel_args.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -47,7 +48,8 @@ runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
-		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_args.h \
+		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_ll.cuh \
+		$(top_srcdir)/runtime/src/kernel_args.h \
 		$(top_srcdir)/runtime/src/trace.h \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h

@@ -4,8 +4,9 @@
  * ThreadSanitizer, without Criterion (whose runner cannot start under TSan: its inheritable
  * arena collides with TSan's address space). Every collective in float32, float16 and int8, sum
  * and avg, on a 3-rank chain (one block of 32 threads) and on two 4-rank trees played by one
- * block and by two; then ranks that disagree about a call. Exit status 0 when every result
- * matches rt_testutil.c's reference; TSan makes it non-zero when it reports a race.
+ * block and by two, in Simple and in LL; then ranks that disagree about a call. Exit status 0
+ * when every result matches rt_testutil.c's reference; TSan makes it non-zero when it reports a
+ * race.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,10 @@ int main(void)
     sweep("chain3", 3, 1, one, (const unsigned[]){1}, "4", "32");
     sweep("two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16");
     sweep("two_trees_two_blocks", 4, 2, two, (const unsigned[]){3, 1}, "2", "16");
+    setenv("BLINK_PROTO", "ll", 1); /* the lines, their flags and credits (proto.h, LL) */
+    sweep("ll_chain3", 3, 1, one, (const unsigned[]){1}, "4", "32");
+    sweep("ll_two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16");
+    unsetenv("BLINK_PROTO");
     mismatch();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
