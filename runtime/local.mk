@@ -30,6 +30,7 @@ lib_LIBRARIES = runtime/libblinkrt-host.a
 runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
 runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 	runtime/src/backend_host.c runtime/src/exec_host.c runtime/src/exec_host.h \
+	runtime/src/exec_host_ll.c runtime/src/exec_host_ll.h \
 	runtime/src/reduce_host.c runtime/src/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
@@ -68,6 +69,7 @@ RT_TESTS = \
 	tests/unit/test_rt_styles \
 	tests/unit/test_rt_fail \
 	tests/unit/test_rt_wrap \
+	tests/unit/test_rt_ll \
 	tests/unit/test_rt_ranges \
 	tests/unit/test_rt_align \
 	tests/unit/test_rt_trace \
@@ -108,6 +110,9 @@ tests_unit_test_rt_log_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/l
 tests_unit_test_rt_wrap_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_wrap_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_wrap_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_ll_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_ll_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_ll_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
