@@ -671,7 +671,9 @@ static void print_plan(const struct opts *o)
         char from[32], chunk[32];
         const struct blink_plan_range *rg = &sch->ranges[i];
         printf("%s%s from %s (%s chunks)%s", i ? ", " : "per-size choice: ",
-               rg->algo == BLINK_PLAN_RINGS ? "rings" : "trees",
+               rg->algo == BLINK_PLAN_RINGS ? "rings"
+               : rg->proto == BLINK_PLAN_LL ? "trees LL"
+                                             : "trees",
                size_text(rg->min_bytes, from, sizeof from),
                size_text(rg->chunk_bytes, chunk, sizeof chunk), i + 1 < sch->nranges ? "" : "\n");
     }

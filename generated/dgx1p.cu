@@ -38,16 +38,16 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 100000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 10.0 GB/s */
     { 0, 200000u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 1: 4 trees, 2 ring chains */
@@ -73,16 +73,16 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 100000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 10.0 GB/s */
     { 1, 200000u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 2: 4 trees, 2 ring chains */
@@ -108,16 +108,16 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 100000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 10.0 GB/s */
     { 2, 200000u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 3: 4 trees, 2 ring chains */
@@ -143,16 +143,16 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 100000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 10.0 GB/s */
     { 3, 200000u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 4: 4 trees, 2 ring chains */
@@ -178,16 +178,16 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 100000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 10.0 GB/s */
     { 4, 200000u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 5: 4 trees, 2 ring chains */
@@ -213,16 +213,16 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 100000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 10.0 GB/s */
     { 5, 200000u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 6: 4 trees, 2 ring chains */
@@ -248,16 +248,16 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 100000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 10.0 GB/s */
     { 6, 200000u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* broadcast from rank 7: 4 trees, 2 ring chains */
@@ -283,16 +283,16 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 100000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 10.0 GB/s */
     { 7, 200000u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 47.9 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.7 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.6 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.3 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 384.6 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.9 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.7 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.6 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.3 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 384.6 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1193.5 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4204.3 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15797.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 0: 4 trees, 2 ring chains */
@@ -318,16 +318,16 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 100000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 10.0 GB/s */
     { 0, 200000u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 1: 4 trees, 2 ring chains */
@@ -353,16 +353,16 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 100000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 10.0 GB/s */
     { 1, 200000u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 2: 4 trees, 2 ring chains */
@@ -388,16 +388,16 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 100000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 10.0 GB/s */
     { 2, 200000u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 3: 4 trees, 2 ring chains */
@@ -423,16 +423,16 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 100000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 10.0 GB/s */
     { 3, 200000u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 4: 4 trees, 2 ring chains */
@@ -458,16 +458,16 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 100000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 10.0 GB/s */
     { 4, 200000u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 5: 4 trees, 2 ring chains */
@@ -493,16 +493,16 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 100000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 10.0 GB/s */
     { 5, 200000u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 6: 4 trees, 2 ring chains */
@@ -528,16 +528,16 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 100000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 10.0 GB/s */
     { 6, 200000u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* reduce from rank 7: 4 trees, 2 ring chains */
@@ -563,16 +563,16 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 100000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 10.0 GB/s */
     { 7, 200000u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.0 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.8 us, NCCL 40.4 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 82.8 us, NCCL 62.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.7 us, NCCL 136.3 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 385.5 us, NCCL 319.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.0 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 40.4 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.8 us, NCCL 62.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.7 us, NCCL 136.3 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 385.5 us, NCCL 319.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1195.3 us, NCCL 1016.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4207.8 us, NCCL 3802.1 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15804.6 us, NCCL 14945.7 us */
 };
 
 /* allgather: 32 trees, 16 ring chains */
@@ -724,20 +724,20 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 6, 200000u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 51.0 us, NCCL 33.4 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 51.8 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 55.4 us, NCCL 38.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 74.3 us, NCCL 57.2 us */
-    { 2097152u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 96.4 us, NCCL 82.6 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 131.3 us, NCCL 124.1 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 316.2 us, NCCL 283.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 565.8 us, NCCL 486.2 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2024.9 us, NCCL 1705.0 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 3956.2 us, NCCL 3330.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7827.9 us, NCCL 6580.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 15594.0 us, NCCL 13080.7 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.0 us, NCCL 33.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.8 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.4 us, NCCL 38.1 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 74.3 us, NCCL 57.2 us */
+    { 2097152u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.4 us, NCCL 82.6 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 131.3 us, NCCL 124.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 316.2 us, NCCL 283.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 565.8 us, NCCL 486.2 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2024.9 us, NCCL 1705.0 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3956.2 us, NCCL 3330.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7827.9 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15594.0 us, NCCL 13080.7 us */
 };
 
 /* reducescatter: 32 trees, 16 ring chains */
@@ -889,17 +889,17 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 6, 200000u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 20.0 GB/s */
     { 7, 200000u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 20.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 51.2 us, NCCL 33.4 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 52.2 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 56.5 us, NCCL 38.1 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 96.3 us, NCCL 82.6 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 332.9 us, NCCL 283.1 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 1050.6 us, NCCL 892.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2069.0 us, NCCL 1705.0 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 7986.5 us, NCCL 6580.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 15890.8 us, NCCL 13080.7 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 33.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.2 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 56.5 us, NCCL 38.1 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.3 us, NCCL 82.6 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 332.9 us, NCCL 283.1 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1050.6 us, NCCL 892.5 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2069.0 us, NCCL 1705.0 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7986.5 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15890.8 us, NCCL 13080.7 us */
 };
 
 /* allreduce: 16 trees, 16 ring chains */
@@ -1003,17 +1003,17 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
     { 6, 25000u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.5 GB/s */
     { 7, 25000u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.5 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 64.4 us, NCCL 44.4 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 68.4 us, NCCL 47.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 108.0 us, NCCL 92.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 216.7 us, NCCL 209.3 us */
-    { 33554432u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 1044.8 us, NCCL 946.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 3839.1 us, NCCL 3383.7 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 7622.2 us, NCCL 6633.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 15150.4 us, NCCL 13134.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 30198.8 us, NCCL 26135.1 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 39.8 us, NCCL 44.4 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 75.6 us, NCCL 53.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 108.0 us, NCCL 92.0 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 216.7 us, NCCL 209.3 us */
+    { 33554432u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1044.8 us, NCCL 946.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3839.1 us, NCCL 3383.7 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7622.2 us, NCCL 6633.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15150.4 us, NCCL 13134.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 30198.8 us, NCCL 26135.1 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

@@ -44,18 +44,18 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 218750u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 21.875 GB/s */
     { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
@@ -87,18 +87,18 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
     { 1, 218750u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 21.875 GB/s */
     { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -130,18 +130,19 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
     { 2, 218750u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 21.875 GB/s */
     { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
@@ -173,18 +174,19 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
     { 3, 218750u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 21.875 GB/s */
     { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
@@ -216,18 +218,18 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
     { 4, 218750u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 21.875 GB/s */
     { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
@@ -259,18 +261,18 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
     { 5, 218750u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 21.875 GB/s */
     { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 72.0 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 247.6 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
@@ -302,18 +304,19 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
     { 6, 218750u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 21.875 GB/s */
     { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
@@ -345,18 +348,19 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
     { 7, 218750u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 21.875 GB/s */
     { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 73.9 us, NCCL 60.0 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -388,18 +392,18 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
     { 0, 218750u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 21.875 GB/s */
     { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
@@ -431,18 +435,18 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
     { 1, 218750u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 21.875 GB/s */
     { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -474,18 +478,17 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 218750u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 21.875 GB/s */
     { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
@@ -517,18 +520,17 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 218750u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 21.875 GB/s */
     { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
@@ -560,18 +562,18 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
     { 4, 218750u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 21.875 GB/s */
     { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
@@ -603,18 +605,18 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
     { 5, 218750u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 21.875 GB/s */
     { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 71.2 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
@@ -646,18 +648,17 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 218750u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 21.875 GB/s */
     { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
@@ -689,18 +690,17 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 218750u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 21.875 GB/s */
     { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 50.7 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 61.7 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 69.7 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
+    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
+    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */
@@ -837,18 +837,18 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 6, 187500u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 18.75 GB/s */
     { 7, 187500u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 52.0 us, NCCL 33.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 53.8 us, NCCL 34.7 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.4 us, NCCL 37.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 85.2 us, NCCL 78.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 111.2 us, NCCL 98.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 154.8 us, NCCL 127.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 235.8 us, NCCL 186.7 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 639.7 us, NCCL 513.3 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2267.9 us, NCCL 1813.4 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 8633.0 us, NCCL 7013.7 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 33.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.2 us, NCCL 78.9 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 111.2 us, NCCL 98.4 us */
+    { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.8 us, NCCL 127.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 235.8 us, NCCL 186.7 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 639.7 us, NCCL 513.3 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2267.9 us, NCCL 1813.4 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8633.0 us, NCCL 7013.7 us */
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
@@ -985,17 +985,18 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 6, 187500u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 18.75 GB/s */
     { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u }, /* simulated: trees 52.0 us, NCCL 33.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 53.8 us, NCCL 34.7 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 57.4 us, NCCL 37.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 83.3 us, NCCL 78.9 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 154.4 us, NCCL 127.8 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 366.0 us, NCCL 296.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1115.5 us, NCCL 946.7 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4178.1 us, NCCL 3546.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 8270.7 us, NCCL 7013.7 us */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
+static const struct blink_plan_range blinkgen_p0s17_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 33.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 54.0 us, NCCL 55.3 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 83.3 us, NCCL 78.9 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.4 us, NCCL 127.8 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 366.0 us, NCCL 296.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1115.5 us, NCCL 946.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4178.1 us, NCCL 3546.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8270.7 us, NCCL 7013.7 us */
 };
 
 /* allreduce: 12 trees, 16 ring chains */
@@ -1087,17 +1088,17 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
     { 6, 23438u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.3438 GB/s */
     { 7, 23438u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.3438 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 80.0 us, NCCL 44.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 86.0 us, NCCL 47.1 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 98.1 us, NCCL 53.0 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.0 us, NCCL 64.8 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 113.6 us, NCCL 88.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 199.3 us, NCCL 157.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 753.4 us, NCCL 566.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 2460.6 us, NCCL 1866.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 4709.5 us, NCCL 3600.4 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 40.4 us, NCCL 44.2 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.0 us, NCCL 47.1 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 98.1 us, NCCL 53.0 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.0 us, NCCL 64.8 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 113.6 us, NCCL 88.3 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 199.3 us, NCCL 157.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 753.4 us, NCCL 566.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2460.6 us, NCCL 1866.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4709.5 us, NCCL 3600.4 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1111,10 +1112,10 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s1_ranges },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      10, blinkgen_p0s2_ranges },
+      11, blinkgen_p0s2_ranges },
     { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
       2, blinkgen_p0s3_ring_trees,
-      10, blinkgen_p0s3_ranges },
+      11, blinkgen_p0s3_ranges },
     { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
       2, blinkgen_p0s4_ring_trees,
       10, blinkgen_p0s4_ranges },
@@ -1123,10 +1124,10 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s5_ranges },
     { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
       2, blinkgen_p0s6_ring_trees,
-      10, blinkgen_p0s6_ranges },
+      11, blinkgen_p0s6_ranges },
     { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
       2, blinkgen_p0s7_ring_trees,
-      10, blinkgen_p0s7_ranges },
+      11, blinkgen_p0s7_ranges },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
       10, blinkgen_p0s8_ranges },
@@ -1135,10 +1136,10 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      10, blinkgen_p0s10_ranges },
+      9, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      10, blinkgen_p0s11_ranges },
+      9, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
       10, blinkgen_p0s12_ranges },
@@ -1147,16 +1148,16 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      10, blinkgen_p0s14_ranges },
+      9, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      10, blinkgen_p0s15_ranges },
+      9, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       10, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      9, blinkgen_p0s17_ranges },
+      10, blinkgen_p0s17_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges },

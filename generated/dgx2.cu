@@ -41,17 +41,17 @@ static const int blinkgen_p0s0rt0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
     { 0, 1500000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 1: 6 trees, 1 ring chains */
@@ -80,17 +80,17 @@ static const int blinkgen_p0s1rt0_order[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
     { 1, 1500000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 2: 6 trees, 1 ring chains */
@@ -119,17 +119,17 @@ static const int blinkgen_p0s2rt0_order[16] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
     { 2, 1500000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 3: 6 trees, 1 ring chains */
@@ -158,17 +158,17 @@ static const int blinkgen_p0s3rt0_order[16] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
     { 3, 1500000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 4: 6 trees, 1 ring chains */
@@ -197,17 +197,17 @@ static const int blinkgen_p0s4rt0_order[16] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
     { 4, 1500000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 5: 6 trees, 1 ring chains */
@@ -236,17 +236,17 @@ static const int blinkgen_p0s5rt0_order[16] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 1
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
     { 5, 1500000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 6: 6 trees, 1 ring chains */
@@ -275,17 +275,17 @@ static const int blinkgen_p0s6rt0_order[16] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
     { 6, 1500000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 7: 6 trees, 1 ring chains */
@@ -314,17 +314,17 @@ static const int blinkgen_p0s7rt0_order[16] = { 7, 8, 9, 10, 11, 12, 13, 14, 15,
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
     { 7, 1500000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 8: 6 trees, 1 ring chains */
@@ -353,17 +353,17 @@ static const int blinkgen_p0s8rt0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0,
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
     { 8, 1500000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 9: 6 trees, 1 ring chains */
@@ -392,17 +392,17 @@ static const int blinkgen_p0s9rt0_order[16] = { 9, 10, 11, 12, 13, 14, 15, 0, 1,
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
     { 9, 1500000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 10: 6 trees, 1 ring chains */
@@ -431,17 +431,17 @@ static const int blinkgen_p0s10rt0_order[16] = { 10, 11, 12, 13, 14, 15, 0, 1, 2
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
     { 10, 1500000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 11: 6 trees, 1 ring chains */
@@ -470,17 +470,17 @@ static const int blinkgen_p0s11rt0_order[16] = { 11, 12, 13, 14, 15, 0, 1, 2, 3,
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
     { 11, 1500000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 12: 6 trees, 1 ring chains */
@@ -509,17 +509,17 @@ static const int blinkgen_p0s12rt0_order[16] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
     { 12, 1500000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 13: 6 trees, 1 ring chains */
@@ -548,17 +548,17 @@ static const int blinkgen_p0s13rt0_order[16] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
     { 13, 1500000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 14: 6 trees, 1 ring chains */
@@ -587,17 +587,17 @@ static const int blinkgen_p0s14rt0_order[16] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7,
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
     { 14, 1500000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* broadcast from rank 15: 6 trees, 1 ring chains */
@@ -626,17 +626,17 @@ static const int blinkgen_p0s15rt0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
     { 15, 1500000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.5 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 593.1 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 0: 6 trees, 1 ring chains */
@@ -665,17 +665,17 @@ static const int blinkgen_p0s16rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
     { 0, 1500000u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 1: 6 trees, 1 ring chains */
@@ -704,17 +704,17 @@ static const int blinkgen_p0s17rt0_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
     { 1, 1500000u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 2: 6 trees, 1 ring chains */
@@ -743,17 +743,17 @@ static const int blinkgen_p0s18rt0_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
     { 2, 1500000u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 3: 6 trees, 1 ring chains */
@@ -782,17 +782,17 @@ static const int blinkgen_p0s19rt0_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11,
 static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
     { 3, 1500000u, blinkgen_p0s19rt0_parent, blinkgen_p0s19rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 4: 6 trees, 1 ring chains */
@@ -821,17 +821,17 @@ static const int blinkgen_p0s20rt0_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 
 static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
     { 4, 1500000u, blinkgen_p0s20rt0_parent, blinkgen_p0s20rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 5: 6 trees, 1 ring chains */
@@ -860,17 +860,17 @@ static const int blinkgen_p0s21rt0_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 1
 static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
     { 5, 1500000u, blinkgen_p0s21rt0_parent, blinkgen_p0s21rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 6: 6 trees, 1 ring chains */
@@ -899,17 +899,17 @@ static const int blinkgen_p0s22rt0_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13
 static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
     { 6, 1500000u, blinkgen_p0s22rt0_parent, blinkgen_p0s22rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 7: 6 trees, 1 ring chains */
@@ -938,17 +938,17 @@ static const int blinkgen_p0s23rt0_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14,
 static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
     { 7, 1500000u, blinkgen_p0s23rt0_parent, blinkgen_p0s23rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 8: 6 trees, 1 ring chains */
@@ -977,17 +977,17 @@ static const int blinkgen_p0s24rt0_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 
 static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
     { 8, 1500000u, blinkgen_p0s24rt0_parent, blinkgen_p0s24rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 9: 6 trees, 1 ring chains */
@@ -1016,17 +1016,17 @@ static const int blinkgen_p0s25rt0_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1
 static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
     { 9, 1500000u, blinkgen_p0s25rt0_parent, blinkgen_p0s25rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 10: 6 trees, 1 ring chains */
@@ -1055,17 +1055,17 @@ static const int blinkgen_p0s26rt0_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 
 static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
     { 10, 1500000u, blinkgen_p0s26rt0_parent, blinkgen_p0s26rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 11: 6 trees, 1 ring chains */
@@ -1094,17 +1094,17 @@ static const int blinkgen_p0s27rt0_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
 static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
     { 11, 1500000u, blinkgen_p0s27rt0_parent, blinkgen_p0s27rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 12: 6 trees, 1 ring chains */
@@ -1133,17 +1133,17 @@ static const int blinkgen_p0s28rt0_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3
 static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
     { 12, 1500000u, blinkgen_p0s28rt0_parent, blinkgen_p0s28rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 13: 6 trees, 1 ring chains */
@@ -1172,17 +1172,17 @@ static const int blinkgen_p0s29rt0_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 
 static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
     { 13, 1500000u, blinkgen_p0s29rt0_parent, blinkgen_p0s29rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 14: 6 trees, 1 ring chains */
@@ -1211,17 +1211,17 @@ static const int blinkgen_p0s30rt0_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6,
 static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
     { 14, 1500000u, blinkgen_p0s30rt0_parent, blinkgen_p0s30rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* reduce from rank 15: 6 trees, 1 ring chains */
@@ -1250,17 +1250,17 @@ static const int blinkgen_p0s31rt0_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7
 static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
     { 15, 1500000u, blinkgen_p0s31rt0_parent, blinkgen_p0s31rt0_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
 };
 
 /* allgather: 96 trees, 16 ring chains */
@@ -1604,20 +1604,20 @@ static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
     { 14, 1500000u, blinkgen_p0s32rt14_parent, blinkgen_p0s32rt14_order }, /* 150.0 GB/s */
     { 15, 1500000u, blinkgen_p0s32rt15_parent, blinkgen_p0s32rt15_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 31.2 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 34.0 us, NCCL 55.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 37.7 us, NCCL 67.8 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 44.9 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 59.4 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 88.4 us, NCCL 166.2 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 146.5 us, NCCL 229.3 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 262.6 us, NCCL 355.5 us */
-    { 67108864u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 494.7 us, NCCL 605.5 us */
-    { 134217728u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 959.0 us, NCCL 1069.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 4194304u }, /* simulated: trees 1887.7 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 3748.9 us, NCCL 3855.7 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.7 us, NCCL 44.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.0 us, NCCL 55.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.7 us, NCCL 67.8 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.9 us, NCCL 93.0 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.4 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.4 us, NCCL 166.2 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 146.5 us, NCCL 229.3 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 262.6 us, NCCL 355.5 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 494.7 us, NCCL 605.5 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 959.0 us, NCCL 1069.8 us */
+    { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1887.7 us, NCCL 1998.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3748.9 us, NCCL 3855.7 us */
 };
 
 /* reducescatter: 96 trees, 16 ring chains */
@@ -1961,20 +1961,20 @@ static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
     { 14, 1500000u, blinkgen_p0s33rt14_parent, blinkgen_p0s33rt14_order }, /* 150.0 GB/s */
     { 15, 1500000u, blinkgen_p0s33rt15_parent, blinkgen_p0s33rt15_order }, /* 150.0 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 31.3 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 34.1 us, NCCL 55.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 37.9 us, NCCL 67.8 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 45.3 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 60.3 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 90.2 us, NCCL 166.2 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 150.0 us, NCCL 229.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u }, /* simulated: trees 501.5 us, NCCL 605.5 us */
-    { 134217728u, BLINK_PLAN_TREES, 1048576u }, /* simulated: trees 969.3 us, NCCL 1069.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u }, /* simulated: trees 1904.9 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u }, /* simulated: trees 3776.2 us, NCCL 3855.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u }, /* simulated: trees 7481.5 us, NCCL 7570.2 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.7 us, NCCL 44.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.1 us, NCCL 55.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.9 us, NCCL 67.8 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 45.3 us, NCCL 93.0 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 60.3 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.2 us, NCCL 166.2 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.0 us, NCCL 229.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 501.5 us, NCCL 605.5 us */
+    { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 969.3 us, NCCL 1069.8 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1904.9 us, NCCL 1998.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3776.2 us, NCCL 3855.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7481.5 us, NCCL 7570.2 us */
 };
 
 /* allreduce: 96 trees, 16 ring chains */
@@ -2318,16 +2318,16 @@ static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
     { 14, 93750u, blinkgen_p0s34rt14_parent, blinkgen_p0s34rt14_order }, /* 9.375 GB/s */
     { 15, 93750u, blinkgen_p0s34rt15_parent, blinkgen_p0s34rt15_order }, /* 9.375 GB/s */
 };
-/* Per message size (blinkc's simulator): what runs from min_bytes on, and the chunk. */
+/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
-    { 0u, BLINK_PLAN_TREES, 4096u }, /* simulated: trees 36.1 us, NCCL 66.0 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u }, /* simulated: trees 41.8 us, NCCL 88.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u }, /* simulated: trees 49.1 us, NCCL 113.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u }, /* simulated: trees 63.9 us, NCCL 163.7 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u }, /* simulated: trees 93.3 us, NCCL 209.9 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u }, /* simulated: trees 152.2 us, NCCL 293.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 262144u }, /* simulated: trees 3752.2 us, NCCL 3970.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 262144u }, /* simulated: trees 7466.7 us, NCCL 7684.9 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 31.0 us, NCCL 66.0 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 41.8 us, NCCL 88.1 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.1 us, NCCL 113.3 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 63.9 us, NCCL 163.7 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 93.3 us, NCCL 209.9 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 152.2 us, NCCL 293.4 us */
+    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3752.2 us, NCCL 3970.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7466.7 us, NCCL 7684.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

@@ -30,11 +30,13 @@ lib_LIBRARIES = runtime/libblinkrt-host.a
 runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
 runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 	runtime/src/backend_host.c runtime/src/exec_host.c runtime/src/exec_host.h \
+	runtime/src/exec_host_ll.c runtime/src/exec_host_ll.h \
 	runtime/src/reduce_host.c runtime/src/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
-EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_args.h \
+EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_ll.cuh \
+	runtime/src/kernel_args.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -46,7 +48,8 @@ runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
-		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_args.h \
+		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_ll.cuh \
+		$(top_srcdir)/runtime/src/kernel_args.h \
 		$(top_srcdir)/runtime/src/trace.h \
 		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h
@@ -66,6 +69,7 @@ RT_TESTS = \
 	tests/unit/test_rt_styles \
 	tests/unit/test_rt_fail \
 	tests/unit/test_rt_wrap \
+	tests/unit/test_rt_ll \
 	tests/unit/test_rt_ranges \
 	tests/unit/test_rt_align \
 	tests/unit/test_rt_trace \
@@ -106,6 +110,9 @@ tests_unit_test_rt_log_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/l
 tests_unit_test_rt_wrap_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_wrap_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_wrap_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_ll_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_ll_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_rt_ll_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_fail_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_fail_LDADD = $(RT_TEST_LIBS)
 tests_unit_test_rt_fail_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a

@@ -36,7 +36,8 @@
  *       nring_trees int;  ring_trees: the same maps, NCCL's rings as chains (single server)
  *       nranges     int;  ranges: list of maps, per message size (plan_tune.h):
  *         min_bytes int (|size)  algo  "BLINK_PLAN_TREES" or "BLINK_PLAN_RINGS" (|ident)
- *         chunk_bytes int (|size)  tree_us, ring_us  float, the simulated times
+ *         chunk_bytes int (|size)  proto  "BLINK_PLAN_SIMPLE" or "BLINK_PLAN_LL" (|ident)
+ *         tree_us, ring_us  float, the simulated times
  * Only the main tier's trees are emitted; a plan's hybrid PCIe tree set is not (yet).
  */
 #ifndef BK_EMIT_H

@@ -29,7 +29,7 @@ const char *const emit_model_keys[] = {
     /* a tree */
     "gbps", "weight", "parent", "order",
     /* a range */
-    "min_bytes", "algo", "tree_us", "ring_us", NULL};
+    "min_bytes", "algo", "proto", "tree_us", "ring_us", NULL};
 
 static const char *const coll_enum[COLL_COUNT] = {
     "BLINK_PLAN_BROADCAST", "BLINK_PLAN_REDUCE", "BLINK_PLAN_ALLREDUCE",
@@ -213,7 +213,7 @@ static enum bk_status tree_set_model(const struct plan *p, const struct ptree_se
     return tv_set(sched, key, trees);
 }
 
-/* The plan's ranges (plan_tune.h): what runs from which message size, and its chunk. */
+/* The plan's ranges (plan_tune.h): what runs from which message size, its chunk and protocol. */
 static struct tmpl_value *ranges_model(const struct plan *p)
 {
     struct tmpl_value *l = tv_list();
@@ -228,6 +228,9 @@ static struct tmpl_value *ranges_model(const struct plan *p)
                                                                        : "BLINK_PLAN_TREES"));
         if (st == BK_OK)
             st = tv_set(m, "chunk_bytes", tv_int((long long)r->chunk_bytes));
+        if (st == BK_OK)
+            st = tv_set(m, "proto", tv_string(r->proto == PLAN_PROTO_LL ? "BLINK_PLAN_LL"
+                                                                       : "BLINK_PLAN_SIMPLE"));
         if (st == BK_OK)
             st = tv_set(m, "tree_us", tv_float(round(r->tree_us * 10) / 10));
         if (st == BK_OK)

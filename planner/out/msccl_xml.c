@@ -18,32 +18,39 @@
 
 #define NAME_ATTR_MAX 255 /* the executors' value buffer, less its terminator */
 
-/* A run [min, end) of plan p's sizes where the trees run (end 0: no limit). */
+/* A run [min, end) of plan p's sizes where the trees run with one protocol (end 0: no limit). */
 struct run {
     double min_bytes, end_bytes;
+    enum plan_proto proto;
 };
+
+static int same_run(const struct plan_range *a, const struct plan_range *b)
+{
+    return a->algo == PLAN_ALGO_TREES && b->algo == PLAN_ALGO_TREES && a->proto == b->proto;
+}
 
 /* Run j of plan p (when out is not NULL); returns how many there are. Sizes where the per-size
  * choice runs NCCL get no file: for a size no file covers, the executors call the library's
  * own collective (msccl_lifecycle.cc, mscclFallBackSavedParams), which keeps its LL and LL128
- * protocols where our Simple-protocol programs would replace them. */
+ * protocols where our programs would replace them. Where the trees change protocol a new run,
+ * and file, begins: a file names one protocol. */
 static int runs(const struct plan *p, int j, struct run *out)
 {
     if (p->tune.n == 0) {
         if (out)
-            *out = (struct run){0, 0};
+            *out = (struct run){0, 0, PLAN_PROTO_SIMPLE};
         return 1;
     }
     int n = 0;
     const struct plan_range *r = p->tune.r;
     for (int i = 0; i < p->tune.n; i++) {
-        if (r[i].algo != PLAN_ALGO_TREES || (i > 0 && r[i - 1].algo == PLAN_ALGO_TREES))
+        if (r[i].algo != PLAN_ALGO_TREES || (i > 0 && same_run(&r[i - 1], &r[i])))
             continue;
         int e = i + 1;
-        while (e < p->tune.n && r[e].algo == PLAN_ALGO_TREES)
+        while (e < p->tune.n && same_run(&r[i], &r[e]))
             e++;
         if (out && n == j)
-            *out = (struct run){r[i].min_bytes, e < p->tune.n ? r[e].min_bytes : 0};
+            *out = (struct run){r[i].min_bytes, e < p->tune.n ? r[e].min_bytes : 0, r[i].proto};
         n++;
     }
     return n;
@@ -232,11 +239,11 @@ enum bk_status msccl_xml_render(struct strbuf *sb, char *name, size_t cap,
     put_attr_text(&nm, ps->topo->name, used < NAME_ATTR_MAX ? NAME_ATTR_MAX - used : 0);
     sb_printf(sb, "<algo name=\"%s\"", nm.data ? nm.data : "");
     sb_free(&nm);
-    sb_printf(sb, " proto=\"Simple\" nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" "
+    sb_printf(sb, " proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" "
                   "coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
                   "maxBytes=\"%lld\">\n",
-              g.nchannels, g.nchunks, g.ngpus, coll_word(p->coll), inplace,
-              (long long)run.min_bytes,
+              run.proto == PLAN_PROTO_LL ? "LL" : "Simple", g.nchannels, g.nchunks, g.ngpus,
+              coll_word(p->coll), inplace, (long long)run.min_bytes,
               run.end_bytes > 0 ? (long long)run.end_bytes - 1 : 0LL);
     put_prog(sb, &g);
     sb_puts(sb, "</algo>\n");

@@ -41,7 +41,7 @@ static void put_short_size(struct strbuf *sb, double b)
 }
 
 /* What the generated code runs, by message size: the tuned ranges with neighbours of one
- * algorithm merged ("trees to 8M, NCCL from 8M"). */
+ * algorithm and protocol merged ("trees LL to 256K, trees to 8M, NCCL from 8M"). */
 static void put_runs(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
 {
     if (p->tune.n == 0) {
@@ -50,10 +50,14 @@ static void put_runs(struct strbuf *sb, const struct plan_set *ps, const struct 
     }
     for (int i = 0; i < p->tune.n;) {
         enum plan_algo a = p->tune.r[i].algo;
+        enum plan_proto pr = p->tune.r[i].proto;
         int j = i;
-        while (j < p->tune.n && p->tune.r[j].algo == a)
+        while (j < p->tune.n && p->tune.r[j].algo == a &&
+               (a == PLAN_ALGO_RINGS || p->tune.r[j].proto == pr))
             j++;
-        const char *name = a == PLAN_ALGO_RINGS ? "NCCL" : "trees";
+        const char *name = a == PLAN_ALGO_RINGS   ? "NCCL"
+                           : pr == PLAN_PROTO_LL ? "trees LL"
+                                                 : "trees";
         if (i == 0 && j == p->tune.n) {
             sb_printf(sb, "%s at every size", name);
         } else if (j == p->tune.n) {
@@ -194,7 +198,9 @@ static void put_tuning(struct strbuf *sb, const struct plan_set *ps, const struc
         const struct plan_range *r = &p->tune.r[i];
         sb_puts(sb, "      ");
         put_size(sb, r->min_bytes, 11);
-        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS ? "NCCL rings" : "trees");
+        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS   ? "NCCL rings"
+                               : r->proto == PLAN_PROTO_LL ? "trees LL"
+                                                           : "trees");
         put_size(sb, (double)r->chunk_bytes, 10);
         put_size(sb, r->at_bytes, 10);
         sb_printf(sb, "%12.1f ", r->tree_us);

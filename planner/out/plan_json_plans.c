@@ -100,8 +100,9 @@ static void put_ranges(struct strbuf *sb, const struct plan_tuning *tu)
     for (int i = 0; i < tu->n; i++) {
         const struct plan_range *r = &tu->r[i];
         sb_printf(sb, "%s\n        {\"min_bytes\": %lld, \"algo\": \"%s\", \"chunk_bytes\": %zu, "
-                  "\"tree_us\": ", i ? "," : "", (long long)r->min_bytes,
-                  r->algo == PLAN_ALGO_RINGS ? "rings" : "trees", r->chunk_bytes);
+                  "\"proto\": \"%s\", \"tree_us\": ", i ? "," : "", (long long)r->min_bytes,
+                  r->algo == PLAN_ALGO_RINGS ? "rings" : "trees", r->chunk_bytes,
+                  r->proto == PLAN_PROTO_LL ? "ll" : "simple");
         sb_put_decimal(sb, r->tree_us, 1);
         sb_puts(sb, ", \"ring_us\": ");
         sb_put_decimal(sb, r->ring_us, 1);

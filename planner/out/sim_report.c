@@ -37,6 +37,7 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         {"alpha-net", &p->alpha_us[TOPO_NET]},
         {"launch", &p->launch_us},
         {"step", &p->step_us},
+        {"ll-step", &p->ll_step_us},
         {"reduce-gbps", &p->reduce_gbps},
         {"nccl-launch", &p->nccl_launch_us},
         {"nccl-step-nvlink", &p->nccl_step_us[TOPO_NVLINK]},
@@ -71,7 +72,7 @@ int sim_params_set(struct sim_params *p, const char *kv, const char **why)
         return 1;
     }
     *why = "unknown parameter (call, eff-volta, eff-ampere, eff-hopper, eff-blackwell, "
-           "alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, reduce-gbps, "
+           "alpha-nvlink, alpha-pcie, alpha-smp, alpha-net, launch, step, ll-step, reduce-gbps, "
            "nccl-launch, nccl-step-nvlink, nccl-step-pcie, nccl-step-smp, nccl-step-net, "
            "nccl-latency-scale, nccl-nvls-eff)";
     return 0;
@@ -92,14 +93,15 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
                   "rate): volta %.3f ampere %.3f hopper %.3f blackwell %.3f\n",
               p->call_us, p->eff[0], p->eff[1], p->eff[2], p->eff[3]);
     sb_printf(sb, "# trees: alpha us nvlink %g pcie %g smp %g net %g; launch %g us per call; "
-                  "step %g us per chunk and edge; reduce %g GB/s\n",
+                  "step %g us per chunk and edge (LL %g, at twice the bytes); reduce %g GB/s\n",
               p->alpha_us[TOPO_NVLINK], p->alpha_us[TOPO_PCIE], p->alpha_us[TOPO_SMP],
-              p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->reduce_gbps);
+              p->alpha_us[TOPO_NET], p->launch_us, p->step_us, p->ll_step_us, p->reduce_gbps);
     sb_printf(sb, "# NCCL (its own cost model, calibrated): its latencies x %g; NVLS %.3f of a "
                   "GPU's NVLink rate\n",
               p->nccl_lat_scale, p->nccl_nvls_eff);
     sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
-                "plan runs at this size (trees, or nccl where rings win), time_us its time, "
+                "plan runs at this size (trees, ll for trees on the LL protocol, or nccl where "
+                "rings win), time_us its time, "
                 "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "
                 "time_us\n");
     /* The last header line names the columns, aligned over them. */
@@ -120,6 +122,7 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
     sim_job_plan(&j, ps, pl);
     if (pr) {
         chunk = pr->chunk_bytes;
+        j.proto = pr->proto == PLAN_PROTO_LL ? SIM_LL : SIM_SIMPLE;
         BK_CHECK(sim_run(&j, bytes, chunk, &o->params, &tree_us, d));
     } else {
         BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
@@ -138,7 +141,8 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
         sb_printf(sb, "%5d ", pl->root);
     else
         sb_printf(sb, "%5s ", "-");
-    sb_printf(sb, "%5s %9zu %12.2f %9.2f %9.2f %12.2f %12.2f %10.2f ", rings ? "nccl" : "trees",
+    sb_printf(sb, "%5s %9zu %12.2f %9.2f %9.2f %12.2f %12.2f %10.2f ",
+              rings ? "nccl" : j.proto == SIM_LL ? "ll" : "trees",
               chunk, us, algbw, algbw * sim_bus_factor(pl->coll, (int)n), tree_us, ring_us,
               bytes / ring_us / 1e3);
     if (dbt_us > 0)

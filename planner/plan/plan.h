@@ -81,12 +81,19 @@ enum plan_algo {
     PLAN_ALGO_RINGS  /* NCCL's rings (the ring set as chains where NCCL is not there) */
 };
 
+/* The protocol of the runtime's trees in a range (blink_plan.h's enum blink_plan_proto). */
+enum plan_proto {
+    PLAN_PROTO_SIMPLE, /* chunks into staging slots, a flag word each */
+    PLAN_PROTO_LL      /* 16-byte lines of data and flags: less per hop, half the bandwidth */
+};
+
 struct plan_range {
     double min_bytes;   /* from this size (nccl-tests' S) up to the next range's */
     enum plan_algo algo;
     size_t chunk_bytes; /* pipeline chunk of the runtime's trees (and of its own rings) */
     double at_bytes;    /* the simulated size that decided the range, and its times (us) */
     double tree_us, ring_us;
+    enum plan_proto proto; /* the trees' protocol (rings ranges: Simple) */
 };
 
 struct plan_tuning {

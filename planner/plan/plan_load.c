@@ -309,7 +309,7 @@ BK_MUST_USE
 static enum bk_status load_range(struct loader *L, const struct json_value *o, double after,
                                  struct plan_range *r)
 {
-    const struct json_value *algo;
+    const struct json_value *algo, *proto;
     long long min_bytes, chunk;
     BK_CHECK(whole(L, o, "min_bytes", 1, 0, LLONG_MAX / 2, &min_bytes));
     if (after < 0 ? min_bytes != 0 : (double)min_bytes <= after)
@@ -319,8 +319,14 @@ static enum bk_status load_range(struct loader *L, const struct json_value *o, d
     if (!rings && strcmp(algo->string, "trees") != 0)
         return bad(L, algo, "\"algo\" is \"trees\" or \"rings\"");
     BK_CHECK(whole(L, o, "chunk_bytes", 1, 1, INT_MAX, &chunk));
+    /* The protocol: "simple" where absent (files written before ranges had one). */
+    BK_CHECK(member(L, o, "proto", JSON_STRING, 0, &proto));
+    int ll = proto && strcmp(proto->string, "ll") == 0;
+    if (proto && !ll && strcmp(proto->string, "simple") != 0)
+        return bad(L, proto, "\"proto\" is \"simple\" or \"ll\"");
     *r = (struct plan_range){(double)min_bytes, rings ? PLAN_ALGO_RINGS : PLAN_ALGO_TREES,
-                             (size_t)chunk, (double)min_bytes, 0, 0};
+                             (size_t)chunk, (double)min_bytes, 0, 0,
+                             ll ? PLAN_PROTO_LL : PLAN_PROTO_SIMPLE};
     BK_CHECK(amount(L, o, "tree_us", 1e15, &r->tree_us));
     return amount(L, o, "ring_us", 1e15, &r->ring_us);
 }

@@ -42,6 +42,12 @@ void sim_params_default(struct sim_params *p)
      * from small messages) has no evidence, so it stays as NCCL's table has it. */
     p->launch_us = FITTED_LATENCY_SCALE * 8.4;
     p->step_us = 3.4 - 0.6;
+    /* The LL protocol's hand-over: NCCL's LL NVLink step (0.6 us, its LL hwLat) less the same
+     * NVLink latency alpha adds, so an LL edge over one NVLink costs what NCCL's LL hop does.
+     * No fence and no flag word are left to pay for: the receiver polls the data lines. An
+     * estimate until a GPU measures the runtime's LL (executor-review.md 5, row 4, expects
+     * 0.5-1 us per edge in all). */
+    p->ll_step_us = 0.6 - 0.6;
     /* An out-of-place add reads two operands and writes one: a third of a V100's 900 GB/s of
      * HBM2 (NVIDIA V100 datasheet), so 300 GB/s of output. */
     p->reduce_gbps = 300.0;
@@ -87,6 +93,7 @@ void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct pla
     j->trees = &pl->main.trees;
     j->ring = &ps->ring;
     j->memo = NULL;
+    j->proto = SIM_SIMPLE;
 }
 
 void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective c, int root,
@@ -100,6 +107,7 @@ void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective
     j->trees = NULL;
     j->ring = &ps->ring;
     j->memo = NULL;
+    j->proto = SIM_SIMPLE;
 }
 
 static int params_ok(const struct sim_params *p)
@@ -110,7 +118,7 @@ static int params_ok(const struct sim_params *p)
     for (int k = 0; k < SIM_GENERATIONS; k++)
         if (!(p->eff[k] > 0 && p->eff[k] <= 1))
             return 0;
-    return p->launch_us >= 0 && p->step_us >= 0 && p->reduce_gbps >= 0 &&
+    return p->launch_us >= 0 && p->step_us >= 0 && p->ll_step_us >= 0 && p->reduce_gbps >= 0 &&
            p->nccl_launch_us >= 0 && isfinite(p->reduce_gbps) && p->call_us >= 0 &&
            isfinite(p->call_us) && p->nccl_lat_scale >= 0 && isfinite(p->nccl_lat_scale) &&
            p->nccl_nvls_eff > 0 && p->nccl_nvls_eff <= 1;
@@ -138,12 +146,14 @@ enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes
 }
 
 /* The chunk sizes worth trying for a message: powers of two from SIM_CHUNK_MIN up to the
- * message rounded up (at most SIM_CHUNK_MAX); chunks so small that the message needs more than
- * SIM_MAX_CHUNKS of them only pay more launches, and skipping them bounds the work. */
-static void chunk_bounds(double bytes, size_t *lo, size_t *hi)
+ * message rounded up (at most SIM_CHUNK_MAX, or SIM_LL_CHUNK_MAX for LL trees); chunks so small
+ * that the message needs more than SIM_MAX_CHUNKS of them only pay more launches, and skipping
+ * them bounds the work. */
+static void chunk_bounds(const struct sim_job *j, double bytes, size_t *lo, size_t *hi)
 {
+    size_t max = j->algo == SIM_TREES && j->proto == SIM_LL ? SIM_LL_CHUNK_MAX : SIM_CHUNK_MAX;
     *lo = *hi = SIM_CHUNK_MIN;
-    while (*hi < SIM_CHUNK_MAX && (double)*hi < bytes)
+    while (*hi < max && (double)*hi < bytes)
         *hi *= 2;
     while (*lo < *hi && (double)*lo * SIM_MAX_CHUNKS < bytes)
         *lo *= 2;
@@ -153,7 +163,7 @@ enum bk_status sim_best_chunk(const struct sim_job *j, double bytes, const struc
                               size_t *chunk_bytes, double *us, struct diag *d)
 {
     size_t lo, hi;
-    chunk_bounds(bytes, &lo, &hi);
+    chunk_bounds(j, bytes, &lo, &hi);
     *chunk_bytes = hi;
     *us = INFINITY;
     /* From the largest chunk down; the smallest cost the most to simulate, so the search stops
@@ -181,7 +191,7 @@ enum bk_status sim_chunk_near(const struct sim_job *j, double bytes, const struc
                               struct diag *d)
 {
     size_t lo, hi, c = start;
-    chunk_bounds(bytes, &lo, &hi);
+    chunk_bounds(j, bytes, &lo, &hi);
     while (max && hi > max && hi > lo)
         hi /= 2;
     while (c < lo)

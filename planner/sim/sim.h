@@ -19,6 +19,13 @@
  * place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated: the
  * runtime does not run it either.
  *
+ * The trees run one of two protocols (sim_job.proto, as blink_plan.h's enum blink_plan_proto):
+ * Simple, where a chunk lands in the receiver's slot and one flag word (fence, store) hands it
+ * over, at step_us per chunk and edge; or LL, where every 8 data bytes travel in a 16-byte line
+ * with their own flags and the receiver polls the lines, at ll_step_us per chunk and edge but
+ * with twice the bytes on every link, in chunks of at most SIM_LL_CHUNK_MAX. Both add the arcs'
+ * alpha. The flow-level rings below are NCCL's and run Simple.
+ *
  * NCCL as the tuning and --simulate compare with it (sim_rings) is NCCL's own cost model,
  * calibrated against published nccl-tests results (sim_nccl.c). The flow-level NCCL below
  * (sim_run on SIM_RING and SIM_DBT jobs) remains for the cluster figure of make figures.
@@ -58,10 +65,12 @@ struct sim_params {
     double eff[SIM_GENERATIONS];
     /* The runtime's trees: latency of one arc of each link kind, for each arc a chunk crosses;
      * the kernel's start on the GPU, once per call; a chunk's hand-over (fence, flag, poll),
-     * once per chunk and edge. */
+     * once per chunk and edge; the same with the LL protocol (no fence, no flag word: the
+     * receiver polls the data lines). */
     double alpha_us[TOPO_LINK_KINDS];
     double launch_us;
     double step_us;
+    double ll_step_us;
     double reduce_gbps;      /* fused reduction rate of one GPU, GB/s of output */
     size_t elem_bytes;       /* element size: the runtime splits data in whole elements */
     /* NCCL, flow-level (SIM_RING, SIM_DBT: the figures): a per-collective launch and a per-step
@@ -93,6 +102,19 @@ enum sim_algo {
     SIM_DBT    /* NCCL double binary trees (allreduce only) */
 };
 
+/* The protocol a plan's trees run (SIM_TREES; blink_plan.h's enum blink_plan_proto). */
+enum sim_proto {
+    SIM_SIMPLE, /* data into the staging slot, then a flag word */
+    SIM_LL      /* 16-byte lines of 8 data bytes and their flags: half the bandwidth */
+};
+
+/* LL's largest chunk of data: the runtime's LL slot holds 32 KiB of lines. Mirrors BK_LL_CHUNK_MAX
+ * in runtime/src/proto.h. */
+#define SIM_LL_CHUNK_MAX ((size_t)16 << 10)
+/* Bytes on the wire per data byte with LL: 16-byte lines carry 8 (CUDA); the host backend's
+ * 8-byte packets carry 4, the same ratio. */
+#define SIM_LL_WIRE 2.0
+
 struct sim_job {
     enum sim_algo algo;
     const struct topo *topo;        /* the allocation (ranks = GPU nodes 0..n-1) */
@@ -102,6 +124,7 @@ struct sim_job {
     const struct ptree_set *trees;  /* SIM_TREES */
     const struct ring_result *ring; /* SIM_RING, SIM_DBT */
     struct sim_memo *memo;          /* SIM_RING, SIM_DBT: tables kept between calls, or NULL */
+    enum sim_proto proto;           /* SIM_TREES: the protocol (SIM_SIMPLE unless set) */
 };
 
 /* What NCCL's simulated rings and trees share between calls on one allocation (the widest
@@ -120,7 +143,8 @@ void sim_job_rings(struct sim_job *j, const struct plan_set *ps, enum collective
 
 /*
  * Completion time in microseconds of job j for a message of `bytes` cut into chunks of
- * `chunk_bytes` (rounded down to whole elements, at least one). Errors: BK_EUSAGE for a job the
+ * `chunk_bytes` (rounded down to whole elements, at least one; LL trees at most
+ * SIM_LL_CHUNK_MAX, as the runtime cuts them). Errors: BK_EUSAGE for a job the
  * model cannot run (double binary trees for anything but allreduce, a tree without a reverse
  * arc for allreduce's way up, no ring), BK_ENOMEM; d gets a message.
  */
@@ -128,8 +152,9 @@ BK_MUST_USE
 enum bk_status sim_run(const struct sim_job *j, double bytes, size_t chunk_bytes,
                        const struct sim_params *p, double *us, struct diag *d);
 
-/* The chunk size (a power of two from SIM_CHUNK_MIN to SIM_CHUNK_MAX, at most the message
- * rounded up to a power of two, and never more than SIM_MAX_CHUNKS chunks in all) with the
+/* The chunk size (a power of two from SIM_CHUNK_MIN to SIM_CHUNK_MAX, or SIM_LL_CHUNK_MAX for
+ * LL trees, at most the message rounded up to a power of two, and never more than
+ * SIM_MAX_CHUNKS chunks in all unless the cap leaves no larger one) with the
  * smallest time, searched from the largest down until two in a row were worse than the best
  * so far; ties go to the larger chunk. */
 #define SIM_CHUNK_MIN ((size_t)4 << 10)

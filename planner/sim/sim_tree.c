@@ -17,8 +17,10 @@
  *                        and (c >= SIM_SLOTS) u is done with chunk c-SIM_SLOTS: u copied it out
  *                        (a leaf) or passed it on to all its children.
  * Links run at the copy efficiency of the GPU generation (sim_params.eff). Each hand-over costs
- * the protocol's step (fence, flag, poll) plus each arc's latency. The call's host work and its
- * one kernel launch are added once.
+ * the protocol's step (Simple: fence, flag, poll; LL: the poll of the lines alone) plus each
+ * arc's latency. With LL every flow carries SIM_LL_WIRE times the chunk's data, the lines'
+ * flags included (the reduction pass, too, reads and writes lines), and a chunk holds at most
+ * SIM_LL_CHUNK_MAX. The call's host work and its one kernel launch are added once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -87,7 +89,7 @@ static enum bk_status tree_shape(struct tb *b, const struct ptree *tr, struct di
     int off = 0;
     for (int v = 0; v < n; v++) {
         b->down_off[v] = off;
-        b->lat[v] = b->p->step_us;
+        b->lat[v] = b->j->proto == SIM_LL ? b->p->ll_step_us : b->p->step_us;
         if (v == tr->root)
             continue;
         for (int i = tr->path_off[v]; i < tr->path_off[v + 1]; i++, off++) {
@@ -191,7 +193,11 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
     size_t es = b->p->elem_bytes ? b->p->elem_bytes : 1;
     double per = sharded ? bytes / ((double)b->n * (double)es) : bytes / (double)es;
     size_t count = per > 0 ? (size_t)per : 0;
+    int ll = b->j->proto == SIM_LL;
+    if (ll && chunk_bytes > SIM_LL_CHUNK_MAX)
+        chunk_bytes = SIM_LL_CHUNK_MAX; /* the runtime's LL slot holds no more */
     size_t chunk = chunk_bytes / es ? chunk_bytes / es : 1;
+    double wire = ll ? SIM_LL_WIRE : 1.0;
     for (int ti = 0; ti < ts->n; ti++) {
         const struct ptree *tr = &ts->t[ti];
         unsigned long long before = 0, total = 0;
@@ -221,9 +227,9 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
         for (size_t c = 0; c < nchunks; c++) {
             size_t x = lo + c * chunk, m = hi - x < chunk ? hi - x : chunk;
             if (b->up)
-                BK_CHECK(up_tasks(b, tr, c, (double)(m * es)));
+                BK_CHECK(up_tasks(b, tr, c, (double)(m * es) * wire));
             if (b->down)
-                BK_CHECK(down_tasks(b, tr, c, (double)(m * es)));
+                BK_CHECK(down_tasks(b, tr, c, (double)(m * es) * wire));
         }
     }
     return BK_OK;

@@ -19,9 +19,12 @@
 
 struct sample {
     double bytes;
-    size_t chunk;   /* the trees' best chunk here */
+    size_t chunk;   /* the trees' best chunk here (Simple) */
     double tree_us; /* at that chunk */
     double next_us; /* at that chunk, at the next sample's size (the interval's far end) */
+    int ll;         /* LL was timed here (PLAN_TUNE_LL_MAX_BYTES and below, while it can win) */
+    size_t ll_chunk; /* the same three for the LL protocol */
+    double ll_us, ll_next_us;
     double nccl_us; /* 0: no rings to compare with */
 };
 
@@ -34,7 +37,8 @@ BK_MUST_USE
 static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range *r)
 {
     struct plan_range *last = tu->n ? &tu->r[tu->n - 1] : NULL;
-    if (last && last->algo == r->algo && last->chunk_bytes == r->chunk_bytes)
+    if (last && last->algo == r->algo && last->chunk_bytes == r->chunk_bytes &&
+        last->proto == r->proto)
         return BK_OK;
     BK_CHECK(bk_grow_int((void **)&tu->r, &tu->cap, tu->n, sizeof *tu->r));
     tu->r[tu->n++] = *r;
@@ -42,20 +46,37 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
 }
 
 /* The samples: the trees' best chunk and time at each size, the same chunk's time at the next
- * size, and NCCL's time. */
+ * size, and NCCL's time; for each protocol. LL is timed from the smallest size up to
+ * PLAN_TUNE_LL_MAX_BYTES and only until it is slower than Simple: its lines double every
+ * byte, so past that size it only falls further behind, and its small chunks are the most
+ * expensive to simulate. */
 BK_MUST_USE
 static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
                                    const struct sim_params *p, struct sample *sm, int ns,
                                    struct diag *d)
 {
-    struct sim_job j;
+    struct sim_job j, jl;
     sim_job_plan(&j, ps, pl);
-    size_t chunk = SIM_CHUNK_MIN;
+    jl = j;
+    jl.proto = SIM_LL;
+    size_t chunk = SIM_CHUNK_MIN, ll_chunk = SIM_CHUNK_MIN;
+    int ll = 1;
     for (int k = 0; k < ns; k++) {
         sm[k].bytes = PLAN_TUNE_MIN_BYTES * pow(2, k);
         BK_CHECK(sim_chunk_near(&j, sm[k].bytes, p, chunk, PLAN_TUNE_MAX_CHUNK, &chunk,
                                 &sm[k].tree_us, d));
         sm[k].chunk = chunk;
+        ll = ll && sm[k].bytes <= PLAN_TUNE_LL_MAX_BYTES;
+        sm[k].ll = ll;
+        if (ll) {
+            BK_CHECK(sim_chunk_near(&jl, sm[k].bytes, p, ll_chunk, SIM_LL_CHUNK_MAX, &ll_chunk,
+                                    &sm[k].ll_us, d));
+            sm[k].ll_chunk = ll_chunk;
+            ll = sm[k].ll_us <= sm[k].tree_us;
+            if (k + 1 < ns)
+                BK_CHECK(sim_run(&jl, PLAN_TUNE_MIN_BYTES * pow(2, k + 1), ll_chunk, p,
+                                 &sm[k].ll_next_us, d));
+        }
         sm[k].nccl_us = 0;
         if (ps->ring.nrings > 0) {
             struct sim_nccl nc;
@@ -87,7 +108,7 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
     for (int k = 0; st == BK_OK && k < ns; k++) {
         const struct sample *s = &sm[k];
         struct plan_range r = {k == 0 ? 0 : s->bytes, PLAN_ALGO_RINGS, s->chunk, s->bytes,
-                               s->tree_us, s->nccl_us};
+                               s->tree_us, s->nccl_us, PLAN_PROTO_SIMPLE};
         int win = trees_win(s->tree_us, s->nccl_us);
         if (k + 1 < ns) {
             win = win && trees_win(s->next_us, sm[k + 1].nccl_us);
@@ -95,6 +116,17 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
             /* Open-ended: the trees' time must not grow faster than NCCL's. */
             double tree_slope = s->tree_us - s->next_us, nccl_slope = s->nccl_us - sm[k - 1].nccl_us;
             win = win && tree_slope <= nccl_slope;
+        }
+        /* LL (never open-ended: it stops below the last sample) takes the interval where it
+         * wins at both ends too, and where both protocols do, the one faster over the interval
+         * (the sum of its two ends, as the times are interpolated between them). */
+        int ll_win = s->ll && k + 1 < ns && trees_win(s->ll_us, s->nccl_us) &&
+                     trees_win(s->ll_next_us, sm[k + 1].nccl_us);
+        if (ll_win && (!win || s->ll_us + s->ll_next_us < s->tree_us + s->next_us)) {
+            r.chunk_bytes = s->ll_chunk;
+            r.tree_us = s->ll_us;
+            r.proto = PLAN_PROTO_LL;
+            win = 1;
         }
         if (win)
             r.algo = PLAN_ALGO_TREES;

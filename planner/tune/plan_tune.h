@@ -7,11 +7,14 @@
  * (sim.h), so the choice is written into the generated code and shown by --explain. Sizes are
  * sampled by doubling from PLAN_TUNE_MIN_BYTES to PLAN_TUNE_MAX_BYTES. At each, the trees' best
  * chunk up to PLAN_TUNE_MAX_CHUNK is searched from the last size's (sim_chunk_near), and NCCL
- * is timed at its own best chunk (its rings, and for allreduce its double binary trees). The
- * sizes from one sample to the next run the trees, with the first sample's chunk, only where
- * the trees beat NCCL at both ends with that chunk; the sizes below the first sample follow it,
- * and those beyond the last follow it only while the trees' time grows no faster than NCCL's.
- * Everything else goes to NCCL. Neighbouring sizes with the same choice merge into one range.
+ * is timed at its own best chunk (its rings, and for allreduce its double binary trees). Up to
+ * PLAN_TUNE_LL_MAX_BYTES, and while it is the faster, the trees are timed with the LL protocol
+ * too (chunks up to SIM_LL_CHUNK_MAX). The sizes from one sample to the next run the trees,
+ * with the first sample's chunk and protocol, only where the trees beat NCCL at both ends with
+ * them; where both protocols do, the faster over the interval runs. The sizes below the first
+ * sample follow it, and those beyond the last follow it only while the trees' time grows no
+ * faster than NCCL's. Everything else goes to NCCL. Neighbouring sizes with the same choice
+ * (algorithm, chunk and protocol) merge into one range.
  *
  * Rings win where the trees' per-copy launches and pipeline fill cost more than they gain:
  * small messages, and allocations such as the full DGX-1V where rings already use every link.
@@ -31,6 +34,14 @@
 /* The runtime stages every chunk in per-tree slots (blink_plan.h), so a chunk costs memory on
  * every rank: at most NCCL's own buffer size (NCCL_BUFFSIZE, 4 MiB). */
 #define PLAN_TUNE_MAX_CHUNK ((size_t)4 << 20)
+/* LL is timed up to this size (and only while it beats Simple): beyond, its doubled bytes cost
+ * more than the hand-overs it saves. On DGX-1P, DGX-1V (and its allocations with an NVLink
+ * ring), DGX-2, DGX A100, HGX H100 and HGX B200 no LL range starts above 1 MiB, and timing LL
+ * up to 4 MiB changed none there, only the planning time.
+ * It also keeps an LL call within its flags' rounds: at most 2 MiB / SIM_CHUNK_MIN = 512
+ * chunks per tree, where the runtime allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before
+ * it falls back to Simple. */
+#define PLAN_TUNE_LL_MAX_BYTES ((double)(2 << 20))
 
 /* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
  * for now (trees at every size, the runtime's default chunk): simulating their 32 and more

@@ -31,6 +31,11 @@ struct bk_backend {
     /* Non-zero where a tree is cut into channels (roles.c, bk_channels): the CUDA kernel's
      * blocks gain from more of them; the host's few threads do not, so it runs one per tree. */
     int channels;
+    /* Non-zero where the plan's per-size choice of LL applies. blinkc's simulator times LL with
+     * a GPU's costs; on CPUs a flag word is cheap and LL's packets halve the copy rate (the
+     * host backend measured slower in LL at every size from 1 to 64 KiB), so there LL runs only
+     * where BLINK_PROTO=ll asks. */
+    int plan_ll;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
     /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */

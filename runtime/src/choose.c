@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 
+#include "backend.h"
 #include "rt.h"
 
 static const char *size_text(size_t b, char *buf, size_t len)
@@ -54,7 +55,7 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     size_t chunk = ri >= 0 ? sch->ranges[ri].chunk_bytes : c->chunk_bytes;
     if (c->env.chunk_env)
         chunk = c->env.chunk_env;
-    int proto = ri >= 0 ? sch->ranges[ri].proto : BLINK_PLAN_SIMPLE;
+    int proto = ri >= 0 && bk_backend()->plan_ll ? sch->ranges[ri].proto : BLINK_PLAN_SIMPLE;
     if (c->env.proto_env >= 0)
         proto = c->env.proto_env;
     int rings = algo == BLINK_PLAN_RINGS && !c->nccl && sch->nring_trees > 0;

@@ -16,6 +16,12 @@
  * left it, so the posted receives are its credits; a sender keeps at most S sends in flight
  * on an edge. Before the first message of a call each side checks the other's description,
  * exchanged as a message of its own; an abort is a message too.
+ *
+ * A call that runs LL (the description's BK_ALGO_LL) moves its chunks over edges inside the
+ * server in packets (exec_host_ll.c) instead of staging slots and ready words; its edges to
+ * other servers stay as above, whole chunks by MPI into and out of the staging slots. A rank
+ * with both kinds of edges starts a pass once the MPI chunks are whole and packet 0 of each LL
+ * slot has come, then reads each source by its kind.
  */
 #define _DEFAULT_SOURCE /* syscall(2), for the futex */
 #include <errno.h>
@@ -31,6 +37,7 @@
 #include <unistd.h>
 
 #include "exec_host.h"
+#include "exec_host_ll.h"
 #include "trace.h"
 #include "net.h"
 #include "reduce_host.h"
@@ -57,6 +64,9 @@ struct worker {
     struct tree_state *ts;     /* [ntrees of the launch] */
     int waiting_for;           /* the peer the last blocked step waited for */
     char msg[BK_MSG_MAX];
+    struct bk_ll_src *ll_src;  /* [fmax] an LL up pass's sources */
+    struct bk_ll_dst *ll_dst;  /* [fmax] an LL down pass's children */
+    unsigned char *ll_tile;    /* 2 * BK_LL_TILE bytes */
 };
 
 struct bk_hx {
@@ -473,9 +483,66 @@ static int send_chunk(struct worker *w, int q, int tag, const void *buf, size_t 
     return 1;
 }
 
-/* ------------------------------------------------------------------ the two phases */
+/* ------------------------------------------------------------------ LL passes */
 
 static int remote(blinkComm_t c, int q) { return c->peer[q].remote; }
+static int gone(blinkComm_t c, int q);
+static void waited_for(const struct bk_hx *x, int q, char *buf, size_t len);
+
+static int ll_call(const struct bk_launch *L) { return (L->d.algo & BK_ALGO_LL) != 0; }
+static const uint64_t *ll_in(blinkComm_t c, size_t off) { return word(c, c->prank, off); }
+
+/* A packet awaited inside a pass: the same watch as the worker's waits between passes (an
+ * abort, BLINK_TIMEOUT_S without progress, a peer process gone), naming the peer. */
+static int ll_idle(void *arg, int q, double *since)
+{
+    struct worker *w = arg;
+    struct bk_hx *x = w->x;
+    blinkComm_t c = x->c;
+    uint32_t who = __atomic_load_n(&hdr(c, c->prank)->abort, __ATOMIC_ACQUIRE);
+    if (who)
+        return fail_aborted(w, who);
+    double now = bk_now();
+    if (*since == 0) {
+        *since = now;
+        return 0;
+    }
+    char msg[BK_MSG_MAX];
+    if (now - *since > 0.1 && c->nremote && heard_abort(x, msg, sizeof msg))
+        return fail_remote_abort(w, msg);
+    if (now - *since > c->env.timeout_s) {
+        char peer[256];
+        waited_for(x, q, peer, sizeof peer);
+        return fail(w, blinkSystemError, "rank %d (device %d): no progress for %g s in %s (call "
+                    "%u, LL)%s (BLINK_TIMEOUT_S)", c->rank, c->peer[c->prank].topo_dev,
+                    c->env.timeout_s, bk_coll_name((int)x->L->d.coll), (uint32_t)x->L->d.seq,
+                    peer);
+    }
+    if (now - *since > 0.1 && gone(c, q))
+        return fail(w, blinkRemoteError, "rank %d (pid %d, device %d) exited during %s (call "
+                    "%u, LL)", c->user_of[q], c->peer[q].pid, c->peer[q].topo_dev,
+                    bk_coll_name((int)x->L->d.coll), (uint32_t)x->L->d.seq);
+    return 0;
+}
+
+static void ll_ring(void *arg, int q) { ring(((struct worker *)arg)->x->c, q); }
+static void sleep_on_bell(struct bk_seg_header *me, uint32_t seen);
+static void ll_nap(void *arg, uint32_t seen)
+{
+    blinkComm_t c = ((struct worker *)arg)->x->c;
+    sleep_on_bell(hdr(c, c->prank), seen);
+}
+
+/* Chunk p.ch of tree ti by LL: what its pass needs. */
+static struct bk_ll_pass ll_pass(struct worker *w, int ti, const struct step *p, blinkRedOp_t op)
+{
+    return (struct bk_ll_pass){p->m * p->es, p->es, (blinkDataType_t)p->L->d.dt, op,
+                               bk_ll_flag(p->seq, p->ch), ll_idle, ll_ring, ll_nap,
+                               &hdr(p->c, p->me)->bell, w, w->ll_tile,
+                               p->c, ti, p->k, p->t, p->kids, p->lay};
+}
+
+/* ------------------------------------------------------------------ the two phases */
 
 /* Chunk s->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
 static int up_step(struct worker *w, int ti, struct tree_state *s)
@@ -488,13 +555,15 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     const struct bk_role *t = p.t;
     const int *kids = p.kids;
     uint32_t seq = p.seq, ch = p.ch;
-    int me = p.me, k = p.k, root = p.root, r;
+    int me = p.me, k = p.k, root = p.root, r, ll = ll_call(p.L);
     for (int j = 0; j < t->nkids; j++) {
         if (remote(c, kids[j])) {
             if ((r = remote_arrived(w, ti, s, kids[j], 0, j, ch)) <= 0)
                 return r;
-        } else if (!bk_tag_reached(ld(word(c, me, bk_off_up_ready(lay, me, ti, j))), seq,
-                                   ch + 1)) {
+        } else if (ll ? !bk_ll_begun(ll_in(c, bk_off_ll_up_slot(lay, me, ti, j, k)),
+                                     bk_ll_flag(seq, ch))
+                      : !bk_tag_reached(ld(word(c, me, bk_off_up_ready(lay, me, ti, j))), seq,
+                                        ch + 1)) {
             w->waiting_for = kids[j];
             return 0;
         }
@@ -527,7 +596,11 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     if (!root && !net && !write_allowed(w))
         return -1;
     TRACE(w, BK_TR_UP_START, ti, ch, t->parent);
-    if (t->nkids == 0) {
+    if (ll) {
+        struct bk_ll_pass lp = ll_pass(w, ti, &p, op);
+        if (bk_ll_up(&lp, in, root || net ? dst : NULL, w->ll_src) != 0)
+            return -1;
+    } else if (t->nkids == 0) {
         if (dst != in)
             memmove(dst, in, m * es);
     } else {
@@ -539,7 +612,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
         bk_host_divide(dst, m, dt, c->nranks);
     if (net && send_chunk(w, t->parent, tag_of(ti, 0), dst, m * es, req_up_out(s, k)) < 0)
         return -1;
-    if (!root && !net) {
+    if (!root && !net && !ll) {
         st(word(c, t->parent, bk_off_up_ready(lay, t->parent, ti, t->kpos)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
@@ -566,7 +639,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     const struct bk_role *t = p.t;
     const int *kids = p.kids;
     uint32_t seq = p.seq, ch = p.ch;
-    int me = p.me, k = p.k, root = p.root, r;
+    int me = p.me, k = p.k, root = p.root, r, ll = ll_call(L);
     int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE;
     size_t es = p.es, x0 = p.x0, m = p.m;
     const unsigned char *src;
@@ -578,7 +651,10 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
         if (remote(c, t->parent)) {
             if ((r = remote_arrived(w, ti, s, t->parent, 1, 0, ch)) <= 0)
                 return r;
-        } else if (!bk_tag_reached(ld(word(c, me, bk_off_down_ready(lay, me, ti))), seq, ch + 1)) {
+        } else if (ll ? !bk_ll_begun(ll_in(c, bk_off_ll_down_slot(lay, me, ti, k)),
+                                     bk_ll_flag(seq, ch))
+                      : !bk_tag_reached(ld(word(c, me, bk_off_down_ready(lay, me, ti))), seq,
+                                        ch + 1)) {
             w->waiting_for = t->parent;
             return 0;
         }
@@ -602,8 +678,16 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     TRACE(w, BK_TR_DOWN_DECIDE, ti, ch, t->parent);
     TRACE(w, BK_TR_DOWN_START, ti, ch, t->parent);
     unsigned char *out = out_at(c, L, t, x0);
-    if (out != src)
+    if (ll) {
+        for (int j = 0; j < t->nkids; j++)
+            if (!remote(c, kids[j]) && !write_allowed(w))
+                return -1;
+        struct bk_ll_pass lp = ll_pass(w, ti, &p, blinkSum);
+        if (bk_ll_down(&lp, root || remote(c, t->parent) ? src : NULL, out, w->ll_dst) != 0)
+            return -1;
+    } else if (out != src) {
         memmove(out, src, m * es);
+    }
     for (int j = 0; j < t->nkids; j++) {
         /* To another server from the output, which stays put until the call ends. */
         if (remote(c, kids[j])) {
@@ -611,6 +695,8 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
                 return -1;
             continue;
         }
+        if (ll)
+            continue; /* its packets went with the pass */
         if (!write_allowed(w))
             return -1;
         memcpy(at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k)), src, m * es);
@@ -857,9 +943,6 @@ static int net_alloc(struct bk_hx *x)
     blinkComm_t c = x->c;
     const struct bk_layout *lay = &c->layout;
     size_t n = (size_t)c->nranks, maxt = (size_t)lay->ntrees;
-    for (size_t ti = 0; ti < maxt; ti++)
-        if (lay->fanin[bk_lx(lay, c->prank, (int)ti)] > x->fmax)
-            x->fmax = lay->fanin[bk_lx(lay, c->prank, (int)ti)];
     size_t per_tree = 2 * BK_SLOTS + 2 * (size_t)x->fmax * BK_SLOTS;
     for (int i = 0; i < x->nthreads; i++)
         for (size_t ti = 0; ti < maxt; ti++) {
@@ -893,10 +976,17 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
     pthread_cond_init(&x->done, NULL);
     x->w = calloc((size_t)nthreads, sizeof *x->w);
     int maxt = c->layout.ntrees;
+    for (int ti = 0; ti < maxt; ti++)
+        if (c->layout.fanin[bk_lx(&c->layout, c->prank, ti)] > x->fmax)
+            x->fmax = c->layout.fanin[bk_lx(&c->layout, c->prank, ti)];
+    size_t fm = (size_t)x->fmax + 1;
     for (int i = 0; x->w && i < nthreads; i++) {
         x->w[i] = (struct worker){x, i, 0, calloc((size_t)c->nranks, sizeof(uint32_t)),
-                                  calloc((size_t)maxt, sizeof(struct tree_state)), 0, ""};
-        if (!x->w[i].checked || !x->w[i].ts) {
+                                  calloc((size_t)maxt, sizeof(struct tree_state)), 0, "",
+                                  calloc(fm, sizeof(struct bk_ll_src)),
+                                  calloc(fm, sizeof(struct bk_ll_dst)), malloc(2 * BK_LL_TILE)};
+        if (!x->w[i].checked || !x->w[i].ts || !x->w[i].ll_src || !x->w[i].ll_dst ||
+            !x->w[i].ll_tile) {
             x->nthreads = i + 1;
             bk_hx_stop(x);
             return bk_error(blinkSystemError, "host backend: out of memory");
@@ -970,6 +1060,9 @@ void bk_hx_stop(struct bk_hx *x)
         }
         free(x->w[i].checked);
         free(x->w[i].ts);
+        free(x->w[i].ll_src);
+        free(x->w[i].ll_dst);
+        free(x->w[i].ll_tile);
     }
     free(x->w);
     free(x->net_slots);
@@ -1057,17 +1150,28 @@ static blinkResult_t settle_descs(struct bk_hx *x, blinkResult_t r, char *msg, s
     return r;
 }
 
-/* Call numbers wrap (proto.h, Wrap): before a call that cleans, zero this rank's flag words
- * (atomically: a late store of an earlier call may race with it) and forget which peers' calls
- * matched, for those call numbers come back. No worker runs: nothing here reads them. */
-static void clean(struct bk_hx *x)
+/* Zero the words of this rank's segment in [from, to) (atomically: a late store of an earlier
+ * call may race with it). */
+static void zero_words(blinkComm_t c, size_t from, size_t to)
+{
+    uint64_t *f = word(c, c->prank, from);
+    for (size_t i = 0; i < (to - from) / 8; i++)
+        __atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+}
+
+/* Call numbers wrap (proto.h, Wrap and LL): before a call that cleans, zero this rank's flag
+ * words and forget which peers' calls matched, for those call numbers come back; before a call
+ * where bk_ll_cleans, zero its LL packets. No worker runs: nothing here reads them. */
+static void clean(struct bk_hx *x, uint32_t seq)
 {
     blinkComm_t c = x->c;
     const struct bk_layout *lay = &c->layout;
-    uint64_t *f = word(c, c->prank, lay->flags_off[c->prank]);
-    size_t n = (lay->slots_off[c->prank] - lay->flags_off[c->prank]) / 8;
-    for (size_t i = 0; i < n; i++)
-        __atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+    int me = c->prank;
+    if (bk_ll_cleans(seq))
+        zero_words(c, lay->ll_off[me], lay->slots_off[me]);
+    if (!bk_seq_cleans(seq))
+        return;
+    zero_words(c, lay->flags_off[me], lay->ll_off[me]);
     for (int i = 0; i < x->nthreads; i++)
         memset(x->w[i].checked, 0, sizeof *x->w[i].checked * (size_t)c->nranks);
     if (c->nremote)
@@ -1088,8 +1192,8 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
     const uint64_t *d = &L->d.seq;
     uint32_t seq = (uint32_t)L->d.seq;
     x->entry = bk_entry(seq, bk_desc_hash(d));
-    if (bk_seq_cleans(seq))
-        clean(x);
+    if (bk_seq_cleans(seq) || bk_ll_cleans(seq))
+        clean(x, seq);
     /* Enter: the description first, then the call number that makes it valid (release: the
      * clean and this rank's reads of its staging in the last call come before it too). */
     for (int i = 0; i < BK_DESC_WORDS; i++)

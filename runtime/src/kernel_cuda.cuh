@@ -35,6 +35,12 @@
  * cumulativity. No thread but the posting one fences. Data a peer wrote is read with ld.volatile
  * (never a stale L1 line). The abort and status paths keep full system fences: they are rare.
  *
+ * LL (proto.h, and kernel_ll.cuh, where its moves live): where the call's algo word says LL, a
+ * chunk goes as lines that carry their flags; thread 0 decides as above, but from line 0 of each
+ * slot it reads instead of ready words, every thread then polls its own lines, and the post is
+ * the credit alone, with no fence. A wait that gives up (abort, BLINK_TIMEOUT_S) inside the pass
+ * leaves the peer in the block-shared llfail, and the launch ends there on every thread.
+ *
  * Call numbers: the kernel takes its call number from a counter in device memory that the last
  * block of each launch advances, not from the launch's arguments, so a captured graph that is
  * replayed numbers each replay anew (on every rank alike, as long as all replay in the same
@@ -231,6 +237,7 @@ struct kshared {
     char msg[BK_MSG_MAX];   /* thread 0's message under construction (no stack for it) */
     int dec;                /* thread 0's decision, read by the block after a barrier */
     uint32_t seq;           /* the call number */
+    int llfail;             /* -1, or the peer an LL wait gave up on (kernel_ll.cuh) */
 };
 
 /* The block's shared state, and its dynamic shared memory (tstate[tpb], then checked[nranks]);
@@ -528,6 +535,31 @@ __device__ void d_peer_state(dmsg &m, const kparams &p, uint32_t seq, int q)
     put_u(m, bk_entry_seq(e));
     put_s(m, ": ");
     d_describe(m, theirs);
+}
+
+/* No progress for BLINK_TIMEOUT_S while waiting for peer q: fail, and abort the communicator. */
+__device__ void d_fail_timeout(const kparams &p, uint32_t seq, int q)
+{
+    char *buf = ksh().msg;
+    dmsg m = {buf, 0, BK_MSG_MAX};
+    put_s(m, "rank ");
+    put_i(m, p.user_of[p.prank]);
+    put_s(m, " (device ");
+    put_i(m, p.topo_dev[p.prank]);
+    put_s(m, "): no progress for ");
+    put_s(m, p.timeout_str);
+    put_s(m, " s in ");
+    put_s(m, d_coll_name(p.d[1]));
+    put_s(m, " (call ");
+    put_u(m, seq);
+    put_s(m, "), waiting for rank ");
+    put_i(m, p.user_of[q]);
+    put_s(m, " (device ");
+    put_i(m, p.topo_dev[q]);
+    put_s(m, ")");
+    d_peer_state(m, p, seq, q);
+    put_s(m, " (BLINK_TIMEOUT_S)");
+    d_fail(p, blinkSystemError, q, seq, buf, true);
 }
 
 /* ------------------------------------------------------------------ device: element types */
@@ -873,6 +905,8 @@ __device__ __forceinline__ size_t d_dtype_size(uint64_t dt)
     }
 }
 
+#include "kernel_ll.cuh" /* LL's moves, on the helpers above */
+
 /* ------------------------------------------------------------------ device: the protocol */
 
 __device__ __forceinline__ bool d_has_up(uint64_t coll)
@@ -911,12 +945,20 @@ __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
     uint32_t ch = s->up;
     if (ch >= s->nchunks || !d_has_up(p.d[1]))
         return 0;
-    for (int j = 0; j < t.nkids; j++)
-        if (!bk_tag_reached(ld_acquire_sys64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)), seq,
-                            ch + 1)) {
+    for (int j = 0; j < t.nkids; j++) {
+        uint64_t x;
+        int k = (int)(ch % BK_SLOTS);
+        bool in = p.d[6] & BK_ALGO_LL /* LL: line 0 has come, so the child's pass began */
+                      ? ll_load(me + bk_off_ll_up_slot(&p.lay, p.prank, ti, j, k),
+                                bk_ll_flag(seq, ch), x)
+                      : bk_tag_reached(
+                            ld_acquire_sys64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)), seq,
+                            ch + 1);
+        if (!in) {
             waiting = kids[j];
             return 0;
         }
+    }
     if (t.parent >= 0) {
         int r = d_peer_ready(p, seq, checked, t.parent, waiting);
         if (r <= 0)
@@ -941,12 +983,22 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
     uint32_t ch = s->down;
     if (ch >= s->nchunks || !d_has_down(p.d[1]))
         return 0;
-    /* An allreduce root's up pass, in another block, posts its own down-ready word (proto.h). */
-    if ((t.parent >= 0 || p.d[1] == BLINK_PLAN_ALLREDUCE) &&
-        !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
-                        ch + 1)) {
+    /* An allreduce root's up pass, maybe in another block, posts its own down-ready word, in
+     * Simple and LL alike (proto.h); another rank's down pass waits on its parent's hand-over. */
+    uint64_t x;
+    int self = t.parent < 0 && p.d[1] == BLINK_PLAN_ALLREDUCE;
+    if (self ? !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
+                               ch + 1)
+             : t.parent >= 0 &&
+                   (p.d[6] & BK_ALGO_LL
+                        ? !ll_load(me + bk_off_ll_down_slot(&p.lay, p.prank, ti,
+                                                            (int)(ch % BK_SLOTS)),
+                                   bk_ll_flag(seq, ch), x)
+                        : !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank,
+                                                                                  ti)),
+                                          seq, ch + 1))) {
         waiting = t.parent >= 0 ? t.parent : p.prank;
-        for (int j = 0; t.parent < 0 && j < t.nkids; j++) /* the root: the child its up lacks */
+        for (int j = 0; self && j < t.nkids; j++) /* the root: the child its up pass lacks */
             if (j == t.nkids - 1 ||
                 !bk_tag_reached(ld_acquire_sys64(me + bk_off_up_ready(&p.lay, p.prank, ti, j)),
                                 seq, ch + 1)) {
@@ -967,6 +1019,20 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
         }
     }
     return 1;
+}
+
+/* After an LL pass in which a wait gave up (every thread reads llfail past the barrier, and it
+ * stays set: the launch ends): thread 0 reports the abort or the timeout. -1 for all. */
+__device__ int ll_fail(const kparams &p, uint32_t seq)
+{
+    if (threadIdx.x == 0) {
+        uint32_t who = ld32(p.seg[p.prank] + H_ABORT);
+        if (who)
+            d_fail_aborted(p, seq, who);
+        else
+            d_fail_timeout(p, seq, ksh().llfail);
+    }
+    return -1;
 }
 
 /* One step of tree ti going up, by the whole block: 1 moved, 0 not ready, -1 failed.
@@ -996,7 +1062,14 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
                                         bk_off_up_slot(&p.lay, t.parent, ti, t.kpos, k);
         const unsigned char *k0 = p.seg[p.prank] + bk_off_up_slot(&p.lay, p.prank, ti, 0, k);
         int avg = p.d[4] == blinkAvg, divd = root && avg ? p.nranks : 0;
-        if (t.nkids == 0 && !divd) {
+        if (p.d[6] & BK_ALGO_LL) {
+            unsigned char *line = root ? NULL : p.seg[t.parent] + bk_off_ll_up_slot(
+                                                    &p.lay, t.parent, ti, t.kpos, k);
+            ll_up_pass_op<T>(avg ? blinkSum : (int)p.d[4], p, root ? dst : NULL, line, in,
+                             p.seg[p.prank] + bk_off_ll_up_slot(&p.lay, p.prank, ti, 0, k),
+                             (size_t)BK_SLOTS * p.lay.ll_slot_bytes, p.kids + t.kids_at, t.nkids,
+                             m * d_dtype_size(p.d[3]), divd, bk_ll_flag(seq, ch), &ksh().llfail);
+        } else if (t.nkids == 0 && !divd) {
             if (dst != in)
                 copy_bytes(dst, in, m * d_dtype_size(p.d[3]));
         } else {
@@ -1005,17 +1078,25 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
         }
     }
     __syncthreads();
+    if (dec == 1 && ksh().llfail >= 0)
+        dec = ll_fail(p, seq);
     if (dec == 1 && threadIdx.x == 0) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->up;
-        fence_acq_rel_sys(); /* release: the block's data moves (barrier above) before the flags */
-        if (t.parent >= 0)
-            st_relaxed_sys64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
-                             bk_tag(seq, ch + 1));
-        else if (p.d[1] == BLINK_PLAN_ALLREDUCE) /* the root's down pass may send it on */
-            st_relaxed_sys64(p.seg[p.prank] + bk_off_down_ready(&p.lay, p.prank, ti),
-                             bk_tag(seq, ch + 1));
+        /* LL: the lines were the announcement; credit needs no fence, for the reads it follows
+         * have returned. An allreduce root hands its output (plain stores, either protocol) to
+         * its own down pass by its down-ready word, released like any Simple hand-over. */
+        int self = t.parent < 0 && p.d[1] == BLINK_PLAN_ALLREDUCE;
+        if (!(p.d[6] & BK_ALGO_LL) || self) {
+            fence_acq_rel_sys(); /* release: the block's moves (barrier above) before the flags */
+            if (t.parent >= 0)
+                st_relaxed_sys64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
+                                 bk_tag(seq, ch + 1));
+            else if (self)
+                st_relaxed_sys64(p.seg[p.prank] + bk_off_down_ready(&p.lay, p.prank, ti),
+                                 bk_tag(seq, ch + 1));
+        }
         for (int j = 0; j < t.nkids; j++)
             st_relaxed_sys64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
                              bk_tag(seq, ch + 1));
@@ -1051,20 +1132,30 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         else
             src = p.seg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
         unsigned char *out = d_out_at(p, t, x0);
-        if (out != src)
-            copy_bytes(out, src, m * es);
-        for (int j = 0; j < t.nkids; j++)
-            copy_bytes(p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k), src, m * es);
+        if (p.d[6] & BK_ALGO_LL) {
+            ll_down_pass(p, ti, k, root ? src : NULL,
+                         p.seg[p.prank] + bk_off_ll_down_slot(&p.lay, p.prank, ti, k), out, kids,
+                         t.nkids, m * es, bk_ll_flag(seq, ch), t.parent, &ksh().llfail);
+        } else {
+            if (out != src)
+                copy_bytes(out, src, m * es);
+            for (int j = 0; j < t.nkids; j++)
+                copy_bytes(p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k), src, m * es);
+        }
     }
     __syncthreads();
+    if (dec == 1 && ksh().llfail >= 0)
+        dec = ll_fail(p, seq);
     if (dec == 1 && threadIdx.x == 0) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
         uint32_t ch = s->down;
-        fence_acq_rel_sys(); /* release, as in up_step */
-        for (int j = 0; j < t.nkids; j++)
-            st_relaxed_sys64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
-                             bk_tag(seq, ch + 1));
+        if (!(p.d[6] & BK_ALGO_LL)) {
+            fence_acq_rel_sys(); /* release, as in up_step */
+            for (int j = 0; j < t.nkids; j++)
+                st_relaxed_sys64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
+                                 bk_tag(seq, ch + 1));
+        }
         if (t.parent >= 0)
             st_relaxed_sys64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
                              bk_tag(seq, ch + 1));
@@ -1097,14 +1188,28 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     for (int i = tid; i < p.nranks; i += blockDim.x)
         checked[i] = 0;
     if (tid == 0) {
-        uint32_t seq = bk_seq_next(ld32(&p.ctl->seq));
-        seq_sh = seq;
+        seq_sh = bk_seq_next(ld32(&p.ctl->seq));
+        ksh().llfail = -1;
+    }
+    __syncthreads();
+    /* Wrap and LL (proto.h): block 0 zeroes this rank's flag words, or its LL lines, before it
+     * enters, so that no word or line of an earlier epoch looks current; all its threads help
+     * (the LL lines are megabytes). The barrier, then the release before entered, publish it. */
+    if (blockIdx.x == 0 && bk_ll_cleans(seq_sh)) {
+        size_t from = bk_seq_cleans(seq_sh) ? p.lay.flags_off[p.prank] : p.lay.ll_off[p.prank];
+        for (size_t o = from + 8 * (size_t)tid; o < p.lay.slots_off[p.prank];
+             o += 8 * (size_t)blockDim.x)
+            st64(me + o, 0);
+    }
+    __syncthreads();
+    if (tid == 0) {
+        uint32_t seq = seq_sh;
         d_trace_at(p, t_enter, seq, BK_TR_ENTER, 0, 0, -1);
         uint32_t who = ld32(me + H_ABORT);
-        if (!who && blockIdx.x != 0 && bk_seq_cleans(seq))
+        if (!who && blockIdx.x != 0 && bk_ll_cleans(seq))
             while (bk_entry_seq(ld_acquire_sys64(me + H_ENTERED)) != seq &&
                    !(who = ld32(me + H_ABORT)))
-                ; /* block 0 cleans this rank's flag words before it enters: not them first */
+                ; /* block 0 cleans what this block reads before it enters: not them first */
         if (who) {
             char *buf = ksh().msg;
             dmsg m = {buf, 0, BK_MSG_MAX};
@@ -1117,10 +1222,6 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
             dec_sh = -1;
         } else {
             if (blockIdx.x == 0) {
-                /* Wrap (proto.h): no flag word of an earlier epoch may look current. */
-                if (bk_seq_cleans(seq))
-                    for (size_t o = p.lay.flags_off[p.prank]; o < p.lay.slots_off[p.prank]; o += 8)
-                        st64(me + o, 0);
                 /* Enter: the description first, then the word that makes it valid (release:
                  * the clean and the last launch's reads of the staging come before it too). */
                 for (int i = 0; i < BK_DESC_WORDS; i++)
@@ -1184,27 +1285,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
             } else if (idle_since == 0) {
                 idle_since = now;
             } else if (now - idle_since > p.timeout_ns) {
-                char *buf = ksh().msg;
-                dmsg m = {buf, 0, BK_MSG_MAX};
-                int q = waiting;
-                put_s(m, "rank ");
-                put_i(m, p.user_of[p.prank]);
-                put_s(m, " (device ");
-                put_i(m, p.topo_dev[p.prank]);
-                put_s(m, "): no progress for ");
-                put_s(m, p.timeout_str);
-                put_s(m, " s in ");
-                put_s(m, d_coll_name(p.d[1]));
-                put_s(m, " (call ");
-                put_u(m, seq);
-                put_s(m, "), waiting for rank ");
-                put_i(m, p.user_of[q]);
-                put_s(m, " (device ");
-                put_i(m, p.topo_dev[q]);
-                put_s(m, ")");
-                d_peer_state(m, p, seq, q);
-                put_s(m, " (BLINK_TIMEOUT_S)");
-                d_fail(p, blinkSystemError, q, seq, buf, true);
+                d_fail_timeout(p, seq, waiting);
                 stop = 1;
             }
 #if defined(BK_KERNEL_SHIM) || __CUDA_ARCH__ >= 700

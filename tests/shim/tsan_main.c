@@ -3,10 +3,11 @@
  * tsan_main.c - `make check-tsan`: the kernel on the CPU (backend_shim.cc) under
  * ThreadSanitizer, without Criterion (whose runner cannot start under TSan: its inheritable
  * arena collides with TSan's address space). Every collective in float32, float16 and int8, sum
- * and avg, on a 3-rank chain (one block of 32 threads), on two 4-rank trees played by one
- * block and by two, and on the same trees cut into 3 + 2 channels with allreduce's up and down
- * passes on blocks of their own; then ranks that disagree about a call. Exit status 0 when every result
- * matches rt_testutil.c's reference; TSan makes it non-zero when it reports a race.
+ * and avg, on a 3-rank chain (one block of 32 threads) and on two 4-rank trees played by one
+ * block and by two, in Simple and in LL, and on the same trees cut into 3 + 2 channels with
+ * allreduce's up and down passes on blocks of their own, in both; then ranks that disagree
+ * about a call. Exit status 0 when every result matches rt_testutil.c's reference; TSan makes
+ * it non-zero when it reports a race.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,12 @@ int main(void)
      * its own block (allreduce 10, up and down apart); 300 elements reach several channels. */
     setenv("BLINK_CHANNEL_GBPS", "0.0001", 1);
     sweep("channels_split", 4, 2, two, (const unsigned[]){3, 2}, "10", "4", 300);
+    setenv("BLINK_PROTO", "ll", 1); /* the lines, their flags and credits (proto.h, LL) */
+    sweep("ll_channels_split", 4, 2, two, (const unsigned[]){3, 2}, "10", "4", 300);
     unsetenv("BLINK_CHANNEL_GBPS");
+    sweep("ll_chain3", 3, 1, one, (const unsigned[]){1}, "4", "32", 37);
+    sweep("ll_two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16", 37);
+    unsetenv("BLINK_PROTO");
     mismatch();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;

@@ -203,7 +203,7 @@ void run_job(const struct job *j, struct run *r)
     /* The ranks inherit mpirun's environment: nothing of the caller's may steer them. */
     static const char *const unset[] = {"BLINK_ALGO", "BLINK_NCCL_LIB", "BLINK_CHUNK_BYTES",
                                         "BLINK_STAGING_BYTES", "BLINK_DEVICE_MAP", "LD_PRELOAD",
-                                        "BLINK_SERVER", "NCCL_CLIENT_FAULT"};
+                                        "BLINK_SERVER", "NCCL_CLIENT_FAULT", "BLINK_PROTO"};
     for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++)
         unsetenv(unset[i]);
     if (SAN_PRELOAD[0]) /* Open MPI's own allocations are not the drop-in's leaks */

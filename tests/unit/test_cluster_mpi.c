@@ -11,6 +11,7 @@
  *    the same generated source and reads its tables), and no rank of its own server listed;
  *  - a rank that never joins, and one that dies: the others fail or are stopped in bounded
  *    time, and nothing is left in /dev/shm;
+ *  - the 2 x 4 sweep with BLINK_PROTO=ll: LL inside each server, MPI between them;
  *  - the 2 x 4 plan in processes without MPI (this program links none): every rank fails
  *    with blinkInvalidUsage and a message that names the MPI library it looked for.
  * Skipped, not failed, where Open MPI or the client is missing. mpi_job.c runs the jobs.
@@ -74,6 +75,27 @@ Test(cluster_mpi, dgx1v_2_servers_x_8, .timeout = 600)
                     {"-q", "-Q", "-d", "int32,float32", "-o", "sum,max", NULL}, -1, NULL, NULL,
                     srv2x8, NULL, 0};
     run_sweep(&j);
+}
+
+/* LL inside each server, whole chunks over MPI between servers (exec_host.c): results right
+ * against the client's reference, and the runtime says the calls ran LL. */
+Test(cluster_mpi, ll_inside_servers_mpi_between, .timeout = 600)
+{
+    struct job j = {"2 x 4 DGX-1V GPUs, LL", DROPIN_2X4, 8, dev2x4,
+                    {"-q", "-n", "1,7,1021,4099", "-d", "int8,float16,float64", "-o", "sum,max",
+                     NULL}, -1, "INFO", "BLINK_PROTO=ll", srv2x4, NULL, 0};
+    struct run r;
+    int n = -1;
+    long cases = -1, wrong = -1, errors = -1;
+    run_checked(&j, &r);
+    const char *sum = strstr(r.out, "# nccl-client: ranks ");
+    cr_expect(sum && sscanf(sum, "# nccl-client: ranks %d, cases %ld, wrong %ld, errors %ld", &n,
+                            &cases, &wrong, &errors) == 4, "no summary line:\n%s", tail(r.out));
+    cr_expect(n == 8 && wrong == 0 && errors == 0 && cases > 0, "ranks %d, cases %ld, wrong %ld, "
+              "errors %ld:\n%s", n, cases, wrong, errors, tail(r.out));
+    cr_expect_gt(count_log_lines(r.out, NULL, " chunks, LL"), 0, "no call ran LL:\n%s",
+                 tail(r.out));
+    free(r.out);
 }
 
 /* ------------------------------------------------------------------ bytes over MPI */

@@ -7,8 +7,8 @@
  * on PATH, as CUDA for sm_90 and for sm_70 when that nvcc still supports it; so do the other
  * fixtures' sources, which make writes into the build tree. The same run writes the MSCCL
  * algorithm files of DGX-1V and DGX-2 (--msccl-xml), compared with generated/msccl/NAME/ file
- * by file (test_msccl runs them in its interpreter); DGX-1V runs NCCL at every size, so it
- * has none.
+ * by file (test_msccl runs them in its interpreter); DGX-1V has files only for the small sizes
+ * where its trees run the LL protocol (NCCL runs the rest).
  */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <criterion/criterion.h>

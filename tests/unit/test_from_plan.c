@@ -199,9 +199,61 @@ Test(from_plan, rates_and_ranges_the_runtime_cannot_carry_are_refused)
         {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"nvls\", "
          "\"chunk_bytes\": 1, \"tree_us\": 1, \"ring_us\": 1}], \"ring_chains\": [",
          "\"algo\" is \"trees\" or \"rings\""},
+        {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"trees\", "
+         "\"chunk_bytes\": 1, \"proto\": \"LL128\", \"tree_us\": 1, \"ring_us\": 1}], "
+         "\"ring_chains\": [", "\"proto\" is \"simple\" or \"ll\""},
     };
     for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++)
         expect_refused(&cases[i]);
+}
+
+/* Every occurrence of `find` in s removed. */
+static char *remove_all(const char *s, const char *find)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    for (const char *at; (at = strstr(s, find)); s = at + strlen(find))
+        sb_printf(&sb, "%.*s", (int)(at - s), s);
+    sb_puts(&sb, s);
+    return sb.data;
+}
+
+/* The protocol of each range: written to the plan file and read back (the code renders LL
+ * where the tuner chose it, as -o did); a file without it (written before ranges had one)
+ * reads as Simple everywhere; a range whose "proto" is gone no longer renders LL. */
+Test(from_plan, the_protocol_of_a_range_comes_back, .timeout = 120)
+{
+    const char *const args[] = {"--gpus", "0,1,2,4,5", "--collective", "allreduce",
+                                "builtin:dgx1v", NULL};
+    check_round_trip("LL ranges", args);
+    char *a = tu_temp_file(".cu", "", 0), *p = tu_temp_file(".json", "", 0);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "-o", a, "--plan-json", p, "--gpus",
+                                            "0,1,2,4,5", "--collective", "allreduce",
+                                            "builtin:dgx1v", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    size_t n = 0;
+    char *json = tu_slurp(p, &n), *code = tu_slurp(a, &n);
+    cr_assert(json && code);
+    cr_expect(strstr(json, "\"proto\": \"ll\""), "the tuner picks LL here: %s", json);
+    cr_expect(strstr(json, "\"proto\": \"simple\""));
+    cr_expect(strstr(code, "BLINK_PLAN_LL }"));
+    /* Without the member every range reads as Simple. */
+    char *bare = remove_all(json, "\"proto\": \"simple\", ");
+    char *none = remove_all(bare, "\"proto\": \"ll\", ");
+    cr_assert(!strstr(none, "\"proto\""));
+    char *q = tu_temp_file(".json", none, strlen(none)), *b = tu_temp_file(".cu", "", 0);
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--from-plan", q, "-o", b, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char *again = tu_slurp(b, &n);
+    cr_assert_not_null(again);
+    cr_expect(!strstr(again, "BLINK_PLAN_LL"), "a range without \"proto\" is Simple");
+    cr_expect(strstr(again, "BLINK_PLAN_SIMPLE }"));
+    unlink(a), unlink(p), unlink(q), unlink(b);
+    free(a), free(p), free(q), free(b), free(json), free(code), free(bare), free(none);
+    free(again);
 }
 
 static void expect_usage(const char *const *args, const char *want)

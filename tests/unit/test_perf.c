@@ -361,9 +361,10 @@ Test(perf, devices_in_any_order, .timeout = 120)
 }
 
 /* No devices and no -t or -g: the largest plan linked, all 8 GPUs of the DGX-1V, tuned (the
- * build links generated/dgx1v.cu first): its per-size choice, in ranges, hands every size to
+ * build links generated/dgx1v.cu first): its per-size choice, in ranges, hands broadcast to
  * the rings there (the trees trail them on the full box, at the same rate with a step per
- * chunk). Run as broadcast_perf (a link), the name is the collective. */
+ * chunk) but from 1 to 2 MiB, where the trees run the LL protocol. Run as broadcast_perf (a
+ * link), the name is the collective. */
 Test(perf, ranks_from_the_linked_tuned_plan, .timeout = 120)
 {
     struct tu_run r;
@@ -373,6 +374,7 @@ Test(perf, ranks_from_the_linked_tuned_plan, .timeout = 120)
     const char *plan = strstr(r.out, "#  Plan: 'dgx1v'");
     cr_assert(plan, "%s", r.out);
     cr_expect(strstr(plan, "8 ranks; per-size choice: rings from 0 B ("), "%s", plan);
+    cr_expect(strstr(plan, "trees LL from 1 MiB ("), "%s", plan);
     cr_expect(strstr(plan, "rings from 1 GiB ("), "not every range read: %s", plan);
     tu_run_free(&r);
     /* A device set only the untuned library has. */

@@ -15,7 +15,8 @@
  * (trees cut by rate and by BLINK_NCHANNELS, allreduce's up and down passes on blocks of their
  * own or shared, the DGX-1V plan's counts and per-set staging); the channel rule itself; and two
  * failures: ranks that disagree about a call both fail with "mismatched collective calls", and
- * a rank that never calls makes its neighbour time out naming it.
+ * a rank that never calls makes its neighbour time out naming it. LL (BLINK_PROTO=ll) runs on
+ * four of those plans too, across the LL lines' clean and the wrap.
  *
  * What this proves: the kernel's control flow, chunk and range arithmetic, alignment paths,
  * reductions and both protocols (the up and down hand-overs, credits, the description check,
@@ -139,6 +140,58 @@ Test(rt_shim, across_the_cleans, .timeout = 120)
               mid_counts, N(mid_counts));
     }
     unsetenv("BLINK_DEBUG_SEQ_START");
+}
+
+/* LL (proto.h): the lines carry the data and their flags; 16-byte chunks are two lines, so calls
+ * take many chunks and the flags' rounds and the credits turn; then one block playing two trees
+ * (a pass that began waits inside itself for lines of a pass that began elsewhere); then calls
+ * across the LL lines' clean at 2^21 + 1 and the wrap; then 8 ranks and 512-byte chunks (64
+ * lines, more than the block's threads). */
+Test(rt_shim, ll_chain3, .timeout = 120)
+{
+    static const int chain[] = {-1, 0, 1};
+    const int *shapes[] = {chain};
+    setenv("BLINK_PROTO", "ll", 1);
+    sweep(3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"}, blinkProd, counts,
+          N(counts));
+    unsetenv("BLINK_PROTO");
+}
+
+Test(rt_shim, ll_two_trees_one_block, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    setenv("BLINK_PROTO", "ll", 1);
+    sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"1", "16", "16"}, blinkMin,
+          mid_counts, N(mid_counts));
+    unsetenv("BLINK_PROTO");
+}
+
+Test(rt_shim, ll_across_the_cleans, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    static const char *const starts[] = {"2097140", "4294967280"};
+    setenv("BLINK_PROTO", "ll", 1);
+    for (size_t i = 0; i < N(starts); i++) {
+        setenv("BLINK_DEBUG_SEQ_START", starts[i], 1);
+        sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"}, -1,
+              mid_counts, N(mid_counts));
+    }
+    unsetenv("BLINK_DEBUG_SEQ_START");
+    unsetenv("BLINK_PROTO");
+}
+
+Test(rt_shim, ll_three_trees8, .timeout = 120)
+{
+    static const int bin[] = {-1, 0, 0, 1, 1, 2, 2, 3};
+    static const int star[] = {3, 3, 3, -1, 3, 3, 3, 3};
+    static const int chain[] = {1, 2, 3, 4, 5, 6, 7, -1};
+    const int *shapes[] = {bin, star, chain};
+    setenv("BLINK_PROTO", "ll", 1);
+    sweep(8, 3, shapes, (const unsigned[]){2, 1, 1}, (struct shape){"2", "8", "512"}, -1,
+          big_counts, N(big_counts));
+    unsetenv("BLINK_PROTO");
 }
 
 /* Eight ranks, three trees (a binary tree, a star, a chain) on two blocks: one block plays
@@ -332,6 +385,14 @@ Test(rt_shim, dgx1v_channels, .timeout = 120)
         cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "case %zu: %s", i,
                      why);
     }
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    /* The same allreduce in LL: the roots hand their output to their down blocks by the word. */
+    setenv("BLINK_PROTO", "ll", 1);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    unsetenv("BLINK_PROTO");
+    char why[512] = "";
+    cr_assert_eq(rt_run_check(comms, 8, &cases[0], why, sizeof why), 0, "LL: %s", why);
     for (int v = 0; v < 8; v++)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
 }

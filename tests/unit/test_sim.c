@@ -129,6 +129,76 @@ Test(sim, single_link_broadcast_and_reduce)
     topo_free(&t);
 }
 
+/* LL (sim.h): a chunk's hand-over costs ll_step instead of step, and every byte crosses the
+ * link twice over (16-byte lines of 8 data bytes), in chunks of at most SIM_LL_CHUNK_MAX. So on
+ * one link it wins a small message by (step - ll_step) less one more pass of its bytes, and
+ * loses a large one by the bytes' second pass less what the cheaper hand-overs save. */
+static double run_proto(const struct topo *t, const struct pgraph *g, const struct ptree_set *s,
+                        enum sim_proto proto, double bytes, size_t chunk)
+{
+    struct sim_params p;
+    sim_params_default(&p);
+    struct sim_job j = {SIM_TREES, t, COLL_BROADCAST, 0, g, s, NULL, NULL, proto};
+    struct diag d;
+    diag_init(&d);
+    double us = -1;
+    cr_assert_eq(sim_run(&j, bytes, chunk, &p, &us, &d), BK_OK);
+    diag_free(&d);
+    return us;
+}
+
+Test(sim, ll_pays_less_per_hop_and_more_per_byte)
+{
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    cr_assert_lt(p.ll_step_us, p.step_us);
+    load(one_link, &t, &g);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0}, -1, 10);
+    double a = p.alpha_us[TOPO_NVLINK], rate = 10 * p.eff[0] * 1e3; /* bytes per us */
+    double fixed = p.call_us + p.launch_us;
+    /* 1 KiB in one chunk. */
+    double small = 1024;
+    double simple = run_proto(&t, &g, &s, SIM_SIMPLE, small, SIM_CHUNK_MIN);
+    double ll = run_proto(&t, &g, &s, SIM_LL, small, SIM_CHUNK_MIN);
+    cr_expect(WITHIN(simple, fixed + p.step_us + a + small / rate, 0.01), "simple %g", simple);
+    cr_expect(WITHIN(ll, fixed + p.ll_step_us + a + 2 * small / rate, 0.01), "ll %g", ll);
+    double gain = p.step_us - p.ll_step_us - small / rate;
+    cr_assert_gt(gain, 0);
+    cr_expect(WITHIN(simple - ll, gain, 0.05), "1 KiB: LL gains %g us, the model %g",
+              simple - ll, gain);
+    /* 64 MiB: Simple in 1 MiB chunks, LL in its largest (a larger request is cut to it). */
+    double Kc = M / (double)C, Kl = M / (double)SIM_LL_CHUNK_MAX;
+    simple = run_proto(&t, &g, &s, SIM_SIMPLE, M, C);
+    ll = run_proto(&t, &g, &s, SIM_LL, M, SIM_LL_CHUNK_MAX);
+    double want_simple = fixed + Kc * (p.step_us + a + C / rate);
+    double want_ll = fixed + Kl * (p.ll_step_us + a + 2.0 * SIM_LL_CHUNK_MAX / rate);
+    cr_expect(WITHIN(simple, want_simple, 0.01), "simple %g, closed form %g", simple,
+              want_simple);
+    cr_expect(WITHIN(ll, want_ll, 0.01), "ll %g, closed form %g", ll, want_ll);
+    cr_assert_gt(want_ll, want_simple * 1.5);
+    cr_expect_gt(ll, simple * 1.5, "64 MiB: LL %g us, Simple %g us", ll, simple);
+    cr_expect_eq(run_proto(&t, &g, &s, SIM_LL, M, C), ll, "an LL chunk holds at most %zu",
+                 SIM_LL_CHUNK_MAX);
+    /* The chunk search stays within LL's chunks. */
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL, NULL, SIM_LL};
+    size_t best;
+    double us;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(sim_best_chunk(&j, M, &p, &best, &us, &d), BK_OK);
+    cr_expect_leq(best, SIM_LL_CHUNK_MAX);
+    cr_assert_eq(sim_chunk_near(&j, M, &p, C, 0, &best, &us, &d), BK_OK);
+    cr_expect_leq(best, SIM_LL_CHUNK_MAX);
+    diag_free(&d);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
 static const char fan[] = "topology fan\ngpu g0\ngpu g1\ngpu g2\n"
                           "link g0 g1 bw=10\nlink g0 g2 bw=10\n";
 

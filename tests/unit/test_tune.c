@@ -44,7 +44,10 @@ static double plan_us(const struct plan_set *ps, const struct plan *pl, double b
     double us;
     struct diag d;
     diag_init(&d);
-    cr_assert_eq(sim_tree_plan(ps, pl, bytes, r->chunk_bytes, sp, &us, &d), BK_OK);
+    struct sim_job j;
+    sim_job_plan(&j, ps, pl);
+    j.proto = r->proto == PLAN_PROTO_LL ? SIM_LL : SIM_SIMPLE;
+    cr_assert_eq(sim_run(&j, bytes, r->chunk_bytes, sp, &us, &d), BK_OK);
     diag_free(&d);
     return us;
 }
@@ -65,13 +68,20 @@ static void plan_tuned(const int *gpus, int n, unsigned colls, struct topo *t,
         for (int k = 1; k < tu->n; k++) {
             cr_expect_gt(tu->r[k].min_bytes, tu->r[k - 1].min_bytes);
             cr_expect(tu->r[k].algo != tu->r[k - 1].algo ||
-                      tu->r[k].chunk_bytes != tu->r[k - 1].chunk_bytes, "unmerged ranges");
+                      tu->r[k].chunk_bytes != tu->r[k - 1].chunk_bytes ||
+                      tu->r[k].proto != tu->r[k - 1].proto, "unmerged ranges");
         }
-        for (int k = 0; k < tu->n; k++)
-            cr_expect(tu->r[k].chunk_bytes >= SIM_CHUNK_MIN &&
-                      tu->r[k].chunk_bytes <= PLAN_TUNE_MAX_CHUNK &&
+        for (int k = 0; k < tu->n; k++) {
+            size_t max = tu->r[k].proto == PLAN_PROTO_LL ? SIM_LL_CHUNK_MAX : PLAN_TUNE_MAX_CHUNK;
+            cr_expect(tu->r[k].chunk_bytes >= SIM_CHUNK_MIN && tu->r[k].chunk_bytes <= max &&
                       !(tu->r[k].chunk_bytes & (tu->r[k].chunk_bytes - 1)), "chunk %zu",
                       tu->r[k].chunk_bytes);
+            /* LL only where it was timed, on trees: rings ranges keep Simple. */
+            cr_expect(tu->r[k].proto == PLAN_PROTO_SIMPLE ||
+                      (tu->r[k].algo == PLAN_ALGO_TREES &&
+                       tu->r[k].at_bytes <= PLAN_TUNE_LL_MAX_BYTES), "LL range at %.0f",
+                      tu->r[k].at_bytes);
+        }
     }
 }
 
@@ -127,6 +137,60 @@ Test(tune, rings_where_theory_says_so_trees_where_they_have_bandwidth, .timeout 
     pl = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
     for (double b = 4 << 20; b <= (double)(1u << 31); b *= 2)
         cr_expect_eq(plan_range_at(pl, b)->algo, PLAN_ALGO_TREES, "{0,2,3} at %.0f", b);
+    plan_set_free(&ps);
+    topo_free(&t);
+}
+
+/* The simulated time of pl's trees at `bytes` with the protocol's own best chunk. */
+static double best_us(const struct plan_set *ps, const struct plan *pl, enum sim_proto proto,
+                      double bytes, const struct sim_params *sp)
+{
+    struct sim_job j;
+    sim_job_plan(&j, ps, pl);
+    j.proto = proto;
+    size_t chunk;
+    double us;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(sim_best_chunk(&j, bytes, sp, &chunk, &us, &d), BK_OK);
+    diag_free(&d);
+    return us;
+}
+
+/* LL's hand-overs cost less and its bytes twice as much: on the model, {0,2,3}'s allreduce
+ * trees run faster with LL at 64 KiB and slower at 64 MiB, and where that makes the trees
+ * beat NCCL the plan runs them with LL ({0,1,2,4,5}: small sizes) and Simple beyond. */
+Test(tune, ll_at_small_sizes_simple_at_large, .timeout = 300)
+{
+    struct topo t;
+    struct plan_set ps;
+    struct sim_params sp;
+    unsigned ar = 1u << COLL_ALLREDUCE;
+    plan_tuned((const int[]){0, 2, 3}, 3, ar, &t, &ps, &sp);
+    const struct plan *pl = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
+    cr_expect_lt(best_us(&ps, pl, SIM_LL, 64 << 10, &sp),
+                 best_us(&ps, pl, SIM_SIMPLE, 64 << 10, &sp));
+    cr_expect_gt(best_us(&ps, pl, SIM_LL, 64 << 20, &sp),
+                 best_us(&ps, pl, SIM_SIMPLE, 64 << 20, &sp));
+    for (double b = 4 << 20; b <= (double)(1u << 30); b *= 2)
+        cr_expect_eq(plan_range_at(pl, b)->proto, PLAN_PROTO_SIMPLE, "{0,2,3} at %.0f", b);
+    plan_set_free(&ps);
+    topo_free(&t);
+    plan_tuned((const int[]){0, 1, 2, 4, 5}, 5, ar, &t, &ps, &sp);
+    pl = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
+    for (double b = 0; b <= 256 << 10; b += 64 << 10) {
+        const struct plan_range *r = plan_range_at(pl, b);
+        cr_expect(r->algo == PLAN_ALGO_TREES && r->proto == PLAN_PROTO_LL,
+                  "{0,1,2,4,5} at %.0f: %s", b, r->algo == PLAN_ALGO_RINGS ? "NCCL" : "Simple");
+        int trees; /* what it runs at the samples beats NCCL */
+        if (b > 0)
+            cr_expect_lt(plan_us(&ps, pl, b, &sp, &trees), nccl_us(&ps, pl, b, &sp));
+    }
+    for (double b = 4 << 20; b <= (double)(1u << 30); b *= 2) {
+        const struct plan_range *r = plan_range_at(pl, b);
+        cr_expect(r->algo == PLAN_ALGO_TREES && r->proto == PLAN_PROTO_SIMPLE,
+                  "{0,1,2,4,5} at %.0f", b);
+    }
     plan_set_free(&ps);
     topo_free(&t);
 }
