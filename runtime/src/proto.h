@@ -24,8 +24,9 @@
  *
  * Allreduce's root. Its down pass sends on what its up pass reduced into the output. The root
  * has no parent, so nobody else writes its down ready word: its up pass, having written chunk
- * c, stores tag(seq, c + 1) there (release, as any hand-over), and its down pass waits on it as
- * every other rank waits on its parent's; so the two passes may run in different executors
+ * c, stores tag(seq, c + 1) there (release, as any hand-over; in LL too, whose output is plain
+ * stores), and its down pass waits on it as every other rank waits on its parent's (in Simple);
+ * so the two passes may run in different executors
  * (the CUDA kernel's blocks). The host backend's thread plays both and reads its own progress
  * instead; either way the word keeps one writer.
  *
@@ -62,8 +63,9 @@
  * 16-byte lines {data, flag, data, flag} with one vector store, the host backend 8-byte packets
  * {data, flag} with one 64-bit atomic store; a chunk of m data bytes takes twice m, rounded up to
  * the line. The flag of chunk c in call seq is bk_ll_flag(seq, c). A receiver polls the lines
- * themselves, so there are no ready words and no fences: the flag arrives with its data. Credit
- * is as in Simple (the freed words, before chunk c reuses the slot of chunk c - S), and a sender
+ * themselves, so there are no ready words and no fences (but for an allreduce root's own,
+ * above): the flag arrives with its data. Credit is as in Simple (the freed words, before chunk
+ * c reuses the slot of chunk c - S), and a sender
  * writes into a receiver only once it entered the call. A pass starts only when line 0 of each
  * slot it reads carries its flag: then the pass that writes that slot has begun, and a pass
  * that has begun ends (its own inputs began likewise), so no executor waits inside a pass on one
