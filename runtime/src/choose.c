@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 
+#include "backend.h"
 #include "rt.h"
 
 static const char *size_text(size_t b, char *buf, size_t len)
