@@ -69,12 +69,13 @@ void bk_trace_call(blinkComm_t c, const struct bk_args *a, const char *fn, const
 
 /* The TRACE line of a call that the plan runs. */
 static void trace_plan(blinkComm_t c, const struct bk_args *a, const char *fn,
-                       const struct bk_choice *ch, size_t chunk)
+                       const struct bk_choice *ch, size_t chunk, int direct)
 {
-    char runs[128];
-    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks%s", c->seq,
+    char runs[160];
+    snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks%s%s", c->seq,
              ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chain" : "tree",
-             ch->ntrees == 1 ? "" : "s", chunk, ch->proto == BLINK_PLAN_LL ? ", LL" : "");
+             ch->ntrees == 1 ? "" : "s", chunk, ch->proto == BLINK_PLAN_LL ? ", LL" : "",
+             direct ? ", direct" : "");
     bk_trace_call(c, a, fn, runs);
 }
 
@@ -144,8 +145,11 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     c->seq = bk_seq_next(c->seq);
     size_t es = bk_dtype_size(a->dt);
     size_t chunk = fit_chunk(c, a, &ch);
+    /* Direct (proto.h): Simple calls of ranks that all share this process, where a peer's
+     * output pointer is an address here too; every rank of the communicator decides alike. */
+    int direct = ch.proto != BLINK_PLAN_LL && c->one_process && !c->nremote && c->env.direct;
     uint64_t algo = (ch.ring_set ? BK_ALGO_RING_SET : 0u) |
-                    (ch.proto == BLINK_PLAN_LL ? BK_ALGO_LL : 0u);
+                    (ch.proto == BLINK_PLAN_LL ? BK_ALGO_LL : 0u) | (direct ? BK_ALGO_DIRECT : 0u);
     struct bk_launch L = {{c->seq, (uint64_t)a->coll, (uint64_t)(int64_t)root, (uint64_t)a->dt,
                            (uint64_t)a->op, a->count, algo, chunk},
                           a->send, a->recv,
@@ -160,7 +164,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     }
     c->ops = 0;
     if (trace)
-        trace_plan(c, a, fn, &ch, chunk);
+        trace_plan(c, a, fn, &ch, chunk, direct);
     return be->launch(c, &L, a->stream);
 }
 

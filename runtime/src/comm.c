@@ -241,6 +241,7 @@ static blinkResult_t join(const struct blink_plan_library *lib, blinkComm_t c, s
     blinkResult_t r = blinkSuccess;
     if (!c->plan_of || !c->user_of || !c->peer || !all)
         r = bk_error(blinkSystemError, "%s: out of memory", fn);
+    c->one_process = (flags & BK_INIT_ONE_PROCESS) != 0;
     if (r == blinkSuccess)
         r = choose_plan(lib, c, who, flags, fn);
     char name[64];

@@ -17,6 +17,8 @@
  *                             destroy (trace.c)
  *   BLINK_TRACE_RECORDS=N     events a rank keeps (default 262144)
  *   BLINK_CHECK_CALLS=0|1     1: every rank compares whole call descriptions, not their hashes
+ *   BLINK_DIRECT=0|1          0: ranks of one process go down through the staging too, not
+ *                             straight into each other's outputs (default 1; proto.h, Direct)
  *   BLINK_CHANNEL_GBPS=R      the rate one channel carries (roles.c): a tree of the plan is cut
  *                             into ceil(rate / R) channels, 1 to 16 (default 20, NCCL's)
  *   BLINK_NCHANNELS=N         cut every tree into N channels (1 to 16), whatever its rate
@@ -59,6 +61,7 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
     e->timeout_s = BK_DEFAULT_TIMEOUT_S;
     e->staging = BK_DEFAULT_STAGING;
     e->seq_start = 1;
+    e->direct = 1;
     e->channel_gbps = BK_DEFAULT_CHANNEL_GBPS;
     e->trace_records = BK_TRACE_DEFAULT_RECORDS;
     blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
@@ -136,6 +139,11 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_CHECK_CALLS='%s' is not 0 or 1", fn,
                             env);
         e->check_calls = env[0] == '1';
+    }
+    if ((env = getenv("BLINK_DIRECT")) != NULL && *env) {
+        if (strcmp(env, "0") && strcmp(env, "1"))
+            return bk_error(blinkInvalidArgument, "%s: BLINK_DIRECT='%s' is not 0 or 1", fn, env);
+        e->direct = env[0] == '1';
     }
     if ((env = getenv("BLINK_DEBUG_SEQ_START")) != NULL && *env) {
         char *end;

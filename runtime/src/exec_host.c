@@ -22,6 +22,10 @@
  * other servers stay as above, whole chunks by MPI into and out of the staging slots. A rank
  * with both kinds of edges starts a pass once the MPI chunks are whole and packet 0 of each LL
  * slot has come, then reads each source by its kind.
+ *
+ * A direct call (BK_ALGO_DIRECT: ranks that share one process, proto.h's Direct) goes down
+ * without staging: a sender copies each chunk into its children's outputs, whose addresses
+ * their headers publish, and a child only forwards what its parent wrote there.
  */
 #define _DEFAULT_SOURCE /* syscall(2), for the futex */
 #include <errno.h>
@@ -273,9 +277,9 @@ static void describe(const uint64_t *d, char *buf, size_t len)
     if ((int64_t)d[2] >= 0 && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " root (plan rank) %lld", (long long)d[2]);
     if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ", %s%s, chunk %llu",
+        snprintf(buf + n, len - (size_t)n, ", %s%s%s, chunk %llu",
                  d[6] & BK_ALGO_RING_SET ? "rings" : "trees", d[6] & BK_ALGO_LL ? ", LL" : "",
-                 (unsigned long long)d[7]);
+                 d[6] & BK_ALGO_DIRECT ? ", direct" : "", (unsigned long long)d[7]);
 }
 
 /* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1.
@@ -490,6 +494,7 @@ static int gone(blinkComm_t c, int q);
 static void waited_for(const struct bk_hx *x, int q, char *buf, size_t len);
 
 static int ll_call(const struct bk_launch *L) { return (L->d.algo & BK_ALGO_LL) != 0; }
+static int direct_call(const struct bk_launch *L) { return (L->d.algo & BK_ALGO_DIRECT) != 0; }
 static const uint64_t *ll_in(blinkComm_t c, size_t off) { return word(c, c->prank, off); }
 
 /* A packet awaited inside a pass: the same watch as the worker's waits between passes (an
@@ -640,8 +645,9 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     const int *kids = p.kids;
     uint32_t seq = p.seq, ch = p.ch;
     int me = p.me, k = p.k, root = p.root, r, ll = ll_call(L);
-    int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE;
+    int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE, direct = direct_call(L);
     size_t es = p.es, x0 = p.x0, m = p.m;
+    unsigned char *out = out_at(c, L, t, x0);
     const unsigned char *src;
     if (root) {
         if (allreduce && s->up <= ch)
@@ -658,7 +664,8 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             w->waiting_for = t->parent;
             return 0;
         }
-        src = at(c, me, bk_off_down_slot(lay, me, ti, k));
+        /* Direct: the parent wrote this rank's output itself (proto.h). */
+        src = direct ? out : at(c, me, bk_off_down_slot(lay, me, ti, k));
     }
     for (int j = 0; j < t->nkids; j++) {
         if (remote(c, kids[j])) {
@@ -669,15 +676,15 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
         }
         if ((r = peer_ready(w, kids[j])) <= 0)
             return r;
-        if (ch >= BK_SLOTS && !bk_tag_reached(ld(word(c, me, bk_off_down_freed(lay, me, ti, kids[j]))),
-                                              seq, ch - BK_SLOTS + 1)) {
+        if (!direct && ch >= BK_SLOTS && /* direct: no slot, so no credit */
+            !bk_tag_reached(ld(word(c, me, bk_off_down_freed(lay, me, ti, kids[j]))), seq,
+                            ch - BK_SLOTS + 1)) {
             w->waiting_for = kids[j];
             return 0;
         }
     }
     TRACE(w, BK_TR_DOWN_DECIDE, ti, ch, t->parent);
     TRACE(w, BK_TR_DOWN_START, ti, ch, t->parent);
-    unsigned char *out = out_at(c, L, t, x0);
     if (ll) {
         for (int j = 0; j < t->nkids; j++)
             if (!remote(c, kids[j]) && !write_allowed(w))
@@ -699,11 +706,17 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             continue; /* its packets went with the pass */
         if (!write_allowed(w))
             return -1;
-        memcpy(at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k)), src, m * es);
+        /* Direct: into the child's output at the same place; peer_ready's acquire load of its
+         * entered word ordered its address (proto.h, Calls). */
+        unsigned char *dst = direct ? (unsigned char *)(uintptr_t)__atomic_load_n(
+                                          &hdr(c, kids[j])->out, __ATOMIC_RELAXED) +
+                                          (out - (unsigned char *)L->recv)
+                                    : at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k));
+        memcpy(dst, src, m * es);
         st(word(c, kids[j], bk_off_down_ready(lay, kids[j], ti)), bk_tag(seq, ch + 1));
         ring(c, kids[j]);
     }
-    if (!root && !remote(c, t->parent)) {
+    if (!root && !remote(c, t->parent) && !direct) {
         st(word(c, t->parent, bk_off_down_freed(lay, t->parent, ti, me)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
@@ -1198,6 +1211,7 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
      * clean and this rank's reads of its staging in the last call come before it too). */
     for (int i = 0; i < BK_DESC_WORDS; i++)
         __atomic_store_n(&me->desc[i], d[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out, (uint64_t)(uintptr_t)L->recv, __ATOMIC_RELAXED);
     __atomic_store_n(&me->entered, x->entry, __ATOMIC_RELEASE);
     for (int q = 0; q < c->nranks; q++)
         if (q != c->prank && !c->peer[q].remote)

@@ -26,7 +26,8 @@
  * exec_host.c's order with reduce_host.c's arithmetic (integers wrap, float16/bfloat16 go through
  * float and are rounded after every combine, max/min let a number win over a NaN), so both backends
  * should agree bit for bit, NaN payloads aside; going down, the chunk is copied to the output and
- * to every child's down slot.
+ * to every child's down slot, or, in a direct call (proto.h's Direct), straight into every
+ * child's output, which a child then only forwards (no slot, no down credit).
  *
  * Ordering, in NCCL's form: thread 0 polls the flag words with acquire loads (ld_acquire_sys64)
  * and the barrier after its decision orders the other threads' data accesses after them; after
@@ -131,6 +132,7 @@ struct tstate {
 
 #define H_ENTERED offsetof(struct bk_seg_header, entered)
 #define H_ABORT offsetof(struct bk_seg_header, abort)
+#define H_OUT offsetof(struct bk_seg_header, out)
 #define H_DESC offsetof(struct bk_seg_header, desc)
 #define H_MSG offsetof(struct bk_seg_header, abort_msg)
 #define H_MSG_BYTES sizeof(((struct bk_seg_header *)0)->abort_msg)
@@ -372,6 +374,8 @@ __device__ void d_describe(dmsg &m, const uint64_t *d)
     put_s(m, d[6] & BK_ALGO_RING_SET ? ", rings" : ", trees");
     if (d[6] & BK_ALGO_LL)
         put_s(m, ", LL");
+    if (d[6] & BK_ALGO_DIRECT)
+        put_s(m, ", direct");
     put_s(m, ", chunk ");
     put_u(m, d[7]);
 }
@@ -1011,7 +1015,7 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
         int r = d_peer_ready(p, seq, checked, kids[j], waiting);
         if (r <= 0)
             return r;
-        if (ch >= BK_SLOTS &&
+        if (!(p.d[6] & BK_ALGO_DIRECT) && ch >= BK_SLOTS && /* direct: no slot, no credit */
             !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_freed(&p.lay, p.prank, ti, kids[j])),
                             seq, ch - BK_SLOTS + 1)) {
             waiting = kids[j];
@@ -1126,12 +1130,13 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        bool direct = p.d[6] & BK_ALGO_DIRECT;
+        unsigned char *out = d_out_at(p, t, x0);
         const unsigned char *src;
         if (root)
-            src = p.d[1] == BLINK_PLAN_ALLREDUCE ? d_out_at(p, t, x0) : d_in_at(p, t, x0);
-        else
-            src = p.seg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
-        unsigned char *out = d_out_at(p, t, x0);
+            src = p.d[1] == BLINK_PLAN_ALLREDUCE ? out : d_in_at(p, t, x0);
+        else /* direct: the parent wrote the output itself */
+            src = direct ? out : p.seg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
         if (p.d[6] & BK_ALGO_LL) {
             ll_down_pass(p, ti, k, root ? src : NULL,
                          p.seg[p.prank] + bk_off_ll_down_slot(&p.lay, p.prank, ti, k), out, kids,
@@ -1139,8 +1144,12 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         } else {
             if (out != src)
                 copy_bytes(out, src, m * es);
+            /* Direct: into the child's output at the same place (proto.h): its address was
+             * stored before the entered word that down_ready's acquire load saw. */
             for (int j = 0; j < t.nkids; j++)
-                copy_bytes(p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k), src, m * es);
+                copy_bytes(direct ? (unsigned char *)ld64(p.seg[kids[j]] + H_OUT) + (out - p.recv)
+                                  : p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k),
+                           src, m * es);
         }
     }
     __syncthreads();
@@ -1156,7 +1165,7 @@ __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
                 st_relaxed_sys64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
                                  bk_tag(seq, ch + 1));
         }
-        if (t.parent >= 0)
+        if (t.parent >= 0 && !(p.d[6] & BK_ALGO_DIRECT))
             st_relaxed_sys64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
                              bk_tag(seq, ch + 1));
         d_trace(p, seq, BK_TR_DOWN_POST, ti, ch, t.parent);
@@ -1226,6 +1235,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                  * the clean and the last launch's reads of the staging come before it too). */
                 for (int i = 0; i < BK_DESC_WORDS; i++)
                     st64(me + H_DESC + 8 * i, i == 0 ? (uint64_t)seq : p.d[i]);
+                st64(me + H_OUT, (uint64_t)(uintptr_t)p.recv);
                 fence_acq_rel_sys();
                 st_relaxed_sys64(me + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
             }

@@ -41,6 +41,9 @@
  * corrupting memory or hanging. bk_desc_hash never maps two descriptions that differ in one
  * field (of values below 2^32) to one hash; two that differ in several collide with odds 2^-32,
  * which BLINK_CHECK_CALLS=1 closes: every first access then compares the 8 words too.
+ * Before entered a rank also stores its call's output address in its header (out): the release
+ * store of entered and a peer's acquire load of it order that store too, so a peer that saw
+ * entered name this call reads this call's address. Only direct calls (below) read it.
  * The CUDA backend takes the call number from a counter in device memory (kernel_cuda.cuh), so a
  * captured CUDA graph that is replayed numbers its calls anew.
  *
@@ -74,6 +77,20 @@
  * left from a call 2^22 calls earlier could carry a current flag, so at every call where
  * bk_ll_cleans(seq) (once in 2^21 calls) a rank zeroes its LL region before it enters, as the
  * flag words at Wrap, above, and for the same reasons.
+ *
+ * Direct (bit 2 of the algo word: BK_ALGO_DIRECT; Simple calls of communicators whose ranks
+ * all share one process, where a peer's output pointer means something). The down pass skips
+ * the staging: a sender copies chunk c straight into each child's output (the child's out, at
+ * the chunk's element position, which is the same on every rank) and then stores the child's
+ * down ready word as in Simple; the child, once it sees it, has its output already and only
+ * forwards it, from there, to its own children. No down slot and no down credit is used: a
+ * rank's output region of a chunk is written once per call, by its parent, and nothing else of
+ * the call reads it before the down ready word says it is there, so there is nothing to free.
+ * Nor is an in-place call a hazard where the output is also the input the up pass reads:
+ * allreduce's chunk c comes down to a rank only after the root reduced chunk c, which needed
+ * this rank's up pass of chunk c (its read of the input) done. The sender waits for the child's
+ * entered of the call as before, which publishes the address. The up pass stays as it is: it
+ * must combine in the parent's staging. The allreduce root's own down ready word is as above.
  *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
@@ -174,6 +191,7 @@ struct bk_seg_header {
     uint32_t sleepers;          /* host: threads asleep on bell */
     uint32_t pad;
     uint64_t entered;           /* bk_entry of the call this rank is in: its staging is free */
+    uint64_t out;               /* the entered call's output address (Calls, Direct) */
     uint64_t desc[BK_DESC_WORDS]; /* the entered call (struct bk_desc) */
     char abort_msg[384];        /* why, written by the rank that aborted, before abort */
 };
@@ -260,6 +278,7 @@ static inline BK_HD size_t bk_off_ll_down_slot(const struct bk_layout *L, int v,
 /* What a call's description says in its algo word: which tree set, which protocol. */
 #define BK_ALGO_RING_SET 1u
 #define BK_ALGO_LL 2u
+#define BK_ALGO_DIRECT 4u /* down pass into the children's outputs (Direct, above) */
 
 /*
  * Where a tree's share of a data group starts: of n elements of es bytes, the first element

@@ -87,6 +87,7 @@ struct bk_env {
     uint32_t seq_start;      /* BLINK_DEBUG_SEQ_START: the first call's number (default 1) */
     double channel_gbps;     /* BLINK_CHANNEL_GBPS: a channel's rate (roles.c) */
     int nchannels;           /* BLINK_NCHANNELS: channels per tree, or 0 (by rate) */
+    int direct;              /* BLINK_DIRECT: 0 keeps every down pass in the staging (default 1) */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs
@@ -126,6 +127,7 @@ struct blinkComm {
     int mpi_root;            /* the id's maker's MPI world rank, or -1 (shared memory) */
     struct bk_net_comm *net; /* cluster plans: the ranks' MPI communicator, by plan rank */
     int nremote;             /* peers on other servers */
+    int one_process;         /* every rank is a thread of this process (BK_INIT_ONE_PROCESS) */
     struct bk_be *be;
 };
 

@@ -4,6 +4,8 @@
  * reference computed here from the generator (never from the runtime's buffers or code).
  */
 #include "rt_testutil.h"
+#include "proto.h"
+#include "rt.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -529,4 +531,36 @@ void rt_run(blinkComm_t *comms, int n, const struct rt_case *c, blinkResult_t *r
     }
     teardown(b, n, c);
     free(jobs);
+}
+
+/* ------------------------------------------------------------------ the down slots */
+
+#define SLOT_POISON 0x5A
+
+long rt_down_slot_writes(blinkComm_t *comms, int n, const struct rt_case *c, char *why,
+                         size_t len)
+{
+    for (int v = 0; v < n; v++) {
+        const struct bk_layout *L = &comms[v]->layout;
+        int q = comms[v]->prank;
+        memset(comms[v]->peer[q].seg + L->slots_off[q], SLOT_POISON,
+               L->seg_bytes[q] - L->slots_off[q]);
+    }
+    if (rt_run_check(comms, n, c, why, len) != 0)
+        return -1;
+    long changed = 0;
+    for (int v = 0; v < n; v++) {
+        blinkComm_t m = comms[v];
+        int root = bk_is_rooted(c->coll) ? m->plan_of[c->root] : -1;
+        const struct blink_plan_schedule *sch = bk_schedule(m->plan, c->coll, root);
+        const struct bk_roleset *set = &m->sets[2 * (sch - m->plan->schedules)];
+        for (int ti = 0; ti < set->ntrees; ti++)
+            for (int k = 0; k < BK_SLOTS; k++) {
+                const unsigned char *s =
+                    m->peer[m->prank].seg + bk_off_down_slot(&set->lay, m->prank, ti, k);
+                for (size_t i = 0; i < set->lay.slot_bytes; i++)
+                    changed += s[i] != SLOT_POISON;
+            }
+    }
+    return changed;
 }

@@ -70,4 +70,11 @@ blinkResult_t rt_call(const struct rt_case *c, const void *send, void *recv, bli
 
 size_t rt_size(blinkDataType_t dt);
 
+/* rt_run_check with every rank's staging slots poisoned first (comms all of this process), then
+ * the bytes of the down slots of the call's tree set (the plan's trees, not its rings) that
+ * changed, over all ranks: 0 for a call that went down direct (proto.h, Direct); -1 when the
+ * check failed (why says how). */
+long rt_down_slot_writes(blinkComm_t *comms, int n, const struct rt_case *c, char *why,
+                         size_t len);
+
 #endif

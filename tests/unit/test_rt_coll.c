@@ -5,10 +5,13 @@
  * 4-rank trees weighted 3:1 (the second rooted at rank 2, so allreduce runs on a tree whose root
  * is not rank 0) and an 8-rank binary tree. Counts 0, 1, 2, 7, 13 and 211 (a prime, many
  * 16-byte chunks), in place and out of place, thread per rank and group style, NULL streams and
- * user streams; output buffers are poisoned with 0xA5 first.
+ * user streams; output buffers are poisoned with 0xA5 first. InitAll communicators share one
+ * process, so these run the down pass direct (proto.h, Direct); direct_* proves it (no down
+ * slot written) and staged_* runs the staging (BLINK_DIRECT=0), where the slots are written.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_testutil.h"
 
@@ -86,4 +89,62 @@ Test(rt_coll, single_rank, .timeout = 60)
     static const int one[] = {-1};
     const int *shapes[] = {one};
     sweep(1, 1, shapes, (const unsigned[]){1}, NCOUNTS - 1);
+}
+
+/* Broadcast, allgather and allreduce (counts 37 and 211, float32 and int8, in place and out,
+ * every root) on the two 3:1 trees: direct, no rank's down slot changes; staged, some do. */
+static void direct_sweep(int direct)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    static const int colls[] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_ALLGATHER, BLINK_PLAN_ALLREDUCE};
+    struct rt_plan p;
+    blinkComm_t comms[4];
+    setenv("BLINK_CHUNK_BYTES", "16", 1);
+    setenv("BLINK_ALGO", "trees", 1);
+    setenv("BLINK_DIRECT", direct ? "1" : "0", 1);
+    rt_plan_build(&p, 4, 2, shapes, (const unsigned[]){3, 1}, 1 << 20);
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, comms, 4, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
+        for (int v = 0; v < 16; v++) {
+            struct rt_case c = {colls[i], v % 4, v & 4 ? blinkInt8 : blinkFloat32, blinkSum,
+                                v & 8 ? 211 : 37, v & 1, v & 2 ? RT_GROUP : RT_THREADS, 0};
+            char why[512] = "";
+            long w = rt_down_slot_writes(comms, 4, &c, why, sizeof why);
+            cr_assert_geq(w, 0, "coll %d case %d: %s", c.coll, v, why);
+            if (direct)
+                cr_expect_eq(w, 0, "coll %d case %d: %ld down-slot bytes written", c.coll, v, w);
+            else
+                cr_expect_gt(w, 0, "coll %d case %d: no down slot written", c.coll, v);
+        }
+    for (int v = 0; v < 4; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    rt_plan_free(&p);
+}
+
+Test(rt_coll, direct_no_down_slots, .timeout = 60) { direct_sweep(1); }
+Test(rt_coll, staged_down_slots, .timeout = 60) { direct_sweep(0); }
+
+/* The whole matrix through the staging, on the binary tree. */
+Test(rt_coll, staged_binary8, .timeout = 60)
+{
+    static const int bin[] = {-1, 0, 0, 1, 1, 2, 2, 3};
+    const int *shapes[] = {bin};
+    setenv("BLINK_DIRECT", "0", 1);
+    sweep(8, 1, shapes, (const unsigned[]){1}, NCOUNTS - 1);
+}
+
+/* BLINK_DIRECT takes 0 or 1 only, and says so. */
+Test(rt_coll, direct_env)
+{
+    static const int chain[] = {-1, 0};
+    const int *shapes[] = {chain};
+    struct rt_plan p;
+    blinkComm_t comms[2];
+    rt_plan_build(&p, 2, 1, shapes, (const unsigned[]){1}, 1 << 20);
+    setenv("BLINK_DIRECT", "on", 1);
+    cr_expect_neq(blinkrtCommInitAll(&p.plan, comms, 2, NULL), blinkSuccess);
+    cr_expect(strstr(blinkGetLastError(NULL), "BLINK_DIRECT"), "%s", blinkGetLastError(NULL));
+    rt_plan_free(&p);
 }

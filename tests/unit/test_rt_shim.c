@@ -262,7 +262,8 @@ Test(rt_shim, channel_env)
         {"BLINK_NCHANNELS", "0"},      {"BLINK_NCHANNELS", "17"},
         {"BLINK_NCHANNELS", "2x"},     {"BLINK_CHANNEL_GBPS", "0"},
         {"BLINK_CHANNEL_GBPS", "-3"},  {"BLINK_CHANNEL_GBPS", "fast"},
-        {"BLINK_CHANNEL_GBPS", "inf"},
+        {"BLINK_CHANNEL_GBPS", "inf"}, {"BLINK_DIRECT", "2"},
+        {"BLINK_DIRECT", "yes"},
     };
     struct bk_env e;
     for (size_t i = 0; i < N(bad); i++) {
@@ -282,6 +283,7 @@ Test(rt_shim, channel_env)
     cr_assert_eq(bk_read_env(&e, "test"), blinkSuccess);
     cr_expect_eq(e.nchannels, 0);
     cr_expect(e.channel_gbps == BK_DEFAULT_CHANNEL_GBPS);
+    cr_expect_eq(e.direct, 1);
 }
 
 /* Two trees of rates 3 and 2 (1e-4 GB/s) at 1e-4 GB/s a channel: 3 and 2 channels (5 tree
@@ -523,4 +525,51 @@ Test(rt_shim, missing_rank_times_out, .timeout = 60)
     cr_expect_neq(jobs[1].res, blinkSuccess);
     cr_expect(strstr(jobs[1].msg, "waiting for rank 2"), "%s", jobs[1].msg);
     fini(&p, comms, 3);
+}
+
+/* ------------------------------------------------------------------ direct */
+
+/* Broadcast, allgather and allreduce (odd counts, in place and out, every root) on two 4-rank
+ * trees, one block each: with the default the kernel goes down straight into the children's
+ * outputs and no down slot of any rank changes; with BLINK_DIRECT=0 the same calls go through
+ * the down slots (so the count can fail), and both match the reference. */
+static void direct_sweep(int direct)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    static const int colls[] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_ALLGATHER, BLINK_PLAN_ALLREDUCE};
+    setenv("BLINK_DIRECT", direct ? "1" : "0", 1);
+    setenv("BLINK_ALGO", "trees", 1);
+    struct rt_plan p;
+    blinkComm_t comms[4];
+    init(&p, comms, 4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"});
+    for (size_t i = 0; i < N(colls); i++)
+        for (int v = 0; v < 8; v++) {
+            struct rt_case c = {colls[i], v % 4, v & 4 ? blinkInt8 : blinkFloat32, blinkSum,
+                                v & 2 ? 211 : 37, v & 1, RT_THREADS, 0};
+            char why[512] = "";
+            long w = rt_down_slot_writes(comms, 4, &c, why, sizeof why);
+            cr_assert_geq(w, 0, "coll %d case %d: %s", c.coll, v, why);
+            if (direct)
+                cr_expect_eq(w, 0, "coll %d case %d: %ld down-slot bytes written", c.coll, v, w);
+            else
+                cr_expect_gt(w, 0, "coll %d case %d: no down slot written", c.coll, v);
+        }
+    fini(&p, comms, 4);
+    unsetenv("BLINK_DIRECT");
+    unsetenv("BLINK_ALGO");
+}
+
+Test(rt_shim, direct_no_down_slots, .timeout = 120) { direct_sweep(1); }
+Test(rt_shim, staged_down_slots, .timeout = 120) { direct_sweep(0); }
+
+/* The whole sweep of two trees on two blocks with the staging (BLINK_DIRECT=0). */
+Test(rt_shim, staged_two_trees_two_blocks, .timeout = 120)
+{
+    static const int a[] = {-1, 0, 0, 1}, b[] = {1, 3, -1, 2};
+    const int *shapes[] = {a, b};
+    setenv("BLINK_DIRECT", "0", 1);
+    sweep(4, 2, shapes, (const unsigned[]){3, 1}, (struct shape){"2", "16", "16"}, -1, counts,
+          N(counts));
+    unsetenv("BLINK_DIRECT");
 }
