@@ -5,9 +5,10 @@
  * arena collides with TSan's address space). Every collective in float32, float16 and int8, sum
  * and avg, on a 3-rank chain (one block of 32 threads) and on two 4-rank trees played by one
  * block and by two, in Simple and in LL, and on the same trees cut into 3 + 2 channels with
- * allreduce's up and down passes on blocks of their own, in both; then ranks that disagree
- * about a call. Exit status 0 when every result matches rt_testutil.c's reference; TSan makes
- * it non-zero when it reports a race.
+ * allreduce's up and down passes on blocks of their own, in both, the down pass direct (into
+ * the children's outputs) and, with BLINK_DIRECT=0, through the staging; then ranks that
+ * disagree about a call. Exit status 0 when every result matches rt_testutil.c's reference;
+ * TSan makes it non-zero when it reports a race.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,14 @@ int main(void)
     sweep("ll_chain3", 3, 1, one, (const unsigned[]){1}, "4", "32", 37);
     sweep("ll_two_trees_one_block", 4, 2, two, (const unsigned[]){3, 1}, "1", "16", 37);
     unsetenv("BLINK_PROTO");
+    /* The sweeps above go down direct (InitAll: one process, proto.h's Direct); these through
+     * the down slots and their credits. */
+    setenv("BLINK_DIRECT", "0", 1);
+    sweep("staged_two_trees_two_blocks", 4, 2, two, (const unsigned[]){3, 1}, "2", "16", 37);
+    setenv("BLINK_CHANNEL_GBPS", "0.0001", 1);
+    sweep("staged_channels_split", 4, 2, two, (const unsigned[]){3, 2}, "10", "4", 300);
+    unsetenv("BLINK_CHANNEL_GBPS");
+    unsetenv("BLINK_DIRECT");
     mismatch();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
