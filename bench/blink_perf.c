@@ -1421,7 +1421,8 @@ static void usage(FILE *f)
 "  -p, --parallel_init       (every rank's init runs on a thread of its own anyway)\n"
 "  -y, --stream_null         (each rank runs on a stream of its own)\n"
 "  -G, --cudagraph N         (no CUDA graph capture)\n"
-"  -R, --local_register N    (no buffer registration: chunks go through staging)\n"
+"  -R, --local_register N    (no registration: threads of one process go down into\n"
+"                            each other's outputs anyway, a process per rank stages)\n"
 "  -x, --cta_policy, -D N (--device_implementation), -V, --device_cta_count,\n"
 "  -M, --memory_report, -S, --report_timestamps, -J, --output_file (NCCL 2.27+)\n\n"
 "blink-perf's own:\n"
@@ -1590,7 +1591,8 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'p': note(c, optarg, "every rank's init runs on a thread of its own anyway"); break;
         case 'y': note(c, optarg, "each rank runs its calls on a stream of its own"); break;
         case 'G': note(c, optarg, "the runtime has no CUDA graph capture"); break;
-        case 'R': note(c, optarg, "no buffer registration: chunks go through the runtime's "
+        case 'R': note(c, optarg, "no buffer registration: ranks of one process go down "
+                       "into each other's outputs (BLINK_DIRECT), one per rank through the "
                        "staging"); break;
         case 'x': case 'V': case 'S': case 'J':
             note(c, optarg, "an NCCL 2.27+ feature the runtime does not have"); break;
