@@ -8,7 +8,8 @@
  * trees) moves chunks over the tree's edges. Rank v receives into its own staging only:
  *   up:   from each child, into the child's in-slots (v's children in that tree, numbered j by
  *         the tree's order), S slots each;
- *   down: from its parent, into one set of S slots.
+ *   down: from its parent, into one set of S slots (or, in a direct call, below, straight into
+ *         v's output, with no slots and no credit).
  * A sender writes chunk c into slot c % S of the receiver, then stores the receiver's ready
  * word = tag(seq, c + 1) (release). The receiver consumes the slot, then stores tag(seq, c + 1)
  * into the sender's credit word for that edge ("freed"); before writing chunk c the sender
