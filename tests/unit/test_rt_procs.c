@@ -6,7 +6,8 @@
  * devs[r] through BLINK_DEVICE where the ranks are an allocation's. Each child runs the same
  * seeded sweep as test_e2e (every collective x datatype x op; counts 0, 1, primes and many
  * chunks; in place or not; one call or a group of one; NULL or user streams), on its own
- * buffers only (rt_rank_run_check), and exits with a status that the parent checks, writing its
+ * buffers only (rt_rank_run_check), through the staging both ways (no call's description has
+ * proto.h's BK_ALGO_DIRECT), and exits with a status that the parent checks, writing its
  * first failure into a pipe. Then faults, each of which must end in an error on every rank within
  * seconds, never a hang: a rank killed mid-call or during init, a damaged id, another valid id,
  * two processes as one rank, another rank count, mismatched counts. After every case nothing
@@ -23,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto.h"
+#include "rt.h"
 #include "rt_testutil.h"
 
 typedef blinkResult_t (*rank_fn)(blinkComm_t *, int, blinkUniqueId, int);
@@ -252,6 +255,13 @@ static int sweep_child(int rank, const void *arg, char *why, size_t len)
                 char what[MSG_BYTES] = "";
                 bad = rt_rank_run_check(comm, rank, s->n, &c, what, sizeof what);
                 runs++;
+                /* A process per rank: the peers' pointers mean nothing here, so no call goes
+                 * down direct (proto.h); the description this rank entered says which. */
+                const struct bk_seg_header *h = (const void *)comm->peer[comm->prank].seg;
+                if (!bad && (__atomic_load_n(&h->desc[6], __ATOMIC_RELAXED) & BK_ALGO_DIRECT)) {
+                    snprintf(what, sizeof what, "rank %d went down direct", rank);
+                    bad = 1;
+                }
                 if (bad)
                     snprintf(why, len, "coll %d dt %d op %d count %zu root %d inplace %d style "
                              "%d streams %d: %s", coll, dt, op, c.count, c.root, c.inplace,
