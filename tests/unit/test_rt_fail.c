@@ -28,6 +28,9 @@ static void fail_case(int coll, int nth, enum rt_style style, int streams)
     char env[32];
     snprintf(env, sizeof env, "%d", nth);
     setenv("BLINK_HOST_FAIL_COPY", env, 1);
+    /* Staged, where every sender waits for its receivers' credits: a direct sender may finish
+     * its part before a child fails (blink(3), BLINK_DIRECT). */
+    setenv("BLINK_DIRECT", "0", 1);
     setenv("BLINK_TIMEOUT_S", "60", 1);
     setenv("BLINK_CHUNK_BYTES", "64", 1);
     rt_plan_build(&p, 8, 1, shapes, (const unsigned[]){1}, 64);
@@ -49,6 +52,7 @@ static void fail_case(int coll, int nth, enum rt_style style, int streams)
         cr_expect_eq(blinkCommDestroy(c[v]), blinkSuccess);
     rt_plan_free(&p);
     unsetenv("BLINK_HOST_FAIL_COPY");
+    unsetenv("BLINK_DIRECT");
 }
 
 Test(rt_fail, allreduce_threads_null_streams, .timeout = 20)
