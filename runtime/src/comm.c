@@ -350,7 +350,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
         bk_log_version(c->env.log_level, c->env.log_mask, me.phys_dev, be->name);
     bk_log_env(c->env.log_level, c->env.log_mask, me.phys_dev);
     memcpy(rec, &me, sizeof me);
-    struct seg_rec first = {{0}, 0, 0, 0, {0}};
+    struct seg_rec first = {{0}, 0, 0, 0, {0}, 0};
     struct bk_rv_who *who = malloc((size_t)nranks * BK_RV_REC);
     if (!who)
         r = bk_error(blinkSystemError, "%s: out of memory", fn);

@@ -52,6 +52,18 @@ static blinkResult_t parse_size(const char *name, size_t *out, const char *fn)
     return blinkSuccess;
 }
 
+/* A 0|1 switch: *out keeps its default where the variable is unset or empty. */
+static blinkResult_t parse_switch(const char *name, int *out, const char *fn)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return blinkSuccess;
+    if (strcmp(env, "0") && strcmp(env, "1"))
+        return bk_error(blinkInvalidArgument, "%s: %s='%s' is not 0 or 1", fn, name, env);
+    *out = env[0] == '1';
+    return blinkSuccess;
+}
+
 blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
 {
     memset(e, 0, sizeof *e);
@@ -134,17 +146,9 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
                             "this process can write into", fn, env);
         memcpy(e->trace_dir, env, strlen(env) + 1);
     }
-    if ((env = getenv("BLINK_CHECK_CALLS")) != NULL && *env) {
-        if (strcmp(env, "0") && strcmp(env, "1"))
-            return bk_error(blinkInvalidArgument, "%s: BLINK_CHECK_CALLS='%s' is not 0 or 1", fn,
-                            env);
-        e->check_calls = env[0] == '1';
-    }
-    if ((env = getenv("BLINK_DIRECT")) != NULL && *env) {
-        if (strcmp(env, "0") && strcmp(env, "1"))
-            return bk_error(blinkInvalidArgument, "%s: BLINK_DIRECT='%s' is not 0 or 1", fn, env);
-        e->direct = env[0] == '1';
-    }
+    if ((r = parse_switch("BLINK_CHECK_CALLS", &e->check_calls, fn)) != blinkSuccess ||
+        (r = parse_switch("BLINK_DIRECT", &e->direct, fn)) != blinkSuccess)
+        return r;
     if ((env = getenv("BLINK_DEBUG_SEQ_START")) != NULL && *env) {
         char *end;
         errno = 0;
