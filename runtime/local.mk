@@ -36,6 +36,7 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
 EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_ll.cuh \
+	runtime/src/kernel_8_16bit.cu runtime/src/kernel_32bit.cu runtime/src/kernel_64bit.cu \
 	runtime/src/kernel_args.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
@@ -44,18 +45,27 @@ lib_LIBRARIES += runtime/libblinkrt-cuda.a
 pkgconfig_DATA += runtime/blinkrt-cuda.pc
 runtime_libblinkrt_cuda_a_CPPFLAGS = $(RT_CPPFLAGS) -DBLINK_BACKEND_CUDA=1 -isystem $(CUDA_PREFIX)/include
 runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
-runtime_libblinkrt_cuda_a_LIBADD = runtime/src/backend_cuda.$(OBJEXT)
-runtime_libblinkrt_cuda_a_DEPENDENCIES = runtime/src/backend_cuda.$(OBJEXT)
+# The backend's host side, and the kernel in three objects by element width (kernel_cuda.cuh's
+# lists): the kernels are nvcc's longest work (about 380 s in one object on one core here;
+# 225 s for the widest of two at once), and make -j runs the objects at once.
+RT_CUDA_OBJS = runtime/src/backend_cuda.$(OBJEXT) runtime/src/kernel_8_16bit.$(OBJEXT) \
+	runtime/src/kernel_32bit.$(OBJEXT) runtime/src/kernel_64bit.$(OBJEXT)
+runtime_libblinkrt_cuda_a_LIBADD = $(RT_CUDA_OBJS)
+runtime_libblinkrt_cuda_a_DEPENDENCIES = $(RT_CUDA_OBJS)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
-runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu \
-		$(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_ll.cuh \
-		$(top_srcdir)/runtime/src/kernel_args.h \
-		$(top_srcdir)/runtime/src/trace.h \
-		$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
-		$(top_srcdir)/runtime/src/log.h $(top_srcdir)/runtime/include/blink.h
+RT_CUDA_DEPS = $(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_ll.cuh \
+	$(top_srcdir)/runtime/src/kernel_args.h $(top_srcdir)/runtime/src/trace.h \
+	$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
+	$(top_srcdir)/runtime/src/proto.h $(top_srcdir)/runtime/src/log.h \
+	$(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
+runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu $(RT_CUDA_DEPS)
+runtime/src/kernel_8_16bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_8_16bit.cu $(RT_CUDA_DEPS)
+runtime/src/kernel_32bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_32bit.cu $(RT_CUDA_DEPS)
+runtime/src/kernel_64bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_64bit.cu $(RT_CUDA_DEPS)
+$(RT_CUDA_OBJS):
 	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
-		-c -o $@ $(top_srcdir)/runtime/src/backend_cuda.cu
-CLEANFILES += runtime/src/backend_cuda.$(OBJEXT)
+		-c -o $@ $(top_srcdir)/runtime/src/$(@F:.$(OBJEXT)=.cu)
+CLEANFILES += $(RT_CUDA_OBJS)
 endif
 
 # ---------------------------------------------------------------- runtime tests

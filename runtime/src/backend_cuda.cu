@@ -4,8 +4,8 @@
  * protocol of proto.h, the same protocol exec_host.c runs with threads (one protocol, two
  * backends: the same flag words, tags, credit rules, entered/description check and abort words).
  * This file is the host side (init, segments over CUDA IPC, the launch, faults, asynchronous
- * errors); the kernel, the device side of the protocol, is kernel_cuda.cuh, which this file
- * includes, so the backend stays one nvcc compile (runtime/local.mk).
+ * errors); the kernel, the device side of the protocol, is kernel_cuda.cuh, compiled by
+ * kernel_8_16bit.cu, kernel_32bit.cu and kernel_64bit.cu (kernel_for picks a datatype's).
  *
  * Memory: each rank's segment is one cudaMalloc on its device, exported with a CUDA IPC handle;
  * a peer in another process maps it with cudaIpcOpenMemHandle, a peer in this process uses the

@@ -270,14 +270,16 @@ struct dmsg {
     int n, cap;
 };
 
-__device__ void put_s(dmsg &m, const char *s)
+/* Every function of the kernel is static, inline or a template: three objects compile this
+ * header (kernel_8_16bit.cu and its siblings) and link into one library. */
+static __device__ void put_s(dmsg &m, const char *s)
 {
     while (*s && m.n < m.cap - 1)
         m.b[m.n++] = *s++;
     m.b[m.n] = '\0';
 }
 
-__device__ void put_u(dmsg &m, unsigned long long v)
+static __device__ void put_u(dmsg &m, unsigned long long v)
 {
     char t[24];
     int k = 0;
@@ -290,7 +292,7 @@ __device__ void put_u(dmsg &m, unsigned long long v)
     m.b[m.n] = '\0';
 }
 
-__device__ void put_i(dmsg &m, long long v)
+static __device__ void put_i(dmsg &m, long long v)
 {
     if (v < 0) {
         put_s(m, "-");
@@ -301,7 +303,7 @@ __device__ void put_i(dmsg &m, long long v)
 }
 
 /* Bytes of a string another agent wrote (volatile: never a stale line). */
-__device__ void put_vol(dmsg &m, const unsigned char *s, int max)
+static __device__ void put_vol(dmsg &m, const unsigned char *s, int max)
 {
     for (int i = 0; i < max && m.n < m.cap - 1; i++) {
         char ch = (char)*(const volatile unsigned char *)(s + i);
@@ -313,7 +315,7 @@ __device__ void put_vol(dmsg &m, const unsigned char *s, int max)
 }
 
 /* errors.c's names. */
-__device__ const char *d_coll_name(uint64_t c)
+static __device__ const char *d_coll_name(uint64_t c)
 {
     switch (c) {
     case 0: return "broadcast";
@@ -325,7 +327,7 @@ __device__ const char *d_coll_name(uint64_t c)
     }
 }
 
-__device__ const char *d_dtype_name(uint64_t dt)
+static __device__ const char *d_dtype_name(uint64_t dt)
 {
     switch (dt) {
     case 0: return "int8";
@@ -342,7 +344,7 @@ __device__ const char *d_dtype_name(uint64_t dt)
     }
 }
 
-__device__ const char *d_op_name(uint64_t op)
+static __device__ const char *d_op_name(uint64_t op)
 {
     switch (op) {
     case 0: return "sum";
@@ -355,7 +357,7 @@ __device__ const char *d_op_name(uint64_t op)
 }
 
 /* exec_host.c's describe(). */
-__device__ void d_describe(dmsg &m, const uint64_t *d)
+static __device__ void d_describe(dmsg &m, const uint64_t *d)
 {
     int coll = (int)d[1];
     put_s(m, d_coll_name(d[1]));
@@ -384,7 +386,7 @@ __device__ void d_describe(dmsg &m, const uint64_t *d)
 
 /* This rank gives up: reason into its header, then 1 + prank into every reachable header
  * (this rank's first), as bk_hx_abort does. */
-__device__ void d_abort_all(const kparams &p, const char *msg)
+static __device__ void d_abort_all(const kparams &p, const char *msg)
 {
     unsigned char *me = p.seg[p.prank];
     uint32_t mine = (uint32_t)p.prank + 1;
@@ -410,8 +412,8 @@ __device__ void d_abort_all(const kparams &p, const char *msg)
 
 /* Record a failure (the first of this rank's life wins the status block); spread: abort the
  * communicator too (every failure but a remote one, as exec_host.c's fail()). */
-__device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t seq, const char *msg,
-                       bool spread)
+static __device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t seq,
+                              const char *msg, bool spread)
 {
     if (atomicCAS(&p.ctl->failed, 0u, 1u) == 0u) {
         volatile struct kstatus *st = p.status;
@@ -431,7 +433,7 @@ __device__ void d_fail(const kparams &p, unsigned int res, int peer, uint32_t se
 }
 
 /* This rank's header says rank who - 1 aborted (exec_host.c's fail_aborted). */
-__device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
+static __device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
 {
     char *buf = ksh().msg;
     dmsg m = {buf, 0, BK_MSG_MAX};
@@ -458,8 +460,8 @@ __device__ void d_fail_aborted(const kparams &p, uint32_t seq, uint32_t who)
 /* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1. One acquire
  * load of its entered word decides (proto.h, Calls), unless that names this call with another
  * hash or BLINK_CHECK_CALLS=1: then both descriptions are read and compared. */
-__device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *checked, int q,
-                            int &waiting)
+static __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *checked, int q,
+                                   int &waiting)
 {
     if (checked[q])
         return 1;
@@ -520,7 +522,7 @@ __device__ int d_peer_ready(const kparams &p, uint32_t seq, unsigned char *check
 }
 
 /* The timeout message's tail about peer q: where it is, when that is not this call. */
-__device__ void d_peer_state(dmsg &m, const kparams &p, uint32_t seq, int q)
+static __device__ void d_peer_state(dmsg &m, const kparams &p, uint32_t seq, int q)
 {
     const unsigned char *h = p.seg[q];
     if (!h || !p.reach[q])
@@ -542,7 +544,7 @@ __device__ void d_peer_state(dmsg &m, const kparams &p, uint32_t seq, int q)
 }
 
 /* No progress for BLINK_TIMEOUT_S while waiting for peer q: fail, and abort the communicator. */
-__device__ void d_fail_timeout(const kparams &p, uint32_t seq, int q)
+static __device__ void d_fail_timeout(const kparams &p, uint32_t seq, int q)
 {
     char *buf = ksh().msg;
     dmsg m = {buf, 0, BK_MSG_MAX};
@@ -740,7 +742,7 @@ __device__ __forceinline__ void copy_w(unsigned char *dst, const unsigned char *
         dst[i] = *(const volatile unsigned char *)(src + i);
 }
 
-__device__ void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+static __device__ void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
 {
     uintptr_t diff = (uintptr_t)dst ^ (uintptr_t)src;
     if ((diff & 15) == 0)
@@ -888,8 +890,9 @@ __device__ __forceinline__ void up_pass(unsigned char *dst, const unsigned char 
 }
 
 template <typename T>
-__device__ void up_pass_op(int op, unsigned char *dst, const unsigned char *in,
-                           const unsigned char *k0, size_t kstride, int nk, size_t m, int divd)
+static __device__ void up_pass_op(int op, unsigned char *dst, const unsigned char *in,
+                                  const unsigned char *k0, size_t kstride, int nk, size_t m,
+                                  int divd)
 {
     switch (op) {
     case blinkProd: up_pass<T, blinkProd>(dst, in, k0, kstride, nk, m, divd); break;
@@ -940,8 +943,8 @@ __device__ __forceinline__ unsigned char *d_out_at(const kparams &p, const bk_ro
 }
 
 /* Chunk s->up of tree ti: may it go up now? (thread 0; exec_host.c's up_step checks) */
-__device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
-                        unsigned char *checked, int &waiting)
+static __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                               unsigned char *checked, int &waiting)
 {
     const bk_role &t = p.roles[ti];
     const int *kids = p.kids + t.kids_at;
@@ -978,8 +981,8 @@ __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
 }
 
 /* Chunk s->down of tree ti: may it go down now? */
-__device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
-                          unsigned char *checked, int &waiting)
+static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+                                 unsigned char *checked, int &waiting)
 {
     const bk_role &t = p.roles[ti];
     const int *kids = p.kids + t.kids_at;
@@ -1027,7 +1030,7 @@ __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t se
 
 /* After an LL pass in which a wait gave up (every thread reads llfail past the barrier, and it
  * stays set: the launch ends): thread 0 reports the abort or the timeout. -1 for all. */
-__device__ int ll_fail(const kparams &p, uint32_t seq)
+static __device__ int ll_fail(const kparams &p, uint32_t seq)
 {
     if (threadIdx.x == 0) {
         uint32_t who = ld32(p.seg[p.prank] + H_ABORT);
@@ -1042,8 +1045,8 @@ __device__ int ll_fail(const kparams &p, uint32_t seq)
 /* One step of tree ti going up, by the whole block: 1 moved, 0 not ready, -1 failed.
  * Thread 0 decides; exactly two barriers on every path, so the block stays in step. */
 template <typename T>
-__device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsigned char *checked,
-                       int &waiting, volatile int *dec_sh)
+static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
+                              unsigned char *checked, int &waiting, volatile int *dec_sh)
 {
     if (threadIdx.x == 0) {
         *dec_sh = up_ready(p, ti, s, seq, checked, waiting);
@@ -1111,8 +1114,8 @@ __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq, unsign
 }
 
 /* One step of tree ti going down, by the whole block. */
-__device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
-                         unsigned char *checked, int &waiting, volatile int *dec_sh)
+static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
+                                unsigned char *checked, int &waiting, volatile int *dec_sh)
 {
     if (threadIdx.x == 0) {
         *dec_sh = down_ready(p, ti, s, seq, checked, waiting);
@@ -1330,21 +1333,41 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
 
 typedef void (*kernel_fn)(const kparams);
 
-/* The kernel of a datatype (one per type: each holds only its own reductions). */
-static kernel_fn kernel_for(int dt)
-{
-    switch (dt) {
-    case blinkInt8: return bk_kernel<int8_t>;
-    case blinkUint8: return bk_kernel<uint8_t>;
-    case blinkInt32: return bk_kernel<int32_t>;
-    case blinkUint32: return bk_kernel<uint32_t>;
-    case blinkInt64: return bk_kernel<int64_t>;
-    case blinkUint64: return bk_kernel<uint64_t>;
-    case blinkFloat16: return bk_kernel<__half>;
-    case blinkBfloat16: return bk_kernel<__nv_bfloat16>;
-    case blinkFloat64: return bk_kernel<double>;
-    default: return bk_kernel<float>;
+/* The kernels by datatype (one per type: each holds only its own reductions), in three lists
+ * by element width. The CUDA build compiles each list in an object of its own
+ * (kernel_8_16bit.cu, kernel_32bit.cu, kernel_64bit.cu), so that make -j runs nvcc's longest
+ * work at once; the shim compiles all three in one. */
+#define BK_KERNEL_8_16BIT(X)                                                                       \
+    X(blinkInt8, int8_t) X(blinkUint8, uint8_t) X(blinkFloat16, __half)                           \
+    X(blinkBfloat16, __nv_bfloat16)
+#define BK_KERNEL_32BIT(X) X(blinkInt32, int32_t) X(blinkUint32, uint32_t) X(blinkFloat32, float)
+#define BK_KERNEL_64BIT(X) X(blinkInt64, int64_t) X(blinkUint64, uint64_t) X(blinkFloat64, double)
+#define BK_KERNEL_CASE(dt, T)                                                                      \
+    case dt:                                                                                       \
+        return bk_kernel<T>;
+/* Defines NAME(dt): the kernel of dt if LIST has it, else NULL. */
+#define BK_KERNEL_OF(NAME, LIST)                                                                   \
+    kernel_fn NAME(int dt)                                                                         \
+    {                                                                                              \
+        switch (dt) {                                                                              \
+            LIST(BK_KERNEL_CASE)                                                                   \
+        default:                                                                                   \
+            return NULL;                                                                           \
+        }                                                                                          \
     }
+kernel_fn bk_kernel_8_16bit(int dt);
+kernel_fn bk_kernel_32bit(int dt);
+kernel_fn bk_kernel_64bit(int dt);
+
+/* The kernel of a datatype (float's for one no list has: call.c refuses those first). */
+static inline kernel_fn kernel_for(int dt)
+{
+    kernel_fn f = bk_kernel_8_16bit(dt);
+    if (!f)
+        f = bk_kernel_32bit(dt);
+    if (!f)
+        f = bk_kernel_64bit(dt);
+    return f ? f : bk_kernel_32bit(blinkFloat32);
 }
 
 #endif

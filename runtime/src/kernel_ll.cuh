@@ -135,10 +135,10 @@ __device__ __forceinline__ void ll_failed(volatile int *fail, int peer) { *fail 
  * divd if non-zero. A wait that fails stores the child's rank into *fail and ends the thread's
  * part. */
 template <typename T, int OP>
-__device__ void ll_up_pass(const kparams &p, unsigned char *dst, unsigned char *line,
-                           const unsigned char *in, const unsigned char *k0, size_t kstride,
-                           const int *kids, int nk, size_t m, int divd, uint32_t flag,
-                           volatile int *fail)
+static __device__ void ll_up_pass(const kparams &p, unsigned char *dst, unsigned char *line,
+                                  const unsigned char *in, const unsigned char *k0, size_t kstride,
+                                  const int *kids, int nk, size_t m, int divd, uint32_t flag,
+                                  volatile int *fail)
 {
     size_t nlines = (m + 7) / 8;
     for (size_t i = threadIdx.x; i < nlines; i += blockDim.x) {
@@ -159,10 +159,10 @@ __device__ void ll_up_pass(const kparams &p, unsigned char *dst, unsigned char *
 }
 
 template <typename T>
-__device__ void ll_up_pass_op(int op, const kparams &p, unsigned char *dst, unsigned char *line,
-                              const unsigned char *in, const unsigned char *k0, size_t kstride,
-                              const int *kids, int nk, size_t m, int divd, uint32_t flag,
-                              volatile int *fail)
+static __device__ void ll_up_pass_op(int op, const kparams &p, unsigned char *dst,
+                                     unsigned char *line, const unsigned char *in,
+                                     const unsigned char *k0, size_t kstride, const int *kids,
+                                     int nk, size_t m, int divd, uint32_t flag, volatile int *fail)
 {
     switch (op) {
     case blinkProd:
@@ -183,9 +183,9 @@ __device__ void ll_up_pass_op(int op, const kparams &p, unsigned char *dst, unsi
 /* The down pass of m bytes in LL: from src (the root's data) or from this rank's LL down slot
  * (src NULL, lines at mine), to out (unless it is src) and to every child's LL down slot of
  * slot k in tree ti. */
-__device__ void ll_down_pass(const kparams &p, int ti, int k, const unsigned char *src,
-                             const unsigned char *mine, unsigned char *out, const int *kids,
-                             int nk, size_t m, uint32_t flag, int parent, volatile int *fail)
+static __device__ void ll_down_pass(const kparams &p, int ti, int k, const unsigned char *src,
+                                    const unsigned char *mine, unsigned char *out, const int *kids,
+                                    int nk, size_t m, uint32_t flag, int parent, volatile int *fail)
 {
     size_t nlines = (m + 7) / 8;
     for (size_t i = threadIdx.x; i < nlines; i += blockDim.x) {

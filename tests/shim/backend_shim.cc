@@ -203,6 +203,11 @@ static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const v
 
 static void seg_unlink(const char *name) { (void)name; }
 
+/* The three datatype lists in this one object (the CUDA build's are three: local.mk). */
+BK_KERNEL_OF(bk_kernel_8_16bit, BK_KERNEL_8_16BIT)
+BK_KERNEL_OF(bk_kernel_32bit, BK_KERNEL_32BIT)
+BK_KERNEL_OF(bk_kernel_64bit, BK_KERNEL_64BIT)
+
 static void run_kernel(const void *arg)
 {
     const kparams *p = (const kparams *)arg;
