@@ -95,6 +95,8 @@ struct opts {
     long cycles;               /* -N: sweeps of every size (0: until killed) */
     int blocking;              /* -z 1: wait for each timed call; 0: for the last */
     int cputime;               /* -C 1: time the issuing of the calls, not their end */
+    int graphs;                /* -G N (CUDA): the timed calls captured in a CUDA graph per
+                                * rank, replayed N times; 0: issued one by one */
     int average;               /* -a: the ranks' time: 0 rank 0's, 1 mean, 2 min, 3 max */
     int procs;                 /* --procs: a process per rank instead of one thread for all */
     int mpi;                   /* --mpi: this process is one rank of an MPI job */
@@ -133,6 +135,30 @@ static int stream_sync(blinkStream_t s) { return cudaStreamSynchronize(s) == cud
 static void stream_free(blinkStream_t s) { cudaStreamDestroy(s); }
 /* A rank process runs on the device it plays (blinkCommInitRank takes the current one). */
 static int dev_select(int dev) { return cudaSetDevice(dev) == cudaSuccess; }
+/* -G: a stream's captured work, made ready to replay. */
+typedef cudaGraphExec_t replay_t;
+static int capture_begin(int dev, blinkStream_t s)
+{
+    return cudaSetDevice(dev) == cudaSuccess &&
+           cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) == cudaSuccess;
+}
+/* The capture ended (every begun one must end, even when a call in it failed); *g made when
+ * keep. */
+static int capture_end(int dev, blinkStream_t s, int keep, replay_t *g)
+{
+    cudaGraph_t graph = NULL;
+    int ok = cudaSetDevice(dev) == cudaSuccess &&
+             cudaStreamEndCapture(s, &graph) == cudaSuccess && graph;
+    ok = ok && keep && cudaGraphInstantiate(g, graph, 0) == cudaSuccess;
+    if (graph)
+        cudaGraphDestroy(graph);
+    return ok;
+}
+static int replay(int dev, replay_t g, blinkStream_t s)
+{
+    return cudaSetDevice(dev) == cudaSuccess && cudaGraphLaunch(g, s) == cudaSuccess;
+}
+static void replay_free(replay_t g) { cudaGraphExecDestroy(g); }
 #else
 static int dev_alloc(int dev, size_t bytes, void **p)
 {
@@ -164,6 +190,16 @@ static int stream_new(int dev, blinkStream_t *s)
 }
 static int stream_sync(blinkStream_t s) { return blinkHostStreamSynchronize(s) == blinkSuccess; }
 static void stream_free(blinkStream_t s) { blinkHostStreamDestroy(s); }
+/* -G: the host backend's streams capture nothing (the option parser refuses -G here). */
+typedef int replay_t;
+static int capture_begin(int dev, blinkStream_t s) { (void)dev, (void)s; return 0; }
+static int capture_end(int dev, blinkStream_t s, int keep, replay_t *g)
+{
+    (void)dev, (void)s, (void)keep, (void)g;
+    return 0;
+}
+static int replay(int dev, replay_t g, blinkStream_t s) { (void)dev, (void)g, (void)s; return 0; }
+static void replay_free(replay_t g) { (void)g; }
 static int dev_select(int dev)
 {
     (void)dev; /* BLINK_DEVICE alone says which device the rank plays */
@@ -453,9 +489,43 @@ struct half {
     long wrong;
 };
 
+/* -G: the -n timed iterations captured on every local rank's stream (one graph each), replayed
+ * once untimed, then -G times timed; the mean time of a call, as measure's. 0 on a failure. */
+static int measure_replays(const struct opts *o, const struct local *l, size_t count,
+                           int in_place, double *us)
+{
+    replay_t g[MAX_RANKS];
+    int begun = 0, made = 0, ok = 1;
+    while (ok && begun < l->n)
+        if ((ok = capture_begin(l->rank[begun].dev, l->rank[begun].stream)))
+            begun++;
+    for (int i = 0; ok && i < o->iters; i++)
+        ok = issue_group(o, l, count, in_place, o->agg) == blinkSuccess;
+    for (int i = 0; i < begun; i++) /* every begun capture ends, also after a failure */
+        if (capture_end(l->rank[i].dev, l->rank[i].stream, ok && made == i, &g[made]))
+            made++;
+    ok = ok && made == l->n;
+    double t0 = 0, issued = 0;
+    for (int n = -1; ok && n < o->graphs; n++) { /* n = -1: the untimed replay */
+        if (n == 0)
+            t0 = now_us();
+        for (int i = 0; ok && i < l->n; i++)
+            ok = replay(l->rank[i].dev, g[i], l->rank[i].stream);
+        if (ok && (n < 0 || o->blocking))
+            ok = sync_all(l) == blinkSuccess;
+    }
+    issued = now_us();
+    ok = ok && (o->blocking || sync_all(l) == blinkSuccess);
+    double calls = (double)o->iters * o->agg * o->graphs;
+    *us = ((o->cputime ? issued : now_us()) - t0) / (calls > 0 ? calls : 1);
+    for (int i = 0; i < made; i++)
+        replay_free(g[i]);
+    return ok;
+}
+
 /* Half a row on the local ranks: check (-c times), warm up, then time -n iterations of -m
- * calls each, waiting for each (-z 1) or for the last (-z 0, nccl-tests' default); the time is
- * a call's, to its end or (-C 1) to its issue. 0 when a call failed. */
+ * calls each, waiting for each (-z 1) or for the last (-z 0, nccl-tests' default), or (-G)
+ * replay them; the time is a call's, to its end or (-C 1) to its issue. 0 when a call failed. */
 static int measure(const struct opts *o, const struct local *l, size_t count, int in_place,
                    struct half *h)
 {
@@ -472,6 +542,8 @@ static int measure(const struct opts *o, const struct local *l, size_t count, in
     for (int i = 0; i < o->warmup; i++)
         if (launch(o, l, count, in_place) != blinkSuccess)
             return 0;
+    if (o->graphs > 0)
+        return measure_replays(o, l, count, in_place, &h->us);
     double t0 = now_us();
     for (int i = 0; i < o->iters; i++)
         if (issue_group(o, l, count, in_place, o->agg) != blinkSuccess ||
@@ -701,6 +773,9 @@ static void print_header(const struct opts *o, const struct blinkrt_stats *st)
     else
         printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
                o->procs ? "one process per rank" : "one thread drives all, grouped");
+    if (o->graphs > 0)
+        printf("#  CUDA graphs: each rank's %d timed iterations captured in one graph, replayed "
+               "%d times\n", o->iters, o->graphs);
     printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n", st->streams,
            st->threads, st->staging_bytes);
     print_plan(o);
@@ -1417,10 +1492,13 @@ static void usage(FILE *f)
 "  -a, --average 0-3         the ranks' time (--procs, --mpi): 0 rank 0's, 1 the mean\n"
 "                            (default), 2 the least, 3 the most\n"
 "  -T, --timeout S           BLINK_TIMEOUT_S=S: a rank that waits longer fails its call\n"
+"  -G, --cudagraph N         the -n timed iterations captured in a CUDA graph per rank,\n"
+"                            replayed N times (after one untimed replay); 0 (default):\n"
+"                            issued one by one. CUDA backend only (ignored with a note\n"
+"                            on the host backend)\n"
 "  accepted and ignored with a note, for the runtime has nothing like them:\n"
 "  -p, --parallel_init       (every rank's init runs on a thread of its own anyway)\n"
 "  -y, --stream_null         (each rank runs on a stream of its own)\n"
-"  -G, --cudagraph N         (no CUDA graph capture)\n"
 "  -R, --local_register N    (no registration: threads of one process go down into\n"
 "                            each other's outputs anyway, a process per rank stages)\n"
 "  -x, --cta_policy, -D N (--device_implementation), -V, --device_cta_count,\n"
@@ -1590,7 +1668,14 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'p': note(c, optarg, "every rank's init runs on a thread of its own anyway"); break;
         case 'y': note(c, optarg, "each rank runs its calls on a stream of its own"); break;
-        case 'G': note(c, optarg, "the runtime has no CUDA graph capture"); break;
+        case 'G':
+#ifdef BLINK_BACKEND_CUDA
+            ok = parse_long(optarg, 0, 1000000, &v);
+            o->graphs = (int)v;
+#else
+            note(c, optarg, "the host backend's streams capture no CUDA graphs");
+#endif
+            break;
         case 'R': note(c, optarg, "no buffer registration: ranks of one process go down "
                        "into each other's outputs (BLINK_DIRECT), one per rank through the "
                        "staging"); break;
