@@ -22,6 +22,9 @@
  *   BLINK_CHANNEL_GBPS=R      the rate one channel carries (roles.c): a tree of the plan is cut
  *                             into ceil(rate / R) channels, 1 to 16 (default 20, NCCL's)
  *   BLINK_NCHANNELS=N         cut every tree into N channels (1 to 16), whatever its rate
+ *   BLINK_MIN_NCHANNELS=N     a tree set cut into fewer channels than N by rate has every
+ *                             tree's multiplied by the largest whole factor that keeps the set
+ *                             at N or under (1 to 64, default 16; roles.c, bk_channel_fill)
  *   BLINK_DEBUG_SEQ_START=N   for tests: number the first call N (0 reads as 1), so that a short
  *                             run crosses the 32-bit wrap of the call numbers (proto.h)
  * A value that does not parse is an error that names the variable, never a silent default.
@@ -75,6 +78,7 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
     e->seq_start = 1;
     e->direct = 1;
     e->channel_gbps = BK_DEFAULT_CHANNEL_GBPS;
+    e->min_channels = BK_DEFAULT_MIN_CHANNELS;
     e->trace_records = BK_TRACE_DEFAULT_RECORDS;
     blinkResult_t r = parse_size("BLINK_CHUNK_BYTES", &e->chunk_env, fn);
     if (r == blinkSuccess)
@@ -175,6 +179,15 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             return bk_error(blinkInvalidArgument, "%s: BLINK_NCHANNELS='%s' is not a number of "
                             "channels from 1 to %d", fn, env, BK_MAX_CHANNELS);
         e->nchannels = (int)v;
+    }
+    if ((env = getenv("BLINK_MIN_NCHANNELS")) != NULL && *env) {
+        char *end;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (end == env || *end || errno || v < 1 || v > BK_MAX_MIN_CHANNELS)
+            return bk_error(blinkInvalidArgument, "%s: BLINK_MIN_NCHANNELS='%s' is not a number "
+                            "of channels from 1 to %d", fn, env, BK_MAX_MIN_CHANNELS);
+        e->min_channels = (int)v;
     }
     return blinkSuccess;
 }

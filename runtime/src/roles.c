@@ -35,11 +35,26 @@ int bk_channels(uint64_t weight, double gbps, int forced)
     return ch < 1 ? 1 : ch;
 }
 
-/* The channels of a plan tree on this backend: the same on every rank (plan and environment). */
-static int channels_of(blinkComm_t c, const struct blink_plan_tree *t)
+int bk_channel_fill(int slots, int min, int forced)
 {
-    return bk_backend()->channels ? bk_channels(t->weight, c->env.channel_gbps, c->env.nchannels)
-                                  : 1;
+    return forced > 0 || slots < 1 || slots >= min ? 1 : min / slots;
+}
+
+/* The channels of each of a set's nt plan trees on this backend, into C: the same on every rank
+ * (plan and environment). */
+static void set_channels(blinkComm_t c, const struct blink_plan_tree *t, int nt, int *C)
+{
+    int slots = 0;
+    for (int ti = 0; ti < nt; ti++) {
+        C[ti] = bk_backend()->channels
+                    ? bk_channels(t[ti].weight, c->env.channel_gbps, c->env.nchannels)
+                    : 1;
+        slots += C[ti];
+    }
+    int f = bk_backend()->channels ? bk_channel_fill(slots, c->env.min_channels, c->env.nchannels)
+                                   : 1;
+    for (int ti = 0; ti < nt; ti++)
+        C[ti] = C[ti] * f < BK_MAX_CHANNELS ? C[ti] * f : BK_MAX_CHANNELS;
 }
 
 static uint64_t gcd64(uint64_t a, uint64_t b)
@@ -69,9 +84,13 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
     rs->ntrees = 0;
     if (nt == 0)
         return blinkSuccess;
+    int *C = malloc((size_t)nt * sizeof *C);
+    if (!C)
+        return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+    set_channels(c, t, nt, C);
     uint64_t M = 1;
     for (int ti = 0; ti < nt; ti++) {
-        uint64_t ch = (uint64_t)channels_of(c, &t[ti]);
+        uint64_t ch = (uint64_t)C[ti];
         M = M / gcd64(M, ch) * ch;
         ns += (int)ch;
         for (int v = 0; v < n; v++)
@@ -80,8 +99,10 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
     rs->roles = calloc((size_t)ns, sizeof *rs->roles);
     rs->tree_of = calloc((size_t)ns, sizeof *rs->tree_of);
     rs->kids = calloc((size_t)nkids_all + 1, sizeof *rs->kids);
-    if (!rs->roles || !rs->tree_of || !rs->kids)
+    if (!rs->roles || !rs->tree_of || !rs->kids) {
+        free(C);
         return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+    }
     int at = 0;
     for (int ti = 0; ti < nt; ti++) {
         struct bk_role r = {0};
@@ -110,9 +131,8 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
                 lo_w += t[tj].weight;
             total_w += t[tj].weight;
         }
-        int C = channels_of(c, &t[ti]);
-        uint64_t w = t[ti].weight * (M / (uint64_t)C);
-        for (int ch = 0; ch < C; ch++) {
+        uint64_t w = t[ti].weight * (M / (uint64_t)C[ti]);
+        for (int ch = 0; ch < C[ti]; ch++) {
             struct bk_role *x = &rs->roles[rs->ntrees];
             *x = r;
             x->lo_w = lo_w * M + (uint64_t)ch * w;
@@ -121,6 +141,7 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
             rs->tree_of[rs->ntrees++] = ti;
         }
     }
+    free(C);
     return blinkSuccess;
 }
 

@@ -58,6 +58,13 @@ struct bk_roleset {
 /* The channels of a tree of rate weight (blink_plan_tree.weight: 1e-4 GB/s): forced (> 0), else
  * ceil(rate / gbps), within 1 .. BK_MAX_CHANNELS. */
 int bk_channels(uint64_t weight, double gbps, int forced);
+/* Channels by rate leave a set with few blocks: a broadcast over two rings ran on 3 of the 16
+ * blocks a rank had on one H200, at 37 GB/s for 64 MiB, and at 85 with 16 (docs/gpu-runs.md).
+ * A set of `slots` channels by rate below min gets every tree's channels multiplied by
+ * min / slots (whole), each within BK_MAX_CHANNELS; 1 at min or above, or where forced (> 0). */
+#define BK_DEFAULT_MIN_CHANNELS 16
+#define BK_MAX_MIN_CHANNELS 64
+int bk_channel_fill(int slots, int min, int forced);
 
 /* Another rank of the communicator (or this one), by plan rank. */
 struct bk_peer {
@@ -87,6 +94,7 @@ struct bk_env {
     uint32_t seq_start;      /* BLINK_DEBUG_SEQ_START: the first call's number (default 1) */
     double channel_gbps;     /* BLINK_CHANNEL_GBPS: a channel's rate (roles.c) */
     int nchannels;           /* BLINK_NCHANNELS: channels per tree, or 0 (by rate) */
+    int min_channels;        /* BLINK_MIN_NCHANNELS: a set's fewest channels (bk_channel_fill) */
     int direct;              /* BLINK_DIRECT: 0 keeps every down pass in the staging (default 1) */
 };
 

@@ -60,6 +60,7 @@ static void init(struct rt_plan *p, blinkComm_t *comms, int n, int ntrees,
                  const int *const *shapes, const unsigned *weights, struct shape sh)
 {
     setenv("BLINK_CHUNK_BYTES", sh.chunk, 1);
+    setenv("BLINK_MIN_NCHANNELS", "1", 0); /* these plans' channels by rate alone */
     setenv("BK_SHIM_MAX_BLOCKS", sh.max_blocks, 1);
     setenv("BK_SHIM_THREADS", sh.threads, 1);
     rt_plan_build(p, n, ntrees, shapes, weights, 1 << 20);
@@ -266,6 +267,23 @@ Test(rt_shim, channel_rule)
     cr_expect_eq(bk_channels(9999999, 20.0, 1), 1);
 }
 
+/* The fill (bk_channel_fill): the whole factor that keeps a set of few channels at min or
+ * under; none at min or above, or where BLINK_NCHANNELS forces the count. */
+Test(rt_shim, channel_fill_rule)
+{
+    cr_expect_eq(bk_channel_fill(3, 16, 0), 5);  /* 15 channels */
+    cr_expect_eq(bk_channel_fill(2, 16, 0), 8);
+    cr_expect_eq(bk_channel_fill(1, 16, 0), 16);
+    cr_expect_eq(bk_channel_fill(7, 16, 0), 2);  /* 14 */
+    cr_expect_eq(bk_channel_fill(9, 16, 0), 1);  /* 18 would pass 16 */
+    cr_expect_eq(bk_channel_fill(16, 16, 0), 1);
+    cr_expect_eq(bk_channel_fill(40, 16, 0), 1);
+    cr_expect_eq(bk_channel_fill(3, 1, 0), 1);   /* BLINK_MIN_NCHANNELS=1: off */
+    cr_expect_eq(bk_channel_fill(3, 64, 0), 21);
+    cr_expect_eq(bk_channel_fill(3, 16, 2), 1);  /* forced */
+    cr_expect_eq(bk_channel_fill(0, 16, 0), 1);
+}
+
 /* Values that do not parse fail the init, naming the variable. */
 Test(rt_shim, channel_env)
 {
@@ -274,7 +292,8 @@ Test(rt_shim, channel_env)
         {"BLINK_NCHANNELS", "2x"},     {"BLINK_CHANNEL_GBPS", "0"},
         {"BLINK_CHANNEL_GBPS", "-3"},  {"BLINK_CHANNEL_GBPS", "fast"},
         {"BLINK_CHANNEL_GBPS", "inf"}, {"BLINK_DIRECT", "2"},
-        {"BLINK_DIRECT", "yes"},
+        {"BLINK_DIRECT", "yes"},       {"BLINK_MIN_NCHANNELS", "0"},
+        {"BLINK_MIN_NCHANNELS", "65"}, {"BLINK_MIN_NCHANNELS", "many"},
     };
     struct bk_env e;
     for (size_t i = 0; i < N(bad); i++) {
@@ -286,13 +305,17 @@ Test(rt_shim, channel_env)
     }
     setenv("BLINK_NCHANNELS", "16", 1);
     setenv("BLINK_CHANNEL_GBPS", "12.5", 1);
+    setenv("BLINK_MIN_NCHANNELS", "64", 1);
     cr_assert_eq(bk_read_env(&e, "test"), blinkSuccess, "%s", blinkGetLastError(NULL));
     cr_expect_eq(e.nchannels, 16);
     cr_expect(e.channel_gbps == 12.5);
+    cr_expect_eq(e.min_channels, 64);
     unsetenv("BLINK_NCHANNELS");
     unsetenv("BLINK_CHANNEL_GBPS");
+    unsetenv("BLINK_MIN_NCHANNELS");
     cr_assert_eq(bk_read_env(&e, "test"), blinkSuccess);
     cr_expect_eq(e.nchannels, 0);
+    cr_expect_eq(e.min_channels, 16);
     cr_expect(e.channel_gbps == BK_DEFAULT_CHANNEL_GBPS);
     cr_expect_eq(e.direct, 1);
 }
@@ -338,8 +361,10 @@ static const struct bk_roleset *set_of(blinkComm_t c, int coll, int root, int ri
 
 /* The committed DGX-1V plan at the default 20 GB/s a channel: allreduce's 12 trees (25.0,
  * 14.3, 10.7, 7.1 and 8 x 3.6 GB/s) make 13 channels, tree 0 two; broadcast's 6 trees of 25
- * GB/s 12. Tree 0's two channels halve its weights; an allreduce of 211 floats and a broadcast
- * then run with every allreduce item on a block of its own (26). */
+ * GB/s 12. Tree 0's two channels halve its weights. Broadcast's two ring chains (21.875 and
+ * 18.75 GB/s: 2 + 1 channels, under the default BLINK_MIN_NCHANNELS of 16) are filled five
+ * times over: 10 and 5 channels. An allreduce of 2111 floats and a broadcast then run with every
+ * allreduce item on a block of its own (26). */
 Test(rt_shim, dgx1v_channels, .timeout = 120)
 {
     blinkComm_t comms[8];
@@ -376,8 +401,24 @@ Test(rt_shim, dgx1v_channels, .timeout = 120)
         cr_expect_eq(ar->roles[12].hi_w, ar->roles[12].total_w);
         cr_expect_eq(ar->roles[0].parent, ar->roles[1].parent);
         cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLREDUCE, -1, 1)->ntrees, 16);
-        for (int r = 0; r < 8; r++)
+        for (int r = 0; r < 8; r++) {
             cr_expect_eq(set_of(comms[v], BLINK_PLAN_BROADCAST, r, 0)->ntrees, 12);
+            const struct bk_roleset *br = set_of(comms[v], BLINK_PLAN_BROADCAST, r, 1);
+            cr_assert_eq(br->ntrees, 15, "root %d", r);
+            cr_expect_eq(br->plan_trees, 2);
+            for (int s = 0; s < 15; s++)
+                cr_expect_eq(br->tree_of[s], s < 10 ? 0 : 1, "root %d slot %d", r, s);
+        }
+        /* lcm(10, 5) = 10: chain 0's ten channels keep its weight each, chain 1's five take
+         * twice its. */
+        const struct bk_roleset *br = set_of(comms[v], BLINK_PLAN_BROADCAST, 0, 1);
+        cr_expect_eq(br->roles[0].lo_w, 0);
+        cr_expect_eq(br->roles[0].hi_w, 218750);
+        cr_expect_eq(br->roles[9].hi_w, 2187500);
+        cr_expect_eq(br->roles[10].lo_w, 2187500);
+        cr_expect_eq(br->roles[10].hi_w, 2562500);
+        cr_expect_eq(br->roles[14].hi_w, 4062500);
+        cr_expect_eq(br->roles[14].total_w, 4062500);
         cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLGATHER, -1, 0)->ntrees, 27);
         cr_expect_eq(set_of(comms[v], BLINK_PLAN_ALLGATHER, -1, 1)->ntrees, 24);
     }
