@@ -451,9 +451,6 @@ Test(rt_shim, dgx1v_channels, .timeout = 120)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
 }
 
-/* BLINK_TRACE: the kernel's events. An allreduce of 37 floats in 4-float chunks on a 3-rank
- * chain: every rank's two blocks (the tree's up pass and its down pass, kitems_for) enter and
- * exit once each, and the 10 chunks move up once and down once. */
 static int count_lines(const char *path, const char *kind)
 {
     FILE *f = fopen(path, "r");
@@ -466,7 +463,25 @@ static int count_lines(const char *path, const char *kind)
     return f ? n : -1;
 }
 
-Test(rt_shim, trace, .timeout = 60)
+/* A trace file's header: the records it holds and the events it dropped; 0 when unreadable. */
+static int trace_counts(const char *path, unsigned long long *kept, unsigned long long *dropped)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int ok = 0;
+    while (f && !ok && fgets(line, sizeof line, f)) {
+        const char *r = strstr(line, " records ");
+        ok = r && sscanf(r, " records %llu dropped %llu", kept, dropped) == 2;
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+/* One traced allreduce of 37 floats on the chain, BLINK_TRACE_RECORDS=records (NULL: the
+ * default); into dir, each rank's file checked: its header counts the event lines (the
+ * batches' holes left out), and kept + dropped into *offered[v]. */
+static void traced_call(const char *records, unsigned long long *offered)
 {
     static const int chain[] = {-1, 0, 1};
     const int *shapes[] = {chain};
@@ -475,23 +490,50 @@ Test(rt_shim, trace, .timeout = 60)
     char dir[] = "/tmp/blink-shim-trace.XXXXXX";
     cr_assert(mkdtemp(dir));
     setenv("BLINK_TRACE", dir, 1);
+    if (records)
+        setenv("BLINK_TRACE_RECORDS", records, 1);
     init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
     unsetenv("BLINK_TRACE");
+    unsetenv("BLINK_TRACE_RECORDS");
     struct rt_case c = {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 37, 0, RT_THREADS, 0};
     char why[512] = "";
     cr_assert_eq(rt_run_check(comms, 3, &c, why, sizeof why), 0, "%s", why);
     fini(&p, comms, 3);
     for (int v = 0; v < 3; v++) {
         char path[256], host[64] = "";
+        unsigned long long kept = 0, dropped = 0;
         gethostname(host, sizeof host);
         snprintf(path, sizeof path, "%s/blink-trace.%s.%d.r%d.tsv", dir, host, (int)getpid(), v);
-        cr_expect_eq(count_lines(path, "\tenter\t"), 2, "%s", path);
-        cr_expect_eq(count_lines(path, "\texit\t"), 2, "%s", path);
-        cr_expect_eq(count_lines(path, "\tup-post\t"), 10, "%s", path);
-        cr_expect_eq(count_lines(path, "\tdown-post\t"), 10, "%s", path);
+        cr_assert(trace_counts(path, &kept, &dropped), "%s", path);
+        cr_expect_eq((int)kept, count_lines(path, "\tallreduce\t"), "%s", path);
+        if (!records) {
+            cr_expect_eq(count_lines(path, "\tenter\t"), 2, "%s", path);
+            cr_expect_eq(count_lines(path, "\texit\t"), 2, "%s", path);
+            cr_expect_eq(count_lines(path, "\tup-post\t"), 10, "%s", path);
+            cr_expect_eq(count_lines(path, "\tdown-post\t"), 10, "%s", path);
+            cr_expect_eq(dropped, 0);
+        } else {
+            cr_expect_leq(kept, strtoull(records, NULL, 10), "%s", path);
+            cr_expect_gt(dropped, 0, "%s", path);
+        }
+        offered[v] = kept + dropped;
         unlink(path);
     }
     rmdir(dir);
+}
+
+/* BLINK_TRACE: the kernel's events. An allreduce of 37 floats in 4-float chunks on a 3-rank
+ * chain: every rank's two blocks (the tree's up pass and its down pass, kitems_for) enter and
+ * exit once each, and the 10 chunks move up once and down once. With room for 20 records, a
+ * rank keeps at most 20 and counts the rest as dropped: as many events in all. */
+Test(rt_shim, trace, .timeout = 60)
+{
+    unsigned long long all[3], few[3];
+    traced_call(NULL, all);
+    traced_call("20", few);
+    for (int v = 0; v < 3; v++)
+        cr_expect_eq(few[v], all[v], "rank %d: %llu events with room for 20, %llu with room", v,
+                     few[v], all[v]);
 }
 
 /* ------------------------------------------------------------------ failures */
