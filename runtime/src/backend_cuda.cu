@@ -320,12 +320,10 @@ static blinkResult_t rank_init(blinkComm_t c)
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         size_t bytes = offsetof(struct bk_trace_ring, rec) +
                        c->env.trace_records * sizeof(struct bk_trace_rec);
-        struct bk_trace_ring head = {0, (unsigned long long)c->env.trace_records, 0, {}};
+        struct bk_trace_ring head = {0, (unsigned long long)c->env.trace_records, {}};
         void *d = NULL;
         if ((e = cudaMalloc(&d, bytes)))
             r = cuda_fail(e, "cudaMalloc", __LINE__);
-        else if ((e = cudaMemset(d, BK_TRACE_HOLE, bytes))) /* every record a hole */
-            r = cuda_fail(e, "cudaMemset", __LINE__);
         else if ((e = cudaMemcpy(d, &head, offsetof(struct bk_trace_ring, rec),
                                  cudaMemcpyHostToDevice)))
             r = cuda_fail(e, "cudaMemcpy", __LINE__);
@@ -348,14 +346,12 @@ static void write_trace(blinkComm_t c)
     if (quiet(cudaMemcpy(&head, be->trace, offsetof(struct bk_trace_ring, rec),
                          cudaMemcpyDeviceToHost)) != cudaSuccess)
         return;
-    unsigned long long n = head.head < head.cap ? head.head : head.cap, kept;
+    unsigned long long n = head.head < head.cap ? head.head : head.cap;
     struct bk_trace_rec *rec = (struct bk_trace_rec *)malloc(n ? n * sizeof *rec : 1);
     const char *from = (const char *)be->trace + offsetof(struct bk_trace_ring, rec);
     if (rec && quiet(cudaMemcpy(rec, from, n * sizeof *rec, cudaMemcpyDeviceToHost)) ==
-                   cudaSuccess) {
-        kept = bk_trace_compact(rec, n);
-        bk_trace_write(c, "cuda", "globaltimer", rec, kept + head.dropped, kept);
-    }
+                   cudaSuccess)
+        bk_trace_write(c, "cuda", "globaltimer", rec, head.head, head.cap);
     free(rec);
 }
 

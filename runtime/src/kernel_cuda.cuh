@@ -202,6 +202,36 @@ __device__ __forceinline__ uint64_t gtimer()
 #endif
 }
 
+/* BLINK_TRACE (trace.h): one event at time t, stamped by the thread that calls it (thread 0). */
+__device__ __forceinline__ void d_trace_at(const kparams &p, uint64_t t, uint32_t seq, int kind,
+                                           int tree, uint32_t chunk, int peer)
+{
+    if (!p.trace)
+        return;
+    unsigned long long i = atomicAdd(&p.trace->head, 1ull);
+    if (i >= p.trace->cap)
+        return;
+    struct bk_trace_rec r;
+    r.t_ns = t;
+    r.seq = seq;
+    r.chunk = chunk;
+    r.block = (uint16_t)blockIdx.x;
+    r.tree = (uint16_t)tree;
+    r.peer = (int16_t)peer;
+    r.kind = (uint8_t)kind;
+    r.coll = (uint8_t)p.d[1];
+    p.trace->rec[i] = r;
+}
+
+/* One event now; when tracing is off, one uniform test of a launch argument (the clock is read
+ * only past it). */
+__device__ __forceinline__ void d_trace(const kparams &p, uint32_t seq, int kind, int tree,
+                                        uint32_t chunk, int peer)
+{
+    if (p.trace)
+        d_trace_at(p, gtimer(), seq, kind, tree, chunk, peer);
+}
+
 /* ------------------------------------------------------------------ device: block-shared */
 
 /* What the block's threads share besides the dynamic part (written by thread 0 only). */
@@ -210,7 +240,6 @@ struct kshared {
     int dec;                /* thread 0's decision, read by the block after a barrier */
     uint32_t seq;           /* the call number */
     int llfail;             /* -1, or the peer an LL wait gave up on (kernel_ll.cuh) */
-    unsigned long long tr_next, tr_end; /* BLINK_TRACE: the block's records to fill */
 };
 
 /* The block's shared state, and its dynamic shared memory (tstate[tpb], then checked[nranks]);
@@ -233,48 +262,6 @@ __device__ __forceinline__ unsigned long long *kdsm()
     return dsm;
 }
 #endif
-
-/* BLINK_TRACE (trace.h): one event at time t, stamped by the thread that calls it (thread 0).
- * A block takes BK_TRACE_BATCH records of the ring at a time, so that an event costs one
- * global atomic in BK_TRACE_BATCH, not one each (on an H200 a traced 1 KiB allreduce on 8
- * ranks took 125 us against 89 untraced, with an atomic per event); the records a launch leaves
- * unused stay holes (kind 0xff) that the host skips. */
-#define BK_TRACE_BATCH 16
-__device__ __forceinline__ void d_trace_at(const kparams &p, uint64_t t, uint32_t seq, int kind,
-                                           int tree, uint32_t chunk, int peer)
-{
-    if (!p.trace)
-        return;
-    kshared &k = ksh();
-    if (k.tr_next == k.tr_end) {
-        k.tr_next = atomicAdd(&p.trace->head, (unsigned long long)BK_TRACE_BATCH);
-        k.tr_end = k.tr_next + BK_TRACE_BATCH;
-    }
-    unsigned long long i = k.tr_next++;
-    if (i >= p.trace->cap) {
-        atomicAdd(&p.trace->dropped, 1ull);
-        return;
-    }
-    struct bk_trace_rec r;
-    r.t_ns = t;
-    r.seq = seq;
-    r.chunk = chunk;
-    r.block = (uint16_t)blockIdx.x;
-    r.tree = (uint16_t)tree;
-    r.peer = (int16_t)peer;
-    r.kind = (uint8_t)kind;
-    r.coll = (uint8_t)p.d[1];
-    p.trace->rec[i] = r;
-}
-
-/* One event now; when tracing is off, one uniform test of a launch argument (the clock is read
- * only past it). */
-__device__ __forceinline__ void d_trace(const kparams &p, uint32_t seq, int kind, int tree,
-                                        uint32_t chunk, int peer)
-{
-    if (p.trace)
-        d_trace_at(p, gtimer(), seq, kind, tree, chunk, peer);
-}
 
 /* ------------------------------------------------------------------ device: messages */
 
@@ -1215,7 +1202,6 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
     if (tid == 0) {
         seq_sh = bk_seq_next(ld32(&p.ctl->seq));
         ksh().llfail = -1;
-        ksh().tr_next = ksh().tr_end = 0;
     }
     __syncthreads();
     /* Wrap and LL (proto.h): block 0 zeroes this rank's flag words, or its LL lines, before it

@@ -237,9 +237,6 @@ struct bk_trace_ring *bk_trace_ring_new(size_t cap);
 uint64_t bk_trace_now(void);
 void bk_trace_add(struct bk_trace_ring *r, int kind, uint32_t seq, int coll, int block, int tree,
                   uint32_t chunk, int peer);
-/* The first n records of a ring the CUDA kernel filled, its holes taken out (trace.h), in
- * place: how many are left. */
-unsigned long long bk_trace_compact(struct bk_trace_rec *rec, unsigned long long n);
 void bk_trace_write(blinkComm_t c, const char *backend, const char *clock,
                     const struct bk_trace_rec *rec, unsigned long long offered,
                     unsigned long long cap);

@@ -65,22 +65,12 @@ void bk_trace_write(blinkComm_t c, const char *backend, const char *clock,
                "BLINK_TRACE_RECORDS)", n, path, offered - n);
 }
 
-unsigned long long bk_trace_compact(struct bk_trace_rec *rec, unsigned long long n)
-{
-    unsigned long long kept = 0;
-    for (unsigned long long i = 0; i < n; i++)
-        if (rec[i].kind != BK_TRACE_HOLE)
-            rec[kept++] = rec[i];
-    return kept;
-}
-
 struct bk_trace_ring *bk_trace_ring_new(size_t cap)
 {
     struct bk_trace_ring *r = malloc(offsetof(struct bk_trace_ring, rec) + cap * sizeof r->rec[0]);
     if (r) {
         r->head = 0;
         r->cap = cap;
-        r->dropped = 0;
     }
     return r;
 }

@@ -41,12 +41,9 @@ struct bk_trace_rec {
     uint8_t kind, coll;
 };
 
-/* The ring: rec holds the first cap events. The host backend counts every event offered in
- * head; the CUDA kernel takes records in batches (head: the records taken), leaves holes of
- * kind 0xff, and counts the events that found no record in dropped. */
-#define BK_TRACE_HOLE 0xff
+/* The ring: head counts every event offered; rec holds the first cap of them. */
 struct bk_trace_ring {
-    unsigned long long head, cap, dropped;
+    unsigned long long head, cap;
     struct bk_trace_rec rec[1];
 };
 

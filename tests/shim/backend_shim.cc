@@ -135,7 +135,6 @@ static blinkResult_t rank_init(blinkComm_t c)
             1, offsetof(struct bk_trace_ring, rec) + c->env.trace_records * sizeof(bk_trace_rec));
         if (!be->trace)
             return bk_error(blinkSystemError, "shim backend: out of memory");
-        memset(be->trace->rec, BK_TRACE_HOLE, c->env.trace_records * sizeof(bk_trace_rec));
         be->trace->cap = c->env.trace_records;
     }
     return r;
@@ -155,11 +154,9 @@ static void rank_free(blinkComm_t c)
     if (!be)
         return;
     join_run(be);
-    if (be->trace) {
-        struct bk_trace_ring *t = be->trace;
-        unsigned long long kept = bk_trace_compact(t->rec, t->head < t->cap ? t->head : t->cap);
-        bk_trace_write(c, "shim", "CLOCK_MONOTONIC", t->rec, kept + t->dropped, kept);
-    }
+    if (be->trace)
+        bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
+                       be->trace->cap);
     free(be->trace);
     free(be->own);
     free(be->tables);

@@ -95,7 +95,7 @@ static void sweep(int n, int ntrees, const int *const *shapes, const unsigned *w
                     struct rt_case c = {coll, (int)(variant % (unsigned)n), dts[d], op,
                                         cnts[k], (int)(variant & 1),
                                         (variant >> 1) & 1 ? RT_GROUP : RT_THREADS,
-                                        (int)((variant >> 2) & 1)};
+                                        (int)((variant >> 2) & 1), 0, 0};
                     unsigned a = (variant >> 3) % 3;
                     rt_shift = a == 0 ? 0 : a == 1 ? rt_size(dts[d]) : 1;
                     char why[512] = "";
@@ -230,11 +230,11 @@ Test(rt_shim, dgx1v_plan, .timeout = 120)
     setenv("BK_SHIM_THREADS", "8", 1);
     cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
     const struct rt_case cases[] = {
-        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 211, 0, RT_THREADS, 0},
-        {BLINK_PLAN_BROADCAST, 3, blinkBfloat16, blinkSum, 37, 1, RT_GROUP, 0},
-        {BLINK_PLAN_REDUCE, 5, blinkFloat16, blinkAvg, 37, 0, RT_THREADS, 1},
-        {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 7, 1, RT_THREADS, 0},
-        {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 37, 0, RT_GROUP, 0},
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 211, 0, RT_THREADS, 0, 0, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkBfloat16, blinkSum, 37, 1, RT_GROUP, 0, 0, 0},
+        {BLINK_PLAN_REDUCE, 5, blinkFloat16, blinkAvg, 37, 0, RT_THREADS, 1, 0, 0},
+        {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 7, 1, RT_THREADS, 0, 0, 0},
+        {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 37, 0, RT_GROUP, 0, 0, 0},
     };
     for (size_t i = 0; i < N(cases); i++) {
         char why[512] = "";
@@ -431,8 +431,8 @@ Test(rt_shim, dgx1v_channels, .timeout = 120)
     setenv("BLINK_CHUNK_BYTES", "64", 1);
     cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
     const struct rt_case cases[] = {
-        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 2111, 0, RT_THREADS, 0},
-        {BLINK_PLAN_BROADCAST, 3, blinkFloat32, blinkSum, 2111, 1, RT_GROUP, 0},
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 2111, 0, RT_THREADS, 0, 0, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkFloat32, blinkSum, 2111, 1, RT_GROUP, 0, 0, 0},
     };
     for (size_t i = 0; i < N(cases); i++) {
         char why[512] = "";
@@ -479,8 +479,8 @@ static int trace_counts(const char *path, unsigned long long *kept, unsigned lon
 }
 
 /* One traced allreduce of 37 floats on the chain, BLINK_TRACE_RECORDS=records (NULL: the
- * default); into dir, each rank's file checked: its header counts the event lines (the
- * batches' holes left out), and kept + dropped into *offered[v]. */
+ * default); each rank's file checked: its header counts the event lines, and kept + dropped
+ * into offered[v]. */
 static void traced_call(const char *records, unsigned long long *offered)
 {
     static const int chain[] = {-1, 0, 1};
@@ -495,7 +495,8 @@ static void traced_call(const char *records, unsigned long long *offered)
     init(&p, comms, 3, 1, shapes, (const unsigned[]){1}, (struct shape){"4", "32", "16"});
     unsetenv("BLINK_TRACE");
     unsetenv("BLINK_TRACE_RECORDS");
-    struct rt_case c = {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 37, 0, RT_THREADS, 0};
+    struct rt_case c = {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 37, 0, RT_THREADS, 0,
+                        0, 0};
     char why[512] = "";
     cr_assert_eq(rt_run_check(comms, 3, &c, why, sizeof why), 0, "%s", why);
     fini(&p, comms, 3);
@@ -643,7 +644,7 @@ static void direct_sweep(int direct)
     for (size_t i = 0; i < N(colls); i++)
         for (int v = 0; v < 8; v++) {
             struct rt_case c = {colls[i], v % 4, v & 4 ? blinkInt8 : blinkFloat32, blinkSum,
-                                v & 2 ? 211 : 37, v & 1, RT_THREADS, 0};
+                                v & 2 ? 211 : 37, v & 1, RT_THREADS, 0, 0, 0};
             char why[512] = "";
             long w = rt_down_slot_writes(comms, 4, &c, why, sizeof why);
             cr_assert_geq(w, 0, "coll %d case %d: %s", c.coll, v, why);
