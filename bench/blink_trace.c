@@ -4,12 +4,17 @@
  * rank, given as files or as the directory that holds them) and say where the calls spent
  * their time, per collective:
  *   call    last exit minus first entry over every rank and block of one call;
+ *   skew    the last rank's entry minus the first's, in one call (how far apart the ranks'
+ *           kernels started: the host's launches, where one thread issues them all);
+ *   entry   a rank's first decided step minus its entry (its start-up, and its wait for the
+ *           peers it needs first);
  *   hop     going up, a rank's post of a chunk minus the latest post of the same chunk by its
  *           children (the wait for the slowest child's flag, the combine and the post); going
  *           down, a rank's post minus its parent's (the same, one edge);
  *   wait    decide minus the previous post of the same block: how long the block looked for
  *           a ready step;
- *   move    start to post of one step (the data, the fence, the flag stores).
+ *   move    start to post of one step (the data, the fence, the flag stores);
+ *   exit    a rank's last exit minus its last post (the end of a launch).
  * Times are the medians (and largest) in microseconds. Clocks: %globaltimer of one GPU for the
  * CUDA backend (ranks on several GPUs compare clocks that may differ by a little), the
  * monotonic clock for the host backend.
@@ -255,9 +260,73 @@ static const struct ev *find_post(const struct ev *posts, size_t n, const struct
 }
 
 struct per_coll {
-    struct series call, up_hop, down_hop, wait, move;
+    struct series call, skew, entry, up_hop, down_hop, wait, move, exit;
     size_t calls;
 };
+
+/* The summary's columns of one collective, in the table's order. */
+#define NCOLS 8
+static void columns(struct per_coll *p, struct series *cols[NCOLS])
+{
+    struct series *c[NCOLS] = {&p->call, &p->skew,     &p->entry, &p->up_hop,
+                               &p->down_hop, &p->wait, &p->move,  &p->exit};
+    memcpy(cols, c, sizeof c);
+}
+
+/* A rank's part of one call: its first entry. */
+struct rank_call {
+    unsigned seq;
+    int coll;
+    unsigned long long enter;
+};
+
+static int by_seq(const void *a, const void *b)
+{
+    const struct rank_call *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Entry, exit (per rank and call) and skew (per call) from evs sorted by_block_time. */
+static void rank_phases(struct per_coll *pc)
+{
+    struct rank_call *rc = malloc((nev ? nev : 1) * sizeof *rc);
+    size_t nrc = 0;
+    for (size_t i = 0; rc && i < nev;) {
+        const struct ev *g = &evs[i];
+        unsigned long long enter = ~0ull, decide = ~0ull, post = 0, exit_t = 0;
+        for (; i < nev && evs[i].rank == g->rank && evs[i].seq == g->seq; i++) {
+            const struct ev *e = &evs[i];
+            if (e->kind == ENTER && e->t < enter)
+                enter = e->t;
+            if ((e->kind == UP_DECIDE || e->kind == DOWN_DECIDE) && e->t < decide)
+                decide = e->t;
+            if ((e->kind == UP_POST || e->kind == DOWN_POST) && e->t > post)
+                post = e->t;
+            if (e->kind == EXIT && e->t > exit_t)
+                exit_t = e->t;
+        }
+        if (enter == ~0ull)
+            continue;
+        if (decide != ~0ull && decide >= enter)
+            add(&pc[g->coll].entry, (double)(decide - enter));
+        if (post && exit_t >= post)
+            add(&pc[g->coll].exit, (double)(exit_t - post));
+        rc[nrc++] = (struct rank_call){g->seq, g->coll, enter};
+    }
+    if (rc)
+        qsort(rc, nrc, sizeof *rc, by_seq);
+    for (size_t i = 0; rc && i < nrc;) {
+        size_t j = i;
+        unsigned long long lo = rc[i].enter, hi = rc[i].enter;
+        for (; j < nrc && rc[j].seq == rc[i].seq; j++) {
+            lo = rc[j].enter < lo ? rc[j].enter : lo;
+            hi = rc[j].enter > hi ? rc[j].enter : hi;
+        }
+        add(&pc[rc[i].coll].skew, (double)(hi - lo));
+        i = j;
+    }
+    free(rc);
+}
 
 /* Order for one block's own sequence of events. */
 static int by_block_time(const void *a, const void *b)
@@ -279,6 +348,7 @@ static void summarize(int verbose)
 
     /* Calls: by sequence number over every rank. */
     qsort(evs, nev, sizeof *evs, by_block_time);
+    rank_phases(pc);
     if (verbose)
         printf("| call | collective | ranks | us |\n| --- | --- | --- | --- |\n");
     /* seq values are dense per run; walk them through a sort by seq instead of an array. */
@@ -366,23 +436,24 @@ static void summarize(int verbose)
     free(latest_child);
     free(byseq);
 
-    printf("| collective | calls | call us | up hop us | down hop us | wait us | move us |\n");
-    printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("| collective | calls | call us | skew us | entry us | up hop us | down hop us | wait us "
+           "| move us | exit us |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int c = 0; c < NCOLLS; c++) {
         if (!pc[c].calls && !pc[c].move.n)
             continue;
         printf("| %s | %zu |", coll_names[c], pc[c].calls);
-        put_stat(&pc[c].call);
-        put_stat(&pc[c].up_hop);
-        put_stat(&pc[c].down_hop);
-        put_stat(&pc[c].wait);
-        put_stat(&pc[c].move);
+        struct series *cols[NCOLS];
+        columns(&pc[c], cols);
+        for (int k = 0; k < NCOLS; k++)
+            put_stat(cols[k]);
         printf("\n");
-        free(pc[c].call.v);
-        free(pc[c].up_hop.v);
-        free(pc[c].down_hop.v);
-        free(pc[c].wait.v);
-        free(pc[c].move.v);
+    }
+    for (int c = 0; c < NCOLLS; c++) {
+        struct series *cols[NCOLS];
+        columns(&pc[c], cols);
+        for (int k = 0; k < NCOLS; k++)
+            free(cols[k]->v);
     }
     printf("\nmedian (largest) in microseconds; %d files, %zu events", nfiles, nev);
     if (dropped)

@@ -47,6 +47,9 @@ static void put(const char *name, const char *text)
  * Waits (decide minus the block's previous post or entry): rank 2: 1100-1000 = 100,
  * 4000-1500 = 2500; rank 1: 1610-1050 = 560, 3300-2000 = 1300; rank 0: 2100-900 = 1200,
  * 2700-2600 = 100 -> 100 100 560 1200 1300 2500, median 880, largest 2500.
+ * Skew (the ranks' first entries): 1050 - 900 = 150.
+ * Entries (a rank's first decide minus its entry): 100, 560, 1200 -> median 560, largest 1200.
+ * Exits (a rank's last exit minus its last post): 100, 300, 100 -> median 100, largest 300.
  */
 static void write_chain(void)
 {
@@ -100,8 +103,9 @@ Test(trace, chain_by_hand, .init = write_chain, .fini = clean)
     tu_run_argv(&r, (const char *const[]){bin, "-v", dir, NULL});
     cr_assert_eq(r.status, 0, "blink-trace failed: %s", r.err);
     cr_assert(strstr(r.out, "| 7 | allreduce | 3 | 3.70 |"), "per-call line: %s", r.out);
-    cr_assert(strstr(r.out, "| allreduce | 1 | 3.70 (3.70) | 0.55 (0.60) | 0.75 (0.80) |"
-                            " 0.88 (2.50) | 0.30 (0.40) |"),
+    cr_assert(strstr(r.out, "| allreduce | 1 | 3.70 (3.70) | 0.15 (0.15) | 0.56 (1.20) |"
+                            " 0.55 (0.60) | 0.75 (0.80) | 0.88 (2.50) | 0.30 (0.40) |"
+                            " 0.10 (0.30) |"),
               "summary row: %s", r.out);
     cr_assert(strstr(r.out, "3 files, 24 events"), "%s", r.out);
     tu_run_free(&r);
