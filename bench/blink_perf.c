@@ -190,7 +190,7 @@ static int stream_new(int dev, blinkStream_t *s)
 }
 static int stream_sync(blinkStream_t s) { return blinkHostStreamSynchronize(s) == blinkSuccess; }
 static void stream_free(blinkStream_t s) { blinkHostStreamDestroy(s); }
-/* -G: the host backend's streams capture nothing (the option parser refuses -G here). */
+/* -G: the host backend's streams capture nothing (the option parser notes -G and ignores it). */
 typedef int replay_t;
 static int capture_begin(int dev, blinkStream_t s) { (void)dev, (void)s; return 0; }
 static int capture_end(int dev, blinkStream_t s, int keep, replay_t *g)
