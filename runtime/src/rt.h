@@ -59,7 +59,7 @@ struct bk_roleset {
  * ceil(rate / gbps), within 1 .. BK_MAX_CHANNELS. */
 int bk_channels(uint64_t weight, double gbps, int forced);
 /* Channels by rate leave a set with few blocks: a broadcast over two rings ran on 3 of the 16
- * blocks a rank had on one H200, at 37 GB/s for 64 MiB, and at 85 with 16 (docs/gpu-runs.md).
+ * blocks a rank had on one H200, at 37 GB/s for 64 MiB, and at 133 on 15 (docs/gpu-runs.md).
  * A set of `slots` channels by rate below min gets every tree's channels multiplied by
  * min / slots (whole), each within BK_MAX_CHANNELS; 1 at min or above, or where forced (> 0). */
 #define BK_DEFAULT_MIN_CHANNELS 16
