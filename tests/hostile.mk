@@ -14,6 +14,6 @@ tests_unit_test_hostile_emit_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_hostile_emit_LDADD = $(TEST_LIBS)
 tests_unit_test_hostile_emit_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
 # Under the sanitizers it repeats fewer times (the plain build does the 50).
-tests_unit_test_determinism_CPPFLAGS = $(TEST_CPPFLAGS) -DBK_SAN_CFLAGS='"$(SAN_CFLAGS)"'
+tests_unit_test_determinism_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_determinism_LDADD = $(TEST_LIBS)
 tests_unit_test_determinism_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a planner/blinkc

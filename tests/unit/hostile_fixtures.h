@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sanitized.h"
 #include "testutil.h"
 
 struct hf_fixture {
@@ -57,14 +58,9 @@ static const struct hf_fixture hf_fixtures[] = {
 
 /* The sanitizer build checks memory: the huge fixtures (heavy 2) run no code the others do not,
  * at many times their cost, so it skips them. */
-#ifdef __SANITIZE_ADDRESS__
-#define HF_SANITIZED 1
-#else
-#define HF_SANITIZED 0
-#endif
 #define HF_SKIP_HUGE_UNDER_SANITIZERS(f)                                                           \
     do {                                                                                           \
-        if (HF_SANITIZED && (f)->heavy > 1)                                                        \
+        if (TU_SANITIZED && (f)->heavy > 1)                                                        \
             cr_skip_test("%s: the plain build covers the huge fixtures", (f)->rel);              \
     } while (0)
 

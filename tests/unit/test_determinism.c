@@ -26,13 +26,10 @@
 #include "out/plan_json.h"
 #include "testutil.h"
 
-#ifndef BK_SAN_CFLAGS
-#define BK_SAN_CFLAGS ""
-#endif
 /* The sanitizer build checks memory, not determinism: it runs each fixture twice (the DGX-2s
  * once) and leaves the locale checks, a tuned blinkc run twice per fixture, to the plain build
  * (together they took 14 of CI's 30 minutes under ASan). */
-#define SANITIZED (sizeof BK_SAN_CFLAGS > 1)
+#define SANITIZED TU_SANITIZED
 /* Ten runs, not the twenty of before: 74 of CI's plain-stage seconds went here. */
 #define RUNS (SANITIZED ? 2 : 10)
 #define HEAVY_RUNS (SANITIZED ? 1 : 5) /* the DGX-2s: 1.7 s a run */

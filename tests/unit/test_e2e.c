@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rt_testutil.h"
+#include "sanitized.h"
 
 typedef blinkResult_t (*init_fn)(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_dgx1p(blinkComm_t *, int, const int *);
@@ -125,11 +126,7 @@ Test(e2e, dgx1v_golden_hands_allreduce_to_rings_but_small_sizes)
  * so they run in parallel); returns how many there were. Under ASan and UBSan, whose cost is
  * many times the plain build's, every third allocation runs the sweep (trees and rings in turn);
  * the plain build runs every one. */
-#ifdef __SANITIZE_ADDRESS__
-#define SWEEP_EVERY 3
-#else
-#define SWEEP_EVERY 1
-#endif
+#define SWEEP_EVERY (TU_SANITIZED ? 3 : 1)
 static int run_allocations(int k)
 {
     setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);

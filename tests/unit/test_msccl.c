@@ -27,10 +27,8 @@
 
 #define ALL ((1u << COLL_COUNT) - 1)
 
-#ifndef BK_SAN_CFLAGS
-#define BK_SAN_CFLAGS ""
-#endif
-#define SANITIZED (sizeof BK_SAN_CFLAGS > 1)
+#include "sanitized.h"
+#define SANITIZED TU_SANITIZED
 
 /* GPU pair loads from the plan's own trees, as fractions of the data: data crosses parent to
  * child (broadcast-like), child to parent (reduce-like) or both (allreduce). */

@@ -33,6 +33,7 @@
 
 #include "rt.h"
 #include "rt_testutil.h"
+#include "sanitized.h"
 
 static const blinkDataType_t dts[] = {blinkFloat32, blinkInt32, blinkFloat16, blinkBfloat16,
                                       blinkInt8};
@@ -45,11 +46,7 @@ static const size_t mid_counts[] = {7, 37};
 /* ASan and UBSan cost many times over on every one of a launch's threads: there, each
  * collective x type x op runs one of a sweep's counts, in turn (every count still runs on every
  * plan); the plain build runs them all. */
-#ifdef __SANITIZE_ADDRESS__
-#define SAMPLED 1
-#else
-#define SAMPLED 0
-#endif
+#define SAMPLED TU_SANITIZED
 
 /* How a plan's ranks run: blocks per launch at most, threads per block, chunk bytes. */
 struct shape {
