@@ -158,6 +158,7 @@ Test(gpu_check, dry_run_names_every_part)
         "BLINK_TRACE=/tmp/blink-gpu-check-dry-run/trace-8",
         "/prebuilt/bench/blink-trace /tmp/blink-gpu-check-dry-run/trace-8",
         "/prebuilt/runtime/libblink-nccl.so python3", "--backend gloo",
+        "--collective allgather -b 0 -e 0 -n 50 -w 5 -c 0 -G 10",
         "report:      /tmp/blink-gpu-check-dry-run/gpu-check.md"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         cr_expect(strstr(r.out, parts[i]), "no '%s' in:\n%s", parts[i], r.out);
