@@ -67,6 +67,23 @@ static blinkResult_t parse_switch(const char *name, int *out, const char *fn)
     return blinkSuccess;
 }
 
+/* A count of channels from 1 to max: *out keeps its default where the variable is unset or
+ * empty. */
+static blinkResult_t parse_channels(const char *name, int max, int *out, const char *fn)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return blinkSuccess;
+    char *end;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (end == env || *end || errno || v < 1 || v > max)
+        return bk_error(blinkInvalidArgument, "%s: %s='%s' is not a number of channels from 1 "
+                        "to %d", fn, name, env, max);
+    *out = (int)v;
+    return blinkSuccess;
+}
+
 blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
 {
     memset(e, 0, sizeof *e);
@@ -171,23 +188,8 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
                             "rate in GB/s", fn, env);
         e->channel_gbps = g;
     }
-    if ((env = getenv("BLINK_NCHANNELS")) != NULL && *env) {
-        char *end;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (end == env || *end || errno || v < 1 || v > BK_MAX_CHANNELS)
-            return bk_error(blinkInvalidArgument, "%s: BLINK_NCHANNELS='%s' is not a number of "
-                            "channels from 1 to %d", fn, env, BK_MAX_CHANNELS);
-        e->nchannels = (int)v;
-    }
-    if ((env = getenv("BLINK_MIN_NCHANNELS")) != NULL && *env) {
-        char *end;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (end == env || *end || errno || v < 1 || v > BK_MAX_MIN_CHANNELS)
-            return bk_error(blinkInvalidArgument, "%s: BLINK_MIN_NCHANNELS='%s' is not a number "
-                            "of channels from 1 to %d", fn, env, BK_MAX_MIN_CHANNELS);
-        e->min_channels = (int)v;
-    }
-    return blinkSuccess;
+    r = parse_channels("BLINK_NCHANNELS", BK_MAX_CHANNELS, &e->nchannels, fn);
+    if (r == blinkSuccess)
+        r = parse_channels("BLINK_MIN_NCHANNELS", BK_MAX_MIN_CHANNELS, &e->min_channels, fn);
+    return r;
 }

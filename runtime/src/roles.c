@@ -44,15 +44,12 @@ int bk_channel_fill(int slots, int min, int forced)
  * (plan and environment). */
 static void set_channels(blinkComm_t c, const struct blink_plan_tree *t, int nt, int *C)
 {
-    int slots = 0;
+    int cut = bk_backend()->channels, slots = 0;
     for (int ti = 0; ti < nt; ti++) {
-        C[ti] = bk_backend()->channels
-                    ? bk_channels(t[ti].weight, c->env.channel_gbps, c->env.nchannels)
-                    : 1;
+        C[ti] = cut ? bk_channels(t[ti].weight, c->env.channel_gbps, c->env.nchannels) : 1;
         slots += C[ti];
     }
-    int f = bk_backend()->channels ? bk_channel_fill(slots, c->env.min_channels, c->env.nchannels)
-                                   : 1;
+    int f = cut ? bk_channel_fill(slots, c->env.min_channels, c->env.nchannels) : 1;
     for (int ti = 0; ti < nt; ti++)
         C[ti] = C[ti] * f < BK_MAX_CHANNELS ? C[ti] * f : BK_MAX_CHANNELS;
 }

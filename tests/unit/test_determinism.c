@@ -29,10 +29,9 @@
 /* The sanitizer build checks memory, not determinism: it runs each fixture twice (the DGX-2s
  * once) and leaves the locale checks, a tuned blinkc run twice per fixture, to the plain build
  * (together they took 14 of CI's 30 minutes under ASan). */
-#define SANITIZED TU_SANITIZED
 /* Ten runs, not the twenty of before: 74 of CI's plain-stage seconds went here. */
-#define RUNS (SANITIZED ? 2 : 10)
-#define HEAVY_RUNS (SANITIZED ? 1 : 5) /* the DGX-2s: 1.7 s a run */
+#define RUNS (TU_SANITIZED ? 2 : 10)
+#define HEAVY_RUNS (TU_SANITIZED ? 1 : 5) /* the DGX-2s: 1.7 s a run */
 #define HUGE_RUNS 3 /* GB200 NVL72: 4 s a run, 8 HGX H100 servers 13 s */
 
 struct outputs {
@@ -173,7 +172,7 @@ static char *cli_outputs(const char *path, int tune, const char *loc, const char
  * fixture, as for the repeats above: together they take most of 300 s under ASan. */
 static void check_locale(int k)
 {
-    if (SANITIZED)
+    if (TU_SANITIZED)
         cr_skip_test("the plain build checks locales; this one checks memory");
     char locdir[] = "/tmp/blinkc-locale-XXXXXX";
     const char *loc = comma_locale(locdir);

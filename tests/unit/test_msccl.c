@@ -28,7 +28,6 @@
 #define ALL ((1u << COLL_COUNT) - 1)
 
 #include "sanitized.h"
-#define SANITIZED TU_SANITIZED
 
 /* GPU pair loads from the plan's own trees, as fractions of the data: data crosses parent to
  * child (broadcast-like), child to parent (reduce-like) or both (allreduce). */
@@ -118,7 +117,7 @@ Test(msccl, dgx1v_allocations, .timeout = 600)
         for (int g = 0; g < 8; g++)
             if (mask & (1u << g))
                 gpus[n++] = g;
-        if (n < 3 || (SANITIZED && seen++ % 16))
+        if (n < 3 || (TU_SANITIZED && seen++ % 16))
             continue;
         char label[16];
         snprintf(label, sizeof label, "dgx1v-%02x", mask);
