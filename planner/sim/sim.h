@@ -125,7 +125,23 @@ struct sim_job {
     const struct ring_result *ring; /* SIM_RING, SIM_DBT */
     struct sim_memo *memo;          /* SIM_RING, SIM_DBT: tables kept between calls, or NULL */
     enum sim_proto proto;           /* SIM_TREES: the protocol (SIM_SIMPLE unless set) */
+    struct sim_seen *seen;          /* SIM_TREES: times already run for these trees, or NULL */
 };
+
+/* The times one plan's trees were simulated at, by size, chunk and protocol: a search that
+ * comes back to a run it made (a size's first chunk is the last size's best, whose time at
+ * this size the tuner needs too) takes the time found, for the same run gives the same time.
+ * Results are those without it; only the work shrinks. One serves one plan's trees. */
+struct sim_seen {
+    struct sim_seen_run {
+        double bytes;
+        size_t chunk;
+        enum sim_proto proto;
+        double us;
+    } *v;
+    int n, cap;
+};
+void sim_seen_free(struct sim_seen *s);
 
 /* What NCCL's simulated rings and trees share between calls on one allocation (the widest
  * paths between its GPUs and the ring order, sim_hops.h): results are the same with or without

@@ -51,12 +51,13 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
  * byte, so past that size it only falls further behind, and its small chunks are the most
  * expensive to simulate. */
 BK_MUST_USE
-static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
-                                   const struct sim_params *p, struct sample *sm, int ns,
-                                   struct diag *d)
+static enum bk_status sample_with(const struct plan_set *ps, const struct plan *pl,
+                                  struct sim_seen *seen, const struct sim_params *p,
+                                  struct sample *sm, int ns, struct diag *d)
 {
     struct sim_job j, jl;
     sim_job_plan(&j, ps, pl);
+    j.seen = seen;
     jl = j;
     jl.proto = SIM_LL;
     size_t chunk = SIM_CHUNK_MIN, ll_chunk = SIM_CHUNK_MIN;
@@ -91,6 +92,19 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
     if (ns > 1)
         BK_CHECK(sim_run(&j, sm[ns - 2].bytes, sm[ns - 1].chunk, p, &sm[ns - 1].next_us, d));
     return BK_OK;
+}
+
+/* sample_with, each run made once (a size's first chunk is the last size's best, whose time
+ * here is also that size's next_us). */
+BK_MUST_USE
+static enum bk_status take_samples(const struct plan_set *ps, const struct plan *pl,
+                                   const struct sim_params *p, struct sample *sm, int ns,
+                                   struct diag *d)
+{
+    struct sim_seen seen = {0};
+    enum bk_status st = sample_with(ps, pl, &seen, p, sm, ns, d);
+    sim_seen_free(&seen);
+    return st;
 }
 
 BK_MUST_USE

@@ -199,6 +199,46 @@ Test(sim, ll_pays_less_per_hop_and_more_per_byte)
     topo_free(&t);
 }
 
+Test(sim, seen_runs_are_taken_not_run_again)
+{
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    load(one_link, &t, &g);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0}, -1, 10);
+    double plain = run_proto(&t, &g, &s, SIM_SIMPLE, M, C);
+    double plain_ll = run_proto(&t, &g, &s, SIM_LL, M, SIM_LL_CHUNK_MAX);
+    struct sim_seen seen = {0};
+    struct sim_job j = {SIM_TREES, &t, COLL_BROADCAST, 0, &g, &s, NULL, NULL, SIM_SIMPLE,
+                        &seen};
+    struct diag d;
+    diag_init(&d);
+    double us = -1;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
+    cr_expect_eq(us, plain, "with a seen list %g, without %g", us, plain);
+    cr_assert_eq(seen.n, 1);
+    /* The same run again is taken from the list: a planted time comes back. */
+    seen.v[0].us = 12345;
+    cr_assert_eq(sim_run(&j, M, C, &p, &us, &d), BK_OK);
+    cr_expect_eq(us, 12345);
+    cr_expect_eq(seen.n, 1);
+    /* Another chunk or protocol is another run. */
+    cr_assert_eq(sim_run(&j, M, C / 2, &p, &us, &d), BK_OK);
+    j.proto = SIM_LL;
+    cr_assert_eq(sim_run(&j, M, SIM_LL_CHUNK_MAX, &p, &us, &d), BK_OK);
+    cr_expect_eq(us, plain_ll);
+    cr_expect_eq(seen.n, 3);
+    sim_seen_free(&seen);
+    cr_expect_eq(seen.n, 0);
+    diag_free(&d);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
 static const char fan[] = "topology fan\ngpu g0\ngpu g1\ngpu g2\n"
                           "link g0 g1 bw=10\nlink g0 g2 bw=10\n";
 
