@@ -727,17 +727,17 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
     { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.0 us, NCCL 33.4 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.8 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.4 us, NCCL 38.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.7 us, NCCL 35.0 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 38.1 us */
     { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 74.3 us, NCCL 57.2 us */
     { 2097152u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.4 us, NCCL 82.6 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 131.3 us, NCCL 124.1 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 316.2 us, NCCL 283.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 565.8 us, NCCL 486.2 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2024.9 us, NCCL 1705.0 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3956.2 us, NCCL 3330.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7827.9 us, NCCL 6580.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15594.0 us, NCCL 13080.7 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 131.4 us, NCCL 124.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 315.8 us, NCCL 283.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 563.6 us, NCCL 486.2 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2025.1 us, NCCL 1705.0 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3956.3 us, NCCL 3330.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7827.8 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15594.2 us, NCCL 13080.7 us */
 };
 
 /* reducescatter: 32 trees, 16 ring chains */
@@ -891,15 +891,15 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 33.4 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.3 us, NCCL 33.4 us */
     { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.2 us, NCCL 35.0 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 56.5 us, NCCL 38.1 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.3 us, NCCL 82.6 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 56.6 us, NCCL 38.1 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.2 us, NCCL 82.6 us */
     { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 332.9 us, NCCL 283.1 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1050.6 us, NCCL 892.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2069.0 us, NCCL 1705.0 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7986.5 us, NCCL 6580.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15890.8 us, NCCL 13080.7 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1049.4 us, NCCL 892.5 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2068.5 us, NCCL 1705.0 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7986.4 us, NCCL 6580.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15890.9 us, NCCL 13080.7 us */
 };
 
 /* allreduce: 16 trees, 16 ring chains */
@@ -1005,15 +1005,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 39.8 us, NCCL 44.4 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 75.6 us, NCCL 53.9 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 108.0 us, NCCL 92.0 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 39.7 us, NCCL 44.4 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 68.3 us, NCCL 47.6 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 108.2 us, NCCL 92.0 us */
     { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 216.7 us, NCCL 209.3 us */
-    { 33554432u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1044.8 us, NCCL 946.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3839.1 us, NCCL 3383.7 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7622.2 us, NCCL 6633.9 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15150.4 us, NCCL 13134.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 30198.8 us, NCCL 26135.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1047.2 us, NCCL 946.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3823.8 us, NCCL 3383.7 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7609.6 us, NCCL 6633.9 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15150.3 us, NCCL 13134.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 30198.6 us, NCCL 26135.1 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

@@ -47,12 +47,12 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
     { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
     { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
     { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
@@ -90,12 +90,12 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
     { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
     { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
     { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
@@ -133,7 +133,7 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
@@ -177,7 +177,7 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
@@ -221,12 +221,12 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
     { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
     { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
     { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
@@ -264,12 +264,12 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
     { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.6 us, NCCL 207.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
     { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
     { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
@@ -307,7 +307,7 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
@@ -351,7 +351,7 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
     { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
     { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
@@ -839,7 +839,7 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 33.3 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.9 us, NCCL 33.3 us */
     { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
     { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.2 us, NCCL 78.9 us */
@@ -847,7 +847,7 @@ static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
     { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.8 us, NCCL 127.8 us */
     { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 235.8 us, NCCL 186.7 us */
     { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 639.7 us, NCCL 513.3 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2267.9 us, NCCL 1813.4 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2267.8 us, NCCL 1813.4 us */
     { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8633.0 us, NCCL 7013.7 us */
 };
 
@@ -990,10 +990,10 @@ static const struct blink_plan_range blinkgen_p0s17_ranges[10] = {
     { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 33.3 us */
     { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
     { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 54.0 us, NCCL 55.3 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.8 us, NCCL 55.3 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 83.3 us, NCCL 78.9 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.4 us, NCCL 127.8 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 366.0 us, NCCL 296.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 365.9 us, NCCL 296.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1115.5 us, NCCL 946.7 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4178.1 us, NCCL 3546.8 us */
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8270.7 us, NCCL 7013.7 us */
@@ -1090,15 +1090,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 40.4 us, NCCL 44.2 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 40.6 us, NCCL 44.2 us */
     { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.0 us, NCCL 47.1 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 98.1 us, NCCL 53.0 us */
+    { 262144u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 51.4 us, NCCL 53.0 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.0 us, NCCL 64.8 us */
     { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 113.6 us, NCCL 88.3 us */
     { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 199.3 us, NCCL 157.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 753.4 us, NCCL 566.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2460.6 us, NCCL 1866.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4709.5 us, NCCL 3600.4 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 463.0 us, NCCL 334.4 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2465.9 us, NCCL 1866.9 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4708.7 us, NCCL 3600.4 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

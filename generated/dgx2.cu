@@ -44,12 +44,12 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -83,12 +83,12 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -122,12 +122,12 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -161,12 +161,12 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -200,12 +200,12 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -239,12 +239,12 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -278,12 +278,12 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -317,12 +317,12 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -356,12 +356,12 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -395,12 +395,12 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -434,12 +434,12 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -473,12 +473,12 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -512,12 +512,12 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -551,12 +551,12 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -590,12 +590,12 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -629,12 +629,12 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
     { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.5 us, NCCL 47.3 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
     { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
     { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
     { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
     { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.1 us, NCCL 376.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
     { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
 };
@@ -1607,17 +1607,17 @@ static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
     { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.7 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.0 us, NCCL 55.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.1 us, NCCL 55.2 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.7 us, NCCL 67.8 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.9 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.4 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.4 us, NCCL 166.2 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 45.0 us, NCCL 93.0 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.5 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.6 us, NCCL 166.2 us */
     { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 146.5 us, NCCL 229.3 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 262.6 us, NCCL 355.5 us */
-    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 494.7 us, NCCL 605.5 us */
-    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 959.0 us, NCCL 1069.8 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 262.7 us, NCCL 355.5 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 494.8 us, NCCL 605.5 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 959.1 us, NCCL 1069.8 us */
     { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1887.7 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3748.9 us, NCCL 3855.7 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3749.0 us, NCCL 3855.7 us */
 };
 
 /* reducescatter: 96 trees, 16 ring chains */
@@ -1963,18 +1963,18 @@ static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.7 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.1 us, NCCL 55.2 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.8 us, NCCL 44.2 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.2 us, NCCL 55.2 us */
     { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.9 us, NCCL 67.8 us */
     { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 45.3 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 60.3 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.2 us, NCCL 166.2 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.0 us, NCCL 229.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 501.5 us, NCCL 605.5 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 60.2 us, NCCL 134.7 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.1 us, NCCL 166.2 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.9 us, NCCL 229.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 501.4 us, NCCL 605.5 us */
     { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 969.3 us, NCCL 1069.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1904.9 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3776.2 us, NCCL 3855.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7481.5 us, NCCL 7570.2 us */
+    { 268435456u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1904.8 us, NCCL 1998.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3776.1 us, NCCL 3855.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7481.4 us, NCCL 7570.2 us */
 };
 
 /* allreduce: 96 trees, 16 ring chains */
@@ -2320,14 +2320,14 @@ static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 31.0 us, NCCL 66.0 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 41.8 us, NCCL 88.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.1 us, NCCL 113.3 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 31.1 us, NCCL 66.0 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 41.9 us, NCCL 88.1 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 113.3 us */
     { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 63.9 us, NCCL 163.7 us */
     { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 93.3 us, NCCL 209.9 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 152.2 us, NCCL 293.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3752.2 us, NCCL 3970.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7466.7 us, NCCL 7684.9 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 152.3 us, NCCL 293.4 us */
+    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3752.3 us, NCCL 3970.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7467.0 us, NCCL 7684.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

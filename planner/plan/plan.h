@@ -117,7 +117,8 @@ struct plan {
     struct ptree_set ring_chains; /* NCCL's rings as chains the runtime can run itself
                                      (ring_chain.h); empty for several servers */
     char *ilp_model;          /* keep_ilp: the last ILP solved for the main tier, in CPLEX LP
-                                 format (glpsol --lp); NULL when none was solved */    int relabels;             /* 1 + the index in its set of the plan this one is, relabelled by
+                                 format (glpsol --lp); NULL when none was solved */
+    int relabels;             /* 1 + the index in its set of the plan this one is, relabelled by
                                  a symmetry of the allocation (its tuning is that plan's);
                                  0 for a plan packed for itself */
 };

@@ -177,12 +177,22 @@ static enum bk_status down_tasks(struct tb *b, const struct ptree *tr, size_t c,
     return BK_OK;
 }
 
-/* floor(n * s / w) without overflow: the runtime's data split (proto.h's bk_split_at) before it
- * rounds to 256-byte units, so a tree's share here is within one unit of the runtime's. */
-static size_t split_at(size_t n, unsigned long long s, unsigned long long w)
+/* The runtime's data split (blink_plan.h; proto.h's bk_split_at): floor(n * s / w), without
+ * overflow, rounded to the nearest 256-byte unit of es-byte elements (down where up would pass
+ * n), so every tree starts on a unit and small counts leave trees empty, as they run. */
+#define SIM_SPLIT_ALIGN 256
+static size_t split_at(size_t n, size_t es, unsigned long long s, unsigned long long w)
 {
+    if (s >= w)
+        return w ? n : 0;
     unsigned long long q = n / w, r = n % w;
-    return (size_t)(q * s + r * s / w);
+    size_t x = (size_t)(q * s + (unsigned long long)((unsigned __int128)r * s / w));
+    size_t u = es && es <= SIM_SPLIT_ALIGN && SIM_SPLIT_ALIGN % es == 0 ? SIM_SPLIT_ALIGN / es : 1;
+    size_t rem = x % u;
+    x -= rem;
+    if (2 * rem >= u && n - x >= u)
+        x += u;
+    return x;
 }
 
 BK_MUST_USE
@@ -214,7 +224,7 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
                      "simulation: a share of the data has no tree of positive rate");
             return BK_EUSAGE;
         }
-        size_t lo = split_at(count, before, total), hi = split_at(count, before + w, total);
+        size_t lo = split_at(count, es, before, total), hi = split_at(count, es, before + w, total);
         if (hi <= lo)
             continue;
         BK_CHECK(tree_shape(b, tr, d));
