@@ -270,6 +270,36 @@ Test(sim, fan_in_children_push_in_parallel)
     topo_free(&t);
 }
 
+static const char triangle[] = "topology triangle\ngpu g0\ngpu g1\ngpu g2\n"
+                               "link g0 g1 bw=10\nlink g0 g2 bw=10\nlink g1 g2 bw=10\n";
+
+Test(sim, shares_are_cut_on_256_byte_units_as_the_runtime_cuts_them)
+{
+    /* Two trees of equal rate from g0: a star (one hop) and a chain (two). 256 bytes of floats
+     * are one 256-byte unit, which the runtime gives the first tree whole (proto.h's
+     * bk_split_at rounds 32 elements up to 64), so the chain stays empty and the call costs
+     * one hop; 1 KiB gives each tree 128 elements, and the chain's second hop shows. */
+    struct topo t;
+    struct pgraph g;
+    struct ptree_set s;
+    struct sim_params p;
+    sim_params_default(&p);
+    cr_assert_eq(p.elem_bytes, 4);
+    load(triangle, &t, &g);
+    ptree_set_init(&s);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 0}, -1, 10);
+    add_tree(&s, &g, 0, (int[]){-1, 0, 1}, -1, 10);
+    double fixed = p.call_us + p.launch_us, hop = p.step_us + p.alpha_us[TOPO_NVLINK];
+    double one = run_trees(&t, &g, &s, COLL_BROADCAST, 256, C);
+    cr_expect(WITHIN(one, fixed + hop + 256 / (10 * p.eff[0] * 1e3), 0.001),
+              "256 B: %g us, one hop from %g", one, fixed);
+    double two = run_trees(&t, &g, &s, COLL_BROADCAST, 1024, C);
+    cr_expect_geq(two, fixed + 2 * hop, "1 KiB: %g us, two hops from %g", two, fixed);
+    ptree_set_free(&s);
+    pgraph_free(&g);
+    topo_free(&t);
+}
+
 static const char chain[] = "topology chain\ngpu g0\ngpu g1\ngpu g2\ngpu g3\n"
                             "link g0 g1 bw=10\nlink g1 g2 bw=10\nlink g2 g3 bw=10\n";
 
