@@ -3,9 +3,10 @@
  * sim_engine.c - the flow-level discrete-event engine: a DAG of delays and flows, max-min fair
  * sharing by progressive filling, rates recomputed only when the set of flows changes.
  *
- * Cost per event is O(active flows x path length + filling rounds x resources in use); the
- * active set is bounded by the number of streams (a few hundred), so tens of thousands of
- * copies take tens of milliseconds.
+ * Cost per event is O(active flows + filling rounds x resources still filling); each resource
+ * keeps the list of active flows that cross it as flows start and end (O(path length) each),
+ * so no event rebuilds them. The active set is bounded by the number of streams (a few
+ * hundred), so tens of thousands of copies take tens of milliseconds.
  */
 #include "sim/sim_engine.h"
 
@@ -98,10 +99,14 @@ struct run {
     double *left;        /* [nres] capacity not yet handed out while filling */
     int *cnt;            /* [nres] unfrozen flows crossing the resource */
     unsigned char *frozen; /* [ntasks] */
-    int *used, nused;    /* resources crossed by active flows */
-    int *mark;           /* [nres] */
-    int *roff, *rend;    /* [nres] a used resource's flows: rlist[roff[r] .. rend[r]) */
+    int *used, nused;    /* resources crossed by active flows, kept as flows come and go */
+    int *live;           /* [nres] while filling: the used resources with unfrozen flows */
+    int *at_used;        /* [nres] r's index in used[], -1 when no active flow crosses it */
+    int *roff, *rend;    /* [nres] r's active flows: rlist[roff[r] .. rend[r]), a region
+                            sized for every task that crosses r */
     int *rlist;          /* [resource entries of every task] */
+    int *at_list;        /* [resource entries of every task] where entry k of task f
+                            (e->res[e->res_off[f] + k]) sits in rlist while f is active */
     int *full;           /* [nres] resources filled in one round */
     int *hit;            /* [ntasks] flows frozen in one round */
     double t_last;       /* when rem[] was last brought up to date */
@@ -163,6 +168,41 @@ static void finish_task(struct run *R, int id, double now)
     }
 }
 
+/* Flow f starts: it joins the flow list of every resource it crosses. */
+static void flow_on(struct run *R, int f)
+{
+    struct sim_eng *e = R->e;
+    for (int k = 0; k < e->res_n[f]; k++) {
+        int r = e->res[e->res_off[f] + k];
+        if (R->rend[r] == R->roff[r]) {
+            R->at_used[r] = R->nused;
+            R->used[R->nused++] = r;
+        }
+        R->at_list[e->res_off[f] + k] = R->rend[r];
+        R->rlist[R->rend[r]++] = f;
+    }
+}
+
+/* Flow f ends: the last flow of each of its resources' lists takes its place there. */
+static void flow_off(struct run *R, int f)
+{
+    struct sim_eng *e = R->e;
+    for (int k = 0; k < e->res_n[f]; k++) {
+        int r = e->res[e->res_off[f] + k], at = R->at_list[e->res_off[f] + k];
+        int last = --R->rend[r], g = R->rlist[last];
+        R->rlist[at] = g;
+        for (int q = 0; q < e->res_n[g]; q++)
+            if (R->at_list[e->res_off[g] + q] == last && e->res[e->res_off[g] + q] == r)
+                R->at_list[e->res_off[g] + q] = at;
+        if (R->rend[r] == R->roff[r]) {
+            int moved = R->used[--R->nused];
+            R->used[R->at_used[r]] = moved;
+            R->at_used[moved] = R->at_used[r];
+            R->at_used[r] = -1;
+        }
+    }
+}
+
 /* Max-min fair rates of the active flows by progressive filling: raise every unfrozen flow's
  * rate together until some resource is full, freeze the flows crossing it, repeat. A round
  * visits only the resources in use and the flows of the resources that filled (each used
@@ -171,50 +211,39 @@ static void finish_task(struct run *R, int id, double now)
 static void fill_rates(struct run *R)
 {
     struct sim_eng *e = R->e;
-    R->nused = 0;
     for (int i = 0; i < R->nact; i++) {
         int f = R->act[i];
         R->rate[f] = 0;
         R->frozen[f] = 0;
-        for (int k = 0; k < e->res_n[f]; k++) {
-            int r = e->res[e->res_off[f] + k];
-            if (!R->mark[r]) {
-                R->mark[r] = 1;
-                R->used[R->nused++] = r;
-                R->left[r] = e->cap[r];
-                R->cnt[r] = 0;
-            }
-            R->cnt[r]++;
-        }
     }
-    for (int i = 0, at = 0; i < R->nused; i++) {
-        int r = R->used[i];
-        R->roff[r] = R->rend[r] = at;
-        at += R->cnt[r];
-    }
-    for (int i = 0; i < R->nact; i++) {
-        int f = R->act[i];
-        for (int k = 0; k < e->res_n[f]; k++) {
-            int r = e->res[e->res_off[f] + k];
-            R->rlist[R->rend[r]++] = f;
-        }
+    int nlive = R->nused;
+    for (int i = 0; i < nlive; i++) {
+        int r = R->live[i] = R->used[i];
+        R->left[r] = e->cap[r];
+        R->cnt[r] = R->rend[r] - R->roff[r];
     }
     int nfree = R->nact;
     double level = 0;
     while (nfree > 0) {
+        /* A resource whose flows are all frozen has nothing left to fill: it leaves live[]. */
         double delta = DBL_MAX;
-        for (int i = 0; i < R->nused; i++) {
-            int r = R->used[i];
-            if (R->cnt[r] > 0 && R->left[r] / R->cnt[r] < delta)
-                delta = R->left[r] / R->cnt[r];
+        int keep = 0;
+        for (int i = 0; i < nlive; i++) {
+            int r = R->live[i];
+            if (R->cnt[r] > 0) {
+                R->live[keep++] = r;
+                if (R->left[r] / R->cnt[r] < delta)
+                    delta = R->left[r] / R->cnt[r];
+            }
         }
+        nlive = keep;
         level += delta;
         /* Which flows freeze is decided on the counts before any of them is removed. */
         int nfull = 0, nhit = 0;
-        for (int i = 0; i < R->nused; i++) {
-            int r = R->used[i];
+        for (int i = 0; i < nlive; i++) {
+            int r = R->live[i];
             R->left[r] -= delta * R->cnt[r];
-            if (R->cnt[r] > 0 && R->left[r] <= 1e-12 * e->cap[r])
+            if (R->left[r] <= 1e-12 * e->cap[r])
                 R->full[nfull++] = r;
         }
         for (int i = 0; i < nfull; i++) {
@@ -235,8 +264,6 @@ static void fill_rates(struct run *R)
                 R->cnt[e->res[e->res_off[f] + k]]--;
         }
     }
-    for (int i = 0; i < R->nused; i++)
-        R->mark[R->used[i]] = 0;
 }
 
 static void run_free(struct run *R)
@@ -253,7 +280,9 @@ static void run_free(struct run *R)
     free(R->cnt);
     free(R->frozen);
     free(R->used);
-    free(R->mark);
+    free(R->at_used);
+    free(R->live);
+    free(R->at_list);
     free(R->roff);
     free(R->rend);
     free(R->rlist);
@@ -279,17 +308,29 @@ static enum bk_status run_init(struct run *R, struct sim_eng *e)
     R->left = calloc(m, sizeof *R->left);
     R->cnt = calloc(m, sizeof *R->cnt);
     R->used = malloc(m * sizeof *R->used);
-    R->mark = calloc(m, sizeof *R->mark);
+    R->at_used = malloc(m * sizeof *R->at_used);
+    R->live = malloc(m * sizeof *R->live);
+    R->at_list = malloc(((size_t)e->nres_used + 1) * sizeof *R->at_list);
     R->roff = malloc(m * sizeof *R->roff);
     R->rend = malloc(m * sizeof *R->rend);
     R->rlist = malloc(((size_t)e->nres_used + 1) * sizeof *R->rlist);
     R->full = malloc(m * sizeof *R->full);
     R->hit = malloc(n * sizeof *R->hit);
     if (!R->succ_off || !R->succ || !R->indeg || !R->ht || !R->hid || !R->act || !R->rem ||
-        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->mark || !R->roff ||
+        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->at_used || !R->live || !R->at_list || !R->roff ||
         !R->rend || !R->rlist || !R->full || !R->hit) {
         run_free(R);
         return BK_ENOMEM;
+    }
+    /* Each resource's flow list gets a region for every task that crosses it. */
+    for (int r = 0; r <= e->nres; r++)
+        R->roff[r] = 0;
+    for (int k = 0; k < e->nres_used; k++)
+        R->roff[e->res[k] + 1]++;
+    for (int r = 0; r < e->nres; r++) {
+        R->roff[r + 1] += R->roff[r];
+        R->rend[r] = R->roff[r];
+        R->at_used[r] = -1;
     }
     /* Successor lists by counting sort, in the order the dependencies were added. */
     for (int k = 0; k < e->ndeps; k++) {
@@ -350,6 +391,7 @@ enum bk_status sim_eng_run(struct sim_eng *e, double *makespan)
                 if (e->bytes[id] > 0) {
                     R.act[R.nact++] = id;
                     R.rem[id] = e->bytes[id];
+                    flow_on(&R, id);
                     changed = 1;
                 } else {
                     finish_task(&R, id, now);
@@ -361,6 +403,7 @@ enum bk_status sim_eng_run(struct sim_eng *e, double *makespan)
                 /* A flow is done when its bytes are gone to within rounding. */
                 if (R.rate[f] > 0 && R.rem[f] <= R.rate[f] * eps + 1e-9 * e->bytes[f]) {
                     finish_task(&R, f, now);
+                    flow_off(&R, f);
                     changed = progress = 1;
                 } else {
                     R.act[keep++] = f;
