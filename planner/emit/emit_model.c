@@ -99,32 +99,35 @@ static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char 
 }
 
 /* Breadth-first order from the root, children in rank order; 0 when some rank is unreachable
- * or a parent is out of range. */
-static int bfs_order(const struct ptree *tr, int n, int *order)
+ * or a parent is out of range. scratch: 2n + 1 ints, for each rank's children (a counting sort
+ * by parent, so the order takes O(n), not O(n^2) on a cluster's thousand ranks). */
+static int bfs_order(const struct ptree *tr, int n, int *order, int *scratch)
 {
     if (tr->ngpus != n || tr->root < 0 || tr->root >= n || tr->parent[tr->root] != -1)
         return 0;
     for (int v = 0; v < n; v++)
         if (v != tr->root && (tr->parent[v] < 0 || tr->parent[v] >= n))
             return 0;
+    /* u's children: kids[kstart[u] .. kstart[u + 1]) */
+    int *kstart = scratch, *kids = scratch + n + 1;
+    for (int u = 0; u <= n; u++)
+        kstart[u] = 0;
+    for (int v = 0; v < n; v++)
+        if (v != tr->root)
+            kstart[tr->parent[v] + 1]++;
+    for (int u = 0; u < n; u++)
+        kstart[u + 1] += kstart[u];
+    for (int u = 0; u < n; u++) /* order[u]: where u's next child goes, until the walk */
+        order[u] = kstart[u];
+    for (int v = 0; v < n; v++)
+        if (v != tr->root)
+            kids[order[tr->parent[v]]++] = v;
     int len = 0;
     order[len++] = tr->root;
     for (int head = 0; head < len; head++)
-        for (int v = 0; v < n; v++)
-            if (v != tr->root && tr->parent[v] == order[head])
-                order[len++] = v;
+        for (int k = kstart[order[head]]; k < kstart[order[head] + 1]; k++)
+            order[len++] = kids[k];
     return len == n;
-}
-
-static struct tmpl_value *int_list(const int *v, int n)
-{
-    struct tmpl_value *l = tv_list();
-    for (int i = 0; l && i < n; i++)
-        if (tv_push(l, tv_int(v[i])) != BK_OK) {
-            tv_free(l);
-            return NULL;
-        }
-    return l;
 }
 
 BK_MUST_USE
@@ -142,9 +145,9 @@ static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j,
     if (st == BK_OK)
         st = tv_set(m, "gbps", tv_float((double)weight / 1e4));
     if (st == BK_OK)
-        st = tv_set(m, "parent", int_list(tr->parent, n));
+        st = tv_set(m, "parent", tv_int_list(tr->parent, n));
     if (st == BK_OK)
-        st = tv_set(m, "order", int_list(order, n));
+        st = tv_set(m, "order", tv_int_list(order, n));
     if (st != BK_OK) {
         tv_free(m);
         return st;
@@ -186,14 +189,14 @@ static enum bk_status tree_set_model(const struct plan *p, const struct ptree_se
                                      struct diag *d)
 {
     struct tmpl_value *trees = tv_list();
-    int *order = malloc(((size_t)n + 1) * sizeof *order);
+    int *order = malloc((3 * (size_t)n + 2) * sizeof *order); /* and 2n + 1 of scratch */
     long long *w = calloc((size_t)ts->n + 1, sizeof *w);
     enum bk_status st = trees && order && w ? BK_OK : BK_ENOMEM;
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
         double r = ts->t[j].rate * 1e4;
         if (!(r >= 0 && r < 1e15))
             st = bad_plan(d, p, "has a tree without a finite, non-negative rate");
-        else if (!bfs_order(&ts->t[j], n, order))
+        else if (!bfs_order(&ts->t[j], n, order, order + n + 1))
             st = bad_plan(d, p, "has a tree that does not span the ranks from its root");
         else
             w[j] = llround(r);
@@ -201,7 +204,7 @@ static enum bk_status tree_set_model(const struct plan *p, const struct ptree_se
     if (st == BK_OK && ts->n > 0)
         st = check_weights(p, ts, n, w, d);
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
-        bfs_order(&ts->t[j], n, order);
+        bfs_order(&ts->t[j], n, order, order + n + 1);
         st = tree_model(&ts->t[j], sid, j, n, order, w[j], trees);
     }
     free(order);
@@ -324,11 +327,11 @@ static enum bk_status plan_model(const struct emit_alloc *allocs, int k, struct 
     if (st == BK_OK)
         st = tv_set(root, "nranks", tv_int(n));
     if (st == BK_OK)
-        st = tv_set(root, "devices", int_list(dev, n));
+        st = tv_set(root, "devices", tv_int_list(dev, n));
     if (st == BK_OK)
         st = tv_set(root, "nservers", tv_int(nservers));
     if (st == BK_OK) /* empty on one server: the template then names no table */
-        st = tv_set(root, "servers", int_list(srv, nservers > 1 ? n : 0));
+        st = tv_set(root, "servers", tv_int_list(srv, nservers > 1 ? n : 0));
     if (st == BK_OK)
         st = tv_set(root, "chunk_bytes", tv_int(EMIT_CHUNK_BYTES));
     int nplans = ps ? ps->n : 0;

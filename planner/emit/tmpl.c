@@ -189,7 +189,8 @@ static enum bk_status render_node(struct render *r, const struct tmpl *t, const 
         if (r->nframes > TMPL_MAX_DEPTH)
             return rfail(r, t, n, n->name, "{{#each}} nested too deeply");
         for (int i = 0; i < v->n; i++) {
-            r->frames[r->nframes++] = (struct frame){v->items[i], i, v->n};
+            struct tmpl_value number;
+            r->frames[r->nframes++] = (struct frame){tv_item(v, i, &number), i, v->n};
             enum bk_status st = render_list(r, t, &n->body);
             r->nframes--;
             BK_CHECK(st);

@@ -50,7 +50,10 @@ struct tmpl_value {
     size_t len;                 /* TV_STRING: length */
     long long i;                /* TV_INT; TV_BOOL: 0 or 1 */
     double f;                   /* TV_FLOAT */
-    struct tmpl_value **items;  /* TV_LIST, TV_MAP: values in insertion order */
+    struct tmpl_value **items;  /* TV_LIST, TV_MAP: values in insertion order (NULL in a list
+                                   of numbers, below) */
+    long long *ints;            /* TV_LIST made by tv_int_list: its n numbers, held as numbers
+                                   (a tree's parents and order are most of a large model) */
     char **keys;                /* TV_MAP: keys, parallel to items */
     int n, cap;
 };
@@ -64,6 +67,9 @@ struct tmpl_value *tv_float(double v);
 struct tmpl_value *tv_bool(int b);
 struct tmpl_value *tv_list(void);
 struct tmpl_value *tv_map(void);
+/* A list of the n numbers v[] that renders as a list of tv_int values would, in an eighth of
+ * the memory; tv_push refuses it (BK_EINTERNAL). */
+struct tmpl_value *tv_int_list(const int *v, int n);
 
 /* Append v to a list / set key in a map (a key given twice is replaced). Both take ownership of
  * v, also on failure. Errors: BK_ENOMEM (v or the container is NULL, or allocation failed),
@@ -75,6 +81,9 @@ enum bk_status tv_set(struct tmpl_value *map, const char *key, struct tmpl_value
 
 /* The value under key, or NULL. */
 const struct tmpl_value *tv_get(const struct tmpl_value *map, const char *key);
+/* Item k of a list or map (0 <= k < n): the item itself, or, in a list of numbers, *tmp made
+ * the number (valid while tmp lives). */
+const struct tmpl_value *tv_item(const struct tmpl_value *v, int k, struct tmpl_value *tmp);
 
 void tv_free(struct tmpl_value *v);
 

@@ -75,15 +75,40 @@ struct tmpl_value *tv_map(void)
     return new_value(TV_MAP);
 }
 
+struct tmpl_value *tv_int_list(const int *v, int n)
+{
+    struct tmpl_value *l = new_value(TV_LIST);
+    if (!l || n <= 0)
+        return l;
+    l->ints = malloc((size_t)n * sizeof *l->ints);
+    if (!l->ints) {
+        free(l);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        l->ints[i] = v[i];
+    l->n = l->cap = n;
+    return l;
+}
+
+const struct tmpl_value *tv_item(const struct tmpl_value *v, int k, struct tmpl_value *tmp)
+{
+    if (!v->ints)
+        return v->items[k];
+    *tmp = (struct tmpl_value){.kind = TV_INT, .i = v->ints[k]};
+    return tmp;
+}
+
 void tv_free(struct tmpl_value *v)
 {
     if (!v)
         return;
-    for (int k = 0; k < v->n; k++) {
+    for (int k = 0; v->items && k < v->n; k++) {
         tv_free(v->items[k]);
         if (v->keys)
             free(v->keys[k]);
     }
+    free(v->ints);
     free(v->items);
     free(v->keys);
     free(v->s);
@@ -103,7 +128,7 @@ enum bk_status tv_push(struct tmpl_value *list, struct tmpl_value *v)
         tv_free(v);
         return BK_ENOMEM;
     }
-    if (list->kind != TV_LIST) {
+    if (list->kind != TV_LIST || list->ints) {
         tv_free(v);
         return BK_EINTERNAL;
     }

@@ -14,13 +14,13 @@
  * Trees (sim_trees) follow the runtime's protocol (runtime/src/proto.h and blink_plan.h, the
  * work graph in sim_tree.c): weights are the rates in whole units of 1e-4 GB/s, the elements
  * are split among the trees (per root for allgather and reduce-scatter) by the same integer
- * rule, boundaries on 256-byte units as the runtime cuts them, each tree's share is cut into chunks that move up and down the tree through four
- * staging slots per connection, and the call costs one kernel launch. Calls are taken as in
- * place, so the root makes no local copy. A plan's PCIe tier (hybrid) is not simulated: the
- * runtime does not run it either. Nor are the CUDA backend's channels (several threadblocks
- * per tree, proto.h): they cut a tree's share into parallel pipelines over the same edges, so
- * they move the same bytes over the same arcs, and the model's one pipeline per tree is the
- * host backend's.
+ * rule, boundaries on 256-byte units as the runtime cuts them, each tree's share is cut into
+ * chunks that move up and down the tree through four staging slots per connection, and the
+ * call costs one kernel launch. Calls are taken as in place, so the root makes no local copy.
+ * A plan's PCIe tier (hybrid) is not simulated: the runtime does not run it either. Nor are
+ * the CUDA backend's channels (several threadblocks per tree, proto.h): they cut a tree's
+ * share into parallel pipelines over the same edges, so they move the same bytes over the
+ * same arcs, and the model's one pipeline per tree is the host backend's.
  *
  * The trees run one of two protocols (sim_job.proto, as blink_plan.h's enum blink_plan_proto):
  * Simple, where a chunk lands in the receiver's slot and one flag word (fence, store) hands it

@@ -317,8 +317,8 @@ static enum bk_status run_init(struct run *R, struct sim_eng *e)
     R->full = malloc(m * sizeof *R->full);
     R->hit = malloc(n * sizeof *R->hit);
     if (!R->succ_off || !R->succ || !R->indeg || !R->ht || !R->hid || !R->act || !R->rem ||
-        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->at_used || !R->live || !R->at_list || !R->roff ||
-        !R->rend || !R->rlist || !R->full || !R->hit) {
+        !R->rate || !R->frozen || !R->left || !R->cnt || !R->used || !R->at_used || !R->live ||
+        !R->at_list || !R->roff || !R->rend || !R->rlist || !R->full || !R->hit) {
         run_free(R);
         return BK_ENOMEM;
     }

@@ -140,15 +140,16 @@ Test(emit, tables_follow_the_plans)
                                     *ord = tv_get(tr, "order");
             cr_expect_eq(tv_get(tr, "weight")->i, llround(pt->rate * 1e4));
             int seen[4] = {0};
+            struct tmpl_value tmp;
             for (int k = 0; k < 4; k++) {
-                cr_expect_eq(par->items[k]->i, pt->parent[k]);
-                int v = (int)ord->items[k]->i;
+                cr_expect_eq(tv_item(par, k, &tmp)->i, pt->parent[k]);
+                int v = (int)tv_item(ord, k, &tmp)->i;
                 seen[v] = 1;
                 /* each rank after its parent */
                 if (k == 0)
                     cr_expect_eq(v, pt->root);
                 for (int q = k; q < 4 && v != pt->root; q++)
-                    cr_expect_neq(ord->items[q]->i, pt->parent[v]);
+                    cr_expect_neq(tv_item(ord, q, &tmp)->i, pt->parent[v]);
             }
             cr_expect(seen[0] && seen[1] && seen[2] && seen[3]);
         }
@@ -181,7 +182,8 @@ static void walk_keys(const struct tmpl_value *v, unsigned char *seen)
             if (k >= 0)
                 seen[k] = 1;
         }
-        walk_keys(v->items[i], seen);
+        struct tmpl_value tmp;
+        walk_keys(tv_item(v, i, &tmp), seen);
     }
 }
 

@@ -12,7 +12,7 @@
 static const char *const raw_ok[] = {"version", NULL};
 
 /* A model: {name: "gpu", n: 3, list: [1, 2, 3], items: [{id: "a"}, {id: "b"}], yes: true,
- * no: false, empty: [], version: "1.2.3", x: 0.5} */
+ * no: false, empty: [], version: "1.2.3", x: 0.5, nums: [1, 2, 3] held as numbers} */
 static struct tmpl_value *model(void)
 {
     struct tmpl_value *m = tv_map(), *l = tv_list(), *items = tv_list(), *empty = tv_list();
@@ -32,6 +32,7 @@ static struct tmpl_value *model(void)
     cr_assert_eq(tv_set(m, "empty", empty), BK_OK);
     cr_assert_eq(tv_set(m, "version", tv_string("1.2.3")), BK_OK);
     cr_assert_eq(tv_set(m, "x", tv_float(0.5)), BK_OK);
+    cr_assert_eq(tv_set(m, "nums", tv_int_list((const int[]){1, 2, 3}, 3)), BK_OK);
     return m;
 }
 
@@ -94,6 +95,38 @@ Test(tmpl, values_blocks_and_loop_variables)
                NULL, "YN");
     expect_out("{{#each empty}}x{{/each}}-{{! a comment }}-", NULL, "--");
     expect_out("v{{version|raw}} {{x|float}} {{n|float}}", NULL, "v1.2.3 0.5 3.0");
+}
+
+Test(tmpl, a_list_of_numbers_renders_as_a_list_of_ints)
+{
+    /* Each loop over "list" (tv_int values) and over "nums" (tv_int_list): the same text. */
+    static const char *const loops[][2] = {
+        {"{{#each list}}{{@index|int}}:{{.|int}}{{#if @first}}<{{/if}}{{#if @last}}.{{else}}, "
+         "{{/if}}{{/each}}",
+         "{{#each nums}}{{@index|int}}:{{.|int}}{{#if @first}}<{{/if}}{{#if @last}}.{{else}}, "
+         "{{/if}}{{/each}}"},
+        {"{{#each list}}{{#each list}}{{.|u64}}{{/each}}/{{/each}}",
+         "{{#each nums}}{{#each nums}}{{.|u64}}{{/each}}/{{/each}}"},
+        {"{{#if list}}some{{else}}none{{/if}}", "{{#if nums}}some{{else}}none{{/if}}"},
+    };
+    for (size_t i = 0; i < sizeof loops / sizeof *loops; i++) {
+        struct strbuf a, b;
+        struct diag d;
+        sb_init(&a);
+        sb_init(&b);
+        diag_init(&d);
+        cr_assert_eq(render(loops[i][0], NULL, &a, &d), BK_OK);
+        cr_assert_eq(render(loops[i][1], NULL, &b, &d), BK_OK);
+        cr_expect_str_eq(b.data, a.data, "%s", loops[i][1]);
+        sb_free(&a);
+        sb_free(&b);
+        diag_free(&d);
+    }
+    expect_out("{{#each nums}}{{.|int}}{{/each}}", NULL, "123");
+    struct tmpl_value *l = tv_int_list((const int[]){7}, 1);
+    cr_expect_eq(tv_push(l, tv_int(8)), BK_EINTERNAL, "a list of numbers takes no items");
+    cr_expect_eq(l->n, 1);
+    tv_free(l);
 }
 
 Test(tmpl, standalone_block_lines_vanish)
