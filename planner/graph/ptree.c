@@ -105,7 +105,8 @@ void ptree_add_load(const struct ptree *t, const struct pgraph *g, enum pack_kin
     }
 }
 
-int ptree_depth(const struct ptree *t)
+/* Every rank's walk to the root: O(n x depth), and it stops on a cycle. */
+static int depth_by_walks(const struct ptree *t)
 {
     int depth = 0;
     for (int v = 0; v < t->ngpus; v++) {
@@ -115,6 +116,38 @@ int ptree_depth(const struct ptree *t)
         if (d > depth)
             depth = d;
     }
+    return depth;
+}
+
+int ptree_depth(const struct ptree *t)
+{
+    /* Each rank's depth once: walk up to a rank whose depth is known, then fill the path in
+     * (O(n), where chains of a thousand ranks made the walks quadratic). A cycle, or no
+     * memory, falls back to the walks. */
+    int n = t->ngpus, depth = 0;
+    int *dep = malloc(2 * ((size_t)n + 1) * sizeof *dep), *path = dep ? dep + n + 1 : NULL;
+    if (!dep)
+        return depth_by_walks(t);
+    for (int v = 0; v < n; v++)
+        dep[v] = -1;
+    for (int v = 0; v < n; v++) {
+        int len = 0, u = v;
+        while (u >= 0 && dep[u] < 0 && len <= n) {
+            path[len++] = u;
+            u = t->parent[u];
+        }
+        if (len > n) {
+            free(dep);
+            return depth_by_walks(t);
+        }
+        int d = u >= 0 ? dep[u] + 1 : 0; /* the depth of path[len - 1] */
+        for (int k = len - 1; k >= 0; k--, d++) {
+            dep[path[k]] = d;
+            if (d > depth)
+                depth = d;
+        }
+    }
+    free(dep);
     return depth;
 }
 

@@ -333,3 +333,41 @@ Test(plan, dump_ilp_reruns_in_glpsol)
     unlink(lp);
     free(lp);
 }
+
+/* ptree_depth against depths counted here: a 3000-rank chain whose ranks are numbered against
+ * the chain (so each rank's walk meets known depths late), a star, and a broom of both. */
+static int depth_of(int n, const int *parent)
+{
+    int *none = calloc((size_t)n, sizeof *none);
+    const int **of = calloc((size_t)n, sizeof *of);
+    cr_assert(none && of);
+    for (int v = 0; v < n; v++)
+        of[v] = none;
+    int root = 0;
+    while (parent[root] >= 0)
+        root++;
+    struct ptree t;
+    cr_assert_eq(ptree_make(&t, n, root, parent, of, none), BK_OK);
+    int d = ptree_depth(&t);
+    ptree_free(&t);
+    free(none);
+    free((void *)of);
+    return d;
+}
+
+Test(plan, tree_depth_of_chains_stars_and_brooms)
+{
+    enum { N = 3000 };
+    int *parent = malloc(N * sizeof *parent);
+    cr_assert_not_null(parent);
+    for (int v = 0; v < N; v++) /* rank N-1 is the root; v hangs below v + 1 */
+        parent[v] = v + 1 < N ? v + 1 : -1;
+    cr_expect_eq(depth_of(N, parent), N - 1);
+    for (int v = 0; v < N; v++) /* a star round rank 0 */
+        parent[v] = v ? 0 : -1;
+    cr_expect_eq(depth_of(N, parent), 1);
+    for (int v = 0; v < N; v++) /* a handle of 100 from rank 0, then bristles on its end */
+        parent[v] = v == 0 ? -1 : v < 100 ? v - 1 : 99;
+    cr_expect_eq(depth_of(N, parent), 100);
+    free(parent);
+}
