@@ -213,22 +213,43 @@ out:
 }
 
 /* w[i*n+j]: the widest relay-only GPU i -> GPU j path under capacities c (0: none); one search
- * per source and target server, since the relays allowed depend on both (relay_ok). */
-static void hop_widths(const struct pgraph *g, const double *c, struct scratch *s, double *w)
+ * per source and target server, since the relays allowed depend on both (relay_ok). The GPUs
+ * are grouped by server first, so a search fills its server's row entries directly. */
+BK_MUST_USE
+static enum bk_status hop_widths(const struct pgraph *g, const double *c, struct scratch *s,
+                                 double *w)
 {
-    int n = g->ngpus;
+    int n = g->ngpus, nsv = 1;
+    for (int j = 0; j < n; j++)
+        if (s->t->nodes[j].server + 1 > nsv)
+            nsv = s->t->nodes[j].server + 1;
+    int *at = calloc((size_t)nsv + 1, sizeof *at);
+    int *members = malloc(((size_t)n + 1) * sizeof *members);
+    if (!at || !members) {
+        free(at);
+        free(members);
+        return BK_ENOMEM;
+    }
+    for (int j = 0; j < n; j++)
+        at[s->t->nodes[j].server + 1]++;
+    for (int v = 0; v < nsv; v++)
+        at[v + 1] += at[v];
+    for (int j = 0; j < n; j++) /* by server, each in index order */
+        members[at[s->t->nodes[j].server]++] = j;
+    for (int v = nsv; v > 0; v--) /* at[] moved one server on while filling: shift it back */
+        at[v] = at[v - 1];
+    at[0] = 0;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            int sj = s->t->nodes[j].server, first = 1;
-            for (int k = 0; k < j && first; k++)
-                first = s->t->nodes[k].server != sj;
-            if (!first)
-                continue; /* filled with the first GPU of its server */
-            widest_from(g, c, i, sj, s);
-            for (int k = j; k < n; k++)
-                if (s->t->nodes[k].server == sj)
-                    w[i * n + k] = i == k ? 0 : s->bw[k];
+        for (int sv = 0; sv < nsv; sv++) {
+            if (at[sv] == at[sv + 1])
+                continue;
+            widest_from(g, c, i, sv, s);
+            for (int q = at[sv]; q < at[sv + 1]; q++)
+                w[i * n + members[q]] = i == members[q] ? 0 : s->bw[members[q]];
         }
+    free(at);
+    free(members);
+    return BK_OK;
 }
 
 /* Is every vertex reachable from 0, and 0 from every vertex, in the graph w >= th? */
@@ -474,7 +495,7 @@ enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
     for (int k = 0; k < n; k++)
         all[k] = k;
     BK_CHECK_GOTO(orders_add_pair(&o, all, rev), st, out);
-    hop_widths(g, g->cap, &s, w);
+    BK_CHECK_GOTO(hop_widths(g, g->cap, &s, w), st, out);
     BK_CHECK_GOTO(bottleneck_cycle(w, n, all, n, ord, &res), st, out);
     if (res > 0)
         BK_CHECK_GOTO(orders_add_pair(&o, ord, rev), st, out);
