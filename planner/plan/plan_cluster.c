@@ -26,6 +26,7 @@ struct plan_cluster {
     /* Composition scratch: one tree under construction. */
     int *parent, *len, **path, *buf, *seen, *queue;
     double bcast_min; /* min over roots of the exact broadcast bound, < 0 until computed */
+    double ag_exact;  /* the exact allgather bound (reduce-scatter's too), < 0 until computed */
 };
 
 static void trees_free(struct plan_trees *pt)
@@ -87,6 +88,7 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
     pc->seen = malloc((size_t)n * sizeof *pc->seen);
     pc->queue = malloc((size_t)n * sizeof *pc->queue);
     pc->bcast_min = -1;
+    pc->ag_exact = -1;
     if (!pc->ar || !pc->have_ar || !pc->bc || !pc->have_bc || !pc->parent || !pc->len ||
         !pc->path || !pc->buf || !pc->seen || !pc->queue) {
         plan_cluster_free(pc);
@@ -577,8 +579,9 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     case COLL_ALLGATHER:
     case COLL_REDUCESCATTER:
         fwd.pack = PACK_ALLGATHER;
-        BK_CHECK_GOTO(bound_allgather(g, &exact), st, fail);
-        fwd.bound = fmin(cut_allgather(pc), exact);
+        if (pc->ag_exact < 0) /* one graph for both: reduce-scatter runs its trees reversed */
+            BK_CHECK_GOTO(bound_allgather(g, &pc->ag_exact), st, fail);
+        fwd.bound = fmin(cut_allgather(pc), pc->ag_exact);
         BK_CHECK_GOTO(compose_allgather(pc, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: a chain tree per root across servers";
         break;
