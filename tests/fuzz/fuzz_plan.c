@@ -93,10 +93,11 @@ static int places_ok(const struct tmpl_value *model)
     if (!dev || !srv || dev->kind != TV_LIST || srv->kind != TV_LIST ||
         (srv->n != 0 && srv->n != dev->n))
         return 1;
+    struct tmpl_value x, y; /* tv_item's numbers (the model holds these lists as numbers) */
     for (int a = 0; a < dev->n; a++)
         for (int b = a + 1; b < dev->n; b++)
-            if (dev->items[a]->i == dev->items[b]->i &&
-                (srv->n == 0 || srv->items[a]->i == srv->items[b]->i))
+            if (tv_item(dev, a, &x)->i == tv_item(dev, b, &y)->i &&
+                (srv->n == 0 || tv_item(srv, a, &x)->i == tv_item(srv, b, &y)->i))
                 return 1;
     return 0;
 }
