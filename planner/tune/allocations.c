@@ -65,8 +65,12 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
     int n = full->ngpus;
     if (n > ALLOCATIONS_MAX_GPUS || n < 2) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
-                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d", n,
-                 ALLOCATIONS_MAX_GPUS);
+                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d%s", n,
+                 ALLOCATIONS_MAX_GPUS,
+                 n > ALLOCATIONS_MAX_GPUS ? " (one library holds every set of a server of up "
+                                            "to that many; plan the sets a job is given with "
+                                            "--gpus)"
+                                          : "");
         return BK_EUSAGE;
     }
     size_t cap = (size_t)1 << n;

@@ -94,6 +94,14 @@ Test(emit_cli, templates_override_and_errors_leave_no_file)
     cr_expect_eq(r.status, 2);
     cr_expect_neq(stat(out, &st), 0);
     tu_run_free(&r);
+    /* A server past 16 GPUs is refused, with the way out, and no source is left. */
+    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", "-o", out,
+                                            "builtin:gb200-nvl72", NULL});
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "72 GPUs; it needs 2 to 16") && strstr(r.err, "--gpus"), "%s",
+              r.err);
+    cr_expect_neq(stat(out, &st), 0);
+    tu_run_free(&r);
     remove_dir(dir, (const char *const[]){"header.tmpl", "out.cu", NULL});
     free(where), free(out), free(dir);
 }
