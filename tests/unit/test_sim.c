@@ -494,3 +494,28 @@ Test(sim_engine, cycle_and_bad_capacity_are_errors)
     double bad[] = {0};
     cr_expect_neq(sim_eng_init(&e, 1, bad), BK_OK);
 }
+
+Test(sim_engine, flows_leave_and_join_the_resources_they_cross)
+{
+    /* 1 GB/s each (1000 bytes per us). a on r0 and b on r0 + r1 share r0; b and c share r1:
+     * all run at 500 until a and b end at 2 us, then c has r1 alone (2000 bytes more, at 1000).
+     * d crosses r2 twice, so it counts twice there: 500. e starts 1 us after a on r0, alone. */
+    struct sim_eng e;
+    double cap[] = {1, 1, 1};
+    int r0 = 0, r01[] = {0, 1}, r1 = 1, r22[] = {2, 2}, id[5];
+    double end;
+    cr_assert_eq(sim_eng_init(&e, 3, cap), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 1000, &r0, 1, &id[0]), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 1000, r01, 2, &id[1]), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 3000, &r1, 1, &id[2]), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 0, 1000, r22, 2, &id[3]), BK_OK);
+    cr_assert_eq(sim_eng_task(&e, 1, 500, &r0, 1, &id[4]), BK_OK);
+    cr_assert_eq(sim_eng_dep(&e, id[0], id[4]), BK_OK);
+    cr_assert_eq(sim_eng_run(&e, &end), BK_OK);
+    static const double want[] = {2, 2, 4, 2, 3.5};
+    for (int k = 0; k < 5; k++)
+        cr_expect(WITHIN(flow_end(&e, id[k]), want[k], 1e-9), "flow %d ends at %g, not %g", k,
+                  flow_end(&e, id[k]), want[k]);
+    cr_expect(WITHIN(end, 4, 1e-9));
+    sim_eng_free(&e);
+}
