@@ -67,7 +67,7 @@ struct tmpl_value *tv_float(double v);
 struct tmpl_value *tv_bool(int b);
 struct tmpl_value *tv_list(void);
 struct tmpl_value *tv_map(void);
-/* A list of the n numbers v[] that renders as a list of tv_int values would, in an eighth of
+/* A list of the n numbers v[] that renders as a list of tv_int values would, in a tenth of
  * the memory; tv_push refuses it (BK_EINTERNAL). */
 struct tmpl_value *tv_int_list(const int *v, int n);
 
