@@ -98,36 +98,12 @@ static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char 
     return BK_EINTERNAL;
 }
 
-/* Breadth-first order from the root, children in rank order; 0 when some rank is unreachable
- * or a parent is out of range. scratch: 2n + 1 ints, for each rank's children (a counting sort
- * by parent, so the order takes O(n), not O(n^2) on a cluster's thousand ranks). */
+/* Breadth-first order from the root, children in rank order (ptree_bfs; scratch: 2n + 1 ints);
+ * 0 when some rank is unreachable or a parent is out of range. */
 static int bfs_order(const struct ptree *tr, int n, int *order, int *scratch)
 {
-    if (tr->ngpus != n || tr->root < 0 || tr->root >= n || tr->parent[tr->root] != -1)
-        return 0;
-    for (int v = 0; v < n; v++)
-        if (v != tr->root && (tr->parent[v] < 0 || tr->parent[v] >= n))
-            return 0;
-    /* u's children: kids[kstart[u] .. kstart[u + 1]) */
-    int *kstart = scratch, *kids = scratch + n + 1;
-    for (int u = 0; u <= n; u++)
-        kstart[u] = 0;
-    for (int v = 0; v < n; v++)
-        if (v != tr->root)
-            kstart[tr->parent[v] + 1]++;
-    for (int u = 0; u < n; u++)
-        kstart[u + 1] += kstart[u];
-    for (int u = 0; u < n; u++) /* order[u]: where u's next child goes, until the walk */
-        order[u] = kstart[u];
-    for (int v = 0; v < n; v++)
-        if (v != tr->root)
-            kids[order[tr->parent[v]]++] = v;
-    int len = 0;
-    order[len++] = tr->root;
-    for (int head = 0; head < len; head++)
-        for (int k = kstart[order[head]]; k < kstart[order[head] + 1]; k++)
-            order[len++] = kids[k];
-    return len == n;
+    return tr->ngpus == n && tr->root >= 0 && tr->root < n && tr->parent[tr->root] == -1 &&
+           ptree_bfs(tr, order, scratch, scratch + n + 1);
 }
 
 BK_MUST_USE

@@ -151,6 +151,34 @@ int ptree_depth(const struct ptree *t)
     return depth;
 }
 
+int ptree_bfs(const struct ptree *t, int *order, int *kstart, int *kids)
+{
+    int n = t->ngpus;
+    if (t->root < 0 || t->root >= n)
+        return 0;
+    for (int u = 0; u <= n; u++)
+        kstart[u] = 0;
+    for (int v = 0; v < n; v++)
+        if (v != t->root) {
+            if (t->parent[v] < 0 || t->parent[v] >= n)
+                return 0;
+            kstart[t->parent[v] + 1]++;
+        }
+    for (int u = 0; u < n; u++)
+        kstart[u + 1] += kstart[u];
+    for (int u = 0; u < n; u++) /* order[u]: where u's next child goes, until the walk */
+        order[u] = kstart[u];
+    for (int v = 0; v < n; v++)
+        if (v != t->root)
+            kids[order[t->parent[v]]++] = v;
+    int len = 0;
+    order[len++] = t->root;
+    for (int head = 0; head < len; head++)
+        for (int k = kstart[order[head]]; k < kstart[order[head] + 1]; k++)
+            order[len++] = kids[k];
+    return len == n;
+}
+
 void ptree_set_init(struct ptree_set *s)
 {
     memset(s, 0, sizeof *s);

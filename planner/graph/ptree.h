@@ -69,6 +69,12 @@ void ptree_add_load(const struct ptree *t, const struct pgraph *g, enum pack_kin
 /* Depth: the most edges from the root to any GPU. */
 int ptree_depth(const struct ptree *t);
 
+/* Children in rank order, u's in kids[kstart[u] .. kstart[u + 1]) (kstart: ngpus + 1 ints,
+ * kids: ngpus), and a breadth-first order from the root in order[ngpus], each rank's children
+ * in that order. 0 when the root or a parent (but the root's own) is out of range, or some rank
+ * is not reached. O(n): a counting sort by parent. */
+int ptree_bfs(const struct ptree *t, int *order, int *kstart, int *kids);
+
 void ptree_set_init(struct ptree_set *s);
 void ptree_set_free(struct ptree_set *s);
 void ptree_set_clear(struct ptree_set *s); /* free the trees, keep the array */

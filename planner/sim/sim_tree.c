@@ -38,7 +38,7 @@ struct tb {
     const struct pgraph *g;
     struct sim_eng e;
     int n, up, down;
-    int *kids, *kstart, *order, *queue;
+    int *kids, *kstart, *order;
     int *down_res, *down_off, *up_res; /* per rank, its parent edge's arcs (down and up) */
     double *lat;                       /* per rank, step + path latency of its edge */
     int *prev_up, *pass, *have;        /* [n]: last up step, last down pass, the chunk here */
@@ -55,34 +55,13 @@ static double arc_alpha(const struct tb *b, int a)
     return b->p->alpha_us[k];
 }
 
-/* Children in rank order and a breadth-first order from the root (as emit_model.c builds it). */
+/* Children in rank order and a breadth-first order from the root (ptree_bfs, as emit_model.c
+ * orders them). */
 BK_MUST_USE
 static enum bk_status tree_shape(struct tb *b, const struct ptree *tr, struct diag *d)
 {
     int n = b->n;
-    if (tr->ngpus != n || tr->root < 0 || tr->root >= n)
-        goto bad;
-    for (int v = 0; v <= n; v++)
-        b->kstart[v] = 0;
-    for (int v = 0; v < n; v++)
-        if (v != tr->root) {
-            if (tr->parent[v] < 0 || tr->parent[v] >= n)
-                goto bad;
-            b->kstart[tr->parent[v] + 1]++;
-        }
-    for (int v = 0; v < n; v++)
-        b->kstart[v + 1] += b->kstart[v];
-    for (int v = 0; v < n; v++)
-        b->queue[v] = b->kstart[v];
-    for (int v = 0; v < n; v++)
-        if (v != tr->root)
-            b->kids[b->queue[tr->parent[v]]++] = v;
-    int len = 0;
-    b->order[len++] = tr->root;
-    for (int h = 0; h < len; h++)
-        for (int k = b->kstart[b->order[h]]; k < b->kstart[b->order[h] + 1]; k++)
-            b->order[len++] = b->kids[k];
-    if (len != n)
+    if (tr->ngpus != n || !ptree_bfs(tr, b->order, b->kstart, b->kids))
         goto bad;
     /* Edge paths: the tree's arcs carry data down; up crosses their reverses for allreduce,
      * and the arcs themselves for reduce-like plans (planned on the reversed graph). */
@@ -266,7 +245,6 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     b.kids = malloc(n * sizeof *b.kids);
     b.kstart = malloc((n + 1) * sizeof *b.kstart);
     b.order = malloc(n * sizeof *b.order);
-    b.queue = malloc(n * sizeof *b.queue);
     b.down_off = malloc((n + 1) * sizeof *b.down_off);
     b.down_res = malloc(arcs * sizeof *b.down_res);
     b.up_res = malloc(arcs * sizeof *b.up_res);
@@ -279,7 +257,7 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     b.done_t = malloc(SIM_SLOTS * n * sizeof *b.done_t);
     b.res = malloc((arcs + 1) * sizeof *b.res);
     enum bk_status st = BK_ENOMEM;
-    if (cap && b.kids && b.kstart && b.order && b.queue && b.down_off && b.down_res && b.up_res &&
+    if (cap && b.kids && b.kstart && b.order && b.down_off && b.down_res && b.up_res &&
         b.lat && b.prev_up && b.pass && b.have && b.kid_t && b.up_t && b.done_t && b.res) {
         /* Resources: the graph's arcs, then one reduction unit per GPU. */
         double eff = p->eff[sim_generation(j->topo)];
@@ -302,7 +280,6 @@ enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk
     free(b.kids);
     free(b.kstart);
     free(b.order);
-    free(b.queue);
     free(b.down_off);
     free(b.down_res);
     free(b.up_res);
