@@ -95,6 +95,12 @@ static enum bk_status set_block(int **blk, int *cap, int id, int k)
     return BK_OK;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 /*
  * The LP over the orders: per order a rate t_o; all hops share the arc capacities; maximise
  * sum t_o. A hop through NVSwitches splits: a flow from its first GPU to its second through
@@ -117,8 +123,8 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     int *tcol = malloc((size_t)o->count * sizeof *tcol), *queue = malloc((size_t)V * sizeof *queue);
     unsigned char *useful = malloc((size_t)n * V), *fwd = malloc((size_t)V);
     unsigned char *split = malloc((size_t)n);
-    int *blk = NULL, blk_cap = 0;
-    if (!mult || !rowof || !path || !tcol || !queue || !useful || !fwd || !split)
+    int *blk = NULL, blk_cap = 0, *hop_arcs = malloc(na * sizeof *hop_arcs);
+    if (!mult || !rowof || !path || !tcol || !queue || !useful || !fwd || !split || !hop_arcs)
         goto out;
     for (int a = 0; a < g->narcs; a++) {
         int id;
@@ -169,13 +175,23 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
         for (int h = 0; h < n; h++) {
             if (!split[h])
                 continue;
-            int i = ord[h];
+            int i = ord[h], na_hop = 0;
             const unsigned char *u = useful + (size_t)h * V;
             const int *row = rowof + (size_t)h * V;
-            for (int a = 0; a < g->narcs; a++) {
-                int s = g->src[a], e = g->dst[a];
-                if (!u[s] || !u[e] || e == i || (s != i && s < g->ngpus))
+            /* The hop's arcs, from its useful nodes' out-arcs (not all the cluster's), in
+             * index order so that the LP's columns come in the same order on any cluster. */
+            for (int s = 0; s < V; s++) {
+                if (!u[s] || (s != i && s < g->ngpus))
                     continue;
+                for (int p = g->out_off[s]; p < g->out_off[s + 1]; p++) {
+                    int a = g->out_arc[p], e = g->dst[a];
+                    if (u[e] && e != i)
+                        hop_arcs[na_hop++] = a;
+                }
+            }
+            qsort(hop_arcs, (size_t)na_hop, sizeof *hop_arcs, cmp_int);
+            for (int k = 0; k < na_hop; k++) {
+                int a = hop_arcs[k], s = g->src[a], e = g->dst[a];
                 BK_CHECK_GOTO(lpb_col(&lp, 0.0), st, out);
                 BK_CHECK_GOTO(lpb_entry(&lp, a, 1.0), st, out);
                 BK_CHECK_GOTO(lpb_entry(&lp, row[s], 1.0), st, out);
@@ -209,6 +225,7 @@ out:
     free(fwd);
     free(split);
     free(blk);
+    free(hop_arcs);
     return st;
 }
 
