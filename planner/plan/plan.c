@@ -511,6 +511,9 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     BK_CHECK_GOTO(build_graphs(s, t, o->hybrid, d), st, fail);
     BK_CHECK_GOTO(plan_cluster_new(&s->cluster, t, &s->tier), st, fail);
     BK_CHECK_GOTO(ring_best(t, &s->ring, d), st, fail);
+    if (s->ring.gbps <= 0 && !o->quiet_no_ring)
+        diag_warning(d, t->source, DIAG_NOWHERE,
+                     "no ring connects all %d GPUs; the ring baseline is 0 GB/s", t->ngpus);
     /* Every root of one server planned: roots that a symmetry takes onto each other share
      * their plans, relabelled (clusters are planned by phases, plan_cluster.h). */
     unsigned rooted = (1u << COLL_BROADCAST) | (1u << COLL_REDUCE);

@@ -45,6 +45,7 @@ struct plan_opts {
     int hybrid;           /* plan the PCIe tree set too (1 by default) */
     int keep_ilp;             /* --dump-ilp: each plan keeps the last ILP it solved (ilp_model) */
     int mwu_seed_all;         /* seed column generation with every MWU tree, not the heaviest */
+    int quiet_no_ring;        /* no warning where no ring joins the GPUs (the caller sums up) */
 };
 
 void plan_opts_default(struct plan_opts *o);

@@ -30,8 +30,9 @@ struct ring_result {
     double *rate;     /* [nrings] each ring's rate, GB/s, in the order the LP listed them */
 };
 
-/* Best ring set for the GPUs of t (already restricted to the allocation). With one GPU the rate
- * is 0 and nrings 0. Free with ring_result_free. */
+/* Best ring set for the GPUs of t (already restricted to the allocation). With one GPU, or
+ * where no ring joins the GPUs (the caller says so), the rate is 0 and nrings 0. Free with
+ * ring_result_free. */
 BK_MUST_USE
 enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct diag *d);
 void ring_result_free(struct ring_result *r);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/progress.h"
+#include "core/strbuf.h"
 #include "topo/topo_auto.h"
 #include "tune/plan_tune.h"
 
@@ -57,11 +58,34 @@ static enum bk_status classes(const struct topo *full, int *first, unsigned char
     return BK_OK;
 }
 
-enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *o,
+/* One warning for every set without a ring, where planning each would give one per set
+ * (thousands on an MI250, whose GCDs have no path but xGMI). */
+static void warn_no_rings(const struct topo *full, const struct allocations *a, struct diag *d)
+{
+    int count = 0, first = -1;
+    for (int i = 0; i < a->n; i++)
+        if (a->sets[a->same[i]].ring.gbps <= 0 && count++ == 0)
+            first = i;
+    if (count == 0)
+        return;
+    const struct topo *t = &a->topos[first];
+    struct strbuf names;
+    sb_init(&names);
+    for (int g = 0; g < t->ngpus; g++)
+        sb_printf(&names, "%s%s", g ? ", " : "", t->nodes[g].name);
+    diag_warning(d, full->source, DIAG_NOWHERE,
+                 "no ring connects all the GPUs of %d of the %d GPU sets (the first: %s); their "
+                 "ring baseline is 0 GB/s", count, a->n, names.data ? names.data : "");
+    sb_free(&names);
+}
+
+enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *opts,
                                 const struct sim_params *sim, struct allocations *out,
                                 struct diag *d)
 {
     memset(out, 0, sizeof *out);
+    struct plan_opts quiet = *opts, *o = &quiet;
+    quiet.quiet_no_ring = 1;
     int n = full->ngpus;
     if (n > ALLOCATIONS_MAX_GPUS || n < 2) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
@@ -91,10 +115,10 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
             continue;
         /* A set the topology does not join is no allocation: skip it quietly. */
         struct topo *t = &out->topos[out->n];
-        struct diag quiet;
-        diag_init(&quiet);
-        st = topo_restrict(full, gpus, k, t, &quiet);
-        diag_free(&quiet);
+        struct diag unjoined;
+        diag_init(&unjoined);
+        st = topo_restrict(full, gpus, k, t, &unjoined);
+        diag_free(&unjoined);
         if (st == BK_EINPUT) {
             st = BK_OK;
             continue;
@@ -128,6 +152,8 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
         }
     }
     progress_context(NULL);
+    if (st == BK_OK)
+        warn_no_rings(full, out, d);
     free(first);
     free(index);
     free(img);

@@ -106,6 +106,44 @@ Test(emit_cli, templates_override_and_errors_leave_no_file)
     free(where), free(out), free(dir);
 }
 
+/* Counts the lines of text that contain needle. */
+static int lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* --all-allocations says once, not once per set, which sets no ring joins: on a line of four
+ * GPUs with nothing but their links, the pairs have rings, the 3 longer sets none. */
+Test(emit_cli, all_allocations_sum_up_the_sets_without_a_ring)
+{
+    static const char line[] = "topology line\n"
+                               "gpu a model=V100\ngpu b model=V100\ngpu c model=V100\n"
+                               "gpu d model=V100\n"
+                               "link a b count=2\nlink b c count=2\nlink c d count=2\n";
+    char *dir = tmp_dir();
+    put_file(dir, "line.topo", line);
+    char *topo = bk_asprintf("%s/line.topo", dir), *out = bk_asprintf("%s/out.cu", dir);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", "--no-tune", "-o", out, topo,
+                                            NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(lines_with(r.err, "no ring connects"), 1, "%s", r.err);
+    cr_expect(strstr(r.err, "no ring connects all the GPUs of 3 of the 6 GPU sets (the first: "
+                            "a, b, c)"),
+              "%s", r.err);
+    tu_run_free(&r);
+    /* One allocation still gets its own warning. */
+    tu_run_blinkc(&r, (const char *const[]){"--gpus", "0-2", "--no-tune", topo, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "no ring connects all 3 GPUs"), "%s", r.err);
+    tu_run_free(&r);
+    remove_dir(dir, (const char *const[]){"line.topo", "out.cu", NULL});
+    free(topo), free(out), free(dir);
+}
+
 /* The generated source, linked with the host runtime, initialises exactly its allocation. */
 Test(emit_cli, generated_source_links_with_the_host_runtime)
 {
