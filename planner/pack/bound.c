@@ -105,11 +105,19 @@ static double cut_ratio(const struct pgraph *g, const unsigned char *side)
  */
 enum bk_status bound_allgather(const struct pgraph *g, double *gbps)
 {
+    return bound_allgather_below(g, INFINITY, gbps);
+}
+
+/* Starting lower than every single GPU's ratio is still a step from above: R stays an upper
+ * bound on R*, and a round with no sink short of n R proves R <= R*, so R = R* or, where upper
+ * was below n R*, upper itself, which is the min asked for. */
+enum bk_status bound_allgather_below(const struct pgraph *g, double upper, double *gbps)
+{
     *gbps = 0;
     int n = g->ngpus;
     if (n < 2)
         return BK_OK; /* one GPU: nothing to gather; callers handle n = 1 */
-    double r = INFINITY;
+    double r = upper / n;
     for (int u = 0; u < n; u++) {
         double out = 0;
         for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++)

@@ -33,4 +33,10 @@ enum bk_status bound_broadcast_min(const struct pgraph *g, double *gbps);
 BK_MUST_USE
 enum bk_status bound_allgather(const struct pgraph *g, double *gbps);
 
+/* min(upper, bound_allgather): the same iteration started from upper (an upper bound known
+ * already, such as a cut's; INFINITY for none), so a good one leaves a single round of n
+ * max-flows, which proves it, where the iteration would take several from a GPU's own rate. */
+BK_MUST_USE
+enum bk_status bound_allgather_below(const struct pgraph *g, double upper, double *gbps);
+
 #endif

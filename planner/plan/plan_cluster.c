@@ -26,7 +26,8 @@ struct plan_cluster {
     /* Composition scratch: one tree under construction. */
     int *parent, *len, **path, *buf, *seen, *queue;
     double bcast_min; /* min over roots of the exact broadcast bound, < 0 until computed */
-    double ag_exact;  /* the exact allgather bound (reduce-scatter's too), < 0 until computed */
+    double ag_bound;  /* allgather's (and reduce-scatter's) bound: the cuts' and the exact one's
+                         least; < 0 until computed */
 };
 
 static void trees_free(struct plan_trees *pt)
@@ -88,7 +89,7 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
     pc->seen = malloc((size_t)n * sizeof *pc->seen);
     pc->queue = malloc((size_t)n * sizeof *pc->queue);
     pc->bcast_min = -1;
-    pc->ag_exact = -1;
+    pc->ag_bound = -1;
     if (!pc->ar || !pc->have_ar || !pc->bc || !pc->have_bc || !pc->parent || !pc->len ||
         !pc->path || !pc->buf || !pc->seen || !pc->queue) {
         plan_cluster_free(pc);
@@ -579,9 +580,11 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
     case COLL_ALLGATHER:
     case COLL_REDUCESCATTER:
         fwd.pack = PACK_ALLGATHER;
-        if (pc->ag_exact < 0) /* one graph for both: reduce-scatter runs its trees reversed */
-            BK_CHECK_GOTO(bound_allgather(g, &pc->ag_exact), st, fail);
-        fwd.bound = fmin(cut_allgather(pc), pc->ag_exact);
+        /* One graph for both: reduce-scatter runs its trees reversed. The cut is often the
+         * bound; starting from it, the max-flows only prove it. */
+        if (pc->ag_bound < 0)
+            BK_CHECK_GOTO(bound_allgather_below(g, cut_allgather(pc), &pc->ag_bound), st, fail);
+        fwd.bound = pc->ag_bound;
         BK_CHECK_GOTO(compose_allgather(pc, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: a chain tree per root across servers";
         break;

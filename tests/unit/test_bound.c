@@ -131,6 +131,14 @@ static void check_brute(const struct pgraph *g, const char *what)
     cr_assert_eq(bound_allgather(g, &ag), BK_OK);
     cr_expect(NEAR(ag, brute_allgather(g)), "%s: allgather %g vs %g", what, ag,
               brute_allgather(g));
+    /* Started from an upper bound it reaches the same value, and one below it comes back:
+     * min(upper, exact) either way. */
+    double from;
+    for (double f = 0.25; f <= 4; f *= 2) {
+        cr_assert_eq(bound_allgather_below(g, f * ag, &from), BK_OK);
+        cr_expect(NEAR(from, fmin(f, 1) * ag), "%s: from %g x the bound: %g vs %g", what, f,
+                  from, ag);
+    }
     struct maxflow *m;
     cr_assert_eq(maxflow_new(&m, g, 0, 0), BK_OK);
     unsigned char side[32];
