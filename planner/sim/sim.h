@@ -217,6 +217,10 @@ BK_MUST_USE
 enum bk_status sim_rings(const struct plan_set *ps, enum collective c, double bytes,
                          const struct sim_params *p, struct sim_nccl *out, struct diag *d);
 
+/* Internal: where a tree's share of n elements of es bytes ends, as the runtime cuts it
+ * (sim_tree.c; the runtime's own copy is proto.h's bk_split_at, which test_sim holds it to). */
+size_t sim_split_at(size_t n, size_t es, unsigned long long s, unsigned long long w);
+
 /* Internal: the two builders sim_run dispatches to (sim_tree.c, sim_ring.c). */
 BK_MUST_USE
 enum bk_status sim_run_trees(const struct sim_job *j, double bytes, size_t chunk_bytes,

@@ -160,7 +160,7 @@ static enum bk_status down_tasks(struct tb *b, const struct ptree *tr, size_t c,
  * overflow, rounded to the nearest 256-byte unit of es-byte elements (down where up would pass
  * n), so every tree starts on a unit and small counts leave trees empty, as they run. */
 #define SIM_SPLIT_ALIGN 256
-static size_t split_at(size_t n, size_t es, unsigned long long s, unsigned long long w)
+size_t sim_split_at(size_t n, size_t es, unsigned long long s, unsigned long long w)
 {
     if (s >= w)
         return w ? n : 0;
@@ -203,7 +203,8 @@ static enum bk_status build(struct tb *b, double bytes, size_t chunk_bytes, stru
                      "simulation: a share of the data has no tree of positive rate");
             return BK_EUSAGE;
         }
-        size_t lo = split_at(count, es, before, total), hi = split_at(count, es, before + w, total);
+        size_t lo = sim_split_at(count, es, before, total);
+        size_t hi = sim_split_at(count, es, before + w, total);
         if (hi <= lo)
             continue;
         BK_CHECK(tree_shape(b, tr, d));

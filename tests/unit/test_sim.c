@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../../runtime/src/proto.h" /* bk_split_at, the runtime's own split */
 #include "graph/pgraph.h"
 #include "ring/ring.h"
 #include "sim/sim.h"
@@ -268,6 +269,38 @@ Test(sim, fan_in_children_push_in_parallel)
     pgraph_free(&g);
     pgraph_free(&rg);
     topo_free(&t);
+}
+
+/* The simulator's split and the runtime's are two copies (the planner does not include the
+ * runtime's headers): the same result on edge cases and on a seeded sweep of sizes, element
+ * widths and weights, up to counts past 2^32 and weights near 2^63. */
+Test(sim, split_matches_the_runtimes)
+{
+    static const size_t widths[] = {1, 2, 3, 4, 8, 12, 16, 256, 512};
+    static const size_t counts[] = {0, 1, 63, 64, 65, 127, 128, 255, 256, 1000, 4096, 65537,
+                                    (size_t)1 << 32, ((size_t)1 << 40) + 3};
+    static const unsigned long long totals[] = {1, 2, 3, 7, 12, 1000, 1ull << 40,
+                                                (1ull << 63) - 1};
+    for (size_t a = 0; a < BK_ARRAY_LEN(widths); a++)
+        for (size_t b = 0; b < BK_ARRAY_LEN(counts); b++)
+            for (size_t c = 0; c < BK_ARRAY_LEN(totals); c++) {
+                unsigned long long w = totals[c];
+                unsigned long long ss[] = {0, 1, w / 3, w / 2, w - 1, w, w + 1};
+                for (size_t d = 0; d < BK_ARRAY_LEN(ss); d++)
+                    cr_expect_eq(sim_split_at(counts[b], widths[a], ss[d], w),
+                                 bk_split_at(counts[b], widths[a], ss[d], w),
+                                 "n %zu es %zu s %llu w %llu", counts[b], widths[a], ss[d], w);
+            }
+    unsigned long long x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x >> (x & 31)) & (((size_t)1 << 36) - 1), es = widths[x % 9];
+        unsigned long long w = 1 + (x >> 3) % 100000, s = (x >> 20) % (w + 2);
+        size_t got = sim_split_at(n, es, s, w), want = bk_split_at(n, es, s, w);
+        if (got != want)
+            cr_assert_fail("n %zu es %zu s %llu w %llu: %zu vs %zu", n, es, s, w, got, want);
+    }
+    cr_expect_eq(sim_split_at(0, 4, 0, 0), bk_split_at(0, 4, 0, 0));
 }
 
 static const char triangle[] = "topology triangle\ngpu g0\ngpu g1\ngpu g2\n"
