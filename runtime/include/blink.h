@@ -123,6 +123,17 @@ blinkResult_t blinkReduceScatter(const void *sendbuff, void *recvbuff, size_t re
 blinkResult_t blinkGroupStart(void);
 blinkResult_t blinkGroupEnd(void);
 
+/* Memory for collective buffers, as ncclMemAlloc: on the host backend it can be mapped by the
+ * other processes of a communicator, so a registered output (below) takes its data straight
+ * from its parent in the tree, without the staging; on CUDA, cudaMalloc. */
+blinkResult_t blinkMemAlloc(void **ptr, size_t size);
+blinkResult_t blinkMemFree(void *ptr);
+/* Register [buff, buff + size) with comm, as ncclCommRegister: calls whose output lies in it
+ * (and in blinkMemAlloc's memory, on the host backend) skip the staging on their way down.
+ * Elsewhere the registration is kept and changes nothing. */
+blinkResult_t blinkCommRegister(blinkComm_t comm, void *buff, size_t size, void **handle);
+blinkResult_t blinkCommDeregister(blinkComm_t comm, void *handle);
+
 #ifndef BLINK_BACKEND_CUDA
 /* Host backend streams: an ordered queue of work run by a worker thread. */
 blinkResult_t blinkHostStreamCreate(blinkStream_t *stream);

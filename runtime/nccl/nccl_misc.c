@@ -60,13 +60,9 @@ ncclResult_t ncclMemAlloc(void **ptr, size_t size)
                                     "bytes: %s", size, cudaGetErrorString(e)));
     return ncclSuccess;
 #else
-    /* Host backend: device memory is host memory, aligned as NCCL's windows want it. */
-    if (posix_memalign(ptr, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
-        *ptr = NULL;
-        return shim_result(bk_error(blinkSystemError, "ncclMemAlloc: out of memory (%zu "
-                                    "bytes)", size));
-    }
-    return ncclSuccess;
+    /* Host backend: device memory is host memory that the other ranks' processes can map
+     * (blinkMemAlloc), page-aligned as NCCL's windows want it. */
+    return shim_result(blinkMemAlloc(ptr, size));
 #endif
 }
 
@@ -81,10 +77,10 @@ ncclResult_t ncclMemFree(void *ptr)
     if (e != cudaSuccess)
         return shim_result(bk_error(blinkUnhandledCudaError, "ncclMemFree: %s",
                                     cudaGetErrorString(e)));
-#else
-    free(ptr);
-#endif
     return ncclSuccess;
+#else
+    return shim_result(blinkMemFree(ptr));
+#endif
 }
 
 SHIM_API(ncclCommRegister);
@@ -96,8 +92,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, vo
     ncclComm_t real = shim_real_comm(comm);
     if (real && bk_real_nccl()->CommRegister)
         return bk_real_nccl()->CommRegister(real, buff, size, handle);
-    *handle = &no_handle;
-    return ncclSuccess;
+    return shim_result(blinkCommRegister(comm->bk, buff, size, handle));
 }
 
 SHIM_API(ncclCommDeregister);
@@ -106,9 +101,9 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
     if (!comm)
         return shim_result(bk_error(blinkInvalidArgument, "ncclCommDeregister: comm is NULL"));
     ncclComm_t real = shim_real_comm(comm);
-    if (handle != &no_handle && real && bk_real_nccl()->CommDeregister)
+    if (real && bk_real_nccl()->CommDeregister)
         return bk_real_nccl()->CommDeregister(real, handle);
-    return ncclSuccess;
+    return shim_result(blinkCommDeregister(comm->bk, handle));
 }
 
 SHIM_API(ncclCommWindowRegister);

@@ -36,6 +36,9 @@ struct bk_backend {
      * host backend measured slower in LL at every size from 1 to 64 KiB), so there LL runs only
      * where BLINK_PROTO=ll asks. */
     int plan_ll;
+    /* Non-zero where a registered output in memory other processes map takes its data
+     * straight from its parent (proto.h, Registered): the host backend. */
+    int registered;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
     /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */

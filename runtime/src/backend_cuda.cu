@@ -651,8 +651,8 @@ static blinkResult_t async_error(blinkComm_t c)
 static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 0, 1, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
-    seg_unlink, launch, wait_last, async_error, abort_rank,
+    "cuda", 0, 0, 1, 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 
 extern "C" const struct bk_backend *bk_backend(void) { return &cuda_backend; }

@@ -155,7 +155,14 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
                           a->send, a->recv,
                           &c->sets[2 * (sch - c->plan->schedules) + ch.ring_set],
                           (int)(2 * (sch - c->plan->schedules) + ch.ring_set),
-                          chunk / es ? chunk / es : 1};
+                          chunk / es ? chunk / es : 1, {0, 0, 0, 0, 0}};
+    /* Registered (proto.h): a Simple call across processes of one server whose output the
+     * other processes can map gets it straight from its parent (a parent on another server
+     * sends through the staging). */
+    size_t out_elems = a->coll == BLINK_PLAN_ALLGATHER ? a->count * (size_t)c->nranks : a->count;
+    if (ch.proto != BLINK_PLAN_LL && !direct && be->registered && c->env.direct &&
+        !c->nremote && a->recv)
+        bk_reg_find(c, a->recv, out_elems * es, &L.reg);
     if (too_many_chunks(&L)) {
         bk_error(blinkInvalidUsage, "%s: %zu elements make more than 2^32 chunks of %zu bytes "
                  "(raise BLINK_CHUNK_BYTES or BLINK_STAGING_BYTES)", fn, a->count, chunk);

@@ -62,6 +62,8 @@ void bk_comm_free(blinkComm_t c)
     free(c->user_of);
     free(c->peer);
     free(c->said);
+    bk_reg_free(c);
+    pthread_mutex_destroy(&c->reg_mu);
     free(c);
 }
 
@@ -318,6 +320,7 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
     blinkComm_t c = calloc(1, sizeof *c);
     if (!c)
         return bk_error(blinkSystemError, "%s: out of memory", fn);
+    pthread_mutex_init(&c->reg_mu, NULL);
     c->nranks = nranks;
     c->rank = rank;
     blinkResult_t r = bk_read_env(&c->env, fn);

@@ -71,6 +71,7 @@ struct worker {
     struct bk_ll_src *ll_src;  /* [fmax] an LL up pass's sources */
     struct bk_ll_dst *ll_dst;  /* [fmax] an LL down pass's children */
     unsigned char *ll_tile;    /* 2 * BK_LL_TILE bytes */
+    unsigned char **into;      /* [fmax] a down pass's children's outputs, where it writes them */
 };
 
 struct bk_hx {
@@ -549,6 +550,38 @@ static struct bk_ll_pass ll_pass(struct worker *w, int ti, const struct step *p,
 
 /* ------------------------------------------------------------------ the two phases */
 
+/*
+ * Where a child's output takes this chunk (at byte offset pos, len bytes) when this rank writes
+ * it there itself (proto.h, Direct and Registered), else NULL for its down slot: 0, or -1 when
+ * its registered region cannot be mapped (the call fails). peer_ready's acquire load of the
+ * child's entered ordered the words read here.
+ */
+static int kid_output(struct worker *w, int q, size_t pos, size_t len, unsigned char **dst)
+{
+    blinkComm_t c = w->x->c;
+    const struct bk_launch *L = w->x->L;
+    struct bk_seg_header *h = hdr(c, q);
+    *dst = NULL;
+    if (direct_call(L)) {
+        *dst = (unsigned char *)(uintptr_t)__atomic_load_n(&h->out, __ATOMIC_RELAXED) + pos;
+        return 0;
+    }
+    struct bk_out_reg reg = {__atomic_load_n(&h->out_pid, __ATOMIC_RELAXED),
+                             __atomic_load_n(&h->out_fd, __ATOMIC_RELAXED),
+                             __atomic_load_n(&h->out_ino, __ATOMIC_RELAXED),
+                             __atomic_load_n(&h->out_off, __ATOMIC_RELAXED),
+                             __atomic_load_n(&h->out_serial, __ATOMIC_RELAXED)};
+    if (!reg.ino || ll_call(L))
+        return 0;
+    char why[256];
+    unsigned char *base = bk_reg_map(c, q, &reg, reg.off + pos + len, why, sizeof why);
+    if (!base)
+        return fail(w, blinkSystemError, "rank %d: cannot write rank %d's registered output: "
+                    "%s (BLINK_DIRECT=0 keeps it in the staging)", c->rank, c->user_of[q], why);
+    *dst = base + reg.off + pos;
+    return 0;
+}
+
 /* Chunk s->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
 static int up_step(struct worker *w, int ti, struct tree_state *s)
 {
@@ -646,8 +679,10 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     uint32_t seq = p.seq, ch = p.ch;
     int me = p.me, k = p.k, root = p.root, r, ll = ll_call(L);
     int allreduce = L->d.coll == BLINK_PLAN_ALLREDUCE, direct = direct_call(L);
+    int here = direct || L->reg.ino; /* the parent writes this rank's output itself */
     size_t es = p.es, x0 = p.x0, m = p.m;
     unsigned char *out = out_at(c, L, t, x0);
+    unsigned char **into = w->into;
     const unsigned char *src;
     if (root) {
         if (allreduce && s->up <= ch)
@@ -664,8 +699,8 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             w->waiting_for = t->parent;
             return 0;
         }
-        /* Direct: the parent wrote this rank's output itself (proto.h). */
-        src = direct ? out : at(c, me, bk_off_down_slot(lay, me, ti, k));
+        /* Direct, Registered: the parent wrote this rank's output itself (proto.h). */
+        src = here ? out : at(c, me, bk_off_down_slot(lay, me, ti, k));
     }
     for (int j = 0; j < t->nkids; j++) {
         if (remote(c, kids[j])) {
@@ -674,9 +709,10 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
                 return r;
             continue;
         }
-        if ((r = peer_ready(w, kids[j])) <= 0)
+        if ((r = peer_ready(w, kids[j])) <= 0 ||
+            (r = kid_output(w, kids[j], out - (unsigned char *)L->recv, m * es, &into[j])) < 0)
             return r;
-        if (!direct && ch >= BK_SLOTS && /* direct: no slot, so no credit */
+        if (!into[j] && ch >= BK_SLOTS && /* into its output: no slot, so no credit */
             !bk_tag_reached(ld(word(c, me, bk_off_down_freed(lay, me, ti, kids[j]))), seq,
                             ch - BK_SLOTS + 1)) {
             w->waiting_for = kids[j];
@@ -706,17 +742,13 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
             continue; /* its packets went with the pass */
         if (!write_allowed(w))
             return -1;
-        /* Direct: into the child's output at the same place; peer_ready's acquire load of its
-         * entered word ordered its address (proto.h, Calls). */
-        unsigned char *dst = direct ? (unsigned char *)(uintptr_t)__atomic_load_n(
-                                          &hdr(c, kids[j])->out, __ATOMIC_RELAXED) +
-                                          (out - (unsigned char *)L->recv)
-                                    : at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k));
+        unsigned char *dst = into[j] ? into[j]
+                                     : at(c, kids[j], bk_off_down_slot(lay, kids[j], ti, k));
         memcpy(dst, src, m * es);
         st(word(c, kids[j], bk_off_down_ready(lay, kids[j], ti)), bk_tag(seq, ch + 1));
         ring(c, kids[j]);
     }
-    if (!root && !remote(c, t->parent) && !direct) {
+    if (!root && !remote(c, t->parent) && !here) {
         st(word(c, t->parent, bk_off_down_freed(lay, t->parent, ti, me)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
@@ -997,9 +1029,10 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
         x->w[i] = (struct worker){x, i, 0, calloc((size_t)c->nranks, sizeof(uint32_t)),
                                   calloc((size_t)maxt, sizeof(struct tree_state)), 0, "",
                                   calloc(fm, sizeof(struct bk_ll_src)),
-                                  calloc(fm, sizeof(struct bk_ll_dst)), malloc(2 * BK_LL_TILE)};
+                                  calloc(fm, sizeof(struct bk_ll_dst)), malloc(2 * BK_LL_TILE),
+                                  calloc(fm, sizeof(unsigned char *))};
         if (!x->w[i].checked || !x->w[i].ts || !x->w[i].ll_src || !x->w[i].ll_dst ||
-            !x->w[i].ll_tile) {
+            !x->w[i].ll_tile || !x->w[i].into) {
             x->nthreads = i + 1;
             bk_hx_stop(x);
             return bk_error(blinkSystemError, "host backend: out of memory");
@@ -1076,6 +1109,7 @@ void bk_hx_stop(struct bk_hx *x)
         free(x->w[i].ll_src);
         free(x->w[i].ll_dst);
         free(x->w[i].ll_tile);
+        free(x->w[i].into);
     }
     free(x->w);
     free(x->net_slots);
@@ -1212,6 +1246,11 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
     for (int i = 0; i < BK_DESC_WORDS; i++)
         __atomic_store_n(&me->desc[i], d[i], __ATOMIC_RELAXED);
     __atomic_store_n(&me->out, (uint64_t)(uintptr_t)L->recv, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out_pid, L->reg.pid, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out_fd, L->reg.fd, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out_off, L->reg.off, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out_serial, L->reg.serial, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->out_ino, L->reg.ino, __ATOMIC_RELAXED);
     __atomic_store_n(&me->entered, x->entry, __ATOMIC_RELEASE);
     for (int q = 0; q < c->nranks; q++)
         if (q != c->prank && !c->peer[q].remote)

@@ -93,6 +93,18 @@
  * entered of the call as before, which publishes the address. The up pass stays as it is: it
  * must combine in the parent's staging. The allreduce root's own down ready word is as above.
  *
+ * Registered (host backend, ranks in several processes of one server). A rank whose output in
+ * a Simple call lies in memory it registered (blinkCommRegister) and that other processes can
+ * map (blinkMemAlloc's) publishes where, before entered: out_pid, out_fd and out_ino name the
+ * region (the file /proc/PID/fd/FD, checked to be inode INO), out_serial numbers it in its
+ * process (a parent keeps a mapping by it: a later region may reuse an fd, or after 2^32
+ * files an inode), out_off is the output's offset in it; out_ino 0 says there is none. The
+ * down pass then goes to that rank as in Direct: its
+ * parent maps the region once and copies chunk c into it, and the rank uses no down slot and
+ * gives no down credit. Both ends decide from the rank's own published words, so they agree
+ * per edge without a word in the call's description (whose hash all ranks must share). A
+ * parent that cannot map the region fails the call and aborts the communicator.
+ *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
  *
@@ -195,6 +207,9 @@ struct bk_seg_header {
     uint64_t out;               /* the entered call's output address (Calls, Direct) */
     uint64_t desc[BK_DESC_WORDS]; /* the entered call (struct bk_desc) */
     char abort_msg[384];        /* why, written by the rank that aborted, before abort */
+    uint32_t out_pid, out_fd;   /* the entered call's registered output (Registered) */
+    uint64_t out_ino, out_off;  /* its region's inode (0: none) and the output's offset */
+    uint64_t out_serial;        /* the region's number in its process, never reused there */
 };
 
 /*

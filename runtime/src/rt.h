@@ -137,6 +137,16 @@ struct blinkComm {
     int nremote;             /* peers on other servers */
     int one_process;         /* every rank is a thread of this process (BK_INIT_ONE_PROCESS) */
     struct bk_be *be;
+    pthread_mutex_t reg_mu;  /* guards regs and maps (memreg.c) */
+    struct bk_reg *regs;     /* blinkCommRegister's ranges */
+    struct bk_peer_map *maps; /* peers' registered outputs mapped here */
+};
+
+/* Where a call's output lies in memory other processes can map (proto.h, Registered); ino 0:
+ * nowhere such. */
+struct bk_out_reg {
+    uint32_t pid, fd;
+    uint64_t ino, off, serial;
 };
 
 /* One call of this rank, as the backend runs it. */
@@ -147,6 +157,7 @@ struct bk_launch {
     const struct bk_roleset *set;
     int set_index;           /* into comm->sets (the CUDA backend keeps device copies) */
     size_t chunk_elems;      /* elements per chunk (fits a slot) */
+    struct bk_out_reg reg;   /* the output's registered region (host backend, Simple) */
 };
 
 /* Broadcast and reduce have a root; every collective but broadcast and allgather an op. */
@@ -246,6 +257,15 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
 blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *comms, int ndev,
                           const int *devlist, unsigned flags, const char *fn);
 void bk_comm_free(blinkComm_t c);
+/* memreg.c: whether [buf, buf + bytes) is registered with c and lies in blinkMemAlloc's memory
+ * (then *out says where); a peer's registered region mapped here (cached; need: bytes it must
+ * hold), or NULL with why; c's registrations and mappings freed. */
+int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg *out);
+unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg, size_t need,
+                          char *why, size_t len);
+void bk_reg_free(blinkComm_t c);
+/* The plan ranks below 64 whose registered outputs c has mapped, a bit each (for tests). */
+unsigned long long bk_reg_mapped(blinkComm_t c);
 /* The device c's log lines name: the one its rank runs on (blinkCommCuDevice's). */
 int bk_log_dev(blinkComm_t c);
 /* BLINK_DEBUG=TRACE (COLL): one line per call as it is issued, with what runs it. */

@@ -278,8 +278,8 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 0, 1, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create, seg_open,
-    seg_unlink, launch, wait_last, async_error, abort_rank,
+    "shim", 1, 0, 1, 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 
 extern "C" const struct bk_backend *bk_backend(void) { return &shim_backend; }

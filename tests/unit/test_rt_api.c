@@ -30,6 +30,46 @@ Test(rt_api, version_and_strings)
     cr_expect(strstr(blinkGetLastError(NULL), "version") != NULL, "%s", blinkGetLastError(NULL));
 }
 
+/* blinkMemAlloc, blinkCommRegister and their frees: arguments checked, a pointer or handle not
+ * theirs refused with a message, and a registered output of ranks that are threads changes
+ * nothing (they go down direct already). */
+Test(rt_api, memory_and_registration)
+{
+    void *p = NULL, *q = NULL, *h = NULL;
+    cr_expect_eq(blinkMemAlloc(NULL, 16), blinkInvalidArgument);
+    cr_assert_eq(blinkMemAlloc(&p, 0), blinkSuccess);
+    cr_assert_eq(blinkMemAlloc(&q, 1 << 20), blinkSuccess);
+    cr_assert(p && q && p != q);
+    memset(q, 7, 1 << 20);
+    int local = 0;
+    cr_expect_eq(blinkMemFree(&local), blinkInvalidArgument);
+    cr_expect(strstr(blinkGetLastError(NULL), "not from blinkMemAlloc"), "%s",
+              blinkGetLastError(NULL));
+    cr_expect_eq(blinkMemFree(NULL), blinkSuccess);
+
+    struct rt_plan pl;
+    blinkComm_t c[4];
+    build(&pl);
+    cr_assert_eq(blinkrtCommInitAll(&pl.plan, c, 4, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    cr_expect_eq(blinkCommRegister(NULL, q, 16, &h), blinkInvalidArgument);
+    cr_expect_eq(blinkCommRegister(c[0], q, 16, NULL), blinkInvalidArgument);
+    cr_expect_eq(blinkCommRegister(c[0], NULL, 16, &h), blinkInvalidArgument);
+    for (int r = 0; r < 4; r++)
+        cr_assert_eq(blinkCommRegister(c[r], q, 1 << 20, &h), blinkSuccess);
+    struct rt_case bc = {BLINK_PLAN_BROADCAST, 1, blinkInt32, blinkSum, 77, 0, RT_THREADS, 0};
+    char why[512] = "";
+    cr_expect_eq(rt_run_check(c, 4, &bc, why, sizeof why), 0, "%s", why);
+    cr_expect_eq(blinkCommDeregister(c[3], h), blinkSuccess);
+    cr_expect_eq(blinkCommDeregister(c[3], h), blinkInvalidArgument);
+    cr_expect(strstr(blinkGetLastError(c[3]), "no registration"), "%s", blinkGetLastError(c[3]));
+    for (int r = 0; r < 4; r++)
+        cr_expect_eq(blinkCommDestroy(c[r]), blinkSuccess); /* frees the others' registrations */
+    rt_plan_free(&pl);
+    cr_expect_eq(blinkMemFree(p), blinkSuccess);
+    cr_expect_eq(blinkMemFree(q), blinkSuccess);
+}
+
 Test(rt_api, init_checks_devices)
 {
     struct rt_plan p;

@@ -8,10 +8,11 @@
  * chunks; in place or not; one call or a group of one; NULL or user streams), on its own
  * buffers only (rt_rank_run_check), through the staging both ways (no call's description has
  * proto.h's BK_ALGO_DIRECT), and exits with a status that the parent checks, writing its
- * first failure into a pipe. Then faults, each of which must end in an error on every rank within
- * seconds, never a hang: a rank killed mid-call or during init, a damaged id, another valid id,
- * two processes as one rank, another rank count, mismatched counts. After every case nothing
- * of its id is left in /dev/shm.
+ * first failure into a pipe. Outputs from blinkMemAlloc registered with blinkCommRegister are
+ * written by the ranks' parents (proto.h, Registered), and only then. Then faults, each of
+ * which must end in an error on every rank within seconds, never a hang: a rank killed
+ * mid-call or during init, a damaged id, another valid id, two processes as one rank, another
+ * rank count, mismatched counts. After every case nothing of its id is left in /dev/shm.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -334,6 +335,118 @@ Test(procs, dgx2, .timeout = 300)
 {
     struct sweep s = {"DGX-2", e2e_rank_dgx2, 16, NULL, "trees", {{0}}};
     run_sweep(&s);
+}
+
+/* ------------------------------------------------------------------ registered outputs */
+
+/* Registered outputs (proto.h): every rank's output is blinkMemAlloc's and registered, so each
+ * parent maps its children's outputs and writes them itself; results must be those of the
+ * staging, with calls of many chunks (more than the S slots a credit would guard). */
+struct reg_run {
+    int n, registered;
+    const char *direct;        /* BLINK_DIRECT */
+    blinkUniqueId id;
+};
+
+static float value(int rank, size_t i) { return (float)(rank * 1000 + (int)(i % 997)); }
+
+/* The three collectives with a down pass, on counts of 1 to 64 chunks of 256 bytes. */
+static int reg_calls(blinkComm_t comm, int rank, int n, float *send, float *recv, char *why,
+                     size_t len)
+{
+    static const size_t counts[] = {1, 97, 1021, 4099};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+        for (int coll = 0; coll < 3; coll++) {
+            size_t count = counts[k], total = coll == 2 ? count * (size_t)n : count;
+            int root = (int)(k + (size_t)coll) % n;
+            for (size_t i = 0; i < count; i++)
+                send[i] = value(rank, i);
+            memset(recv, 0xff, total * sizeof *recv);
+            blinkResult_t r = coll == 0 ? blinkBroadcast(send, recv, count, blinkFloat32, root,
+                                                         comm, NULL)
+                            : coll == 1 ? blinkAllReduce(send, recv, count, blinkFloat32,
+                                                         blinkSum, comm, NULL)
+                                        : blinkAllGather(send, recv, count, blinkFloat32, comm,
+                                                         NULL);
+            if (r != blinkSuccess) {
+                snprintf(why, len, "rank %d: collective %d of %zu: %s", rank, coll, count,
+                         blinkGetLastError(comm));
+                return 1;
+            }
+            for (size_t i = 0; i < total; i++) {
+                float want = coll == 0   ? value(root, i)
+                             : coll == 1 ? (float)(500 * n * (n - 1) + n * (int)(i % 997))
+                                         : value((int)(i / count), i % count);
+                if (recv[i] != want) {
+                    snprintf(why, len, "rank %d: collective %d of %zu: [%zu] = %g, not %g",
+                             rank, coll, count, i, recv[i], want);
+                    return 1;
+                }
+            }
+        }
+    return 0;
+}
+
+static int registered_child(int rank, const void *arg, char *why, size_t len)
+{
+    const struct reg_run *s = arg;
+    setenv("BLINK_CHUNK_BYTES", "256", 1);
+    setenv("BLINK_TIMEOUT_S", "60", 1);
+    setenv("BLINK_ALGO", "trees", 1);
+    setenv("BLINK_DIRECT", s->direct, 1);
+    set_device(-1);
+    blinkComm_t comm;
+    if (e2e_rank_dgx1v_all(&comm, s->n, s->id, rank) != blinkSuccess) {
+        snprintf(why, len, "rank %d: init: %s", rank, blinkGetLastError(NULL));
+        return CHILD_FAILED;
+    }
+    size_t bytes = 4099 * (size_t)s->n * sizeof(float);
+    void *send = NULL, *recv = NULL, *handle = NULL;
+    int bad = blinkMemAlloc(&send, bytes) != blinkSuccess ||
+              blinkMemAlloc(&recv, bytes) != blinkSuccess ||
+              (s->registered && blinkCommRegister(comm, recv, bytes, &handle) != blinkSuccess);
+    if (bad)
+        snprintf(why, len, "rank %d: memory: %s", rank, blinkGetLastError(comm));
+    else
+        bad = reg_calls(comm, rank, s->n, send, recv, why, len);
+    if (!bad)
+        snprintf(why, len, "%llx", bk_reg_mapped(comm));
+    if (handle && blinkCommDeregister(comm, handle) != blinkSuccess && !bad) {
+        snprintf(why, len, "rank %d: deregister: %s", rank, blinkGetLastError(comm));
+        bad = 1;
+    }
+    blinkCommDestroy(comm);
+    blinkMemFree(send);
+    blinkMemFree(recv);
+    return bad ? CHILD_FAILED : CHILD_OK;
+}
+
+/* The plan ranks whose outputs some rank mapped. */
+static unsigned long long run_registered(struct reg_run *s)
+{
+    struct procs p;
+    cr_assert_eq(blinkGetUniqueId(&s->id), blinkSuccess);
+    cr_expect(run_children(&p, s->n, registered_child, s, 120), "not done in 120 s (killed)");
+    unsigned long long mapped = 0;
+    for (int r = 0; r < s->n; r++) {
+        cr_expect_eq(p.status[r], CHILD_OK, "rank %d: status %d: %s", r, p.status[r],
+                     p.msg[r]);
+        mapped |= strtoull(p.msg[r], NULL, 16);
+    }
+    expect_shm_clean(&s->id);
+    return mapped;
+}
+
+Test(procs, registered_outputs_are_written_by_the_parents, .timeout = 300)
+{
+    /* Every rank is some call's child (the roots change), so every output is mapped. */
+    struct reg_run s = {4, 1, "1", {{0}}};
+    cr_expect_eq(run_registered(&s), 0xfull);
+    /* BLINK_DIRECT=0, or outputs not registered: through the staging, nothing mapped. */
+    s = (struct reg_run){4, 1, "0", {{0}}};
+    cr_expect_eq(run_registered(&s), 0ull);
+    s = (struct reg_run){4, 0, "1", {{0}}};
+    cr_expect_eq(run_registered(&s), 0ull);
 }
 
 /* ------------------------------------------------------------------ faults */

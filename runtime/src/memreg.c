@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * memreg.c - blinkMemAlloc's memory, blinkCommRegister's ranges, and the peers' registered
+ * outputs mapped here (proto.h, Registered).
+ *
+ * On the host backend blinkMemAlloc maps an anonymous memory file (memfd), so another process
+ * of the same user can map the same pages through /proc/PID/fd/FD: nothing is named in
+ * /dev/shm, and the pages go when the last mapping does. A call whose output lies in such
+ * memory, registered with its communicator, publishes the region, and its parent in each tree
+ * writes the output itself. On CUDA, blinkMemAlloc is cudaMalloc and registration is kept
+ * without effect: the kernel takes the staging.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef BLINK_BACKEND_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "log.h"
+#include "rt.h"
+
+/* A blinkMemAlloc region (host backend), process-wide. */
+struct region {
+    unsigned char *base;
+    size_t len;
+    int fd;
+    uint64_t ino, serial;
+    struct region *next;
+};
+
+/* A range registered with a communicator. */
+struct bk_reg {
+    unsigned char *base;
+    size_t len;
+    struct bk_reg *next;
+};
+
+/* A peer's region mapped here. */
+struct bk_peer_map {
+    int peer;
+    uint64_t serial;
+    unsigned char *base;
+    size_t len;
+    struct bk_peer_map *next;
+};
+
+static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct region *regions;
+#ifndef BLINK_BACKEND_CUDA
+static uint64_t regions_made; /* serials: 1, 2, ... */
+#endif
+
+blinkResult_t blinkMemAlloc(void **ptr, size_t size)
+{
+    if (!ptr)
+        return bk_error(blinkInvalidArgument, "blinkMemAlloc: ptr is NULL");
+    *ptr = NULL;
+#ifdef BLINK_BACKEND_CUDA
+    cudaError_t e = cudaMalloc(ptr, size ? size : 1);
+    if (e != cudaSuccess)
+        return bk_error(blinkUnhandledCudaError, "blinkMemAlloc: cudaMalloc of %zu bytes: %s",
+                        size, cudaGetErrorString(e));
+    return blinkSuccess;
+#else
+    size_t len = size ? size : 1;
+    struct region *r = calloc(1, sizeof *r);
+    int fd = memfd_create("blink-mem", MFD_CLOEXEC);
+    struct stat sb;
+    if (!r || fd < 0 || ftruncate(fd, (off_t)len) != 0 || fstat(fd, &sb) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        free(r);
+        return bk_error(blinkSystemError, "blinkMemAlloc: %zu bytes of shareable memory: %s",
+                        size, strerror(err));
+    }
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        free(r);
+        return bk_error(blinkSystemError, "blinkMemAlloc: mapping %zu bytes: %s", size,
+                        strerror(err));
+    }
+    *r = (struct region){p, len, fd, (uint64_t)sb.st_ino, 0, NULL};
+    pthread_mutex_lock(&regions_mu);
+    r->serial = ++regions_made;
+    r->next = regions;
+    regions = r;
+    pthread_mutex_unlock(&regions_mu);
+    *ptr = p;
+    return blinkSuccess;
+#endif
+}
+
+blinkResult_t blinkMemFree(void *ptr)
+{
+    if (!ptr)
+        return blinkSuccess;
+#ifdef BLINK_BACKEND_CUDA
+    cudaError_t e = cudaFree(ptr);
+    if (e != cudaSuccess)
+        return bk_error(blinkUnhandledCudaError, "blinkMemFree: %s", cudaGetErrorString(e));
+    return blinkSuccess;
+#else
+    pthread_mutex_lock(&regions_mu);
+    struct region **at = &regions;
+    while (*at && (*at)->base != ptr)
+        at = &(*at)->next;
+    struct region *r = *at;
+    if (r)
+        *at = r->next;
+    pthread_mutex_unlock(&regions_mu);
+    if (!r)
+        return bk_error(blinkInvalidArgument, "blinkMemFree: %p is not from blinkMemAlloc",
+                        ptr);
+    munmap(r->base, r->len);
+    close(r->fd);
+    free(r);
+    return blinkSuccess;
+#endif
+}
+
+blinkResult_t blinkCommRegister(blinkComm_t comm, void *buff, size_t size, void **handle)
+{
+    if (!comm || !handle || (!buff && size))
+        return bk_error(blinkInvalidArgument, "blinkCommRegister: %s is NULL",
+                        !comm ? "comm" : !handle ? "handle" : "buff");
+    struct bk_reg *g = malloc(sizeof *g);
+    if (!g)
+        return bk_error(blinkSystemError, "blinkCommRegister: out of memory");
+    *g = (struct bk_reg){buff, size, NULL};
+    pthread_mutex_lock(&comm->reg_mu);
+    g->next = comm->regs;
+    comm->regs = g;
+    pthread_mutex_unlock(&comm->reg_mu);
+    *handle = g;
+    return blinkSuccess;
+}
+
+blinkResult_t blinkCommDeregister(blinkComm_t comm, void *handle)
+{
+    if (!comm)
+        return bk_error(blinkInvalidArgument, "blinkCommDeregister: comm is NULL");
+    pthread_mutex_lock(&comm->reg_mu);
+    struct bk_reg **at = &comm->regs;
+    while (*at && *at != handle)
+        at = &(*at)->next;
+    struct bk_reg *g = *at;
+    if (g)
+        *at = g->next;
+    pthread_mutex_unlock(&comm->reg_mu);
+    if (!g)
+        return bk_error(blinkInvalidArgument, "blinkCommDeregister: %p is no registration of "
+                        "this communicator", handle);
+    free(g);
+    return blinkSuccess;
+}
+
+int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg *out)
+{
+    memset(out, 0, sizeof *out);
+    const unsigned char *p = buf;
+    int found = 0;
+    pthread_mutex_lock(&c->reg_mu);
+    for (const struct bk_reg *g = c->regs; g && !found; g = g->next)
+        found = p >= g->base && bytes <= g->len && (size_t)(p - g->base) <= g->len - bytes;
+    pthread_mutex_unlock(&c->reg_mu);
+    if (!found)
+        return 0;
+    found = 0;
+    pthread_mutex_lock(&regions_mu);
+    for (const struct region *r = regions; r && !found; r = r->next)
+        if (p >= r->base && bytes <= r->len && (size_t)(p - r->base) <= r->len - bytes) {
+            *out = (struct bk_out_reg){(uint32_t)getpid(), (uint32_t)r->fd, r->ino,
+                                       (uint64_t)(p - r->base), r->serial};
+            found = 1;
+        }
+    pthread_mutex_unlock(&regions_mu);
+    return found;
+}
+
+unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg, size_t need,
+                          char *why, size_t len)
+{
+    pthread_mutex_lock(&c->reg_mu);
+    struct bk_peer_map *m = c->maps;
+    while (m && !(m->peer == peer && m->serial == reg->serial))
+        m = m->next;
+    if (m) {
+        unsigned char *base = m->len >= need ? m->base : NULL;
+        pthread_mutex_unlock(&c->reg_mu);
+        if (!base)
+            snprintf(why, len, "its region of %zu bytes is short of %zu", m->len, need);
+        return base;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%u/fd/%u", reg->pid, reg->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat sb;
+    void *p = MAP_FAILED;
+    m = malloc(sizeof *m);
+    if (!m)
+        snprintf(why, len, "out of memory");
+    else if (fd < 0 || fstat(fd, &sb) != 0)
+        snprintf(why, len, "opening %s: %s", path, strerror(errno));
+    else if ((uint64_t)sb.st_ino != reg->ino || (size_t)sb.st_size < need)
+        snprintf(why, len, "%s is not its region (inode %llu of %lld bytes)", path,
+                 (unsigned long long)sb.st_ino, (long long)sb.st_size);
+    else if ((p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+             MAP_FAILED)
+        snprintf(why, len, "mapping %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (p == MAP_FAILED) {
+        pthread_mutex_unlock(&c->reg_mu);
+        free(m);
+        return NULL;
+    }
+    *m = (struct bk_peer_map){peer, reg->serial, p, (size_t)sb.st_size, c->maps};
+    c->maps = m;
+    pthread_mutex_unlock(&c->reg_mu);
+    if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
+        bk_log(BK_LOG_INFO, bk_log_dev(c), "rank %d: writes rank %d's registered output "
+               "directly (region of %zu bytes, pid %u)", c->rank, c->user_of[peer],
+               (size_t)sb.st_size, reg->pid);
+    return p;
+}
+
+unsigned long long bk_reg_mapped(blinkComm_t c)
+{
+    unsigned long long mask = 0;
+    pthread_mutex_lock(&c->reg_mu);
+    for (const struct bk_peer_map *m = c->maps; m; m = m->next)
+        mask |= m->peer < 64 ? 1ull << m->peer : 0;
+    pthread_mutex_unlock(&c->reg_mu);
+    return mask;
+}
+
+void bk_reg_free(blinkComm_t c)
+{
+    while (c->regs) {
+        struct bk_reg *g = c->regs;
+        c->regs = g->next;
+        free(g);
+    }
+    while (c->maps) {
+        struct bk_peer_map *m = c->maps;
+        c->maps = m->next;
+        munmap(m->base, m->len);
+        free(m);
+    }
+}
