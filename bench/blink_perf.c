@@ -99,6 +99,8 @@ struct opts {
                                 * rank, replayed N times; 0: issued one by one */
     int average;               /* -a: the ranks' time: 0 rank 0's, 1 mean, 2 min, 3 max */
     int procs;                 /* --procs: a process per rank instead of one thread for all */
+    int reg;                   /* -R 1 or 2: buffers registered (blinkCommRegister), from
+                                * blinkMemAlloc on the host backend */
     int mpi;                   /* --mpi: this process is one rank of an MPI job */
     int servers;               /* --mpi: the job's distinct servers, for the header */
     const struct blink_plan_library *lib; /* the plans init chooses from */
@@ -336,6 +338,7 @@ struct rank {
     blinkComm_t comm;
     blinkStream_t stream;
     void *send, *recv;          /* device buffers */
+    void *reg[2];               /* -R: send's and recv's registrations */
     unsigned long *beat;        /* processes: steps done, which the parent watches; else NULL */
 };
 
@@ -557,6 +560,28 @@ static int measure(const struct opts *o, const struct local *l, size_t count, in
     return 1;
 }
 
+/* A rank's buffer: on the host backend with -R, memory other processes can map. */
+static int buf_alloc(const struct opts *o, int dev, size_t bytes, void **p)
+{
+#ifndef BLINK_BACKEND_CUDA
+    if (o->reg)
+        return blinkMemAlloc(p, bytes) == blinkSuccess;
+#endif
+    (void)o;
+    return dev_alloc(dev, bytes, p);
+}
+static void buf_free(const struct opts *o, int dev, void *p)
+{
+#ifndef BLINK_BACKEND_CUDA
+    if (o->reg) {
+        blinkMemFree(p);
+        return;
+    }
+#endif
+    (void)o;
+    dev_free(dev, p);
+}
+
 /* Each local rank's device, buffers and stream, and the host copy; 0 when one is missing. */
 static int local_open(const struct opts *o, struct local *l)
 {
@@ -565,22 +590,28 @@ static int local_open(const struct opts *o, struct local *l)
     for (int i = 0; ok && i < l->n; i++) {
         struct rank *k = &l->rank[i];
         ok = blinkCommCuDevice(k->comm, &k->dev) == blinkSuccess &&
-             dev_alloc(k->dev, biggest, &k->send) && dev_alloc(k->dev, biggest, &k->recv) &&
+             buf_alloc(o, k->dev, biggest, &k->send) && buf_alloc(o, k->dev, biggest, &k->recv) &&
              stream_new(k->dev, &k->stream);
+        for (int b = 0; ok && o->reg && b < 2; b++)
+            ok = blinkCommRegister(k->comm, b ? k->recv : k->send, biggest, &k->reg[b]) ==
+                 blinkSuccess;
     }
     return ok;
 }
 
-static void local_close(struct local *l)
+static void local_close(const struct opts *o, struct local *l)
 {
     for (int i = 0; i < l->n; i++) {
         struct rank *k = &l->rank[i];
         if (k->stream)
             stream_free(k->stream);
+        for (int b = 0; b < 2; b++)
+            if (k->reg[b])
+                blinkCommDeregister(k->comm, k->reg[b]);
         if (k->send)
-            dev_free(k->dev, k->send);
+            buf_free(o, k->dev, k->send);
         if (k->recv)
-            dev_free(k->dev, k->recv);
+            buf_free(o, k->dev, k->recv);
         if (k->comm)
             blinkCommDestroy(k->comm);
     }
@@ -773,6 +804,9 @@ static void print_header(const struct opts *o, const struct blinkrt_stats *st)
     else
         printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
                o->procs ? "one process per rank" : "one thread drives all, grouped");
+    if (o->reg)
+        printf("#  Buffers registered (-R %d)%s\n", o->reg,
+               strcmp(BACKEND_NAME, "host") == 0 ? ", from blinkMemAlloc" : "");
     if (o->graphs > 0)
         printf("#  CUDA graphs: each rank's %d timed iterations captured in one graph, replayed "
                "%d times\n", o->iters, o->graphs);
@@ -892,7 +926,7 @@ static int run_threads(const struct opts *o)
             fprintf(stderr, "blink-perf: %s\n", blinkGetLastError(NULL));
         print_footer(&t, ok);
     }
-    local_close(&l);
+    local_close(o, &l);
     return ok && t.wrong == 0 ? 0 : 1;
 }
 
@@ -996,7 +1030,7 @@ static int child(const struct opts *o, blinkUniqueId id, int r, int fd, unsigned
         fprintf(stderr, "blink-perf: rank %d: cannot allocate buffers or a stream\n", r);
     else if (!(ok = write_all(fd, &st, sizeof st) && child_rows(o, &l, fd)))
         fprintf(stderr, "blink-perf: rank %d: %s\n", r, blinkGetLastError(NULL));
-    local_close(&l);
+    local_close(o, &l);
     return ok ? 0 : 1;
 }
 
@@ -1321,7 +1355,7 @@ static int mpi_rank(struct opts *o, int me, int size)
             ok = mpi_sweep(o, &c);
         }
     }
-    local_close(&l);
+    local_close(o, &l);
     return ok && !any && t.wrong == 0 ? 0 : 1;
 }
 
@@ -1492,6 +1526,10 @@ static void usage(FILE *f)
 "  -a, --average 0-3         the ranks' time (--procs, --mpi): 0 rank 0's, 1 the mean\n"
 "                            (default), 2 the least, 3 the most\n"
 "  -T, --timeout S           BLINK_TIMEOUT_S=S: a rank that waits longer fails its call\n"
+"  -R, --local_register N    1 or 2: register each rank's send and receive buffers\n"
+"                            (blinkCommRegister; on the host backend from blinkMemAlloc,\n"
+"                            so that with --procs parents write their children's outputs);\n"
+"                            0 (default): none\n"
 "  -G, --cudagraph N         the -n timed iterations captured in a CUDA graph per rank,\n"
 "                            replayed N times (after one untimed replay); 0 (default):\n"
 "                            issued one by one. CUDA backend only (ignored with a note\n"
@@ -1499,8 +1537,7 @@ static void usage(FILE *f)
 "  accepted and ignored with a note, for the runtime has nothing like them:\n"
 "  -p, --parallel_init       (every rank's init runs on a thread of its own anyway)\n"
 "  -y, --stream_null         (each rank runs on a stream of its own)\n"
-"  -R, --local_register N    (no registration: threads of one process go down into\n"
-"                            each other's outputs anyway, a process per rank stages)\n"
+
 "  -x, --cta_policy, -D N (--device_implementation), -V, --device_cta_count,\n"
 "  -M, --memory_report, -S, --report_timestamps, -J, --output_file (NCCL 2.27+)\n\n"
 "blink-perf's own:\n"
@@ -1676,9 +1713,10 @@ static int parse(int argc, char **argv, struct opts *o)
             note(c, optarg, "the host backend's streams capture no CUDA graphs");
 #endif
             break;
-        case 'R': note(c, optarg, "no buffer registration: ranks of one process go down "
-                       "into each other's outputs (BLINK_DIRECT), one per rank through the "
-                       "staging"); break;
+        case 'R':
+            ok = parse_long(optarg, 0, 2, &v);
+            o->reg = (int)v;
+            break;
         case 'x': case 'V': case 'S': case 'J':
             note(c, optarg, "an NCCL 2.27+ feature the runtime does not have"); break;
         case OPT_COLLECTIVE: ok = parse_coll(optarg, &o->coll); break;

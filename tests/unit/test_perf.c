@@ -314,9 +314,9 @@ Test(perf, nccl_tests_flags_have_their_meanings, .timeout = 120)
 /* The flags that cannot apply run, each with a note. */
 Test(perf, nccl_tests_flags_that_cannot_apply_are_noted, .timeout = 60)
 {
-    static const char *const flags[][2] = {{"-G", "10"}, {"-R", "1"}, {"-p", "1"}, {"-y", "1"},
-                                           {"-x", "1"}, {"-D", "1"}, {"-V", "16"}, {"-M", "1"},
-                                           {"-S", "1"}, {"-J", "out.json"}};
+    static const char *const flags[][2] = {{"-G", "10"}, {"-p", "1"}, {"-y", "1"}, {"-x", "1"},
+                                           {"-D", "1"}, {"-V", "16"}, {"-M", "1"}, {"-S", "1"},
+                                           {"-J", "out.json"}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         struct tu_run r;
         char *note = bk_asprintf("blink-perf: note: %s %s ignored: ", flags[i][0], flags[i][1]);
@@ -327,6 +327,29 @@ Test(perf, nccl_tests_flags_that_cannot_apply_are_noted, .timeout = 60)
         tu_run_free(&r);
         free(note);
     }
+}
+
+/* -R registers the buffers (nccl-tests' local registration): with a process per rank, the
+ * parents write their children's outputs (each mapping said at INFO), and every row is right.
+ * -R takes 0, 1 or 2. */
+Test(perf, registered_buffers, .timeout = 120)
+{
+    struct tu_run r;
+    perf_run(&r, "BLINK_DEBUG=INFO", (const char *const[]){"--procs", "-R", "1", "--devices",
+                                                           "0-3", "-b", "64K", "-e", "1M", "-f",
+                                                           "4", "-n", "2", NULL});
+    expect_clean_output(&r, 3, "#  Ranks as processes: 4");
+    cr_expect(strstr(r.out, "#  Buffers registered (-R 1), from blinkMemAlloc"), "%s", r.out);
+    cr_expect(strstr(r.err, "registered output directly"), "%s", r.err);
+    tu_run_free(&r);
+    perf_run(&r, "BLINK_DEBUG=INFO", (const char *const[]){"--procs", "--devices", "0-3", "-b",
+                                                           "64K", "-e", "64K", "-n", "1", NULL});
+    expect_clean_output(&r, 1, "#  Ranks as processes: 4");
+    cr_expect(!strstr(r.err, "registered output"), "%s", r.err);
+    tu_run_free(&r);
+    perf_run(&r, NULL, (const char *const[]){"-R", "3", NULL});
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    tu_run_free(&r);
 }
 
 /* Device lists and ranges in any order; each rank's line at INFO names its device. */
