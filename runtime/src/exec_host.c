@@ -574,7 +574,7 @@ static int kid_output(struct worker *w, int q, size_t pos, size_t len, unsigned 
     if (!reg.ino || ll_call(L))
         return 0;
     char why[256];
-    unsigned char *base = bk_reg_map(c, q, &reg, reg.off + pos + len, why, sizeof why);
+    unsigned char *base = bk_reg_map(c, q, &reg, reg.off + pos + len, w->x->gen, why, sizeof why);
     if (!base)
         return fail(w, blinkSystemError, "rank %d: cannot write rank %d's registered output: "
                     "%s (BLINK_DIRECT=0 keeps it in the staging)", c->rank, c->user_of[q], why);

@@ -50,8 +50,10 @@ struct bk_peer_map {
     uint64_t serial;
     unsigned char *base;
     size_t len;
+    uint64_t used;             /* the last call that looked it up (c's call count) */
     struct bk_peer_map *next;
 };
+
 
 static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct region *regions;
@@ -189,20 +191,43 @@ int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg 
     return found;
 }
 
+/* Unmap peer's least recently used mapping of a call before `call`, if it has too many
+ * (reg_mu held). */
+static void evict(blinkComm_t c, int peer, uint64_t call)
+{
+    int count = 0;
+    struct bk_peer_map **oldest = NULL;
+    for (struct bk_peer_map **at = &c->maps; *at; at = &(*at)->next) {
+        if ((*at)->peer != peer)
+            continue;
+        count++;
+        if ((*at)->used < call && (!oldest || (*at)->used < (*oldest)->used))
+            oldest = at;
+    }
+    if (count < BK_REG_MAPS_PER_PEER || !oldest)
+        return;
+    struct bk_peer_map *m = *oldest;
+    *oldest = m->next;
+    munmap(m->base, m->len);
+    free(m);
+}
+
 unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg, size_t need,
-                          char *why, size_t len)
+                          uint64_t call, char *why, size_t len)
 {
     pthread_mutex_lock(&c->reg_mu);
     struct bk_peer_map *m = c->maps;
     while (m && !(m->peer == peer && m->serial == reg->serial))
         m = m->next;
     if (m) {
+        m->used = call;
         unsigned char *base = m->len >= need ? m->base : NULL;
         pthread_mutex_unlock(&c->reg_mu);
         if (!base)
             snprintf(why, len, "its region of %zu bytes is short of %zu", m->len, need);
         return base;
     }
+    evict(c, peer, call);
     char path[64];
     snprintf(path, sizeof path, "/proc/%u/fd/%u", reg->pid, reg->fd);
     int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -226,7 +251,7 @@ unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg,
         free(m);
         return NULL;
     }
-    *m = (struct bk_peer_map){peer, reg->serial, p, (size_t)sb.st_size, c->maps};
+    *m = (struct bk_peer_map){peer, reg->serial, p, (size_t)sb.st_size, call, c->maps};
     c->maps = m;
     pthread_mutex_unlock(&c->reg_mu);
     if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
@@ -236,12 +261,15 @@ unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg,
     return p;
 }
 
-unsigned long long bk_reg_mapped(blinkComm_t c)
+unsigned long long bk_reg_mapped(blinkComm_t c, int *count)
 {
     unsigned long long mask = 0;
+    *count = 0;
     pthread_mutex_lock(&c->reg_mu);
-    for (const struct bk_peer_map *m = c->maps; m; m = m->next)
+    for (const struct bk_peer_map *m = c->maps; m; m = m->next) {
         mask |= m->peer < 64 ? 1ull << m->peer : 0;
+        ++*count;
+    }
     pthread_mutex_unlock(&c->reg_mu);
     return mask;
 }

@@ -257,15 +257,22 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
 blinkResult_t bk_init_all(const struct blink_plan_library *lib, blinkComm_t *comms, int ndev,
                           const int *devlist, unsigned flags, const char *fn);
 void bk_comm_free(blinkComm_t c);
+/* A peer's regions kept mapped at most (memreg.c). A mapping holds its region's pages even
+ * after the peer frees it, so a job that allocates afresh must not collect them; one of the
+ * last call is in use and stays, the least recently used of the others goes. */
+#define BK_REG_MAPS_PER_PEER 8
+
 /* memreg.c: whether [buf, buf + bytes) is registered with c and lies in blinkMemAlloc's memory
- * (then *out says where); a peer's registered region mapped here (cached; need: bytes it must
- * hold), or NULL with why; c's registrations and mappings freed. */
+ * (then *out says where); a peer's registered region mapped here for call number `call` (a
+ * count that grows call by call; cached, a few per peer; need: bytes it must hold), or NULL with
+ * why; c's registrations and mappings freed. */
 int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg *out);
 unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg, size_t need,
-                          char *why, size_t len);
+                          uint64_t call, char *why, size_t len);
 void bk_reg_free(blinkComm_t c);
-/* The plan ranks below 64 whose registered outputs c has mapped, a bit each (for tests). */
-unsigned long long bk_reg_mapped(blinkComm_t c);
+/* The plan ranks below 64 whose registered outputs c has mapped, a bit each, and how many
+ * regions (for tests). */
+unsigned long long bk_reg_mapped(blinkComm_t c, int *count);
 /* The device c's log lines name: the one its rank runs on (blinkCommCuDevice's). */
 int bk_log_dev(blinkComm_t c);
 /* BLINK_DEBUG=TRACE (COLL): one line per call as it is issued, with what runs it. */

@@ -409,12 +409,44 @@ static int registered_child(int rank, const void *arg, char *why, size_t len)
         snprintf(why, len, "rank %d: memory: %s", rank, blinkGetLastError(comm));
     else
         bad = reg_calls(comm, rank, s->n, send, recv, why, len);
-    if (!bad)
-        snprintf(why, len, "%llx", bk_reg_mapped(comm));
     if (handle && blinkCommDeregister(comm, handle) != blinkSuccess && !bad) {
         snprintf(why, len, "rank %d: deregister: %s", rank, blinkGetLastError(comm));
         bad = 1;
     }
+    /* A fresh output each call, as an allocator that frees and allocates again gives: the
+     * parents' old mappings must go (a mapping holds the freed pages). */
+    for (int i = 0; !bad && s->registered && i < 3 * BK_REG_MAPS_PER_PEER; i++) {
+        void *fresh = NULL, *h = NULL;
+        bad = blinkMemAlloc(&fresh, bytes) != blinkSuccess ||
+              blinkCommRegister(comm, fresh, bytes, &h) != blinkSuccess;
+        if (bad)
+            snprintf(why, len, "rank %d: memory: %s", rank, blinkGetLastError(comm));
+        for (size_t k = 0; !bad && k < 97; k++)
+            ((float *)send)[k] = value(rank, k);
+        if (!bad && blinkAllReduce(send, fresh, 97, blinkFloat32, blinkSum, comm, NULL) !=
+                        blinkSuccess) {
+            snprintf(why, len, "rank %d: fresh output %d: %s", rank, i, blinkGetLastError(comm));
+            bad = 1;
+        }
+        for (size_t k = 0; !bad && k < 97; k++)
+            if (((float *)fresh)[k] != (float)(500 * s->n * (s->n - 1) + s->n * (int)k)) {
+                snprintf(why, len, "rank %d: fresh output %d: [%zu] = %g", rank, i, k,
+                         ((float *)fresh)[k]);
+                bad = 1;
+            }
+        if (h)
+            blinkCommDeregister(comm, h);
+        blinkMemFree(fresh);
+    }
+    int count = 0;
+    unsigned long long mask = bk_reg_mapped(comm, &count);
+    if (!bad && count > BK_REG_MAPS_PER_PEER * __builtin_popcountll(mask)) {
+        snprintf(why, len, "rank %d: %d regions mapped of %d peers", rank, count,
+                 __builtin_popcountll(mask));
+        bad = 1;
+    }
+    if (!bad)
+        snprintf(why, len, "%llx", mask);
     blinkCommDestroy(comm);
     blinkMemFree(send);
     blinkMemFree(recv);
