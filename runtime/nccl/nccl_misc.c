@@ -3,8 +3,9 @@
  * nccl_misc.c - libblink-nccl's version, errors, memory and registration.
  *
  * The version is the real NCCL's where one is loaded (programs gate features on it), else the
- * NCCL API version nccl.h declares. Registration is a hint: the real NCCL gets it where its
- * communicator exists; otherwise the call succeeds with a handle that Deregister accepts.
+ * NCCL API version nccl.h declares. Memory and registration are blink's (blinkMemAlloc,
+ * blinkCommRegister: on the host backend a registered output is written by its parents) where
+ * no real NCCL takes them: its allocator, and its registration where its communicator exists.
  */
 #include <stdlib.h>
 
@@ -13,9 +14,6 @@
 #ifdef BLINK_BACKEND_CUDA
 #include <cuda_runtime.h>
 #endif
-
-/* What Register returns where the real NCCL does not take it. */
-static char no_handle;
 
 SHIM_API(ncclGetVersion);
 ncclResult_t ncclGetVersion(int *version)
@@ -116,8 +114,11 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, nc
     ncclComm_t real = shim_real_comm(comm);
     if (real && bk_real_nccl()->CommWindowRegister)
         return bk_real_nccl()->CommWindowRegister(real, buff, size, win, winFlags);
-    *win = (ncclWindow_t)(void *)&no_handle;
-    return ncclSuccess;
+    /* A window is registered memory to the plan (blinkCommRegister). */
+    void *handle = NULL;
+    ncclResult_t r = shim_result(blinkCommRegister(comm->bk, buff, size, &handle));
+    *win = (ncclWindow_t)handle;
+    return r;
 }
 
 SHIM_API(ncclCommWindowDeregister);
@@ -127,7 +128,7 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
         return shim_result(bk_error(blinkInvalidArgument, "ncclCommWindowDeregister: comm is "
                                     "NULL"));
     ncclComm_t real = shim_real_comm(comm);
-    if ((void *)win != (void *)&no_handle && real && bk_real_nccl()->CommWindowDeregister)
+    if (real && bk_real_nccl()->CommWindowDeregister)
         return bk_real_nccl()->CommWindowDeregister(real, win);
-    return ncclSuccess;
+    return shim_result(blinkCommDeregister(comm->bk, (void *)win));
 }

@@ -7,8 +7,8 @@
  * datatypes, operations, roots, counts and in or out of place, each checked on every rank
  * against a reference that the rank computes on its own from the same input formula. Inputs
  * are small integers chosen so that every result is exact in every type and reduction order.
- * Other modes: one NCCL call that must fail with a given code (-X), and a split communicator
- * (--split). It compiles against NVIDIA's nccl.h and against runtime/nccl/nccl.h alike, so it
+ * Other modes: one NCCL call that must fail with a given code (-X), a split communicator
+ * (--split), and buffers registered with ncclCommRegister (--register). It compiles against NVIDIA's nccl.h and against runtime/nccl/nccl.h alike, so it
  * may use no name that only one of them has; it never learns which library it runs on.
  * For the fault tests, NCCL_CLIENT_FAULT=absent keeps a rank from joining, =exit makes it
  * exit (status 3) right after joining, and =mute makes it call no MPI after joining until every
@@ -89,7 +89,7 @@ struct opts {
     int ncounts, big;                  /* big: BIG_COUNT for float32 too */
     unsigned places;                   /* bit 0 out of place, bit 1 in place */
     uint64_t seed;
-    int quiet, split, expect;
+    int quiet, split, expect, reg;     /* reg: --register */
     const char *xfail;                 /* -X WHAT, or NULL */
 };
 
@@ -116,6 +116,8 @@ struct tcase {
 
 struct bufs {
     char *a, *b;                       /* ncclMemAlloc: send, and receive (or in place) */
+    size_t bytes;
+    void *reg[2];                      /* --register: a's and b's ncclCommRegister handles */
     unsigned char *hsend, *hrecv;      /* host images */
 };
 
@@ -755,6 +757,7 @@ static void usage(FILE *f)
           "  -s, --seed N          input seed\n"
           "  -q, --quiet           no version line\n"
           "      --split           then allreduce on ncclCommSplit(comm, rank % 2, rank)\n"
+          "      --register        both buffers registered with ncclCommRegister\n"
           "  -X, --xfail WHAT      only one call: p2p, alltoall, premulsum, fp8, allreduce\n"
           "      --expect CODE     the ncclResult_t it must give (default 0)\n"
           "  -h, --help            this text\n", f);
@@ -828,7 +831,8 @@ static int parse(int argc, char **argv, int nranks, struct opts *o)
         {"place", required_argument, NULL, 'p'}, {"seed", required_argument, NULL, 's'},
         {"quiet", no_argument, NULL, 'q'},       {"split", no_argument, NULL, 'S'},
         {"xfail", required_argument, NULL, 'X'}, {"expect", required_argument, NULL, 'E'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"register", no_argument, NULL, 'R'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     uint64_t v[MAX_LIST];
     int opt, k, quick = 0;
@@ -876,6 +880,7 @@ static int parse(int argc, char **argv, int nranks, struct opts *o)
         case 's': bad = parse_u64(optarg, UINT64_MAX, &o->seed) ? "-s" : NULL; break;
         case 'q': o->quiet = 1; break;
         case 'S': o->split = 1; break;
+        case 'R': o->reg = 1; break;
         case 'X':
             o->xfail = optarg;
             bad = strcmp(optarg, "p2p") && strcmp(optarg, "alltoall") &&
@@ -944,6 +949,7 @@ static void alloc_bufs(struct bufs *b, size_t bytes)
         nccl_failed(NULL, "ncclMemAlloc", res);
     b->a = p;
     b->b = q;
+    b->bytes = bytes;
     b->hsend = malloc(bytes);
     b->hrecv = malloc(bytes);
     if (!b->hsend || !b->hrecv) {
@@ -961,6 +967,19 @@ static void free_bufs(struct bufs *b)
         nccl_failed(NULL, "ncclMemFree", res);
     free(b->hsend);
     free(b->hrecv);
+}
+
+/* --register: both buffers registered with comm (register 1) or deregistered (0). */
+static void register_bufs(ncclComm_t comm, struct bufs *b, int reg)
+{
+    ncclResult_t res;
+    for (int k = 0; k < 2; k++) {
+        if (reg && (res = ncclCommRegister(comm, k ? b->b : b->a, b->bytes, &b->reg[k])) !=
+                       ncclSuccess)
+            nccl_failed(comm, "ncclCommRegister", res);
+        else if (!reg && b->reg[k] && (res = ncclCommDeregister(comm, b->reg[k])) != ncclSuccess)
+            nccl_failed(comm, "ncclCommDeregister", res);
+    }
 }
 
 /* NCCL_CLIENT_MARKS/joined.RANK: this rank has returned from ncclCommInitRank. */
@@ -1058,6 +1077,8 @@ int main(int argc, char **argv)
     }
     if (all_ok() && !absent && check_comm(cx.comm, n, world_rank, "ncclCommInitRank"))
         alloc_bufs(&b, need_bytes(&o, n));
+    if (all_ok() && !absent && o.reg)
+        register_bufs(cx.comm, &b, 1);
     if (all_ok() && !absent) {
         if (o.xfail) {
             run_xfail(&cx, &b, &o);
@@ -1067,6 +1088,8 @@ int main(int argc, char **argv)
                 run_split(&cx, &b, &o);
         }
     }
+    if (cx.comm && o.reg)
+        register_bufs(cx.comm, &b, 0);
     close_comm(cx.comm);
     free_bufs(&b);
     free(world);

@@ -172,7 +172,9 @@ Test(nccl_api, nonblocking_config_needs_nccl)
     }
 }
 
-Test(nccl_api, registration_without_nccl_is_a_hint)
+/* Without a real NCCL, registration is blink's: a handle or window the matching Deregister
+ * takes once. */
+Test(nccl_api, registration_without_nccl_is_blinks)
 {
     const int devs[2] = {4, 5};
     ncclComm_t comms[2];
@@ -186,6 +188,8 @@ Test(nccl_api, registration_without_nccl_is_a_hint)
     cr_expect_eq(ncclCommWindowRegister(comms[0], buf, sizeof buf, &win, NCCL_WIN_DEFAULT),
                  ncclSuccess);
     cr_expect_eq(ncclCommWindowDeregister(comms[0], win), ncclSuccess);
+    cr_expect_eq(ncclCommDeregister(comms[0], handle), ncclInvalidArgument);
+    cr_expect_eq(ncclCommWindowDeregister(comms[0], win), ncclInvalidArgument);
     cr_expect_eq(ncclCommRegister(NULL, buf, sizeof buf, &handle), ncclInvalidArgument);
     /* an op NCCL never made, on a communicator without NCCL */
     cr_expect_eq(ncclRedOpDestroy((ncclRedOp_t)ncclNumOps, comms[0]), ncclInvalidArgument);

@@ -196,6 +196,23 @@ Test(nccl_mpi, one_rank, .timeout = 600)
     run_sweep(&j);
 }
 
+/* Buffers from ncclMemAlloc registered with ncclCommRegister: parents write their children's
+ * outputs (an INFO line for each region a rank maps; every rank is some call's child), and every
+ * result is still right. */
+Test(nccl_mpi, dgx1v_4_gpus_registered, .timeout = 600)
+{
+    struct job j = {"DGX-1V GPUs 0-3, registered", DROPIN_DGX1V, 4, d0123,
+                    {"-q", "-Q", "--register", "-d", "float32,int8", NULL}, 700, "INFO",
+                    "BLINK_DEBUG_SUBSYS=COLL", NULL, NULL, 0};
+    struct run r;
+    run_checked(&j, &r);
+    cr_expect(strstr(r.out, "# nccl-client: ranks 4, cases 700, wrong 0, errors 0"), "%s",
+              tail(r.out));
+    cr_expect_geq(count_log_lines(r.out, "INFO", "registered output directly"), 4, "%s",
+                  tail(r.out));
+    free(r.out);
+}
+
 /* Split 3 ranks by parity: a pair with a plan and a rank alone. */
 Test(nccl_mpi, dgx1v_split_odd, .timeout = 600)
 {
