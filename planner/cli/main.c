@@ -100,6 +100,11 @@ BK_MUST_USE
 static enum bk_status fill(struct outfile_set *outs, const char *path, struct strbuf *sb,
                            struct diag *d)
 {
+    if (sb->failed && sb->err) { /* a streaming buffer's write (sb_stream) */
+        diag_add(d, DIAG_ERROR, path, DIAG_NOWHERE, "cannot write output: %s",
+                 strerror(sb->err));
+        return BK_EIO;
+    }
     if (sb->failed)
         return BK_ENOMEM;
     return outfile_fill(outs, path, sb->data ? sb->data : "", sb->len, d);
@@ -286,6 +291,10 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     if (c->msccl_xml)
         BK_CHECK_GOTO(write_msccl(c->msccl_xml, &ps, outs, d), st, out);
     if (c->plan_json) {
+        /* Gigabytes for every root of a large cluster: written as they are made. */
+        int fd = outfile_fd(outs, c->plan_json);
+        if (fd >= 0)
+            sb_stream(&sb, fd);
         plan_json_render(&sb, t, &ps);
         BK_CHECK_GOTO(fill(outs, c->plan_json, &sb, d), st, out);
         sb_free(&sb);

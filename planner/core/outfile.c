@@ -175,6 +175,12 @@ enum bk_status outfile_reserve(struct outfile_set *s, const char *path, struct d
     return BK_OK;
 }
 
+int outfile_fd(struct outfile_set *s, const char *path)
+{
+    const struct outfile *o = find(s, path);
+    return o && !o->filled && !o->late ? o->fd : -1;
+}
+
 enum bk_status outfile_fill(struct outfile_set *s, const char *path, const char *data, size_t len,
                             struct diag *d)
 {

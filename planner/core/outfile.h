@@ -55,6 +55,11 @@ BK_MUST_USE
 enum bk_status outfile_fill(struct outfile_set *s, const char *path, const char *data, size_t len,
                             struct diag *d);
 
+/* The open temporary file of the reserved output `path`, for writing its contents as they are
+ * made before outfile_fill adds the rest; -1 where it has none ("-", a device or a pipe, whose
+ * contents wait for the commit) or was filled. */
+int outfile_fd(struct outfile_set *s, const char *path);
+
 /* Put every output in place. Errors: BK_EIO, BK_EINTERNAL when one was never filled. */
 BK_MUST_USE
 enum bk_status outfile_commit(struct outfile_set *s, struct diag *d);

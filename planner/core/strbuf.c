@@ -7,12 +7,14 @@
  */
 #include "core/strbuf.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void sb_init(struct strbuf *sb) { memset(sb, 0, sizeof *sb); }
 
@@ -46,6 +48,32 @@ static int reserve(struct strbuf *sb, size_t extra)
     return 1;
 }
 
+void sb_stream(struct strbuf *sb, int fd)
+{
+    sb->streaming = 1;
+    sb->fd = fd;
+}
+
+/* Write out what has gathered (streaming). */
+static void drain(struct strbuf *sb)
+{
+    for (size_t at = 0; at < sb->len && !sb->failed;) {
+        ssize_t w = write(sb->fd, sb->data + at, sb->len - at);
+        if (w > 0) {
+            at += (size_t)w;
+        } else if (w < 0 && errno != EINTR) {
+            sb->err = errno;
+            sb->failed = 1;
+        } else if (w == 0) {
+            sb->err = EIO;
+            sb->failed = 1;
+        }
+    }
+    sb->len = 0;
+    if (sb->data)
+        sb->data[0] = '\0';
+}
+
 void sb_putn(struct strbuf *sb, const char *s, size_t n)
 {
     if (!reserve(sb, n))
@@ -53,6 +81,8 @@ void sb_putn(struct strbuf *sb, const char *s, size_t n)
     memcpy(sb->data + sb->len, s, n);
     sb->len += n;
     sb->data[sb->len] = '\0';
+    if (sb->streaming && sb->len >= SB_STREAM_BYTES)
+        drain(sb);
 }
 
 void sb_putc(struct strbuf *sb, char c) { sb_putn(sb, &c, 1); }

@@ -4,7 +4,9 @@
  *
  * Output (JSON, matrices, generated code) is rendered into a strbuf first and written to disk in
  * one piece, so a failure never leaves half a file. An allocation failure sets `failed` and turns
- * later appends into no-ops; the writer checks it once at the end.
+ * later appends into no-ops; the writer checks it once at the end. A buffer that streams
+ * (sb_stream) writes its text to a file as it grows instead, for outputs of gigabytes; that file
+ * is a temporary one (outfile.h), so the rule holds.
  */
 #ifndef BK_STRBUF_H
 #define BK_STRBUF_H
@@ -18,7 +20,14 @@ struct strbuf {
     char *data; /* always NUL-terminated when len > 0 */
     size_t len, cap;
     int failed;
+    int streaming, fd; /* sb_stream: the text so far went to fd, data holds the rest */
+    int err;           /* errno of a write to fd that failed (failed is set too) */
 };
+
+/* From now on, write the text to fd whenever SB_STREAM_BYTES have gathered; whoever reads the
+ * buffer then sees only what was not written yet (never for text that is read back). */
+#define SB_STREAM_BYTES ((size_t)4 << 20)
+void sb_stream(struct strbuf *sb, int fd);
 
 void sb_init(struct strbuf *sb);
 void sb_free(struct strbuf *sb);

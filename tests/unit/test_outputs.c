@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -123,6 +124,78 @@ Test(outputs, a_run_that_succeeds_writes_every_output)
     cr_expect(code && strstr(code, "blinkCommInitAll"), "good.cu holds no generated code");
     remove_dir(dir);
     free(good), free(dir), free(plan), free(names), free(code);
+}
+
+/* A streaming buffer (sb_stream) writes what gathers, in order, and keeps less than its
+ * threshold; a write that fails (a full disk) is kept with its errno. */
+Test(outputs, a_streaming_buffer_writes_as_it_grows)
+{
+    char path[] = "/tmp/blinkc-stream-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_stream(&sb, fd);
+    size_t total = 0;
+    char piece[1000];
+    for (int i = 0; total < 3 * SB_STREAM_BYTES + 100; i++) {
+        int n = snprintf(piece, sizeof piece, "%d,", i);
+        sb_putn(&sb, piece, (size_t)n);
+        total += (size_t)n;
+        cr_assert_lt(sb.len, SB_STREAM_BYTES);
+    }
+    cr_assert(!sb.failed);
+    cr_assert_eq(write(fd, sb.data, sb.len), (ssize_t)sb.len);
+    close(fd);
+    size_t len = 0;
+    char *got = tu_slurp(path, &len);
+    unlink(path);
+    cr_assert_eq(len, total);
+    size_t at = 0;
+    for (int i = 0; at < total; i++) {
+        int n = snprintf(piece, sizeof piece, "%d,", i);
+        cr_assert(memcmp(got + at, piece, (size_t)n) == 0, "at byte %zu", at);
+        at += (size_t)n;
+    }
+    free(got);
+    sb_free(&sb);
+
+    int full = open("/dev/full", O_WRONLY);
+    if (full >= 0) {
+        sb_init(&sb);
+        sb_stream(&sb, full);
+        for (size_t k = 0; k <= SB_STREAM_BYTES / sizeof piece; k++)
+            sb_putn(&sb, piece, sizeof piece);
+        cr_expect(sb.failed && sb.err == ENOSPC, "failed %d err %d", sb.failed, sb.err);
+        close(full);
+        sb_free(&sb);
+    }
+}
+
+/* A plan file of megabytes, streamed into its temporary, is the text standard output gets. */
+Test(outputs, a_streamed_plan_file_equals_the_printed_one)
+{
+    char *good, *dir = dir_with_precious(&good);
+    char *plan = bk_asprintf("%s/p.json", dir);
+    static const char *const job[] = {"--no-tune", "--servers", "8", "--collective",
+                                      "broadcast", "builtin:dgx1v"};
+    struct tu_run r, s;
+    tu_run_blinkc(&r, (const char *const[]){job[0], job[1], job[2], job[3], job[4], job[5],
+                                            "--plan-json", plan, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_blinkc(&s, (const char *const[]){job[0], job[1], job[2], job[3], job[4], job[5],
+                                            "--plan-json", "-", NULL});
+    cr_assert_eq(s.status, 0, "%s", s.err);
+    size_t len = 0;
+    char *text = tu_slurp(plan, &len);
+    cr_assert_gt(len, 2 * SB_STREAM_BYTES);
+    cr_expect(len == strlen(s.out) && memcmp(text, s.out, len) == 0);
+    free(text);
+    tu_run_free(&r);
+    tu_run_free(&s);
+    unlink(plan);
+    remove_dir(dir);
+    free(good), free(dir), free(plan);
 }
 
 Test(outputs, sigterm_while_planning_leaves_no_temporary, .timeout = 120)
