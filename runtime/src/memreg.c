@@ -221,10 +221,11 @@ unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg,
         m = m->next;
     if (m) {
         m->used = call;
-        unsigned char *base = m->len >= need ? m->base : NULL;
+        size_t have = m->len;
+        unsigned char *base = have >= need ? m->base : NULL;
         pthread_mutex_unlock(&c->reg_mu);
         if (!base)
-            snprintf(why, len, "its region of %zu bytes is short of %zu", m->len, need);
+            snprintf(why, len, "its region of %zu bytes is short of %zu", have, need);
         return base;
     }
     evict(c, peer, call);

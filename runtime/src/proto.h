@@ -99,9 +99,8 @@
  * region (the file /proc/PID/fd/FD, checked to be inode INO), out_serial numbers it in its
  * process (a parent keeps a mapping by it: a later region may reuse an fd, or after 2^32
  * files an inode), out_off is the output's offset in it; out_ino 0 says there is none. The
- * down pass then goes to that rank as in Direct: its
- * parent maps the region once and copies chunk c into it, and the rank uses no down slot and
- * gives no down credit. Both ends decide from the rank's own published words, so they agree
+ * down pass then goes to that rank as in Direct: its parent maps the region once and copies
+ * chunk c into it, and the rank uses no down slot and gives no down credit. Both ends decide from the rank's own published words, so they agree
  * per edge without a word in the call's description (whose hash all ranks must share). A
  * parent that cannot map the region fails the call and aborts the communicator.
  *
