@@ -443,13 +443,16 @@ out:
  * Servers follow in order of their first GPU rank.
  */
 BK_MUST_USE
-static enum bk_status server_orders(const struct topo *t, int n, const double *w,
-                                    struct orders *o, int *ord, int *rev)
+static enum bk_status server_orders(const struct topo *t, const struct pgraph *g,
+                                    struct scratch *sc, const double *w, struct orders *o,
+                                    int *ord, int *rev)
 {
+    int n = g->ngpus;
     int *srv = malloc((size_t)n * sizeof *srv), *set = malloc((size_t)n * sizeof *set);
     int *cyc = malloc((size_t)n * sizeof *cyc), *start = malloc(((size_t)n + 1) * sizeof *start);
+    int *path = malloc(((size_t)g->nnodes + 1) * sizeof *path);
     enum bk_status st = BK_ENOMEM;
-    if (!srv || !set || !cyc || !start)
+    if (!srv || !set || !cyc || !start || !path)
         goto out;
     int ns = 0, mmax = 0, pos = 0;
     for (int v = 0; v < n; v++) {
@@ -477,20 +480,34 @@ static enum bk_status server_orders(const struct topo *t, int n, const double *w
         mmax = m > mmax ? m : mmax;
     }
     start[ns] = pos;
-    for (int cut = 0; cut < mmax; cut++) {
-        int p = 0;
-        for (int k = 0; k < ns; k++) {
-            int m = start[k + 1] - start[k];
-            for (int q = 0; q < m; q++)
-                ord[p++] = cyc[start[k] + (cut + q) % m];
+    /* Where a cut's order has a hop between servers without a path, and the servers are even
+     * in number, every other server's cycle runs backwards instead, so that a ring enters each
+     * server through the GPU it left the last one by: the same NIC rail, where each GPU has a
+     * NIC of its own on one of several rails (NCCL keeps a ring on one rail, NCCL_CROSS_NIC=0). */
+    for (int cut = 0; cut < mmax; cut++)
+        for (int alt = 0; alt < 2; alt++) {
+            int p = 0;
+            for (int k = 0; k < ns; k++) {
+                int m = start[k + 1] - start[k];
+                for (int q = 0; q < m; q++)
+                    ord[p++] = alt && k % 2 ? cyc[start[k] + ((cut - 1 - q) % m + m) % m]
+                                            : cyc[start[k] + (cut + q) % m];
+            }
+            int joined = 1; /* every hop between servers has a path */
+            for (int h = 0, len; h < n && joined; h++)
+                if (t->nodes[ord[h]].server != t->nodes[ord[(h + 1) % n]].server)
+                    joined = widest_path(g, g->cap, ord[h], ord[(h + 1) % n], path, &len, sc) > 0;
+            if (joined || alt || ns % 2) /* the LP drops an order with no path */
+                BK_CHECK_GOTO(orders_add_pair(o, ord, rev), st, out);
+            if (joined || ns % 2)
+                break;
         }
-        BK_CHECK_GOTO(orders_add_pair(o, ord, rev), st, out);
-    }
 out:
     free(srv);
     free(set);
     free(cyc);
     free(start);
+    free(path);
     return st;
 }
 
@@ -516,7 +533,7 @@ enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
     BK_CHECK_GOTO(bottleneck_cycle(w, n, all, n, ord, &res), st, out);
     if (res > 0)
         BK_CHECK_GOTO(orders_add_pair(&o, ord, rev), st, out);
-    BK_CHECK_GOTO(server_orders(t, n, w, &o, ord, rev), st, out);
+    BK_CHECK_GOTO(server_orders(t, g, &s, w, &o, ord, rev), st, out);
     BK_CHECK_GOTO(flow_lp(t, g, &o, &s, r, d), st, out);
     r->exhaustive = 0;
     st = BK_OK;
