@@ -25,12 +25,6 @@ static int hop_len(const struct enum_ctx *e, int i, int j)
     return e->hop_off[i * e->n + j + 1] - e->hop_off[i * e->n + j];
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* One cycle, one column: entry mult_C(a) for each arc its hops use (relay arcs may repeat). */
 BK_MUST_USE
 static enum bk_status add_cycle(struct enum_ctx *e)
@@ -41,7 +35,7 @@ static enum bk_status add_cycle(struct enum_ctx *e)
         for (int p = e->hop_off[i * e->n + j]; p < e->hop_off[i * e->n + j + 1]; p++)
             e->tmp[m++] = e->hop_arc[p];
     }
-    qsort(e->tmp, (size_t)m, sizeof *e->tmp, cmp_int);
+    qsort(e->tmp, (size_t)m, sizeof *e->tmp, ring_cmp_int);
     BK_CHECK(orders_push(&e->cycles, e->order));
     BK_CHECK(lpb_col(e->lp, 1.0));
     for (int p = 0; p < m;) {

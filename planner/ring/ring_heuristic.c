@@ -95,12 +95,6 @@ static enum bk_status set_block(int **blk, int *cap, int id, int k)
     return BK_OK;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * The LP over the orders: per order a rate t_o; all hops share the arc capacities; maximise
  * sum t_o. A hop through NVSwitches splits: a flow from its first GPU to its second through
@@ -189,7 +183,7 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
                         hop_arcs[na_hop++] = a;
                 }
             }
-            qsort(hop_arcs, (size_t)na_hop, sizeof *hop_arcs, cmp_int);
+            qsort(hop_arcs, (size_t)na_hop, sizeof *hop_arcs, ring_cmp_int);
             for (int k = 0; k < na_hop; k++) {
                 int a = hop_arcs[k], s = g->src[a], e = g->dst[a];
                 BK_CHECK_GOTO(lpb_col(&lp, 0.0), st, out);

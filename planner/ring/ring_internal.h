@@ -64,6 +64,8 @@ struct orders {
 };
 
 int relay_ok(const struct topo *t, int v, int si, int sj);
+/* qsort's comparison of ints, ascending. */
+int ring_cmp_int(const void *a, const void *b);
 BK_MUST_USE
 enum bk_status scratch_init(struct scratch *s, const struct topo *t, int nnodes);
 void scratch_free(struct scratch *s);

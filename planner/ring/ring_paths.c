@@ -23,6 +23,12 @@ int relay_ok(const struct topo *t, int v, int si, int sj)
     return t->nodes[v].server == si || t->nodes[v].server == sj;
 }
 
+int ring_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 /* ---- widest relay-only paths ---- */
 
 BK_MUST_USE

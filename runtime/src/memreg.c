@@ -168,6 +168,12 @@ blinkResult_t blinkCommDeregister(blinkComm_t comm, void *handle)
     return blinkSuccess;
 }
 
+/* Does [base, base + len) hold [p, p + bytes)? */
+static int holds(const unsigned char *base, size_t len, const unsigned char *p, size_t bytes)
+{
+    return p >= base && bytes <= len && (size_t)(p - base) <= len - bytes;
+}
+
 int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg *out)
 {
     memset(out, 0, sizeof *out);
@@ -175,14 +181,14 @@ int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg 
     int found = 0;
     pthread_mutex_lock(&c->reg_mu);
     for (const struct bk_reg *g = c->regs; g && !found; g = g->next)
-        found = p >= g->base && bytes <= g->len && (size_t)(p - g->base) <= g->len - bytes;
+        found = holds(g->base, g->len, p, bytes);
     pthread_mutex_unlock(&c->reg_mu);
     if (!found)
         return 0;
     found = 0;
     pthread_mutex_lock(&regions_mu);
     for (const struct region *r = regions; r && !found; r = r->next)
-        if (p >= r->base && bytes <= r->len && (size_t)(p - r->base) <= r->len - bytes) {
+        if (holds(r->base, r->len, p, bytes)) {
             *out = (struct bk_out_reg){(uint32_t)getpid(), (uint32_t)r->fd, r->ino,
                                        (uint64_t)(p - r->base), r->serial};
             found = 1;
