@@ -2,9 +2,10 @@
 /*
  * bench_scaling.c - the curve of issue 32: HGX H100 servers on one switch, 8 to 128 of them
  * (64 to 1,024 GPUs), planned as blinkc --no-tune --servers N builtin:hgx-h100 does: allreduce
- * alone, then every collective with broadcast and reduce from rank 0. Each row is planned in a
- * child process, so its CPU seconds and peak RSS are its own; clusters of identical servers
- * should grow about linearly.
+ * alone, every collective with broadcast and reduce from rank 0, and every collective from
+ * every root as the default job plans them for its table (copies keep their numbers only).
+ * Each point is planned in a child process, so its CPU seconds and peak RSS are its own;
+ * clusters of identical servers should grow about linearly.
  */
 #define _DEFAULT_SOURCE 1 /* execl, dprintf */
 #include "bench_scaling.h"
@@ -45,8 +46,9 @@ static int atoi_checked(const char *s)
     return *s && !*end && v >= 0 && v < 1000000 ? (int)v : -1;
 }
 
-/* The child: plan `collectives` on `servers` HGX H100s and write the worst ratio to fd. */
-static int plan_curve_point(int servers, unsigned collectives, int fd)
+/* The child: plan `collectives` on `servers` HGX H100s, broadcast and reduce from rank 0 or
+ * (every_root) from every rank, and write the worst ratio to fd. */
+static int plan_curve_point(int servers, unsigned collectives, int every_root, int fd)
 {
     struct topo one, all;
     if (servers < 2 || fd < 0 || !alloc_read_builtin("hgx-h100", &one))
@@ -59,7 +61,8 @@ static int plan_curve_point(int servers, unsigned collectives, int fd)
     struct plan_opts o;
     plan_opts_default(&o);
     o.collectives = collectives;
-    o.root = 0;
+    o.root = every_root ? -1 : 0;
+    o.numbers_only_copies = every_root;
     struct plan_set ps;
     if (topo_replicate(&one, servers, &jo, &all, &d) != BK_OK ||
         plan_all(&all, &o, &ps, &d) != BK_OK) {
@@ -81,10 +84,10 @@ static int plan_curve_point(int servers, unsigned collectives, int fd)
 
 int bench_scaling_point(int argc, char **argv)
 {
-    if (argc < 5)
+    if (argc < 6)
         return 2;
     return plan_curve_point(atoi_checked(argv[2]), (unsigned)atoi_checked(argv[3]),
-                            atoi_checked(argv[4]));
+                            atoi_checked(argv[4]) == 1, atoi_checked(argv[5]));
 }
 
 /*
@@ -92,8 +95,8 @@ int bench_scaling_point(int argc, char **argv)
  * runs this program afresh (bench_plan scaling-point) and measures itself, so the figures are
  * its own and not the parent's pages at the fork.
  */
-static int curve_point(int servers, unsigned collectives, double *ratio, double *cpu,
-                       long *rss_mb)
+static int curve_point(int servers, unsigned collectives, int every_root, double *ratio,
+                       double *cpu, long *rss_mb)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -101,13 +104,14 @@ static int curve_point(int servers, unsigned collectives, double *ratio, double 
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        char n[16], mask[16], fd[16];
+        char n[16], mask[16], fd[16], roots[2] = {every_root ? '1' : '0', '\0'};
         close(fds[0]);
         snprintf(n, sizeof n, "%d", servers);
         snprintf(mask, sizeof mask, "%u", collectives);
         snprintf(fd, sizeof fd, "%d", fds[1]);
-        execl("/proc/self/exe", "bench_plan", "scaling-point", n, mask, fd, (char *)NULL);
-        _exit(plan_curve_point(servers, collectives, fds[1])); /* no /proc: as it is */
+        execl("/proc/self/exe", "bench_plan", "scaling-point", n, mask, roots, fd,
+              (char *)NULL);
+        _exit(plan_curve_point(servers, collectives, every_root, fds[1])); /* no /proc */
     }
     close(fds[1]);
     char row[128];
@@ -125,20 +129,26 @@ void bench_scaling(void)
 {
     static const int servers[] = {8, 16, 32, 64, 128};
     const unsigned every = (1u << COLL_COUNT) - 1;
-    printf("\n## Cluster size (N x HGX H100 on one switch, --no-tune; broadcast and reduce from "
-           "rank 0)\n\n| servers | GPUs | allreduce ratio | allreduce CPU s | allreduce peak "
-           "RSS MB | every collective ratio | every collective CPU s | peak RSS MB |\n"
-           "|---|---|---|---|---|---|---|---|\n");
+    printf("\n## Cluster size (N x HGX H100 on one switch, --no-tune)\n\nAllreduce alone; every "
+           "collective with broadcast and reduce from rank 0; every collective from every root, "
+           "as the default job plans them (the tuning skips clusters). CPU seconds and peak RSS "
+           "in MB of each.\n\n| servers | GPUs | allreduce ratio | CPU s | MB | every collective "
+           "ratio | CPU s | MB | every root ratio | CPU s | MB |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof servers / sizeof servers[0]; i++) {
-        double ar = 0, all = 0, ar_cpu = 0, all_cpu = 0;
-        long ar_rss = 0, all_rss = 0;
-        int ok_ar = curve_point(servers[i], 1u << COLL_ALLREDUCE, &ar, &ar_cpu, &ar_rss);
-        int ok_all = curve_point(servers[i], every, &all, &all_cpu, &all_rss);
-        if (ok_ar && ok_all)
-            printf("| %d | %d | %.4f | %.2f | %ld | %.4f | %.2f | %ld |\n", servers[i],
-                   8 * servers[i], ar, ar_cpu, ar_rss, all, all_cpu, all_rss);
-        else
+        double ratio[3] = {0}, cpu[3] = {0};
+        long rss[3] = {0};
+        int ok = curve_point(servers[i], 1u << COLL_ALLREDUCE, 0, &ratio[0], &cpu[0], &rss[0]) &&
+                 curve_point(servers[i], every, 0, &ratio[1], &cpu[1], &rss[1]) &&
+                 curve_point(servers[i], every, 1, &ratio[2], &cpu[2], &rss[2]);
+        if (!ok) {
             printf("| %d | %d | failed |\n", servers[i], 8 * servers[i]);
+            continue;
+        }
+        printf("| %d | %d ", servers[i], 8 * servers[i]);
+        for (int k = 0; k < 3; k++)
+            printf("| %.4f | %.2f | %ld ", ratio[k], cpu[k], rss[k]);
+        printf("|\n");
         fflush(stdout);
     }
 }

@@ -233,6 +233,9 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
     enum bk_status st = BK_OK;
     BK_CHECK(resolve_root(c, t, &po.root, d));
     int table = c->explain || (!any_output && !c->print_topology && !c->simulate);
+    /* The table alone reads no trees: a root's plan that is another's relabelled keeps only
+     * its numbers (1,024 roots of a cluster would otherwise hold 1,024 copies of the trees). */
+    po.numbers_only_copies = table && !c->explain && !c->simulate && !any_output;
     if (table && !c->explain) { /* what was read comes first, before the planning's wait */
         topo_print_summary(&sb, t);
         BK_CHECK_GOTO(print(&sb, d), st, out);

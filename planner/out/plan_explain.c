@@ -80,7 +80,8 @@ static void put_row(struct strbuf *sb, const struct plan_set *ps, const struct p
     double busbw = m->algbw * sim_bus_factor(p->coll, ps->topo->ngpus);
     sb_printf(sb, "%-14s ", collective_name(p->coll));
     put_root(sb, ps, p);
-    sb_printf(sb, "%5d %9.1f %9.1f %9.1f %6.3f %9.1f %7.2fx  ", m->trees.n, m->algbw, busbw,
+    sb_printf(sb, "%5d %9.1f %9.1f %9.1f %6.3f %9.1f %7.2fx  ", plan_tree_count(ps, p), m->algbw,
+              busbw,
               m->bound, ratio, p->ring_algbw, speedup);
     put_runs(sb, ps, p);
     sb_putc(sb, '\n');

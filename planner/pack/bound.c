@@ -58,7 +58,8 @@ enum bk_status bound_broadcast(const struct pgraph *g, int root, double *gbps)
  * outside; otherwise lambda(v, 0) <= c(S) for a GPU v inside. So 2(n-1) flows suffice instead of
  * n(n-1). 0 with fewer than two GPUs, as for bound_broadcast.
  */
-enum bk_status bound_broadcast_min(const struct pgraph *g, double *gbps)
+enum bk_status bound_broadcast_min(const struct pgraph *g, const unsigned char *sinks,
+                                   double *gbps)
 {
     *gbps = 0;
     if (g->ngpus < 2)
@@ -67,6 +68,8 @@ enum bk_status bound_broadcast_min(const struct pgraph *g, double *gbps)
     BK_CHECK(maxflow_new(&m, g, 0, 0));
     double best = INFINITY;
     for (int v = 1; v < g->ngpus && best > 0; v++) {
+        if (sinks && !sinks[v])
+            continue;
         double f = maxflow_run(m, 0, v, best, NULL);
         if (f < best)
             best = f;
@@ -105,13 +108,14 @@ static double cut_ratio(const struct pgraph *g, const unsigned char *side)
  */
 enum bk_status bound_allgather(const struct pgraph *g, double *gbps)
 {
-    return bound_allgather_below(g, INFINITY, gbps);
+    return bound_allgather_below(g, INFINITY, NULL, gbps);
 }
 
 /* Starting lower than every single GPU's ratio is still a step from above: R stays an upper
  * bound on R*, and a round with no sink short of n R proves R <= R*, so R = R* or, where upper
  * was below n R*, upper itself, which is the min asked for. */
-enum bk_status bound_allgather_below(const struct pgraph *g, double upper, double *gbps)
+enum bk_status bound_allgather_below(const struct pgraph *g, double upper,
+                                     const unsigned char *sinks, double *gbps)
 {
     *gbps = 0;
     int n = g->ngpus;
@@ -156,6 +160,8 @@ enum bk_status bound_allgather_below(const struct pgraph *g, double upper, doubl
         int found = 0;
         /* The limit n R stops satisfied sinks early; a short flow is exact, so "worst" is too. */
         for (int v = 0; v < n; v++) {
+            if (sinks && !sinks[v])
+                continue;
             double f = maxflow_run(m, s, v, need, side);
             if (f < low - MAXFLOW_EPS) {
                 low = f;

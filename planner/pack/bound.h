@@ -23,9 +23,12 @@ BK_MUST_USE
 enum bk_status bound_broadcast(const struct pgraph *g, int root, double *gbps);
 
 /* The smallest broadcast bound over all roots (the global min cut between GPUs), with 2(n-1)
- * max-flows; 0 with a single GPU. */
+ * max-flows, from and to GPU 0; 0 with a single GPU. sinks (NULL for all): the GPUs v to take
+ * those max-flows with, where every other GPU is the image of one of them under a symmetry of
+ * g that fixes GPU 0 (so its flows are the same). */
 BK_MUST_USE
-enum bk_status bound_broadcast_min(const struct pgraph *g, double *gbps);
+enum bk_status bound_broadcast_min(const struct pgraph *g, const unsigned char *sinks,
+                                   double *gbps);
 
 /* Allgather bound n * R* (exact: Newton-Dinkelbach iteration on super-source max-flows, see
  * bound.c); 0 when the GPUs are not strongly connected, and 0 with a single GPU. BK_EINTERNAL if
@@ -35,8 +38,11 @@ enum bk_status bound_allgather(const struct pgraph *g, double *gbps);
 
 /* min(upper, bound_allgather): the same iteration started from upper (an upper bound known
  * already, such as a cut's; INFINITY for none), so a good one leaves a single round of n
- * max-flows, which proves it, where the iteration would take several from a GPU's own rate. */
+ * max-flows, which proves it, where the iteration would take several from a GPU's own rate.
+ * sinks (NULL for all): the GPUs to take a round's max-flows to, where every other GPU is the
+ * image of one of them under a symmetry of g (the source feeds every GPU alike). */
 BK_MUST_USE
-enum bk_status bound_allgather_below(const struct pgraph *g, double upper, double *gbps);
+enum bk_status bound_allgather_below(const struct pgraph *g, double upper,
+                                     const unsigned char *sinks, double *gbps);
 
 #endif

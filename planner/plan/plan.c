@@ -411,6 +411,13 @@ static const struct plan *mirror_of(const struct plan_set *s, enum collective c,
     return NULL;
 }
 
+int plan_tree_count(const struct plan_set *s, const struct plan *p)
+{
+    if (p->relabels > 0 && p->relabels <= s->n && p->main.trees.n == 0)
+        return s->v[p->relabels - 1].main.trees.n;
+    return p->main.trees.n;
+}
+
 double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes)
 {
     if (!p->has_hybrid || p->pcie.algbw <= 0)
@@ -500,7 +507,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     memset(s, 0, sizeof *s);
     s->topo = t;
     s->tdpa_us = o->tdpa_us;
-    struct topo_orbits orb = {0};
+    struct plan_roots roots = {0};
     enum bk_status st;
     BK_CHECK(check_size(t, d));
     if (t->ngpus < 2) {
@@ -514,11 +521,11 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
     if (s->ring.gbps <= 0 && !o->quiet_no_ring)
         diag_warning(d, t->source, DIAG_NOWHERE,
                      "no ring connects all %d GPUs; the ring baseline is 0 GB/s", t->ngpus);
-    /* Every root of one server planned: roots that a symmetry takes onto each other share
-     * their plans, relabelled (clusters are planned by phases, plan_cluster.h). */
+    /* Every root planned: roots that a symmetry takes onto each other share their plans,
+     * relabelled. */
     unsigned rooted = (1u << COLL_BROADCAST) | (1u << COLL_REDUCE);
-    if (o->root < 0 && (o->collectives & rooted) && !s->cluster && t->ngpus > 2)
-        BK_CHECK_GOTO(topo_gpu_orbits(t, &orb), st, fail);
+    if (o->root < 0 && (o->collectives & rooted) && t->ngpus > 2)
+        BK_CHECK_GOTO(plan_roots_find(&roots, s), st, fail);
     /* Allgather before allreduce: its trees are allreduce's reduce-scatter + all-gather
      * candidate. */
     static const enum collective order[] = {COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER,
@@ -532,20 +539,22 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
             BK_CHECK_GOTO(plan_one(s, c, -1, o, d), st, fail);
             continue;
         }
+        int first = s->n; /* this collective's plans, one per root, in root order */
         for (int r = 0; r < t->ngpus; r++) {
             if (o->root >= 0 && o->root != r)
                 continue;
             progress_say("planning %s from rank %d of %d", collective_name(c), r, t->ngpus);
-            int from = -1; /* the plan of r's orbit's first root, when a symmetry takes it to r */
-            for (int i = 0; orb.rep && orb.rep[r] != r && i < s->n && from < 0; i++)
-                if (s->v[i].coll == c && s->v[i].root == orb.rep[r])
-                    from = i;
-            BK_CHECK_GOTO(from >= 0 ? plan_relabel(s, from, orb.perm + (size_t)r * t->nnodes, d)
-                                    : plan_one(s, c, r, o, d),
+            int rep = r;
+            const int *perm = roots.links.t ? plan_roots_source(&roots, t, r, &rep) : NULL;
+            if (perm && !(rep < r && s->v[first + rep].root == rep))
+                perm = NULL; /* rep's plan is not made yet: pack r's own */
+            BK_CHECK_GOTO(perm ? plan_relabel(s, &roots, first + rep, perm,
+                                              !o->numbers_only_copies, d)
+                               : plan_one(s, c, r, o, d),
                           st, fail);
         }
     }
-    topo_orbits_free(&orb);
+    plan_roots_free(&roots);
     /* Plans of several servers are not tuned (plan_tune.h), so they never hand a size to the
      * rings: no chains for them (32 ranks would need hundreds of runtime streams each). */
     for (int i = 0; i < s->n && !s->cluster; i++)
@@ -554,7 +563,7 @@ enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct 
                       st, fail);
     return BK_OK;
 fail:
-    topo_orbits_free(&orb);
+    plan_roots_free(&roots);
     plan_set_free(s);
     return st;
 }

@@ -15,7 +15,8 @@
  * both finish together (hybrid, with T_dpa).
  *
  * Where a symmetry of the allocation (topo_auto.h) takes one root onto another, the second
- * root's plans are the first's relabelled, not packed again.
+ * root's plans are the first's relabelled, not packed again: on one server the GPUs' orbits, in
+ * a cluster the swaps of identical servers, so S servers alike pack one server's roots.
  *
  * The planner reads the model and never changes it; outputs (plan JSON, --explain) read plans.
  */
@@ -46,6 +47,8 @@ struct plan_opts {
     int keep_ilp;             /* --dump-ilp: each plan keeps the last ILP it solved (ilp_model) */
     int mwu_seed_all;         /* seed column generation with every MWU tree, not the heaviest */
     int quiet_no_ring;        /* no warning where no ring joins the GPUs (the caller sums up) */
+    int numbers_only_copies;  /* a root's plan that is another's relabelled keeps its numbers,
+                                 not its trees: for callers that read no trees (the table) */
 };
 
 void plan_opts_default(struct plan_opts *o);
@@ -121,7 +124,8 @@ struct plan {
                                  format (glpsol --lp); NULL when none was solved */
     int relabels;             /* 1 + the index in its set of the plan this one is, relabelled by
                                  a symmetry of the allocation (its tuning is that plan's);
-                                 0 for a plan packed for itself */
+                                 0 for a plan packed for itself. With numbers_only_copies its
+                                 trees are that plan's, and not kept (plan_tree_count) */
 };
 
 struct plan_cluster;
@@ -145,6 +149,9 @@ BK_MUST_USE
 enum bk_status plan_all(const struct topo *t, const struct plan_opts *o, struct plan_set *out,
                         struct diag *d);
 void plan_set_free(struct plan_set *s);
+
+/* The trees in p's main tier, p in s (its source's where p keeps numbers only). */
+int plan_tree_count(const struct plan_set *s, const struct plan *p);
 
 /* Hybrid split for a message of `bytes`: bytes sent over PCIe (0 below the switch-over size). */
 double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes);

@@ -13,6 +13,7 @@
 #include "graph/cluster.h"
 #include "pack/bound.h"
 #include "plan/plan_internal.h"
+#include "topo/topo_auto.h"
 
 /* Partition boundaries closer than this are one boundary. */
 #define SAME_CUT 1e-12
@@ -28,6 +29,8 @@ struct plan_cluster {
     double bcast_min; /* min over roots of the exact broadcast bound, < 0 until computed */
     double ag_bound;  /* allgather's (and reduce-scatter's) bound: the cuts' and the exact one's
                          least; < 0 until computed */
+    int *twin;        /* [t->nservers] topo_server_twins */
+    unsigned char *ag_sinks, *bc_sinks; /* [ngpus] the bounds' max-flow sinks (sinks_by_twins) */
 };
 
 static void trees_free(struct plan_trees *pt)
@@ -60,8 +63,49 @@ void plan_cluster_free(struct plan_cluster *pc)
     free(pc->buf);
     free(pc->seen);
     free(pc->queue);
+    free(pc->twin);
+    free(pc->ag_sinks);
+    free(pc->bc_sinks);
     cluster_free(&pc->c);
     free(pc);
+}
+
+/*
+ * Identical servers (topo_server_twins) take each other's GPUs' max-flows over: the allgather
+ * bound's source feeds every GPU alike, so one server of each class is enough as sinks; the
+ * broadcast minimum's flows run from and to GPU 0, so its own server's GPUs are sinks, and of
+ * every class one server besides it (swapping two others fixes GPU 0).
+ */
+BK_MUST_USE
+static enum bk_status sinks_by_twins(struct plan_cluster *pc, const struct topo *t)
+{
+    int ns = t->nservers > 0 ? t->nservers : 1, n = t->ngpus;
+    int *other = malloc((size_t)ns * sizeof *other); /* per class: its first server but GPU 0's */
+    pc->twin = malloc((size_t)ns * sizeof *pc->twin);
+    pc->ag_sinks = malloc((size_t)n + 1);
+    pc->bc_sinks = malloc((size_t)n + 1);
+    enum bk_status st = other && pc->twin && pc->ag_sinks && pc->bc_sinks
+                            ? topo_server_twins(t, pc->twin) : BK_ENOMEM;
+    if (st == BK_OK) {
+        int s0 = t->nodes[0].server;
+        for (int sv = 0; sv < ns; sv++)
+            other[sv] = -1;
+        for (int sv = 0; sv < ns; sv++)
+            if (sv != s0 && other[pc->twin[sv]] < 0)
+                other[pc->twin[sv]] = sv;
+        for (int v = 0; v < n; v++) {
+            int sv = t->nodes[v].server, in = sv >= 0 && sv < ns;
+            pc->ag_sinks[v] = !in || pc->twin[sv] == sv;
+            pc->bc_sinks[v] = !in || sv == s0 || other[pc->twin[sv]] == sv;
+        }
+    }
+    free(other);
+    return st;
+}
+
+const int *plan_cluster_twins(const struct plan_cluster *pc)
+{
+    return pc->twin;
 }
 
 enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
@@ -97,6 +141,10 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
     }
     for (int v = 0; v < n; v++)
         pc->path[v] = pc->buf + (size_t)v * stride;
+    if ((st = sinks_by_twins(pc, t)) != BK_OK) {
+        plan_cluster_free(pc);
+        return st;
+    }
     for (int s = 0; s < S; s++) {
         pc->bc[s] = calloc((size_t)pc->c.s[s].ngpus + 1, sizeof *pc->bc[s]);
         pc->have_bc[s] = calloc((size_t)pc->c.s[s].ngpus + 1, 1);
@@ -568,7 +616,7 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
          * uneven. It lies between the least over every root (2(n-1) max-flows, once) and the
          * cuts: where those meet, it is known without n - 1 max-flows of its own. */
         if (pc->bcast_min < 0)
-            BK_CHECK_GOTO(bound_broadcast_min(g, &pc->bcast_min), st, fail);
+            BK_CHECK_GOTO(bound_broadcast_min(g, pc->bc_sinks, &pc->bcast_min), st, fail);
         fwd.bound = cut_broadcast(pc, pl->root);
         if (fwd.bound > pc->bcast_min) {
             BK_CHECK_GOTO(bound_broadcast(g, pl->root, &exact), st, fail);
@@ -583,7 +631,8 @@ enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,
         /* One graph for both: reduce-scatter runs its trees reversed. The cut is often the
          * bound; starting from it, the max-flows only prove it. */
         if (pc->ag_bound < 0)
-            BK_CHECK_GOTO(bound_allgather_below(g, cut_allgather(pc), &pc->ag_bound), st, fail);
+            BK_CHECK_GOTO(bound_allgather_below(g, cut_allgather(pc), pc->ag_sinks,
+                                                &pc->ag_bound), st, fail);
         fwd.bound = pc->ag_bound;
         BK_CHECK_GOTO(compose_allgather(pc, o, &fwd.trees, d), st, fail);
         pl->method = "three phases: a chain tree per root across servers";

@@ -28,6 +28,9 @@ enum bk_status plan_cluster_new(struct plan_cluster **out, const struct topo *t,
                                 const struct pgraph *g);
 void plan_cluster_free(struct plan_cluster *pc);
 
+/* twin[sv] for each server of the topology: topo_server_twins. */
+const int *plan_cluster_twins(const struct plan_cluster *pc);
+
 /* Plan pl->coll (root pl->root) on g, the cluster graph, and rg, its reverse. */
 BK_MUST_USE
 enum bk_status plan_cluster_tier(struct plan_cluster *pc, struct plan *pl,

@@ -6,6 +6,7 @@
 #define BK_PLAN_INTERNAL_H
 
 #include "plan/plan.h"
+#include "topo/topo_auto.h"
 
 /*
  * Pack p exactly with as few trees as possible, into out->trees with out->stats filled (kinds,
@@ -48,11 +49,32 @@ BK_MUST_USE
 enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
                                   const struct pgraph *rg, struct plan_trees *dst);
 
+/* Where a root's plan can come from: another root's, relabelled by a symmetry of the
+ * allocation (the GPU orbits of one server; swaps of identical servers in a cluster).
+ * plan_relabel.c. */
+struct plan_roots {
+    struct topo_orbits orb;        /* one server */
+    const int *twin;               /* several: the cluster's (plan_cluster_twins) */
+    int *perm;                     /* several: the swap plan_roots_source returned */
+    struct topo_link_index links;
+    int *tier_arc, *pcie_arc;      /* [nlinks] the arc of each link in s's tiers, or -1 */
+};
+
+BK_MUST_USE
+enum bk_status plan_roots_find(struct plan_roots *pr, const struct plan_set *s);
+void plan_roots_free(struct plan_roots *pr);
+
+/* The relabelling (node -> node) that takes root *rep's plan onto root r's, or NULL where r is
+ * its own (*rep = r). Valid until the next call. */
+const int *plan_roots_source(struct plan_roots *pr, const struct topo *t, int r, int *rep);
+
 /* Append plan `from` of s relabelled by perm, an automorphism of s->topo (node -> node), with
  * relabels set; the copy's trees are checked as a packing on the allocation (BK_EINTERNAL, with
- * a diagnostic, if they are not). plan_relabel.c. */
+ * a diagnostic, if they are not). Without keep_trees the copy keeps the numbers only, and no
+ * trees (plan_opts.numbers_only_copies). */
 BK_MUST_USE
-enum bk_status plan_relabel(struct plan_set *s, int from, const int *perm, struct diag *d);
+enum bk_status plan_relabel(struct plan_set *s, const struct plan_roots *pr, int from,
+                            const int *perm, int keep_trees, struct diag *d);
 
 /* Round a rate down to 1e-4 GB/s, so printed rates never add up past a capacity. */
 double plan_snap_rate(double gbps);

@@ -4,30 +4,93 @@
  * (topo_auto.h): every tree's GPUs and arcs relabelled, so the copy has the original's rate,
  * bound and simulated times (plan_tune copies its tuning). Each copy is checked as a packing on
  * the allocation (ptree_set_check) before it is kept.
+ *
+ * The automorphisms come from the GPU orbits on one server and from swaps of identical servers
+ * on several (plan_roots_find), so a cluster of S servers packs the roots of one server and
+ * relabels the rest.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/plan_cluster.h"
 #include "plan/plan_internal.h"
 
-/* amap[a]: the arc of g that perm takes arc a to (same kind), or -1 where there is none. */
-static void arc_map(const struct pgraph *g, const struct topo *t, const int *perm, int *amap)
+void plan_roots_free(struct plan_roots *pr)
 {
-    for (int a = 0; a < g->narcs; a++) {
-        int s = perm[g->src[a]], dd = perm[g->dst[a]];
-        enum topo_link_kind k = t->links[g->link[a]].kind;
-        amap[a] = -1;
-        for (int j = g->out_off[s]; j < g->out_off[s + 1] && amap[a] < 0; j++) {
-            int b = g->out_arc[j];
-            if (g->dst[b] == dd && t->links[g->link[b]].kind == k)
-                amap[a] = b;
-        }
+    topo_orbits_free(&pr->orb);
+    topo_link_index_free(&pr->links);
+    free(pr->perm);
+    free(pr->tier_arc);
+    free(pr->pcie_arc);
+    memset(pr, 0, sizeof *pr);
+}
+
+/* arc[l]: the arc of g taken from link l, or -1. */
+BK_MUST_USE
+static enum bk_status arcs_of_links(const struct pgraph *g, const struct topo *t, int **out)
+{
+    int *arc = malloc(((size_t)t->nlinks + 1) * sizeof *arc);
+    if (!arc)
+        return BK_ENOMEM;
+    for (int l = 0; l < t->nlinks; l++)
+        arc[l] = -1;
+    for (int a = 0; a < g->narcs; a++)
+        arc[g->link[a]] = a;
+    *out = arc;
+    return BK_OK;
+}
+
+enum bk_status plan_roots_find(struct plan_roots *pr, const struct plan_set *s)
+{
+    const struct topo *t = s->topo;
+    memset(pr, 0, sizeof *pr);
+    enum bk_status st;
+    if (s->cluster) {
+        pr->twin = plan_cluster_twins(s->cluster);
+        pr->perm = malloc(((size_t)t->nnodes + 1) * sizeof *pr->perm);
+        st = pr->perm ? BK_OK : BK_ENOMEM;
+    } else {
+        st = topo_gpu_orbits(t, &pr->orb);
     }
+    if (st == BK_OK)
+        st = topo_link_index_build(&pr->links, t);
+    if (st == BK_OK)
+        st = arcs_of_links(&s->tier, t, &pr->tier_arc);
+    if (st == BK_OK && s->has_pcie_tier)
+        st = arcs_of_links(&s->pcie_tier, t, &pr->pcie_arc);
+    if (st != BK_OK)
+        plan_roots_free(pr);
+    return st;
+}
+
+const int *plan_roots_source(struct plan_roots *pr, const struct topo *t, int r, int *rep)
+{
+    *rep = r;
+    if (pr->orb.rep && pr->orb.rep[r] != r) {
+        *rep = pr->orb.rep[r];
+        return pr->orb.perm + (size_t)r * (size_t)t->nnodes;
+    }
+    int sv = t->nodes[r].server;
+    if (!pr->twin || sv < 0 || sv >= t->nservers || pr->twin[sv] == sv)
+        return NULL;
+    topo_server_swap(t, pr->twin[sv], sv, pr->perm);
+    *rep = pr->perm[r];
+    return pr->perm;
+}
+
+/* The arc of g (arc_of_link of its links) that perm takes arc a to, or -1. */
+static int arc_image(const struct plan_roots *pr, const int *arc_of_link,
+                     const struct pgraph *g, const int *perm, int a)
+{
+    const struct topo_link *L = &pr->links.t->links[g->link[a]];
+    int l = topo_link_find(&pr->links, perm[L->src], perm[L->dst], L->kind);
+    return l < 0 ? -1 : arc_of_link[l];
 }
 
 BK_MUST_USE
 static enum bk_status map_trees(const struct plan_trees *src, const struct topo *t,
-                                const struct pgraph *base, const int *perm,
+                                const struct plan_roots *pr, const struct pgraph *base,
+                                const int *arc_of_link, const int *perm,
                                 struct plan_trees *dst, struct diag *d)
 {
     *dst = *src;
@@ -35,7 +98,6 @@ static enum bk_status map_trees(const struct plan_trees *src, const struct topo 
     if (src->trees.n == 0)
         return BK_OK;
     int n = t->ngpus;
-    int *amap = malloc(((size_t)base->narcs + 1) * sizeof *amap);
     int *parent = malloc((size_t)n * sizeof *parent), *len = malloc((size_t)n * sizeof *len);
     const int **path = malloc((size_t)n * sizeof *path);
     int most = 0; /* arcs in the longest tree */
@@ -43,9 +105,7 @@ static enum bk_status map_trees(const struct plan_trees *src, const struct topo 
         if (src->trees.t[i].path_off[n] > most)
             most = src->trees.t[i].path_off[n];
     int *arcs = malloc(((size_t)most + 1) * sizeof *arcs);
-    enum bk_status st = amap && parent && len && path && arcs ? BK_OK : BK_ENOMEM;
-    if (st == BK_OK)
-        arc_map(base, t, perm, amap);
+    enum bk_status st = parent && len && path && arcs ? BK_OK : BK_ENOMEM;
     for (int i = 0; st == BK_OK && i < src->trees.n; i++) {
         const struct ptree *tr = &src->trees.t[i];
         int at = 0;
@@ -55,7 +115,7 @@ static enum bk_status map_trees(const struct plan_trees *src, const struct topo 
             len[w] = tr->path_off[v + 1] - tr->path_off[v];
             path[w] = arcs + at;
             for (int k = 0; k < len[w]; k++) {
-                int a = amap[tr->path_arc[tr->path_off[v] + k]];
+                int a = arc_image(pr, arc_of_link, base, perm, tr->path_arc[tr->path_off[v] + k]);
                 if (a < 0)
                     st = BK_EINTERNAL;
                 arcs[at++] = a;
@@ -75,7 +135,6 @@ static enum bk_status map_trees(const struct plan_trees *src, const struct topo 
         diag_add(d, DIAG_ERROR, t->source, DIAG_NOWHERE,
                  "internal error: a plan relabelled by a symmetry of the allocation is no "
                  "packing on it (%s)", why[0] ? why : "an arc has no image");
-    free(amap);
     free(parent);
     free(len);
     free(path);
@@ -85,7 +144,8 @@ static enum bk_status map_trees(const struct plan_trees *src, const struct topo 
     return st;
 }
 
-enum bk_status plan_relabel(struct plan_set *s, int from, const int *perm, struct diag *d)
+enum bk_status plan_relabel(struct plan_set *s, const struct plan_roots *pr, int from,
+                            const int *perm, int keep_trees, struct diag *d)
 {
     BK_CHECK(bk_grow_int((void **)&s->v, &s->cap, s->n, sizeof *s->v));
     const struct plan *src = &s->v[from];
@@ -98,9 +158,11 @@ enum bk_status plan_relabel(struct plan_set *s, int from, const int *perm, struc
     ptree_set_init(&p->ring_chains);
     ptree_set_init(&p->main.trees);
     ptree_set_init(&p->pcie.trees);
-    BK_CHECK(map_trees(&src->main, s->topo, &s->tier, perm, &p->main, d));
-    if (src->has_hybrid) {
-        enum bk_status st = map_trees(&src->pcie, s->topo, &s->pcie_tier, perm, &p->pcie, d);
+    if (keep_trees) {
+        BK_CHECK(map_trees(&src->main, s->topo, pr, &s->tier, pr->tier_arc, perm, &p->main, d));
+        enum bk_status st = src->has_hybrid ? map_trees(&src->pcie, s->topo, pr, &s->pcie_tier,
+                                                        pr->pcie_arc, perm, &p->pcie, d)
+                                            : BK_OK;
         if (st != BK_OK) {
             ptree_set_free(&p->main.trees);
             return st;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo/topo_auto.h"
+
 /* ord and its reverse (rev is scratch). */
 BK_MUST_USE
 static enum bk_status orders_add_pair(struct orders *o, const int *ord, int *rev)
@@ -20,23 +22,24 @@ static enum bk_status orders_add_pair(struct orders *o, const int *ord, int *rev
 }
 
 /*
- * Mark in useful[] the nodes on some relay-only path from GPU i to GPU j: reachable from i and
- * reaching j, passing relays only. Flow elsewhere could only circulate, so it is left out.
- * Keeps the LP small: a 32-GPU cluster has ~100 relay arcs, but most hops are direct.
+ * The nodes on some relay-only path from GPU i to GPU j, reachable from i and reaching j,
+ * passing relays only, into list in index order; returns how many (0: no path). Flow elsewhere
+ * could only circulate, so it is left out. Keeps the LP small: a 32-GPU cluster has ~100 relay
+ * arcs, but most hops are direct. fwd: scratch of g->nnodes zeros, left zero; queue: room for
+ * g->nnodes; so is list. The work is that of the nodes reached, not of the cluster.
  */
-static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j,
-                      unsigned char *useful, unsigned char *fwd, int *queue)
+static int hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j,
+                     unsigned char *fwd, int *queue, int *list)
 {
     int si = t->nodes[i].server, sj = t->nodes[j].server;
-    memset(fwd, 0, (size_t)g->nnodes);
-    memset(useful, 0, (size_t)g->nnodes);
     /* GPUs joined by a direct link do not split (NCCL's NVL path type): one widest path. */
     for (int p = g->out_off[i]; p < g->out_off[i + 1]; p++)
         if (g->dst[g->out_arc[p]] == j) {
-            useful[i] = useful[j] = 1;
-            return;
+            list[0] = i < j ? i : j;
+            list[1] = i < j ? j : i;
+            return 2;
         }
-    int head = 0, tail = 0;
+    int head = 0, tail = 0, n = 0;
     queue[tail++] = i;
     fwd[i] = 1;
     while (head < tail) {
@@ -51,23 +54,27 @@ static void hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j
             }
         }
     }
-    if (!fwd[j])
-        return;
-    head = tail = 0;
-    queue[tail++] = j;
-    useful[j] = 1;
-    while (head < tail) {
-        int u = queue[head++];
-        if (u == i)
-            continue;
-        for (int p = g->in_off[u]; p < g->in_off[u + 1]; p++) {
-            int v = g->src[g->in_arc[p]];
-            if (fwd[v] && !useful[v] && (v == i || v >= g->ngpus)) {
-                useful[v] = 1;
-                queue[tail++] = v;
+    /* Backwards from j over the forward marks; fwd[] = 2 marks a node listed. */
+    if (fwd[j]) {
+        list[n++] = j;
+        fwd[j] = 2;
+        for (head = 0; head < n;) {
+            int u = list[head++];
+            if (u == i)
+                continue;
+            for (int p = g->in_off[u]; p < g->in_off[u + 1]; p++) {
+                int v = g->src[g->in_arc[p]];
+                if (fwd[v] == 1 && (v == i || v >= g->ngpus)) {
+                    fwd[v] = 2;
+                    list[n++] = v;
+                }
             }
         }
     }
+    for (int k = 0; k < tail; k++)
+        fwd[queue[k]] = 0;
+    qsort(list, (size_t)n, sizeof *list, ring_cmp_int);
+    return n;
 }
 
 /* The server block of a node for lpb_solve_blocks: its server, or -1 for network switches. */
@@ -113,13 +120,20 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     struct lpb lp = {0};
     enum bk_status st = BK_ENOMEM;
     double *x = NULL, *mult = calloc(na, sizeof *mult);
-    int *rowof = malloc((size_t)n * V * sizeof *rowof), *path = malloc((size_t)V * sizeof *path);
-    int *tcol = malloc((size_t)o->count * sizeof *tcol), *queue = malloc((size_t)V * sizeof *queue);
-    unsigned char *useful = malloc((size_t)n * V), *fwd = malloc((size_t)V);
+    /* Per hop of the order at hand: its nodes (hop_nodes) at list[off[h] .. off[h + 1]), each
+     * with its conservation row in rows[] (-1 for none), and the row of its first GPU. */
+    int *list = NULL, *rows = NULL, list_cap = 0, rows_cap = 0;
+    int *off = malloc(((size_t)n + 1) * sizeof *off), *src_row = malloc((size_t)n * sizeof *src_row);
+    int *path = malloc((size_t)V * sizeof *path), *queue = malloc((size_t)V * sizeof *queue);
+    int *tcol = malloc((size_t)o->count * sizeof *tcol), *row_of = malloc((size_t)V * sizeof *row_of);
+    unsigned char *fwd = calloc((size_t)V, 1), *in_hop = calloc((size_t)V, 1);
     unsigned char *split = malloc((size_t)n);
     int *blk = NULL, blk_cap = 0, *hop_arcs = malloc(na * sizeof *hop_arcs);
-    if (!mult || !rowof || !path || !tcol || !queue || !useful || !fwd || !split || !hop_arcs)
+    if (!mult || !off || !src_row || !path || !queue || !tcol || !row_of || !fwd || !in_hop ||
+        !split || !hop_arcs)
         goto out;
+    for (int v = 0; v < V; v++)
+        row_of[v] = -1;
     for (int a = 0; a < g->narcs; a++) {
         int id;
         BK_CHECK_GOTO(lpb_row(&lp, LP_LE, g->cap[a], &id), st, out);
@@ -129,27 +143,35 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
         const int *ord = o->v + (size_t)q * n;
         int ok = 1, nrows0 = lp.nrows;
         tcol[q] = -1;
+        off[0] = 0;
         /* Classify the hops; fixed paths add to mult[], split hops get their rows. */
         for (int h = 0; h < n && ok; h++) {
             int i = ord[h], j = ord[(h + 1) % n], len = 0;
-            unsigned char *u = useful + (size_t)h * V;
-            int *row = rowof + (size_t)h * V;
-            hop_nodes(t, g, i, j, u, fwd, queue);
+            BK_CHECK_GOTO(bk_grow_int((void **)&list, &list_cap, off[h] + V, sizeof *list), st,
+                          out);
+            BK_CHECK_GOTO(bk_grow_int((void **)&rows, &rows_cap, off[h] + V, sizeof *rows), st,
+                          out);
+            int *u = list + off[h], nu = hop_nodes(t, g, i, j, fwd, queue, u);
+            off[h + 1] = off[h] + nu;
             split[h] = 0;
-            for (int v = g->ngpus; v < V; v++)
-                split[h] |= u[v] && t->nodes[v].kind == TOPO_NVSWITCH;
+            src_row[h] = -1;
+            for (int k = 0; k < nu; k++)
+                split[h] |= u[k] >= g->ngpus && t->nodes[u[k]].kind == TOPO_NVSWITCH;
             if (!split[h]) {
                 ok = widest_path(g, g->cap, i, j, path, &len, sc) > 0;
                 for (int k = 0; k < len; k++)
                     mult[path[k]] += 1;
                 continue;
             }
-            for (int v = 0; v < V; v++) {
-                row[v] = -1;
-                if (u[v] && v != j) {
-                    BK_CHECK_GOTO(lpb_row(&lp, LP_EQ, 0.0, &row[v]), st, out);
-                    BK_CHECK_GOTO(set_block(&blk, &blk_cap, row[v], node_block(t, v)), st, out);
+            for (int k = 0; k < nu; k++) {
+                int *row = &rows[off[h] + k];
+                *row = -1;
+                if (u[k] != j) {
+                    BK_CHECK_GOTO(lpb_row(&lp, LP_EQ, 0.0, row), st, out);
+                    BK_CHECK_GOTO(set_block(&blk, &blk_cap, *row, node_block(t, u[k])), st, out);
                 }
+                if (u[k] == i)
+                    src_row[h] = *row;
             }
         }
         if (!ok) { /* drop the order and its rows */
@@ -165,21 +187,26 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
         memset(mult, 0, na * sizeof *mult);
         for (int h = 0; h < n; h++)
             if (split[h])
-                BK_CHECK_GOTO(lpb_entry(&lp, rowof[(size_t)h * V + ord[h]], -1.0), st, out);
+                BK_CHECK_GOTO(lpb_entry(&lp, src_row[h], -1.0), st, out);
         for (int h = 0; h < n; h++) {
             if (!split[h])
                 continue;
             int i = ord[h], na_hop = 0;
-            const unsigned char *u = useful + (size_t)h * V;
-            const int *row = rowof + (size_t)h * V;
-            /* The hop's arcs, from its useful nodes' out-arcs (not all the cluster's), in
-             * index order so that the LP's columns come in the same order on any cluster. */
-            for (int s = 0; s < V; s++) {
-                if (!u[s] || (s != i && s < g->ngpus))
+            const int *u = list + off[h];
+            int nu = off[h + 1] - off[h];
+            for (int k = 0; k < nu; k++) {
+                in_hop[u[k]] = 1;
+                row_of[u[k]] = rows[off[h] + k];
+            }
+            /* The hop's arcs, from its nodes' out-arcs (not all the cluster's), in index order
+             * so that the LP's columns come in the same order on any cluster. */
+            for (int k = 0; k < nu; k++) {
+                int s = u[k];
+                if (s != i && s < g->ngpus)
                     continue;
                 for (int p = g->out_off[s]; p < g->out_off[s + 1]; p++) {
                     int a = g->out_arc[p], e = g->dst[a];
-                    if (u[e] && e != i)
+                    if (in_hop[e] && e != i)
                         hop_arcs[na_hop++] = a;
                 }
             }
@@ -188,9 +215,13 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
                 int a = hop_arcs[k], s = g->src[a], e = g->dst[a];
                 BK_CHECK_GOTO(lpb_col(&lp, 0.0), st, out);
                 BK_CHECK_GOTO(lpb_entry(&lp, a, 1.0), st, out);
-                BK_CHECK_GOTO(lpb_entry(&lp, row[s], 1.0), st, out);
-                if (row[e] >= 0)
-                    BK_CHECK_GOTO(lpb_entry(&lp, row[e], -1.0), st, out);
+                BK_CHECK_GOTO(lpb_entry(&lp, row_of[s], 1.0), st, out);
+                if (row_of[e] >= 0)
+                    BK_CHECK_GOTO(lpb_entry(&lp, row_of[e], -1.0), st, out);
+            }
+            for (int k = 0; k < nu; k++) {
+                in_hop[u[k]] = 0;
+                row_of[u[k]] = -1;
             }
         }
     }
@@ -211,34 +242,47 @@ out:
     free(x);
     free(mult);
     lpb_free(&lp);
-    free(rowof);
+    free(list);
+    free(rows);
+    free(off);
+    free(src_row);
     free(path);
-    free(tcol);
     free(queue);
-    free(useful);
+    free(tcol);
+    free(row_of);
     free(fwd);
+    free(in_hop);
     free(split);
     free(blk);
     free(hop_arcs);
     return st;
 }
 
-/* w[i*n+j]: the widest relay-only GPU i -> GPU j path under capacities c (0: none); one search
+/*
+ * w[i*n+j]: the widest relay-only GPU i -> GPU j path under capacities c (0: none); one search
  * per source and target server, since the relays allowed depend on both (relay_ok). The GPUs
- * are grouped by server first, so a search fills its server's row entries directly. */
+ * are grouped by server first, so a search fills its server's row entries directly.
+ *
+ * Identical servers (twin, topo_server_twins; NULL for none) give the same widths relabelled:
+ * only the first server of each class searches from its GPUs, and only to its own server and
+ * to one server of each class besides; the rest of the matrix is copied through the swaps.
+ */
 BK_MUST_USE
-static enum bk_status hop_widths(const struct pgraph *g, const double *c, struct scratch *s,
-                                 double *w)
+static enum bk_status hop_widths(const struct pgraph *g, const double *c, const int *twin,
+                                 struct scratch *s, double *w)
 {
     int n = g->ngpus, nsv = 1;
     for (int j = 0; j < n; j++)
         if (s->t->nodes[j].server + 1 > nsv)
             nsv = s->t->nodes[j].server + 1;
-    int *at = calloc((size_t)nsv + 1, sizeof *at);
+    int *at = calloc((size_t)nsv + 1, sizeof *at), *second = malloc((size_t)nsv * sizeof *second);
     int *members = malloc(((size_t)n + 1) * sizeof *members);
-    if (!at || !members) {
+    int *pos = malloc(((size_t)n + 1) * sizeof *pos);
+    if (!at || !second || !members || !pos) {
         free(at);
+        free(second);
         free(members);
+        free(pos);
         return BK_ENOMEM;
     }
     for (int j = 0; j < n; j++)
@@ -250,16 +294,50 @@ static enum bk_status hop_widths(const struct pgraph *g, const double *c, struct
     for (int v = nsv; v > 0; v--) /* at[] moved one server on while filling: shift it back */
         at[v] = at[v - 1];
     at[0] = 0;
-    for (int i = 0; i < n; i++)
+    for (int sv = 0; sv < nsv; sv++) /* pos[j]: j's place among its server's GPUs */
+        for (int q = at[sv]; q < at[sv + 1]; q++)
+            pos[members[q]] = q - at[sv];
+    for (int sv = 0; sv < nsv; sv++) /* second[c]: the server after c in c's class, or -1 */
+        second[sv] = -1;
+    for (int sv = 0; twin && sv < nsv; sv++)
+        if (twin[sv] != sv && second[twin[sv]] < 0)
+            second[twin[sv]] = sv;
+    for (int i = 0; i < n; i++) {
+        int si = s->t->nodes[i].server;
+        if (twin && twin[si] != si)
+            continue; /* copied below */
         for (int sv = 0; sv < nsv; sv++) {
             if (at[sv] == at[sv + 1])
                 continue;
+            /* A server alike an earlier one (neither i's) has its widths from i: their swap
+             * fixes i's server. */
+            int from = !twin || sv == si ? sv : twin[sv] != si ? twin[sv] : second[twin[sv]];
+            if (from >= 0 && from != sv) {
+                for (int q = 0; q < at[sv + 1] - at[sv]; q++)
+                    w[i * n + members[at[sv] + q]] = w[i * n + members[at[from] + q]];
+                continue;
+            }
             widest_from(g, c, i, sv, s);
             for (int q = at[sv]; q < at[sv + 1]; q++)
                 w[i * n + members[q]] = i == members[q] ? 0 : s->bw[members[q]];
         }
+    }
+    /* GPU i of a server with an earlier twin: w[i][j] = w[swap(i)][swap(j)]. */
+    for (int i = 0; twin && i < n; i++) {
+        int si = s->t->nodes[i].server, ci = twin[si];
+        if (ci == si)
+            continue;
+        int fi = members[at[ci] + pos[i]];
+        for (int j = 0; j < n; j++) {
+            int sj = s->t->nodes[j].server;
+            int fj = sj == si ? members[at[ci] + pos[j]] : sj == ci ? members[at[si] + pos[j]] : j;
+            w[i * n + j] = w[fi * n + fj];
+        }
+    }
     free(at);
+    free(second);
     free(members);
+    free(pos);
     return BK_OK;
 }
 
@@ -399,10 +477,15 @@ static enum bk_status bottleneck_cycle(const double *w, int n, const int *set, i
             double x = i == j ? 0 : w[set[i] * n + set[j]];
             wm[i * m + j] = x;
             nbr[i * m + j] = (struct nbr){x, j};
-            if (x > RING_EPS)
-                ths[nth++] = x;
         }
         qsort(nbr + (size_t)i * m, (size_t)m, sizeof *nbr, cmp_nbr);
+        /* The row's distinct widths (it is sorted): a few per row, where m * m would be sorted
+         * below for 1,024 GPUs. */
+        for (int j = 0; j < m; j++) {
+            double x = nbr[(size_t)i * m + j].w;
+            if (x > RING_EPS && (j == 0 || x != nbr[(size_t)i * m + j - 1].w))
+                ths[nth++] = x;
+        }
     }
     qsort(ths, (size_t)nth, sizeof *ths, cmp_double_desc);
     int u = 0;
@@ -515,7 +598,7 @@ enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
     enum bk_status st = BK_ENOMEM;
     double res;
     int *ord = malloc((size_t)n * sizeof *ord), *rev = malloc((size_t)n * sizeof *rev);
-    int *all = malloc((size_t)n * sizeof *all);
+    int *all = malloc((size_t)n * sizeof *all), *twin = NULL;
     double *w = malloc((size_t)n * n * sizeof *w);
     if (!ord || !rev || !all || !w)
         goto out;
@@ -523,7 +606,13 @@ enum bk_status ring_heuristic(const struct topo *t, const struct pgraph *g,
     for (int k = 0; k < n; k++)
         all[k] = k;
     BK_CHECK_GOTO(orders_add_pair(&o, all, rev), st, out);
-    BK_CHECK_GOTO(hop_widths(g, g->cap, &s, w), st, out);
+    if (t->nservers > 1) {
+        twin = malloc((size_t)t->nservers * sizeof *twin);
+        if (!twin)
+            goto out;
+        BK_CHECK_GOTO(topo_server_twins(t, twin), st, out);
+    }
+    BK_CHECK_GOTO(hop_widths(g, g->cap, twin, &s, w), st, out);
     BK_CHECK_GOTO(bottleneck_cycle(w, n, all, n, ord, &res), st, out);
     if (res > 0)
         BK_CHECK_GOTO(orders_add_pair(&o, ord, rev), st, out);
@@ -537,6 +626,7 @@ out:
     free(ord);
     free(rev);
     free(all);
+    free(twin);
     free(w);
     return st;
 }

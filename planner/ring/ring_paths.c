@@ -37,12 +37,14 @@ enum bk_status scratch_init(struct scratch *s, const struct topo *t, int nnodes)
     s->t = t;
     size_t n = (size_t)nnodes;
     s->bw = calloc(n + 1, sizeof *s->bw);
-    s->pred = malloc(n * sizeof *s->pred);
+    s->pred = malloc((n + 1) * sizeof *s->pred);
     s->queue = malloc(n * sizeof *s->queue);
     s->done = calloc(n + 1, 1);
     s->touched = malloc((n + 1) * sizeof *s->touched);
     s->front = malloc((n + 1) * sizeof *s->front);
     s->ntouched = 0;
+    for (size_t v = 0; s->pred && v < n; v++)
+        s->pred[v] = -2;
     return s->bw && s->pred && s->queue && s->done && s->touched && s->front ? BK_OK
                                                                               : BK_ENOMEM;
 }
@@ -119,9 +121,7 @@ double widest_path(const struct pgraph *g, const double *c, int src, int dst, in
     double w = s->bw[dst];
     if (w <= 0)
         return 0;
-    for (int v = 0; v < g->nnodes; v++)
-        s->pred[v] = -2;
-    s->pred[src] = -1;
+    s->pred[src] = -1; /* every other node is -2 between calls */
     int head = 0, tail = 0;
     s->queue[tail++] = src;
     while (head < tail && s->pred[dst] == -2) {
@@ -142,6 +142,8 @@ double widest_path(const struct pgraph *g, const double *c, int src, int dst, in
     *len = n;
     for (int v = dst; v != src; v = g->src[s->pred[v]])
         path[--n] = s->pred[v];
+    for (int k = 0; k < tail; k++) /* the nodes queued are the nodes given a pred */
+        s->pred[s->queue[k]] = -2;
     return w;
 }
 

@@ -423,6 +423,8 @@ void topo_orbits_free(struct topo_orbits *o)
     memset(o, 0, sizeof *o);
 }
 
+/* ---------------------------------------------------------------- checking relabellings */
+
 static const struct topo *link_topo; /* for cmp_link_ends */
 
 static int cmp_link_ends(const void *pa, const void *pb)
@@ -436,14 +438,66 @@ static int cmp_link_ends(const void *pa, const void *pb)
     return (int)a->kind - (int)b->kind;
 }
 
+enum bk_status topo_link_index_build(struct topo_link_index *ix, const struct topo *t)
+{
+    ix->t = t;
+    ix->off = calloc((size_t)t->nnodes + 1, sizeof *ix->off);
+    ix->link = malloc(((size_t)t->nlinks + 1) * sizeof *ix->link);
+    if (!ix->off || !ix->link) {
+        topo_link_index_free(ix);
+        return BK_ENOMEM;
+    }
+    for (int l = 0; l < t->nlinks; l++) {
+        ix->link[l] = l;
+        ix->off[t->links[l].src + 1]++;
+    }
+    for (int v = 0; v < t->nnodes; v++)
+        ix->off[v + 1] += ix->off[v];
+    link_topo = t;
+    qsort(ix->link, (size_t)t->nlinks, sizeof *ix->link, cmp_link_ends);
+    return BK_OK;
+}
+
+void topo_link_index_free(struct topo_link_index *ix)
+{
+    free(ix->off);
+    free(ix->link);
+    memset(ix, 0, sizeof *ix);
+}
+
+int topo_link_find(const struct topo_link_index *ix, int src, int dst, enum topo_link_kind kind)
+{
+    const struct topo_link *L = ix->t->links;
+    int lo = ix->off[src], hi = ix->off[src + 1] - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const struct topo_link *b = &L[ix->link[mid]];
+        int c = b->dst != dst ? (b->dst < dst ? -1 : 1) : (int)b->kind - (int)kind;
+        if (c == 0)
+            return ix->link[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Link l's image under perm is a link with l's label. */
+static int link_maps(const struct topo_link_index *ix, const int *perm, int l)
+{
+    const struct topo_link *a = &ix->t->links[l];
+    int hit = topo_link_find(ix, perm[a->src], perm[a->dst], a->kind);
+    return hit >= 0 && cmp_link_label(a, &ix->t->links[hit]) == 0;
+}
+
 int topo_is_automorphism(const struct topo *t, const int *perm)
 {
     int n = t->nnodes, ok = 1;
     unsigned char *seen = calloc((size_t)n + 1, 1);
-    int *idx = malloc(((size_t)t->nlinks + 1) * sizeof *idx);
-    if (!seen || !idx) {
+    struct topo_link_index ix;
+    if (!seen || topo_link_index_build(&ix, t) != BK_OK) {
         free(seen);
-        free(idx);
         return 0;
     }
     for (int v = 0; v < n && ok; v++) {
@@ -453,31 +507,123 @@ int topo_is_automorphism(const struct topo *t, const int *perm)
         if (ok)
             seen[perm[v]] = 1;
     }
-    for (int l = 0; l < t->nlinks; l++)
-        idx[l] = l;
-    link_topo = t;
-    qsort(idx, (size_t)t->nlinks, sizeof *idx, cmp_link_ends);
     /* Every link has an image of the same label; a bijection on nodes then maps the links one
      * to one, as (src, dst, kind) names at most one link. */
-    for (int l = 0; l < t->nlinks && ok; l++) {
-        const struct topo_link *a = &t->links[l];
-        int lo = 0, hi = t->nlinks - 1, hit = -1;
-        while (lo <= hi && hit < 0) {
-            int mid = (lo + hi) / 2;
-            const struct topo_link *b = &t->links[idx[mid]];
-            int c = b->src != perm[a->src]   ? (b->src < perm[a->src] ? -1 : 1)
-                    : b->dst != perm[a->dst] ? (b->dst < perm[a->dst] ? -1 : 1)
-                                             : (int)b->kind - (int)a->kind;
-            if (c == 0)
-                hit = idx[mid];
-            else if (c < 0)
-                lo = mid + 1;
-            else
-                hi = mid - 1;
-        }
-        ok = hit >= 0 && cmp_link_label(a, &t->links[hit]) == 0;
-    }
+    for (int l = 0; l < t->nlinks && ok; l++)
+        ok = link_maps(&ix, perm, l);
     free(seen);
-    free(idx);
+    topo_link_index_free(&ix);
     return ok;
+}
+
+/* ---------------------------------------------------------------- identical servers */
+
+/* The nodes of a server, network switches apart (a file puts those in a server too, though
+ * they belong to none). */
+static int in_server(const struct topo_node *v, int sv)
+{
+    return v->server == sv && v->kind != TOPO_NET_SWITCH;
+}
+
+static int server_of_node(const struct topo *t, int v, int ns)
+{
+    int sv = t->nodes[v].server;
+    return t->nodes[v].kind != TOPO_NET_SWITCH && sv >= 0 && sv < ns ? sv : -1;
+}
+
+void topo_server_swap(const struct topo *t, int a, int b, int *perm)
+{
+    int ia = 0, ib = 0;
+    for (int v = 0; v < t->nnodes; v++)
+        perm[v] = v;
+    /* The k-th node of a and the k-th node of b, in index order, trade places. */
+    for (;;) {
+        while (ia < t->nnodes && !in_server(&t->nodes[ia], a))
+            ia++;
+        while (ib < t->nnodes && !in_server(&t->nodes[ib], b))
+            ib++;
+        if (ia == t->nnodes || ib == t->nnodes)
+            break;
+        perm[ia++] = ib;
+        perm[ib] = ia - 1;
+        ib++;
+    }
+}
+
+/* Is swapping servers a and b (perm, from topo_server_swap) an automorphism? Only their own
+ * nodes and the links at them move. */
+static int swap_is_automorphism(const struct topo_link_index *ix, const int *perm, int a, int b,
+                                const int *count, const int *at_off, const int *at)
+{
+    const struct topo *t = ix->t;
+    if (a == b || count[a] != count[b])
+        return 0;
+    for (int v = 0; v < t->nnodes; v++)
+        if (perm[v] != v && (cmp_attr(&t->nodes[v], &t->nodes[perm[v]]) != 0 ||
+                             (v < t->ngpus) != (perm[v] < t->ngpus)))
+            return 0;
+    for (int k = at_off[a]; k < at_off[a + 1]; k++)
+        if (!link_maps(ix, perm, at[k]))
+            return 0;
+    for (int k = at_off[b]; k < at_off[b + 1]; k++)
+        if (!link_maps(ix, perm, at[k]))
+            return 0;
+    return 1;
+}
+
+enum bk_status topo_server_twins(const struct topo *t, int *twin)
+{
+    int ns = t->nservers > 0 ? t->nservers : 1;
+    int *count = calloc((size_t)ns, sizeof *count), *at_off = calloc((size_t)ns + 1, sizeof *at_off);
+    int *at = malloc(((size_t)t->nlinks * 2 + 1) * sizeof *at);
+    int *perm = malloc(((size_t)t->nnodes + 1) * sizeof *perm);
+    int *firsts = malloc((size_t)ns * sizeof *firsts), nfirsts = 0;
+    int *fill = malloc((size_t)ns * sizeof *fill);
+    struct topo_link_index ix = {0};
+    enum bk_status st = count && at_off && at && perm && firsts && fill
+                            ? topo_link_index_build(&ix, t) : BK_ENOMEM;
+    if (st != BK_OK)
+        goto out;
+    for (int v = 0; v < t->nnodes; v++)
+        if (server_of_node(t, v, ns) >= 0)
+            count[server_of_node(t, v, ns)]++;
+    /* The links at each server's nodes (a link between two servers is at both): counted, then
+     * placed, as a CSR array. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int l = 0; l < t->nlinks; l++) {
+            int ends[2] = {server_of_node(t, t->links[l].src, ns),
+                           server_of_node(t, t->links[l].dst, ns)};
+            for (int e = 0; e < 2; e++) {
+                if (ends[e] < 0 || (e == 1 && ends[1] == ends[0]))
+                    continue;
+                if (pass)
+                    at[fill[ends[e]]++] = l;
+                else
+                    at_off[ends[e] + 1]++;
+            }
+        }
+        for (int sv = 0; !pass && sv < ns; sv++) {
+            at_off[sv + 1] += at_off[sv];
+            fill[sv] = at_off[sv];
+        }
+    }
+    for (int sv = 0; sv < ns; sv++) {
+        twin[sv] = sv;
+        for (int k = 0; k < nfirsts && twin[sv] == sv; k++) {
+            topo_server_swap(t, firsts[k], sv, perm);
+            if (swap_is_automorphism(&ix, perm, firsts[k], sv, count, at_off, at))
+                twin[sv] = firsts[k];
+        }
+        if (twin[sv] == sv)
+            firsts[nfirsts++] = sv;
+    }
+out:
+    topo_link_index_free(&ix);
+    free(count);
+    free(at_off);
+    free(at);
+    free(perm);
+    free(firsts);
+    free(fill);
+    return st;
 }

@@ -46,4 +46,36 @@ void topo_orbits_free(struct topo_orbits *o);
  * search. */
 int topo_is_automorphism(const struct topo *t, const int *perm);
 
+/* t's links by their ends: each node's out-links sorted by head, then kind, to find a link's
+ * image under a relabelling in a few steps. */
+struct topo_link_index {
+    const struct topo *t;
+    int *off;  /* [nnodes + 1] node v's links: link[off[v] .. off[v + 1]) */
+    int *link; /* [nlinks] */
+};
+
+BK_MUST_USE
+enum bk_status topo_link_index_build(struct topo_link_index *ix, const struct topo *t);
+void topo_link_index_free(struct topo_link_index *ix);
+
+/* The link src -> dst of that kind, or -1. */
+int topo_link_find(const struct topo_link_index *ix, int src, int dst, enum topo_link_kind kind);
+
+/*
+ * Identical servers of a cluster. Swapping servers a and b trades the k-th node of one for the
+ * k-th node of the other (in index order, network switches apart, which belong to no server)
+ * and leaves every other node; on a cluster of copies of one server joined to one switch, or
+ * by rails, every swap is a symmetry, so whatever is planned from a GPU of one server holds,
+ * relabelled, from the same GPU of every other.
+ *
+ * twin[sv] (an array of t->nservers): the first server whose swap with sv is an automorphism
+ * of t, checked link by link at the two servers; sv itself where none is. Costs about one
+ * pass over the links per server. Fails only with BK_ENOMEM.
+ */
+BK_MUST_USE
+enum bk_status topo_server_twins(const struct topo *t, int *twin);
+
+/* perm[t->nnodes]: the swap of servers a and b. */
+void topo_server_swap(const struct topo *t, int a, int b, int *perm);
+
 #endif

@@ -165,10 +165,10 @@ enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct
         progress_say("simulating sizes for %s (plan %d of %d)", collective_name(ps->v[i].coll),
                      i + 1, ps->n);
         const struct plan *same = ps->v[i].relabels ? &ps->v[ps->v[i].relabels - 1] : NULL;
-        if (same && same->tune.n > 0) { /* the same trees, relabelled: the same times */
+        if (same) { /* the same trees, relabelled: the same times (kept or not) */
             struct plan_tuning *tu = &ps->v[i].tune;
             free(tu->r);
-            tu->r = malloc((size_t)same->tune.n * sizeof *tu->r);
+            tu->r = malloc(((size_t)same->tune.n + 1) * sizeof *tu->r);
             if (!tu->r)
                 return BK_ENOMEM;
             memcpy(tu->r, same->tune.r, (size_t)same->tune.n * sizeof *tu->r);

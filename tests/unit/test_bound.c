@@ -96,7 +96,7 @@ Test(bound, broadcast_anchors)
         double lo = INFINITY, m = -1;
         for (int r = 0; r < g.ngpus; r++)
             lo = fmin(lo, bcast(&g, r));
-        cr_assert_eq(bound_broadcast_min(&g, &m), BK_OK);
+        cr_assert_eq(bound_broadcast_min(&g, NULL, &m), BK_OK);
         cr_expect(NEAR(m, lo), "%s: min %g vs %g", cases[i].fx, m, lo);
         pgraph_free(&g);
     }
@@ -135,7 +135,7 @@ static void check_brute(const struct pgraph *g, const char *what)
      * min(upper, exact) either way. */
     double from;
     for (double f = 0.25; f <= 4; f *= 2) {
-        cr_assert_eq(bound_allgather_below(g, f * ag, &from), BK_OK);
+        cr_assert_eq(bound_allgather_below(g, f * ag, NULL, &from), BK_OK);
         cr_expect(NEAR(from, fmin(f, 1) * ag), "%s: from %g x the bound: %g vs %g", what, f,
                   from, ag);
     }
@@ -307,4 +307,31 @@ Test(pack_integral, refuses)
     pgraph_free(&g);
     topo_free(&t);
     diag_free(&d);
+}
+
+/* Sinks chosen by symmetry: on four identical DGX-1V servers, the first server's GPUs as the
+ * allgather's sinks, and as the broadcast minimum's with the second server's, give the values of
+ * every GPU a sink; no sink at all gives something else, so the sinks are the ones used. */
+Test(bound, sinks_of_one_server_per_class, .timeout = 60)
+{
+    struct pgraph g;
+    load("cluster-4x-dgx1v.topo", NULL, 0, PG_ALL_KINDS, &g);
+    cr_assert_eq(g.ngpus, 32);
+    unsigned char first[32], two[32], none[32] = {0};
+    for (int v = 0; v < 32; v++) {
+        first[v] = v < 8;
+        two[v] = v < 16;
+    }
+    double all = -1, some = -1, empty = -1;
+    cr_assert_eq(bound_allgather_below(&g, INFINITY, NULL, &all), BK_OK);
+    cr_assert_eq(bound_allgather_below(&g, INFINITY, first, &some), BK_OK);
+    cr_assert_eq(bound_allgather_below(&g, INFINITY, none, &empty), BK_OK);
+    cr_expect(NEAR(some, all), "allgather: %g with one server's sinks, %g with all", some, all);
+    cr_expect(!NEAR(empty, all), "allgather: %g without sinks", empty);
+    cr_assert_eq(bound_broadcast_min(&g, NULL, &all), BK_OK);
+    cr_assert_eq(bound_broadcast_min(&g, two, &some), BK_OK);
+    cr_assert_eq(bound_broadcast_min(&g, none, &empty), BK_OK);
+    cr_expect(NEAR(some, all), "broadcast: %g with two servers' sinks, %g with all", some, all);
+    cr_expect(!NEAR(empty, all), "broadcast: %g without sinks", empty);
+    pgraph_free(&g);
 }

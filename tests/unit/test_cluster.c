@@ -12,6 +12,7 @@
 
 #include "core/builtin.h"
 #include "core/strbuf.h"
+#include "pack/bound.h"
 #include "plan/plan.h"
 #include "read/topo_read.h"
 #include "testutil.h"
@@ -277,4 +278,70 @@ Test(cluster, server_files_are_opened_through_the_read_options)
     topo_free(&t);
     diag_free(&d);
     input_free(&in);
+}
+
+/* Four servers of two GPUs and a NIC; a and b on one switch, c and d on another, the two
+ * switches joined by one link narrower than a NIC (2.5 GB/s): the exact bounds are below the
+ * servers' cuts, and only a and b, c and d are alike. */
+static void read_split_cluster(struct topo *t)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "topology split\n");
+    for (const char *s = "abcd"; *s; s++) {
+        sb_printf(&sb, "server %c\n", *s);
+        if (*s == 'a')
+            sb_puts(&sb, "net-switch swA\nnet-switch swB\n");
+        sb_printf(&sb,
+                  "gpu %c.g0 model=V100\ngpu %c.g1 model=V100\npcie-switch %c.sw\n"
+                  "nic %c.nic speed=100Gb/s\nlink %c.g0 %c.g1\nlink %c.g0 %c.sw\n"
+                  "link %c.g1 %c.sw\nlink %c.nic %c.sw\nlink %c.nic sw%c\n",
+                  *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s < 'c' ? 'A' : 'B');
+    }
+    sb_puts(&sb, "link swA swB bw=20Gb/s\n");
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("split.topo", sb.data, TOPO_FMT_TEXT, NULL, t, &d), BK_OK);
+    diag_free(&d);
+    sb_free(&sb);
+}
+
+/* A cluster's bounds take their max-flows to one server of each class of identical servers
+ * only (plan_cluster.c, sinks_by_twins): the values are those of every GPU a sink, computed
+ * here on the same graph, where the cuts are the bound and where they are not ("split"). */
+Test(cluster, bounds_from_one_server_per_class, .timeout = 120)
+{
+    const char *fixtures[] = {"split", "cluster-4x-dgx1v.topo",
+                              "cluster-4x-a100-forestcoll.topo", "cluster-8x-hgx-h100.topo"};
+    unsigned colls = (1u << COLL_BROADCAST) | (1u << COLL_ALLGATHER);
+    for (size_t i = 0; i < BK_ARRAY_LEN(fixtures); i++) {
+        struct topo t;
+        struct plan_set ps;
+        if (i == 0) {
+            read_split_cluster(&t);
+            struct plan_opts o;
+            plan_opts_default(&o);
+            o.collectives = colls;
+            o.root = 0;
+            struct diag d;
+            diag_init(&d);
+            cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+            diag_free(&d);
+            cr_expect_lt(tu_find_plan(&ps, COLL_BROADCAST, 0)->main.bound, 2.6);
+        } else {
+            tu_plan_alloc(fixtures[i], NULL, 0, colls, 0, &t, &ps);
+        }
+        cr_assert_not_null(ps.cluster, "%s", fixtures[i]);
+        double ag = -1, bc = -1;
+        cr_assert_eq(bound_allgather(&ps.tier, &ag), BK_OK);
+        cr_assert_eq(bound_broadcast(&ps.tier, 0, &bc), BK_OK);
+        const struct plan *pa = tu_find_plan(&ps, COLL_ALLGATHER, -1);
+        const struct plan *pb = tu_find_plan(&ps, COLL_BROADCAST, 0);
+        cr_expect(fabs(pa->main.bound - ag) <= 1e-9 * ag, "%s: allgather %g, not %g",
+                  fixtures[i], pa->main.bound, ag);
+        cr_expect(fabs(pb->main.bound - bc) <= 1e-9 * bc, "%s: broadcast %g, not %g",
+                  fixtures[i], pb->main.bound, bc);
+        plan_set_free(&ps);
+        topo_free(&t);
+    }
 }

@@ -300,3 +300,111 @@ Test(symmetry, library_of_thirteen_gpus_plans_one_class_per_size, .timeout = 120
     free(out);
     sb_free(&sb);
 }
+
+static void expect_twins(const struct topo *t, const int *want)
+{
+    int twin[8];
+    cr_assert_leq(t->nservers, 8);
+    cr_assert_eq(topo_server_twins(t, twin), BK_OK);
+    for (int s = 0; s < t->nservers; s++)
+        cr_expect_eq(twin[s], want[s], "server %d: twin %d, not %d", s, twin[s], want[s]);
+}
+
+/* Four DGX-1V servers on one switch: swapping the first with any other takes GPU k of one onto
+ * GPU k of the other, fixes the switch, and is an automorphism (checked link by link here). A
+ * NIC of server 2 with a double link to the switch, or an allocation of half of server 1, leave
+ * that server alike no other. */
+Test(symmetry, identical_servers_are_swapped)
+{
+    struct topo t;
+    tu_load_alloc("cluster-4x-dgx1v.topo", NULL, 0, &t);
+    cr_assert_eq(t.nservers, 4);
+    expect_twins(&t, (const int[]){0, 0, 0, 0});
+    int *perm = malloc((size_t)t.nnodes * sizeof *perm), ib0 = -1;
+    for (int v = 0; v < t.nnodes; v++)
+        if (t.nodes[v].kind == TOPO_NET_SWITCH)
+            ib0 = v;
+    cr_assert_geq(ib0, 0);
+    for (int s = 1; s < 4; s++) {
+        topo_server_swap(&t, 0, s, perm);
+        expect_automorphism(&t, perm);
+        cr_expect_eq(perm[ib0], ib0);
+        for (int k = 0; k < 8; k++)
+            cr_expect(perm[k] == 8 * s + k && perm[8 * s + k] == k, "server %d, GPU %d", s, k);
+    }
+    free(perm);
+    topo_free(&t);
+
+    char *path = tu_src_path("topologies/cluster-4x-dgx1v.topo");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text);
+    const char *line = "link s2.mlx5_1 ib0 kind=net\n";
+    char *at = strstr(text, line);
+    cr_assert_not_null(at);
+    char *edited = bk_asprintf("%.*slink s2.mlx5_1 ib0 kind=net count=2\n%s", (int)(at - text),
+                               text, at + strlen(line));
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("c4.topo", edited, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    expect_twins(&t, (const int[]){0, 0, 2, 0});
+    topo_free(&t);
+    diag_free(&d);
+    free(edited);
+    free(text);
+    free(path);
+
+    int half[28];
+    for (int k = 0; k < 28; k++)
+        half[k] = k < 12 ? k : k + 4; /* GPUs 0-11 and 16-31 */
+    tu_load_alloc("cluster-4x-dgx1v.topo", half, 28, &t);
+    expect_twins(&t, (const int[]){0, 1, 0, 0});
+    topo_free(&t);
+}
+
+/* Clusters plan the roots of their first server and relabel the rest by server swaps: every
+ * copy is a packing rooted where it says, as fast as that root planned directly, and with
+ * numbers_only_copies the copies keep those numbers and no trees. */
+Test(symmetry, cluster_roots_relabelled_by_server_swaps, .timeout = 120)
+{
+    struct topo t;
+    struct plan_set ps, lean;
+    tu_plan_alloc("cluster-4x-dgx1v.topo", NULL, 0, ROOTED, -1, &t, &ps);
+    cr_assert_not_null(ps.cluster);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = ROOTED;
+    o.numbers_only_copies = 1;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_all(&t, &o, &lean, &d), BK_OK);
+    cr_assert_eq(lean.n, ps.n);
+    for (int c = COLL_BROADCAST; c <= COLL_REDUCE; c++)
+        for (int r = 0; r < t.ngpus; r++) {
+            const struct plan *p = tu_find_plan(&ps, c, r), *q = tu_find_plan(&lean, c, r);
+            cr_expect_eq(p->relabels != 0, r >= 8, "root %d: relabels %d", r, p->relabels);
+            tu_check_trees(&t, &p->main, c);
+            for (int i = 0; i < p->main.trees.n; i++)
+                cr_expect_eq(p->main.trees.t[i].root, r);
+            cr_expect_eq(q->relabels, p->relabels);
+            cr_expect_eq(q->main.trees.n, r >= 8 ? 0 : p->main.trees.n);
+            cr_expect_eq(plan_tree_count(&lean, q), p->main.trees.n);
+            cr_expect(q->main.algbw == p->main.algbw && q->main.bound == p->main.bound);
+            if (r % 9 != 4) /* roots 13, 22, 31: planned directly below */
+                continue;
+            struct topo t1;
+            struct plan_set direct;
+            tu_plan_alloc("cluster-4x-dgx1v.topo", NULL, 0, 1u << c, r, &t1, &direct);
+            const struct plan *x = tu_find_plan(&direct, c, r);
+            cr_expect_eq(x->relabels, 0);
+            cr_expect(fabs(x->main.algbw - p->main.algbw) <= 1e-9 * x->main.algbw,
+                      "root %d: %g GB/s directly, %g relabelled", r, x->main.algbw,
+                      p->main.algbw);
+            cr_expect(fabs(x->main.bound - p->main.bound) <= 1e-9 * x->main.bound);
+            plan_set_free(&direct);
+            topo_free(&t1);
+        }
+    plan_set_free(&lean);
+    plan_set_free(&ps);
+    diag_free(&d);
+    topo_free(&t);
+}
