@@ -9,6 +9,10 @@
  *
  * A row runs on the first ngpus GPUs of its machine's fixture unless gpus_used names them
  * ("GPUs 0-3"); rows on machines without a fixture are listed as skipped, with the reason.
+ *
+ * NCCL's host work per call has shrunk across releases: rows of NCCL before 2.18 (the NVLS
+ * era), or of runs that do not say which, are simulated with a host cost of their own, fitted
+ * with the rest. The simulator models the current NCCL, with the other value.
  */
 #include "calibrate.h"
 
@@ -24,12 +28,15 @@
 #include "plan/plan.h"
 #include "sim/sim.h"
 
+/* Host work per call of NCCL before 2.18 (or of a run that does not say), from --fit. */
+#define CALL_EARLIER_US 10.0
+
 /* The thresholds the calibration test holds the model to (docs/calibration/README.md). */
 #define MEDIAN_ABS_ERROR_MAX 0.10
 #define ROW_ABS_ERROR_MAX 0.25
 
 enum { COL_ID, COL_MACHINE, COL_GPU, COL_NGPUS, COL_USED, COL_COLL = 6, COL_BYTES = 8,
-       COL_BUSBW = 10, COL_SOURCE = 14, NCOLS = 16 };
+       COL_BUSBW = 10, COL_VERSION = 11, COL_SOURCE = 14, NCOLS = 16 };
 
 /* Which fixture a row's GPU runs on: the first prefix of its gpu column that matches. */
 static const struct {
@@ -89,6 +96,13 @@ struct row {
     struct plan_set ps;
     int planned;
     const char *skip; /* why it is not simulated, or NULL */
+    int earlier;      /* NCCL before 2.18, or a version the source does not give */
+};
+
+/* The fitted values: the simulator's, and the host work per call of earlier NCCL. */
+struct fitted {
+    struct sim_params p;
+    double call_earlier_us;
 };
 
 /* Plan row r's allocation; r->skip says why not. */
@@ -130,12 +144,15 @@ static void row_plan(struct row *r, char **f)
 }
 
 /* The model's busbw for a planned row, GB/s; 0 when the simulation fails. */
-static double row_model(struct row *r, const struct sim_params *p)
+static double row_model(struct row *r, const struct fitted *f)
 {
     struct diag d;
     diag_init(&d);
     struct sim_nccl nc;
-    enum bk_status st = sim_rings(&r->ps, r->coll, r->bytes, p, &nc, &d);
+    struct sim_params p = f->p;
+    if (r->earlier)
+        p.call_us = f->call_earlier_us;
+    enum bk_status st = sim_rings(&r->ps, r->coll, r->bytes, &p, &nc, &d);
     diag_free(&d);
     return st == BK_OK && nc.best_us > 0
                ? r->bytes / (nc.best_us * 1e3) * sim_bus_factor(r->coll, r->ngpus)
@@ -176,6 +193,9 @@ static int rows_read(const char *tsv, struct row ***rows_out)
         snprintf(r->source, sizeof r->source, "%.*s", (int)strcspn(f[COL_SOURCE], " "),
                  f[COL_SOURCE]);
         r->ngpus = atoi(f[COL_NGPUS]);
+        int major = 0, minor = 0; /* "2.26.2", "2.18.5 (stated; see note)", "unknown" */
+        r->earlier = sscanf(f[COL_VERSION], "%d.%d", &major, &minor) != 2 ||
+                     major * 100 + minor < 218;
         r->bytes = strtod(f[COL_BYTES], NULL);
         r->published = strtod(f[COL_BUSBW], NULL);
         row_plan(r, f);
@@ -204,7 +224,7 @@ static int by_value(const void *a, const void *b)
 }
 
 /* A planned row's absolute error under p (infinite when its simulation fails). */
-static double row_error(struct row *r, const struct sim_params *p)
+static double row_error(struct row *r, const struct fitted *p)
 {
     double m = row_model(r, p);
     return m > 0 ? fabs(m / r->published - 1) : INFINITY;
@@ -223,7 +243,7 @@ static void summarize(double *abs_err, int k, double *median, double *worst)
 
 /* Median and largest absolute error of the rows, but those of source leave_out (none with
  * NULL); the number of rows. */
-static int errors(struct row **rows, int n, const struct sim_params *p, const char *leave_out,
+static int errors(struct row **rows, int n, const struct fitted *p, const char *leave_out,
                   double *median, double *worst)
 {
     double *abs_err = malloc(((size_t)n + 1) * sizeof *abs_err);
@@ -236,44 +256,50 @@ static int errors(struct row **rows, int n, const struct sim_params *p, const ch
     return k;
 }
 
-/* The grid fit of the three fitted values (host cost per call, the scale on NCCL's latency
- * tables, NVLS's efficiency) on every row but leave_out's: the point with the least median +
- * 0.3 x largest absolute error; ties keep the first point. */
-static void fit(struct row **rows, int n, const char *leave_out, struct sim_params *best)
+/* The grid fit of the four fitted values (host cost per call, of the current NCCL and of
+ * earlier ones, the scale on NCCL's latency tables, NVLS's efficiency) on every row but
+ * leave_out's: the point with the least median + 0.3 x largest absolute error; ties keep the
+ * first point. */
+static void fit(struct row **rows, int n, const char *leave_out, struct fitted *best)
 {
     static const double calls[] = {0, 2.5, 5, 7.5, 10, 12.5, 15, 20};
     static const double scales[] = {1, 1.25, 1.5, 1.75, 2, 2.25, 2.5, 3};
     static const double nvls[] = {0.55, 0.6, 0.65, 0.7, 0.75, 0.8};
     double score = INFINITY;
-    sim_params_default(best);
-    for (size_t a = 0; a < sizeof calls / sizeof calls[0]; a++)
-        for (size_t b = 0; b < sizeof scales / sizeof scales[0]; b++)
-            for (size_t c = 0; c < sizeof nvls / sizeof nvls[0]; c++) {
-                struct sim_params p;
-                sim_params_default(&p);
-                p.call_us = calls[a];
-                p.nccl_lat_scale = scales[b];
-                p.nccl_nvls_eff = nvls[c];
-                double median, worst;
-                errors(rows, n, &p, leave_out, &median, &worst);
-                if (median + 0.3 * worst < score) {
-                    score = median + 0.3 * worst;
-                    *best = p;
+    sim_params_default(&best->p);
+    best->call_earlier_us = CALL_EARLIER_US;
+    for (size_t e = 0; e < sizeof calls / sizeof calls[0]; e++)
+        for (size_t a = 0; a < sizeof calls / sizeof calls[0]; a++)
+            for (size_t b = 0; b < sizeof scales / sizeof scales[0]; b++)
+                for (size_t c = 0; c < sizeof nvls / sizeof nvls[0]; c++) {
+                    struct fitted f;
+                    sim_params_default(&f.p);
+                    f.p.call_us = calls[a];
+                    f.p.nccl_lat_scale = scales[b];
+                    f.p.nccl_nvls_eff = nvls[c];
+                    f.call_earlier_us = calls[e];
+                    double median, worst;
+                    errors(rows, n, &f, leave_out, &median, &worst);
+                    if (median + 0.3 * worst < score) {
+                        score = median + 0.3 * worst;
+                        *best = f;
+                    }
                 }
-            }
 }
 
 static void print_fit(struct row **rows, int n)
 {
-    struct sim_params p;
+    struct fitted p;
     double median, worst;
     fit(rows, n, NULL, &p);
     int k = errors(rows, n, &p, NULL, &median, &worst);
-    printf("## Grid fit on all %d rows\n\ncall %g us, latency scale %g, NVLS efficiency %g: "
-           "median absolute error %.1f%%, largest %.1f%%\n\n",
-           k, p.call_us, p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
-    printf("## Each source left out of the fit\n\n| source | rows | call | scale | NVLS | "
-           "median error | largest error |\n|---|---|---|---|---|---|---|\n");
+    printf("## Grid fit on all %d rows\n\ncall %g us (NCCL before 2.18 or unknown: %g us), "
+           "latency scale %g, NVLS efficiency %g: median absolute error %.1f%%, largest "
+           "%.1f%%\n\n",
+           k, p.p.call_us, p.call_earlier_us, p.p.nccl_lat_scale, p.p.nccl_nvls_eff,
+           100 * median, 100 * worst);
+    printf("## Each source left out of the fit\n\n| source | rows | call | earlier call | scale "
+           "| NVLS | median error | largest error |\n|---|---|---|---|---|---|---|---|\n");
     double *held = malloc(((size_t)n + 1) * sizeof *held);
     int nheld = 0;
     for (int i = 0; held && i < n; i++) {
@@ -288,8 +314,9 @@ static void print_fit(struct row **rows, int n)
             if (!rows[j]->skip && strcmp(rows[j]->source, rows[i]->source) == 0)
                 held[nheld++] = row_error(rows[j], &p);
         summarize(held + start, nheld - start, &median, &worst);
-        printf("| %s | %d | %g | %g | %g | %.1f%% | %.1f%% |\n", rows[i]->source, nheld - start,
-               p.call_us, p.nccl_lat_scale, p.nccl_nvls_eff, 100 * median, 100 * worst);
+        printf("| %s | %d | %g | %g | %g | %g | %.1f%% | %.1f%% |\n", rows[i]->source,
+               nheld - start, p.p.call_us, p.call_earlier_us, p.p.nccl_lat_scale,
+               p.p.nccl_nvls_eff, 100 * median, 100 * worst);
     }
     if (nheld > 0) {
         summarize(held, nheld, &median, &worst);
@@ -314,8 +341,9 @@ int bench_calibrate(const char *tsv, enum calibrate_mode mode)
     printf("## The simulator's NCCL against published nccl-tests (%s)\n\n", tsv);
     printf("| row | GPUs | collective | bytes | published busbw | model busbw | error |\n");
     printf("|---|---|---|---|---|---|---|\n");
-    struct sim_params p;
-    sim_params_default(&p);
+    struct fitted p;
+    sim_params_default(&p.p);
+    p.call_earlier_us = CALL_EARLIER_US;
     double *abs_err = malloc(((size_t)n + 1) * sizeof *abs_err);
     int k = 0, skipped = 0;
     for (int i = 0; abs_err && i < n; i++) {

@@ -46,16 +46,16 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 1: 6 trees, 2 ring chains */
@@ -89,16 +89,16 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
@@ -132,17 +132,17 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 3: 6 trees, 2 ring chains */
@@ -176,17 +176,17 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 4: 6 trees, 2 ring chains */
@@ -220,16 +220,16 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 5: 6 trees, 2 ring chains */
@@ -263,16 +263,16 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 56.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.4 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 247.7 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 702.9 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2353.0 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.1 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 6: 6 trees, 2 ring chains */
@@ -306,17 +306,17 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 7: 6 trees, 2 ring chains */
@@ -350,17 +350,17 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.5 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 64.2 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.9 us, NCCL 86.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.9 us, NCCL 106.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 254.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.1 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2371.9 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8662.5 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
@@ -394,16 +394,16 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 1: 6 trees, 2 ring chains */
@@ -437,16 +437,16 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
@@ -479,16 +479,17 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
     { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 3: 6 trees, 2 ring chains */
@@ -521,16 +522,17 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
     { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+static const struct blink_plan_range blinkgen_p0s11_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 4: 6 trees, 2 ring chains */
@@ -564,16 +566,16 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 5: 6 trees, 2 ring chains */
@@ -607,16 +609,16 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.0 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 62.4 us, NCCL 46.6 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 57.8 us, NCCL 60.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 255.5 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 714.7 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2374.2 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8664.8 us, NCCL 8011.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 6: 6 trees, 2 ring chains */
@@ -649,16 +651,17 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
     { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 7: 6 trees, 2 ring chains */
@@ -691,16 +694,17 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
     { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 48.8 us, NCCL 34.8 us */
-    { 131072u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 35.2 us, NCCL 36.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.7 us, NCCL 39.9 us */
-    { 524288u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 45.6 us, NCCL 46.6 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.6 us, NCCL 86.9 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.9 us, NCCL 207.8 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 692.0 us, NCCL 582.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2330.1 us, NCCL 2068.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8584.0 us, NCCL 8011.9 us */
+static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
 /* allgather: 27 trees, 16 ring chains */
@@ -839,16 +843,16 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.9 us, NCCL 33.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.2 us, NCCL 78.9 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 111.2 us, NCCL 98.4 us */
-    { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.8 us, NCCL 127.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 235.8 us, NCCL 186.7 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 639.7 us, NCCL 513.3 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2267.8 us, NCCL 1813.4 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8633.0 us, NCCL 7013.7 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.3 us, NCCL 28.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 29.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.8 us, NCCL 32.5 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 80.6 us, NCCL 73.7 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 106.6 us, NCCL 89.0 us */
+    { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.2 us, NCCL 118.5 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 231.2 us, NCCL 177.4 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 635.1 us, NCCL 502.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2263.2 us, NCCL 1802.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.4 us, NCCL 7003.2 us */
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
@@ -986,17 +990,16 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
     { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 33.3 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.8 us, NCCL 34.7 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.4 us, NCCL 37.7 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.8 us, NCCL 55.3 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 83.3 us, NCCL 78.9 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 154.4 us, NCCL 127.8 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 365.9 us, NCCL 296.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1115.5 us, NCCL 946.7 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4178.1 us, NCCL 3546.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8270.7 us, NCCL 7013.7 us */
+static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.4 us, NCCL 28.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 29.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.8 us, NCCL 32.5 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.7 us, NCCL 73.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.8 us, NCCL 118.5 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 361.3 us, NCCL 286.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1110.9 us, NCCL 936.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4173.5 us, NCCL 3536.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8266.1 us, NCCL 7003.2 us */
 };
 
 /* allreduce: 12 trees, 16 ring chains */
@@ -1090,15 +1093,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 40.6 us, NCCL 44.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 86.0 us, NCCL 47.1 us */
-    { 262144u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_LL }, /* simulated: trees 51.4 us, NCCL 53.0 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.0 us, NCCL 64.8 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 113.6 us, NCCL 88.3 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 199.3 us, NCCL 157.7 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 463.0 us, NCCL 334.4 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2465.9 us, NCCL 1866.9 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4708.7 us, NCCL 3600.4 us */
+    { 0u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 75.4 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 81.4 us, NCCL 40.9 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 93.6 us, NCCL 46.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.4 us, NCCL 58.5 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 109.0 us, NCCL 82.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 194.7 us, NCCL 145.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 458.4 us, NCCL 321.7 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2461.3 us, NCCL 1850.4 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4704.1 us, NCCL 3583.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
@@ -1136,10 +1139,10 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s9_ranges },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      9, blinkgen_p0s10_ranges },
+      10, blinkgen_p0s10_ranges },
     { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
       2, blinkgen_p0s11_ring_trees,
-      9, blinkgen_p0s11_ranges },
+      10, blinkgen_p0s11_ranges },
     { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
       2, blinkgen_p0s12_ring_trees,
       10, blinkgen_p0s12_ranges },
@@ -1148,16 +1151,16 @@ static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
       10, blinkgen_p0s13_ranges },
     { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
       2, blinkgen_p0s14_ring_trees,
-      9, blinkgen_p0s14_ranges },
+      10, blinkgen_p0s14_ranges },
     { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
       2, blinkgen_p0s15_ring_trees,
-      9, blinkgen_p0s15_ranges },
+      10, blinkgen_p0s15_ranges },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       10, blinkgen_p0s16_ranges },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      10, blinkgen_p0s17_ranges },
+      9, blinkgen_p0s17_ranges },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges },

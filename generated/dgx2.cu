@@ -43,15 +43,15 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 1: 6 trees, 1 ring chains */
@@ -82,15 +82,15 @@ static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 2: 6 trees, 1 ring chains */
@@ -121,15 +121,15 @@ static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 3: 6 trees, 1 ring chains */
@@ -160,15 +160,15 @@ static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 4: 6 trees, 1 ring chains */
@@ -199,15 +199,15 @@ static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 5: 6 trees, 1 ring chains */
@@ -238,15 +238,15 @@ static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 6: 6 trees, 1 ring chains */
@@ -277,15 +277,15 @@ static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 7: 6 trees, 1 ring chains */
@@ -316,15 +316,15 @@ static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 8: 6 trees, 1 ring chains */
@@ -355,15 +355,15 @@ static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 9: 6 trees, 1 ring chains */
@@ -394,15 +394,15 @@ static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 10: 6 trees, 1 ring chains */
@@ -433,15 +433,15 @@ static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 11: 6 trees, 1 ring chains */
@@ -472,15 +472,15 @@ static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 12: 6 trees, 1 ring chains */
@@ -511,15 +511,15 @@ static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 13: 6 trees, 1 ring chains */
@@ -550,15 +550,15 @@ static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 14: 6 trees, 1 ring chains */
@@ -589,15 +589,15 @@ static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 15: 6 trees, 1 ring chains */
@@ -628,15 +628,15 @@ static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.3 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.6 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.7 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 119.8 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.5 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 275.6 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 593.2 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1595.2 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5089.6 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 0: 6 trees, 1 ring chains */
@@ -667,15 +667,15 @@ static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 1: 6 trees, 1 ring chains */
@@ -706,15 +706,15 @@ static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 2: 6 trees, 1 ring chains */
@@ -745,15 +745,15 @@ static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 3: 6 trees, 1 ring chains */
@@ -784,15 +784,15 @@ static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 4: 6 trees, 1 ring chains */
@@ -823,15 +823,15 @@ static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 5: 6 trees, 1 ring chains */
@@ -862,15 +862,15 @@ static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 6: 6 trees, 1 ring chains */
@@ -901,15 +901,15 @@ static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 7: 6 trees, 1 ring chains */
@@ -940,15 +940,15 @@ static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 8: 6 trees, 1 ring chains */
@@ -979,15 +979,15 @@ static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 9: 6 trees, 1 ring chains */
@@ -1018,15 +1018,15 @@ static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 10: 6 trees, 1 ring chains */
@@ -1057,15 +1057,15 @@ static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 11: 6 trees, 1 ring chains */
@@ -1096,15 +1096,15 @@ static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 12: 6 trees, 1 ring chains */
@@ -1135,15 +1135,15 @@ static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 13: 6 trees, 1 ring chains */
@@ -1174,15 +1174,15 @@ static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 14: 6 trees, 1 ring chains */
@@ -1213,15 +1213,15 @@ static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 15: 6 trees, 1 ring chains */
@@ -1252,15 +1252,15 @@ static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 94.5 us, NCCL 45.6 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 101.9 us, NCCL 47.3 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 107.9 us, NCCL 50.7 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 120.2 us, NCCL 57.4 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 165.9 us, NCCL 97.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 277.3 us, NCCL 174.7 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 594.9 us, NCCL 376.6 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1602.1 us, NCCL 1139.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5098.1 us, NCCL 4110.9 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* allgather: 96 trees, 16 ring chains */
@@ -1606,18 +1606,18 @@ static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.7 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.1 us, NCCL 55.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.7 us, NCCL 67.8 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 45.0 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.5 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.6 us, NCCL 166.2 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 146.5 us, NCCL 229.3 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 262.7 us, NCCL 355.5 us */
-    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 494.8 us, NCCL 605.5 us */
-    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 959.1 us, NCCL 1069.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1887.7 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3749.0 us, NCCL 3855.7 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 24.1 us, NCCL 37.8 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 29.5 us, NCCL 48.8 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 33.1 us, NCCL 61.4 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 40.4 us, NCCL 86.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.9 us, NCCL 121.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.0 us, NCCL 153.1 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 141.9 us, NCCL 216.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 258.1 us, NCCL 342.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 490.2 us, NCCL 588.1 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 954.5 us, NCCL 1052.4 us */
+    { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1883.1 us, NCCL 1981.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3744.4 us, NCCL 3838.3 us */
 };
 
 /* reducescatter: 96 trees, 16 ring chains */
@@ -1963,18 +1963,18 @@ static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 28.8 us, NCCL 44.2 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 34.2 us, NCCL 55.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.9 us, NCCL 67.8 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 45.3 us, NCCL 93.0 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 60.2 us, NCCL 134.7 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 90.1 us, NCCL 166.2 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.9 us, NCCL 229.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 501.4 us, NCCL 605.5 us */
-    { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 969.3 us, NCCL 1069.8 us */
-    { 268435456u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1904.8 us, NCCL 1998.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3776.1 us, NCCL 3855.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7481.4 us, NCCL 7570.2 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 24.2 us, NCCL 37.8 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 29.6 us, NCCL 48.8 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 33.3 us, NCCL 61.4 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 40.7 us, NCCL 86.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.6 us, NCCL 121.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.5 us, NCCL 153.1 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 145.3 us, NCCL 216.2 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 496.8 us, NCCL 588.1 us */
+    { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 964.7 us, NCCL 1052.4 us */
+    { 268435456u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1900.2 us, NCCL 1981.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3771.5 us, NCCL 3838.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7476.8 us, NCCL 7552.8 us */
 };
 
 /* allreduce: 96 trees, 16 ring chains */
@@ -2320,14 +2320,14 @@ static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 31.1 us, NCCL 66.0 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 41.9 us, NCCL 88.1 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 113.3 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 63.9 us, NCCL 163.7 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 93.3 us, NCCL 209.9 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 152.3 us, NCCL 293.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3752.3 us, NCCL 3970.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7467.0 us, NCCL 7684.9 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 26.5 us, NCCL 57.4 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.3 us, NCCL 79.4 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.6 us, NCCL 104.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.3 us, NCCL 151.3 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 194.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 147.7 us, NCCL 273.2 us */
+    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3747.7 us, NCCL 3940.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7462.4 us, NCCL 7654.8 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their

@@ -94,11 +94,10 @@ Test(e2e, pcie8, .timeout = 120) { run_fixture("pcie8", e2e_init_pcie8, 8, 1); }
 Test(e2e, cluster_4x_dgx1v, .timeout = 300) { run_fixture("cluster", e2e_init_cluster, 32, 0); }
 
 /* The committed DGX-1V source carries blinkc's per-size choice: on the full machine rings
- * cannot be beaten for allreduce's bandwidth (test_tune.c), so from 1 MiB every size goes to
- * NCCL's rings, in chunks the runtime can stage (at most 4 MiB); the smallest sizes run the
- * trees with the LL protocol, whose hand-overs cost less than NCCL's hops, in LL chunks (at
- * most 16 KiB). */
-Test(e2e, dgx1v_golden_hands_allreduce_to_rings_but_small_sizes)
+ * cannot be beaten for allreduce's bandwidth (test_tune.c), and NCCL 2.18 and later (the
+ * model's NCCL) costs less per call than the trees' launch, so every size goes to NCCL's rings,
+ * in chunks the runtime can stage (at most 4 MiB). */
+Test(e2e, dgx1v_golden_hands_allreduce_to_rings)
 {
     blinkComm_t comms[8];
     unsetenv("BLINK_ALGO");
@@ -109,14 +108,8 @@ Test(e2e, dgx1v_golden_hands_allreduce_to_rings_but_small_sizes)
         size_t chunk = 0;
         cr_assert_eq(blinkrtCommChoice(comms[0], BLINK_PLAN_ALLREDUCE, -1, count, blinkFloat32,
                                        &algo, &chunk), blinkSuccess);
-        size_t bytes = count * sizeof(float);
-        if (bytes <= ((size_t)16 << 10)) {
-            cr_expect_eq(algo, BLINK_PLAN_TREES, "%zu floats", count);
-            cr_expect(chunk >= 4096 && chunk <= ((size_t)16 << 10), "chunk %zu", chunk);
-        } else if (bytes >= ((size_t)1 << 20)) {
-            cr_expect_eq(algo, BLINK_PLAN_RINGS, "%zu floats", count);
-            cr_expect(chunk >= 4096 && chunk <= ((size_t)4 << 20), "chunk %zu", chunk);
-        }
+        cr_expect_eq(algo, BLINK_PLAN_RINGS, "%zu floats", count);
+        cr_expect(chunk >= 4096 && chunk <= ((size_t)4 << 20), "chunk %zu", chunk);
     }
     for (int v = 0; v < 8; v++)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
