@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/builtin.h"
 #include "core/gpu_list.h"
@@ -119,6 +120,8 @@ static const struct cli_option options[] = {
      "multiply the size by N between rows (default 4)"},
     {"sim-param", OPT_SIM_PARAM, required_argument, G_BENCH, "KEY=VALUE",
      "override a model parameter (blinkc(1) lists them); repeatable"},
+    {"jobs", 'j', required_argument, G_BENCH, "N",
+     "simulate on N threads (default: the CPUs online; same output)"},
     {"quiet", 'q', no_argument, G_DIAG, NULL, "print errors only"},
     {"debug", OPT_DEBUG, no_argument, G_DIAG, NULL,
      "on failure, also print where it passed in blinkc (as BLINKC_DEBUG=1)"},
@@ -272,6 +275,14 @@ static int parse_option_value(struct cli *c, int ch, const char *arg, char *buf,
         }
         return 1;
     }
+    case 'j':
+        if (!parse_number(arg, 1, CLI_MAX_JOBS, &v) || v != (int)v) {
+            snprintf(buf, cap, "-j: '%.40s' is not a whole number of threads from 1 to %d", arg,
+                     CLI_MAX_JOBS);
+            break;
+        }
+        c->jobs = (int)v;
+        return 1;
     case OPT_SERVERS:
         if (!parse_number(arg, 2, TOPO_JOIN_MAX_SERVERS, &v) || v != (int)v) {
             snprintf(buf, cap,
@@ -415,6 +426,8 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
     topo_read_opts_default(&c->read);
     plan_opts_default(&c->plan);
     c->tune = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    c->jobs = cpus < 1 ? 1 : cpus > CLI_MAX_JOBS ? CLI_MAX_JOBS : (int)cpus;
     sim_report_opts_default(&c->sim);
     struct option longopts[BK_ARRAY_LEN(options) + 1];
     char shortopts[2 * BK_ARRAY_LEN(options) + 2] = ":";
@@ -442,7 +455,8 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
             *why = buf;
             return BK_EUSAGE;
         }
-        if (opt && opt->group != G_OUTPUT && opt->group != G_DIAG && ch != OPT_FROM_PLAN)
+        if (opt && opt->group != G_OUTPUT && opt->group != G_DIAG && ch != OPT_FROM_PLAN &&
+            ch != 'j')
             c->planning_opt = opt->name; /* what --from-plan cannot honour */
         switch (ch) {
         case OPT_FORMAT:
@@ -486,6 +500,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
         case 'e':
         case 'f':
         case OPT_SIM_PARAM:
+        case 'j':
             if (!parse_option_value(c, ch, optarg, buf, cap, why))
                 return BK_EUSAGE;
             break;

@@ -14,6 +14,7 @@
 #include "read/topo_read.h"
 
 #define CLI_MAX_GPUS 4096
+#define CLI_MAX_JOBS 256 /* -j: simulation threads */
 #define CLI_MAX_RATES 32
 
 struct cli {
@@ -40,6 +41,7 @@ struct cli {
     struct sim_report_opts sim; /* -b, -e, -f, --sim-param */
     int all_allocations;    /* --all-allocations: one plan per connected set of GPUs */
     int tune;               /* per-size trees-or-rings and chunk (plan_tune.h); --no-tune: 0 */
+    int jobs;               /* -j N: simulation threads (default: the CPUs online) */
     int explain;
     int print_topology;
     int quiet;

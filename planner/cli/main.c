@@ -250,7 +250,8 @@ static enum bk_status write_outputs(const struct cli *c, const struct topo *t,
         BK_CHECK_GOTO(plan_all(t, &po, &ps, d), st, out);
     plans_made = ps.n;
     if (c->tune && (c->output || table || c->simulate || c->msccl_xml))
-        BK_CHECK_GOTO(plan_tune(&ps, &c->sim.params, d), st, out);
+        BK_CHECK_GOTO(plan_tune_sets(&(struct plan_set *){&ps}, 1, &c->sim.params, c->jobs, d),
+                      st, out);
     const char *model = NULL; /* --dump-ilp: the one plan's (cli.c checks there is one) */
     for (int i = 0; i < ps.n && !model; i++)
         model = ps.v[i].ilp_model;
@@ -327,7 +328,7 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
                                     struct outfile_set *outs, struct diag *d)
 {
     struct allocations a;
-    BK_CHECK(plan_allocations(full, &c->plan, c->tune ? &c->sim.params : NULL, &a, d));
+    BK_CHECK(plan_allocations(full, &c->plan, c->tune ? &c->sim.params : NULL, c->jobs, &a, d));
     for (int i = 0; i < a.n; i++)
         plans_made += a.sets[i].n;
     struct emit_alloc *allocs = calloc((size_t)a.n + 1, sizeof *allocs);

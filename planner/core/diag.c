@@ -61,6 +61,15 @@ void diag_add(struct diag *d, enum diag_level level, const char *file, struct di
     va_end(ap);
 }
 
+void diag_append(struct diag *d, const struct diag *from)
+{
+    for (size_t i = 0; i < from->n; i++) {
+        const struct diag_msg *m = &from->msgs[i];
+        diag_add(d, m->level, m->file, m->loc, "%s", m->text ? m->text : "");
+    }
+    d->lost += from->lost;
+}
+
 enum bk_status diag_error(struct diag *d, const char *file, struct diag_loc loc, const char *fmt, ...)
 {
     va_list ap;

@@ -57,6 +57,9 @@ void diag_add(struct diag *d, enum diag_level level, const char *file, struct di
  * the count of lost messages, if any). */
 void diag_print(const struct diag *d, FILE *out);
 
+/* Record every message of from in d, in order (echoed as d echoes). */
+void diag_append(struct diag *d, const struct diag *from);
+
 /* Only the count of lost messages, if any (after echoing). */
 void diag_print_lost(const struct diag *d, FILE *out);
 

@@ -3,11 +3,12 @@
  * trail.c - where failures passed (bk.h, trail.h): the places BK_CHECK and BK_CHECK_GOTO
  * returned a failure from, oldest first. A failure that a caller handles (a fallback that
  * goes on) also leaves its places here, so the trail is read from its end: the last run of
- * places that ends at main is the failure that stopped blinkc. The planner runs on one
- * thread; the trail is process-wide.
+ * places that ends at main is the failure that stopped blinkc. The trail is process-wide;
+ * the tuning's threads (tune_jobs.c) add to it under a lock.
  */
 #include "core/trail.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ static struct {
 } places[TRAIL_MAX];
 static int nplaces;
 static long dropped;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* planner/FILE.c, whatever the build directory's path to the source. */
 static const char *source_name(const char *file)
@@ -30,6 +32,7 @@ static const char *source_name(const char *file)
 
 void bk_trail_add(enum bk_status st, const char *file, int line, const char *func)
 {
+    pthread_mutex_lock(&lock);
     if (nplaces == TRAIL_MAX) {
         for (int i = 1; i < TRAIL_MAX; i++)
             places[i - 1] = places[i];
@@ -41,6 +44,7 @@ void bk_trail_add(enum bk_status st, const char *file, int line, const char *fun
     places[nplaces].func = func;
     places[nplaces].line = line;
     nplaces++;
+    pthread_mutex_unlock(&lock);
 }
 
 void bk_trail_clear(void)

@@ -79,9 +79,29 @@ static void warn_no_rings(const struct topo *full, const struct allocations *a, 
     sb_free(&names);
 }
 
+/* The classes' plans, tuned once they are all planned: the simulations, most of the time,
+ * run on `jobs` threads. */
+BK_MUST_USE
+static enum bk_status tune_classes(struct allocations *a, const struct sim_params *sim, int jobs,
+                                   struct diag *d)
+{
+    struct plan_set **sets = malloc(((size_t)a->classes + 1) * sizeof *sets);
+    if (!sets)
+        return BK_ENOMEM;
+    int n = 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->same[i] == i)
+            sets[n++] = &a->sets[i];
+    progress_context("%d allocation classes: ", n);
+    enum bk_status st = plan_tune_sets(sets, n, sim, jobs, d);
+    progress_context(NULL);
+    free(sets);
+    return st;
+}
+
 enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *opts,
-                                const struct sim_params *sim, struct allocations *out,
-                                struct diag *d)
+                                const struct sim_params *sim, int jobs,
+                                struct allocations *out, struct diag *d)
 {
     memset(out, 0, sizeof *out);
     struct plan_opts quiet = *opts, *o = &quiet;
@@ -141,8 +161,6 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
                          mask, cap - 1);
         if (st == BK_OK)
             st = plan_all(t, o, ps, d); /* frees ps when it fails */
-        if (st == BK_OK && sim && (st = plan_tune(ps, sim, d)) != BK_OK)
-            plan_set_free(ps);
         if (st == BK_OK) {
             out->same[i] = i;
             out->classes++;
@@ -152,6 +170,8 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
         }
     }
     progress_context(NULL);
+    if (st == BK_OK && sim)
+        st = tune_classes(out, sim, jobs, d);
     if (st == BK_OK)
         warn_no_rings(full, out, d);
     free(first);

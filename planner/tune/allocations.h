@@ -34,12 +34,13 @@ struct allocations {
 };
 
 /* Every joined set of full's GPUs in ascending bit-mask order (sets the topology does not join
- * are skipped quietly), the first of each class planned and tuned on sim unless sim is NULL.
- * Errors: BK_EUSAGE (fewer than 2 or more than ALLOCATIONS_MAX_GPUS GPUs, with a diagnostic),
- * and what planning returns. */
+ * are skipped quietly), the first of each class planned and, unless sim is NULL, tuned on sim
+ * (the simulations on `jobs` threads; the library is the same for any number). Errors:
+ * BK_EUSAGE (fewer than 2 or more than ALLOCATIONS_MAX_GPUS GPUs, with a diagnostic), and what
+ * planning returns. */
 BK_MUST_USE
 enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *o,
-                                const struct sim_params *sim, struct allocations *out,
+                                const struct sim_params *sim, int jobs, struct allocations *out,
                                 struct diag *d);
 void allocations_free(struct allocations *a);
 

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/progress.h"
 #include "core/strbuf.h"
 
 /* Trees must beat NCCL by this much at both ends of a size interval to take it: between
@@ -156,29 +155,34 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
     return BK_OK;
 }
 
+enum bk_status plan_tune_plan(struct plan_set *ps, int i, const struct sim_params *p,
+                              struct diag *d)
+{
+    return tune_one(ps, &ps->v[i], p, d);
+}
+
+enum bk_status plan_tune_copies(struct plan_set *ps)
+{
+    for (int i = 0; i < ps->n; i++) {
+        const struct plan *same = ps->v[i].relabels ? &ps->v[ps->v[i].relabels - 1] : NULL;
+        if (!same)
+            continue;
+        /* The same trees, relabelled (kept or not): the same times. */
+        struct plan_tuning *tu = &ps->v[i].tune;
+        free(tu->r);
+        tu->r = malloc(((size_t)same->tune.n + 1) * sizeof *tu->r);
+        if (!tu->r)
+            return BK_ENOMEM;
+        memcpy(tu->r, same->tune.r, (size_t)same->tune.n * sizeof *tu->r);
+        tu->n = same->tune.n;
+        tu->cap = 0;
+    }
+    return BK_OK;
+}
+
 enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d)
 {
-    if (ps->cluster)
-        return BK_OK; /* see plan_tune.h */
-    enum bk_status st = BK_OK;
-    for (int i = 0; st == BK_OK && i < ps->n; i++) {
-        progress_say("simulating sizes for %s (plan %d of %d)", collective_name(ps->v[i].coll),
-                     i + 1, ps->n);
-        const struct plan *same = ps->v[i].relabels ? &ps->v[ps->v[i].relabels - 1] : NULL;
-        if (same) { /* the same trees, relabelled: the same times (kept or not) */
-            struct plan_tuning *tu = &ps->v[i].tune;
-            free(tu->r);
-            tu->r = malloc(((size_t)same->tune.n + 1) * sizeof *tu->r);
-            if (!tu->r)
-                return BK_ENOMEM;
-            memcpy(tu->r, same->tune.r, (size_t)same->tune.n * sizeof *tu->r);
-            tu->n = same->tune.n;
-            tu->cap = 0;
-            continue;
-        }
-        st = tune_one(ps, &ps->v[i], p, d);
-    }
-    return st;
+    return plan_tune_sets(&ps, 1, p, 1, d);
 }
 
 const struct plan_range *plan_range_at(const struct plan *pl, double bytes)

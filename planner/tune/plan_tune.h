@@ -49,6 +49,24 @@
 BK_MUST_USE
 enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d);
 
+/*
+ * plan_tune on each of sets[0..n), its plans simulated on `jobs` threads, the calling one
+ * among them (tune_jobs.c). The plans do not depend on jobs; nor do the diagnostics, which come
+ * in the order of the sets and their plans. On failure, that of the first plan in that order.
+ */
+BK_MUST_USE
+enum bk_status plan_tune_sets(struct plan_set *const *sets, int n, const struct sim_params *p,
+                              int jobs, struct diag *d);
+
+/* The two halves of plan_tune: tune plan i of ps (one a symmetry does not copy; it writes
+ * only that plan's tune, so plans of sets apart can be tuned at once), then copy each
+ * relabelled plan's tuning from the plan it relabels. */
+BK_MUST_USE
+enum bk_status plan_tune_plan(struct plan_set *ps, int i, const struct sim_params *p,
+                              struct diag *d);
+BK_MUST_USE
+enum bk_status plan_tune_copies(struct plan_set *ps);
+
 /* The range of pl that covers a message of `bytes`; NULL when pl is not tuned. */
 const struct plan_range *plan_range_at(const struct plan *pl, double bytes);
 

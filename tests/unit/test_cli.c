@@ -55,6 +55,9 @@ Test(cli, usage_errors_exit_2_with_a_hint)
         {"--servers", "2", "builtin:cluster-4x-dgx1v", NULL},
         {"--root", "gpuX", NULL},
         {"--root", "-1", NULL},
+        {"-j", "0", NULL},
+        {"--jobs", "257", NULL},
+        {"-j", "2x", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tu_run r;

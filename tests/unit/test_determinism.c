@@ -202,3 +202,53 @@ static void check_locale(int k)
 #define LOCALE_TEST(name, k)                                                                       \
     Test(determinism, decimal_comma_locale_never_leaks_##name, .timeout = 300) { check_locale(k); }
 HF_EACH(LOCALE_TEST)
+
+/* `blinkc -j N ARGS -o OUT` run with OUT in dir: its standard output, then OUT's bytes. */
+static char *run_jobs(const char *jobs, const char *const *args, int nargs, const char *dir)
+{
+    char *out = bk_asprintf("%s/out-%s.cu", dir, jobs);
+    const char *argv[16] = {"-q", "-j", jobs, "-o", out};
+    cr_assert_leq(nargs + 6, 16);
+    for (int i = 0; i < nargs; i++)
+        argv[5 + i] = args[i];
+    argv[5 + nargs] = NULL;
+    struct tu_run r;
+    tu_run_blinkc(&r, argv);
+    cr_assert_eq(r.status, 0, "-j %s: %s", jobs, r.err);
+    char *code = tu_slurp(out, NULL);
+    cr_assert_not_null(code);
+    char *all = bk_asprintf("%s\n--- code\n%s", r.out, code);
+    tu_run_free(&r);
+    unlink(out);
+    free(out), free(code);
+    return all;
+}
+
+/* The simulations' threads (-j) change nothing: a tuned source with --explain, and a tuned
+ * library of every allocation of a 6-GPU NVSwitch box, are the same bytes on 1 thread and 3. */
+Test(determinism, simulation_threads_change_nothing, .timeout = 300)
+{
+    char dir[] = "/tmp/blinkc-jobs-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "topology sw6\nnvswitch nvs0\n");
+    for (int g = 0; g < 6; g++)
+        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=3\n", g,
+                  g);
+    char *topo = bk_asprintf("%s/sw6.topo", dir);
+    FILE *f = fopen(topo, "w");
+    cr_assert(f && fputs(sb.data, f) >= 0 && fclose(f) == 0);
+    const char *one[] = {"--explain", "--gpus", "0,1,2,4,5", "builtin:dgx1v"};
+    const char *lib[] = {"--all-allocations", topo};
+    char *a1 = run_jobs("1", one, 4, dir), *a3 = run_jobs("3", one, 4, dir);
+    compare("a tuned source and --explain on 3 threads", "builtin:dgx1v", 1, a1, a3);
+    char *l1 = run_jobs("1", lib, 2, dir), *l3 = run_jobs("3", lib, 2, dir);
+    compare("a tuned library on 3 threads", "sw6.topo", 1, l1, l3);
+    cr_expect(strstr(l1, "blinkgen_") != NULL, "the library holds no plans");
+    free(a1), free(a3), free(l1), free(l3);
+    unlink(topo);
+    free(topo);
+    rmdir(dir);
+    sb_free(&sb);
+}

@@ -227,7 +227,7 @@ Test(symmetry, library_allocations_hold_the_plans_they_share, .timeout = 300)
     struct allocations a;
     struct diag d;
     diag_init(&d);
-    cr_assert_eq(plan_allocations(&full, &o, NULL, &a, &d), BK_OK);
+    cr_assert_eq(plan_allocations(&full, &o, NULL, 1, &a, &d), BK_OK);
     cr_expect_eq(a.n, 247);
     cr_expect(a.classes > 7 && a.classes < a.n, "%d classes", a.classes);
     int members = 0;
