@@ -518,13 +518,8 @@ int topo_is_automorphism(const struct topo *t, const int *perm)
 
 /* ---------------------------------------------------------------- identical servers */
 
-/* The nodes of a server, network switches apart (a file puts those in a server too, though
- * they belong to none). */
-static int in_server(const struct topo_node *v, int sv)
-{
-    return v->server == sv && v->kind != TOPO_NET_SWITCH;
-}
-
+/* The server of node v, or -1 for network switches (a file puts those in a server too, though
+ * they belong to none) and nodes of no server. */
 static int server_of_node(const struct topo *t, int v, int ns)
 {
     int sv = t->nodes[v].server;
@@ -533,14 +528,14 @@ static int server_of_node(const struct topo *t, int v, int ns)
 
 void topo_server_swap(const struct topo *t, int a, int b, int *perm)
 {
-    int ia = 0, ib = 0;
+    int ia = 0, ib = 0, ns = t->nservers > 0 ? t->nservers : 1;
     for (int v = 0; v < t->nnodes; v++)
         perm[v] = v;
     /* The k-th node of a and the k-th node of b, in index order, trade places. */
     for (;;) {
-        while (ia < t->nnodes && !in_server(&t->nodes[ia], a))
+        while (ia < t->nnodes && server_of_node(t, ia, ns) != a)
             ia++;
-        while (ib < t->nnodes && !in_server(&t->nodes[ib], b))
+        while (ib < t->nnodes && server_of_node(t, ib, ns) != b)
             ib++;
         if (ia == t->nnodes || ib == t->nnodes)
             break;
