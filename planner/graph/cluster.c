@@ -10,12 +10,6 @@
 
 #include "graph/maxflow.h"
 
-/* Network switches are declared inside some server's section but belong to none. */
-static int in_server(const struct topo *t, int v, int s)
-{
-    return t->nodes[v].server == s && t->nodes[v].kind != TOPO_NET_SWITCH;
-}
-
 void cluster_free(struct cluster *c)
 {
     for (int i = 0; i < c->nservers; i++) {
@@ -56,7 +50,7 @@ static enum bk_status server_nodes(struct cluster *c, int si)
         return BK_ENOMEM;
     for (int pass = 0; pass < 2; pass++)
         for (int v = 0; v < t->nnodes; v++)
-            if (in_server(t, v, sv->id) && (t->nodes[v].kind == TOPO_GPU) == (pass == 0)) {
+            if (topo_node_server(t, v) == sv->id && (t->nodes[v].kind == TOPO_GPU) == (pass == 0)) {
                 if (pass == 0)
                     c->local_of[v] = sv->ngpus++;
                 sv->node[sv->nnodes++] = v;
@@ -119,7 +113,7 @@ static enum bk_status server_ports(struct cluster *c, int si, int *pred, int *qu
                 int a = g->out_arc[i], v = g->dst[a];
                 enum topo_link_kind kind = t->links[g->link[a]].kind;
                 if (pred[v] != -2 || kind == TOPO_NVLINK || kind == TOPO_NET ||
-                    !in_server(t, v, sv->id) || t->nodes[v].kind == TOPO_GPU)
+                    topo_node_server(t, v) != sv->id || t->nodes[v].kind == TOPO_GPU)
                     continue;
                 pred[v] = a;
                 depth[v] = depth[u] + 1;
@@ -184,7 +178,7 @@ static enum bk_status server_caps(struct cluster *c)
     for (int si = 0; si < c->nservers; si++)
         for (int dir = 0; dir < 2; dir++) {
             for (int v = 0; v < n; v++) {
-                int inside = in_server(t, v, c->s[si].id);
+                int inside = topo_node_server(t, v) == c->s[si].id;
                 int from = dir == 0 ? inside && t->nodes[v].kind == TOPO_GPU : !inside;
                 int to = dir == 0 ? !inside : inside && t->nodes[v].kind == TOPO_GPU;
                 maxflow_set_extra_cap(m, 2 * v, from ? INFINITY : 0);

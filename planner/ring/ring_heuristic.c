@@ -77,17 +77,11 @@ static int hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j,
     return n;
 }
 
-/* The server block of a node for lpb_solve_blocks: its server, or -1 for network switches. */
-static int node_block(const struct topo *t, int v)
-{
-    int k = t->nodes[v].server;
-    return t->nodes[v].kind == TOPO_NET_SWITCH || k < 0 || k >= t->nservers ? -1 : k;
-}
-
-/* An arc's block: that of its ends, one of them a network switch at most; -1 across servers. */
+/* An arc's server block for lpb_solve_blocks: that of its ends, one of them a network switch at
+ * most (topo_node_server); -1 across servers. */
 static int arc_block(const struct topo *t, const struct pgraph *g, int a)
 {
-    int ks = node_block(t, g->src[a]), ke = node_block(t, g->dst[a]);
+    int ks = topo_node_server(t, g->src[a]), ke = topo_node_server(t, g->dst[a]);
     if (ks < 0 || ke < 0)
         return ks < 0 ? ke : ks;
     return ks == ke ? ks : -1;
@@ -123,9 +117,11 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
     /* Per hop of the order at hand: its nodes (hop_nodes) at list[off[h] .. off[h + 1]), each
      * with its conservation row in rows[] (-1 for none), and the row of its first GPU. */
     int *list = NULL, *rows = NULL, list_cap = 0, rows_cap = 0;
-    int *off = malloc(((size_t)n + 1) * sizeof *off), *src_row = malloc((size_t)n * sizeof *src_row);
+    int *off = malloc(((size_t)n + 1) * sizeof *off);
+    int *src_row = malloc((size_t)n * sizeof *src_row);
     int *path = malloc((size_t)V * sizeof *path), *queue = malloc((size_t)V * sizeof *queue);
-    int *tcol = malloc((size_t)o->count * sizeof *tcol), *row_of = malloc((size_t)V * sizeof *row_of);
+    int *tcol = malloc((size_t)o->count * sizeof *tcol);
+    int *row_of = malloc((size_t)V * sizeof *row_of);
     unsigned char *fwd = calloc((size_t)V, 1), *in_hop = calloc((size_t)V, 1);
     unsigned char *split = malloc((size_t)n);
     int *blk = NULL, blk_cap = 0, *hop_arcs = malloc(na * sizeof *hop_arcs);
@@ -168,7 +164,8 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
                 *row = -1;
                 if (u[k] != j) {
                     BK_CHECK_GOTO(lpb_row(&lp, LP_EQ, 0.0, row), st, out);
-                    BK_CHECK_GOTO(set_block(&blk, &blk_cap, *row, node_block(t, u[k])), st, out);
+                    BK_CHECK_GOTO(set_block(&blk, &blk_cap, *row, topo_node_server(t, u[k])), st,
+                                  out);
                 }
                 if (u[k] == i)
                     src_row[h] = *row;

@@ -198,6 +198,12 @@ int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind k
     return -1;
 }
 
+int topo_node_server(const struct topo *t, int v)
+{
+    int sv = t->nodes[v].server, ns = t->nservers > 0 ? t->nservers : 1;
+    return t->nodes[v].kind != TOPO_NET_SWITCH && sv >= 0 && sv < ns ? sv : -1;
+}
+
 int topo_link_cmp(const void *pa, const void *pb)
 {
     const struct topo_link *a = pa, *b = pb;

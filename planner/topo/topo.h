@@ -134,6 +134,10 @@ int topo_link_cmp(const void *a, const void *b);
 /* Index of the directed link src->dst of that kind, or -1. */
 int topo_find_link(const struct topo *t, int src, int dst, enum topo_link_kind kind);
 
+/* The server of node v, or -1: network switches belong to none, though a file declares them in
+ * some server's section. */
+int topo_node_server(const struct topo *t, int v);
+
 /*
  * Validate and canonicalise. Checks: every GPU has a link, capacities are finite and positive,
  * counts >= 1, GPU orders are distinct, no link joins a node to itself. Then sorts nodes (kind,

@@ -425,43 +425,29 @@ void topo_orbits_free(struct topo_orbits *o)
 
 /* ---------------------------------------------------------------- checking relabellings */
 
-static const struct topo *link_topo; /* for cmp_link_ends */
-
-static int cmp_link_ends(const void *pa, const void *pb)
-{
-    const struct topo_link *a = &link_topo->links[*(const int *)pa],
-                           *b = &link_topo->links[*(const int *)pb];
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    if (a->dst != b->dst)
-        return a->dst < b->dst ? -1 : 1;
-    return (int)a->kind - (int)b->kind;
-}
-
+/* A finalized topology's links are sorted by (src, dst, kind) without repeats (topo_canon.c,
+ * topo_alloc.c): the index is where each node's run of out-links starts. */
 enum bk_status topo_link_index_build(struct topo_link_index *ix, const struct topo *t)
 {
     ix->t = t;
     ix->off = calloc((size_t)t->nnodes + 1, sizeof *ix->off);
-    ix->link = malloc(((size_t)t->nlinks + 1) * sizeof *ix->link);
-    if (!ix->off || !ix->link) {
-        topo_link_index_free(ix);
+    if (!ix->off)
         return BK_ENOMEM;
-    }
     for (int l = 0; l < t->nlinks; l++) {
-        ix->link[l] = l;
+        if (l > 0 && topo_link_cmp(&t->links[l - 1], &t->links[l]) >= 0) {
+            topo_link_index_free(ix);
+            return BK_EINTERNAL; /* not finalized */
+        }
         ix->off[t->links[l].src + 1]++;
     }
     for (int v = 0; v < t->nnodes; v++)
         ix->off[v + 1] += ix->off[v];
-    link_topo = t;
-    qsort(ix->link, (size_t)t->nlinks, sizeof *ix->link, cmp_link_ends);
     return BK_OK;
 }
 
 void topo_link_index_free(struct topo_link_index *ix)
 {
     free(ix->off);
-    free(ix->link);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -471,10 +457,9 @@ int topo_link_find(const struct topo_link_index *ix, int src, int dst, enum topo
     int lo = ix->off[src], hi = ix->off[src + 1] - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        const struct topo_link *b = &L[ix->link[mid]];
-        int c = b->dst != dst ? (b->dst < dst ? -1 : 1) : (int)b->kind - (int)kind;
+        int c = L[mid].dst != dst ? (L[mid].dst < dst ? -1 : 1) : (int)L[mid].kind - (int)kind;
         if (c == 0)
-            return ix->link[mid];
+            return mid;
         if (c < 0)
             lo = mid + 1;
         else
@@ -518,24 +503,16 @@ int topo_is_automorphism(const struct topo *t, const int *perm)
 
 /* ---------------------------------------------------------------- identical servers */
 
-/* The server of node v, or -1 for network switches (a file puts those in a server too, though
- * they belong to none) and nodes of no server. */
-static int server_of_node(const struct topo *t, int v, int ns)
-{
-    int sv = t->nodes[v].server;
-    return t->nodes[v].kind != TOPO_NET_SWITCH && sv >= 0 && sv < ns ? sv : -1;
-}
-
 void topo_server_swap(const struct topo *t, int a, int b, int *perm)
 {
-    int ia = 0, ib = 0, ns = t->nservers > 0 ? t->nservers : 1;
+    int ia = 0, ib = 0;
     for (int v = 0; v < t->nnodes; v++)
         perm[v] = v;
     /* The k-th node of a and the k-th node of b, in index order, trade places. */
     for (;;) {
-        while (ia < t->nnodes && server_of_node(t, ia, ns) != a)
+        while (ia < t->nnodes && topo_node_server(t, ia) != a)
             ia++;
-        while (ib < t->nnodes && server_of_node(t, ib, ns) != b)
+        while (ib < t->nnodes && topo_node_server(t, ib) != b)
             ib++;
         if (ia == t->nnodes || ib == t->nnodes)
             break;
@@ -569,7 +546,8 @@ static int swap_is_automorphism(const struct topo_link_index *ix, const int *per
 enum bk_status topo_server_twins(const struct topo *t, int *twin)
 {
     int ns = t->nservers > 0 ? t->nservers : 1;
-    int *count = calloc((size_t)ns, sizeof *count), *at_off = calloc((size_t)ns + 1, sizeof *at_off);
+    int *count = calloc((size_t)ns, sizeof *count);
+    int *at_off = calloc((size_t)ns + 1, sizeof *at_off);
     int *at = malloc(((size_t)t->nlinks * 2 + 1) * sizeof *at);
     int *perm = malloc(((size_t)t->nnodes + 1) * sizeof *perm);
     int *firsts = malloc((size_t)ns * sizeof *firsts), nfirsts = 0;
@@ -580,14 +558,14 @@ enum bk_status topo_server_twins(const struct topo *t, int *twin)
     if (st != BK_OK)
         goto out;
     for (int v = 0; v < t->nnodes; v++)
-        if (server_of_node(t, v, ns) >= 0)
-            count[server_of_node(t, v, ns)]++;
+        if (topo_node_server(t, v) >= 0)
+            count[topo_node_server(t, v)]++;
     /* The links at each server's nodes (a link between two servers is at both): counted, then
      * placed, as a CSR array. */
     for (int pass = 0; pass < 2; pass++) {
         for (int l = 0; l < t->nlinks; l++) {
-            int ends[2] = {server_of_node(t, t->links[l].src, ns),
-                           server_of_node(t, t->links[l].dst, ns)};
+            int ends[2] = {topo_node_server(t, t->links[l].src),
+                           topo_node_server(t, t->links[l].dst)};
             for (int e = 0; e < 2; e++) {
                 if (ends[e] < 0 || (e == 1 && ends[1] == ends[0]))
                     continue;

@@ -46,14 +46,14 @@ void topo_orbits_free(struct topo_orbits *o);
  * search. */
 int topo_is_automorphism(const struct topo *t, const int *perm);
 
-/* t's links by their ends: each node's out-links sorted by head, then kind, to find a link's
- * image under a relabelling in a few steps. */
+/* Where each node's out-links start among t's links, which a finalized topology keeps sorted
+ * by (src, dst, kind): a link's image under a relabelling is found in a few steps. */
 struct topo_link_index {
     const struct topo *t;
-    int *off;  /* [nnodes + 1] node v's links: link[off[v] .. off[v + 1]) */
-    int *link; /* [nlinks] */
+    int *off; /* [nnodes + 1] node v's links: t->links[off[v] .. off[v + 1]) */
 };
 
+/* Fails with BK_ENOMEM, or BK_EINTERNAL where t's links are not sorted (not finalized). */
 BK_MUST_USE
 enum bk_status topo_link_index_build(struct topo_link_index *ix, const struct topo *t);
 void topo_link_index_free(struct topo_link_index *ix);

@@ -64,18 +64,17 @@ enum bk_status plan_tune_sets(struct plan_set *const *sets, int n, const struct 
                               int jobs, struct diag *d)
 {
     struct pool pl = {sets, p, NULL, 0, 0, 0, 0};
+    size_t plans = 0;
     for (int s = 0; s < n; s++)
-        for (int i = 0; !sets[s]->cluster && i < sets[s]->n; i++) /* clusters: plan_tune.h */
-            pl.nunits += !sets[s]->v[i].relabels;
-    pl.u = calloc((size_t)pl.nunits + 1, sizeof *pl.u);
+        plans += (size_t)sets[s]->n;
+    pl.u = calloc(plans + 1, sizeof *pl.u);
     if (!pl.u)
         return BK_ENOMEM;
-    int k = 0;
     for (int s = 0; s < n; s++)
-        for (int i = 0; !sets[s]->cluster && i < sets[s]->n; i++)
+        for (int i = 0; !sets[s]->cluster && i < sets[s]->n; i++) /* clusters: plan_tune.h */
             if (!sets[s]->v[i].relabels) {
-                pl.u[k] = (struct unit){s, i, BK_OK, {0}};
-                diag_init(&pl.u[k++].d);
+                pl.u[pl.nunits] = (struct unit){s, i, BK_OK, {0}};
+                diag_init(&pl.u[pl.nunits++].d);
             }
     int nthreads = jobs < pl.nunits ? jobs : pl.nunits;
     pthread_t *tid = calloc((size_t)(nthreads > 1 ? nthreads : 1), sizeof *tid);
@@ -90,7 +89,7 @@ enum bk_status plan_tune_sets(struct plan_set *const *sets, int n, const struct 
     /* Every unit before the first failure was taken before it, so ran: the diagnostics up to
      * it, and its status, are the same for any number of threads. */
     enum bk_status st = BK_OK;
-    for (k = 0; k < pl.nunits; k++) {
+    for (int k = 0; k < pl.nunits; k++) {
         if (st == BK_OK) {
             diag_append(d, &pl.u[k].d);
             st = pl.u[k].st;

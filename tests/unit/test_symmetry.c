@@ -95,6 +95,34 @@ Test(symmetry, orbits_worked_out_by_hand)
 
 /* Every root's broadcast and reduce on the DGX-2 is root 0's relabelled: a packing on the
  * server rooted where it says, at the bound, as fast as that root planned directly. */
+/* Root r's plan p of collective c on t: relabelled or not, as expected; a packing on t; every
+ * tree rooted at r. */
+static void expect_root_plan(const struct topo *t, const struct plan *p, int c, int r,
+                             int relabelled)
+{
+    cr_expect_eq(p->relabels != 0, relabelled, "root %d: relabels %d", r, p->relabels);
+    tu_check_trees(t, &p->main, c);
+    for (int i = 0; i < p->main.trees.n; i++)
+        cr_expect_eq(p->main.trees.t[i].root, r);
+}
+
+/* p, root r's plan of collective c on fixture, has the rate and bound of the same root planned
+ * directly (--root: no symmetry is used). */
+static void expect_direct_rate(const char *fixture, int c, int r, const struct plan *p)
+{
+    struct topo t;
+    struct plan_set direct;
+    tu_plan_alloc(fixture, NULL, 0, 1u << c, r, &t, &direct);
+    const struct plan *q = tu_find_plan(&direct, c, r);
+    cr_expect_eq(q->relabels, 0);
+    cr_expect(fabs(q->main.algbw - p->main.algbw) <= 1e-9 * q->main.algbw,
+              "%s root %d: %g GB/s directly, %g relabelled", fixture, r, q->main.algbw,
+              p->main.algbw);
+    cr_expect(fabs(q->main.bound - p->main.bound) <= 1e-9 * q->main.bound);
+    plan_set_free(&direct);
+    topo_free(&t);
+}
+
 Test(symmetry, relabelled_roots_are_packings_at_the_direct_rate, .timeout = 120)
 {
     struct topo t;
@@ -103,25 +131,11 @@ Test(symmetry, relabelled_roots_are_packings_at_the_direct_rate, .timeout = 120)
     for (int c = COLL_BROADCAST; c <= COLL_REDUCE; c++)
         for (int r = 0; r < t.ngpus; r++) {
             const struct plan *p = tu_find_plan(&ps, c, r);
-            cr_expect_eq(p->relabels != 0, r != 0, "root %d: relabels %d", r, p->relabels);
-            tu_check_trees(&t, &p->main, c);
-            for (int i = 0; i < p->main.trees.n; i++)
-                cr_expect_eq(p->main.trees.t[i].root, r);
+            expect_root_plan(&t, p, c, r, r != 0);
             cr_expect(fabs(p->main.algbw - p->main.bound) <= 1e-6 * p->main.bound,
                       "root %d: %g of %g GB/s", r, p->main.algbw, p->main.bound);
-            if (r % 5 != 3) /* roots 3, 8, 13: planned directly below */
-                continue;
-            struct topo t1;
-            struct plan_set direct;
-            tu_plan_alloc("dgx2.topo", NULL, 0, 1u << c, r, &t1, &direct);
-            const struct plan *q = tu_find_plan(&direct, c, r);
-            cr_expect_eq(q->relabels, 0);
-            cr_expect(fabs(q->main.algbw - p->main.algbw) <= 1e-9 * q->main.algbw,
-                      "root %d: %g GB/s directly, %g relabelled", r, q->main.algbw,
-                      p->main.algbw);
-            cr_expect(fabs(q->main.bound - p->main.bound) <= 1e-9 * q->main.bound);
-            plan_set_free(&direct);
-            topo_free(&t1);
+            if (r % 5 == 3) /* roots 3, 8, 13 */
+                expect_direct_rate("dgx2.topo", c, r, p);
         }
     plan_set_free(&ps);
     topo_free(&t);
@@ -381,27 +395,13 @@ Test(symmetry, cluster_roots_relabelled_by_server_swaps, .timeout = 120)
     for (int c = COLL_BROADCAST; c <= COLL_REDUCE; c++)
         for (int r = 0; r < t.ngpus; r++) {
             const struct plan *p = tu_find_plan(&ps, c, r), *q = tu_find_plan(&lean, c, r);
-            cr_expect_eq(p->relabels != 0, r >= 8, "root %d: relabels %d", r, p->relabels);
-            tu_check_trees(&t, &p->main, c);
-            for (int i = 0; i < p->main.trees.n; i++)
-                cr_expect_eq(p->main.trees.t[i].root, r);
+            expect_root_plan(&t, p, c, r, r >= 8);
             cr_expect_eq(q->relabels, p->relabels);
             cr_expect_eq(q->main.trees.n, r >= 8 ? 0 : p->main.trees.n);
             cr_expect_eq(plan_tree_count(&lean, q), p->main.trees.n);
             cr_expect(q->main.algbw == p->main.algbw && q->main.bound == p->main.bound);
-            if (r % 9 != 4) /* roots 13, 22, 31: planned directly below */
-                continue;
-            struct topo t1;
-            struct plan_set direct;
-            tu_plan_alloc("cluster-4x-dgx1v.topo", NULL, 0, 1u << c, r, &t1, &direct);
-            const struct plan *x = tu_find_plan(&direct, c, r);
-            cr_expect_eq(x->relabels, 0);
-            cr_expect(fabs(x->main.algbw - p->main.algbw) <= 1e-9 * x->main.algbw,
-                      "root %d: %g GB/s directly, %g relabelled", r, x->main.algbw,
-                      p->main.algbw);
-            cr_expect(fabs(x->main.bound - p->main.bound) <= 1e-9 * x->main.bound);
-            plan_set_free(&direct);
-            topo_free(&t1);
+            if (r % 9 == 4) /* roots 4, 13, 22, 31 */
+                expect_direct_rate("cluster-4x-dgx1v.topo", c, r, p);
         }
     plan_set_free(&lean);
     plan_set_free(&ps);
