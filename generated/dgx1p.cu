@@ -12,31 +12,196 @@
  */
 #include <blink_plan.h>
 
+/* Every int table of the plans below, each once: trees' parents and breadth-first orders, ring
+ * chains, and the rank maps of schedules that are others relabelled. */
+static const int blinkgen_a0[] = { -1, 0, 1, 1, 5, 1, 4, 4 };
+static const int blinkgen_a1[] = { 0, 1, 2, 3, 5, 4, 6, 7 };
+static const int blinkgen_a2[] = { -1, 2, 0, 2, 6, 6, 2, 5 };
+static const int blinkgen_a3[] = { 0, 2, 1, 3, 6, 4, 5, 7 };
+static const int blinkgen_a4[] = { -1, 3, 3, 0, 7, 7, 7, 3 };
+static const int blinkgen_a5[] = { 0, 3, 1, 2, 7, 4, 5, 6 };
+static const int blinkgen_a6[] = { -1, 5, 6, 7, 0, 4, 5, 6 };
+static const int blinkgen_a7[] = { 0, 4, 5, 1, 6, 2, 7, 3 };
+static const int blinkgen_a8[] = { -1, 0, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_a9[] = { 0, 1, 2, 3, 7, 5, 6, 4 };
+static const int blinkgen_a10[] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a11[] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const int blinkgen_a12[] = { 1, 0, 2, 3, 5, 4, 6, 7 };
+static const int blinkgen_a13[] = { 4, -1, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_a14[] = { 1, 2, 3, 7, 5, 6, 4, 0 };
+static const int blinkgen_a15[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a16[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_a17[] = { 2, 3, 0, 1, 6, 7, 4, 5 };
+static const int blinkgen_a18[] = { 4, 0, -1, 2, 6, 7, 5, 3 };
+static const int blinkgen_a19[] = { 2, 3, 7, 5, 6, 4, 0, 1 };
+static const int blinkgen_a20[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_a21[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_a22[] = { 3, 2, 0, 1, 7, 6, 4, 5 };
+static const int blinkgen_a23[] = { 4, 0, 1, -1, 6, 7, 5, 3 };
+static const int blinkgen_a24[] = { 3, 7, 5, 6, 4, 0, 1, 2 };
+static const int blinkgen_a25[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_a26[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_a27[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
+static const int blinkgen_a28[] = { 4, 0, 1, 2, -1, 7, 5, 3 };
+static const int blinkgen_a29[] = { 4, 0, 1, 2, 3, 7, 5, 6 };
+static const int blinkgen_a30[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_a31[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_a32[] = { 5, 4, 6, 7, 1, 0, 2, 3 };
+static const int blinkgen_a33[] = { 4, 0, 1, 2, 6, -1, 5, 3 };
+static const int blinkgen_a34[] = { 5, 6, 4, 0, 1, 2, 3, 7 };
+static const int blinkgen_a35[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_a36[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_a37[] = { 6, 7, 4, 5, 2, 3, 0, 1 };
+static const int blinkgen_a38[] = { 4, 0, 1, 2, 6, 7, -1, 3 };
+static const int blinkgen_a39[] = { 6, 4, 0, 1, 2, 3, 7, 5 };
+static const int blinkgen_a40[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_a41[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_a42[] = { 7, 6, 4, 5, 3, 2, 0, 1 };
+static const int blinkgen_a43[] = { 4, 0, 1, 2, 6, 7, 5, -1 };
+static const int blinkgen_a44[] = { 7, 5, 6, 4, 0, 1, 2, 3 };
+static const int blinkgen_a45[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_a46[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_a47[] = { -1, 2, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_a48[] = { 0, 4, 6, 5, 7, 3, 2, 1 };
+static const int blinkgen_a49[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a50[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_a51[] = { 1, -1, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_a52[] = { 1, 0, 4, 6, 5, 7, 3, 2 };
+static const int blinkgen_a53[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a54[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_a55[] = { 1, 2, -1, 7, 0, 6, 4, 5 };
+static const int blinkgen_a56[] = { 2, 1, 0, 4, 6, 5, 7, 3 };
+static const int blinkgen_a57[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a58[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_a59[] = { 1, 2, 3, -1, 0, 6, 4, 5 };
+static const int blinkgen_a60[] = { 3, 2, 1, 0, 4, 6, 5, 7 };
+static const int blinkgen_a61[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_a62[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_a63[] = { 1, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_a64[] = { 4, 6, 5, 7, 3, 2, 1, 0 };
+static const int blinkgen_a65[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_a66[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_a67[] = { 1, 2, 3, 7, 0, -1, 4, 5 };
+static const int blinkgen_a68[] = { 5, 7, 3, 2, 1, 0, 4, 6 };
+static const int blinkgen_a69[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_a70[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_a71[] = { 1, 2, 3, 7, 0, 6, -1, 5 };
+static const int blinkgen_a72[] = { 6, 5, 7, 3, 2, 1, 0, 4 };
+static const int blinkgen_a73[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_a74[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_a75[] = { 1, 2, 3, 7, 0, 6, 4, -1 };
+static const int blinkgen_a76[] = { 7, 3, 2, 1, 0, 4, 6, 5 };
+static const int blinkgen_a77[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_a78[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_a79[] = { -1, 0, 1, 7, 5, 1, 7, 4 };
+static const int blinkgen_a80[] = { 0, 1, 2, 5, 4, 7, 3, 6 };
+static const int blinkgen_a81[] = { -1, 5, 6, 1, 0, 6, 4, 5 };
+static const int blinkgen_a82[] = { 0, 4, 6, 2, 5, 1, 7, 3 };
+static const int blinkgen_a83[] = { -1, 2, 6, 2, 0, 4, 7, 4 };
+static const int blinkgen_a84[] = { 0, 4, 5, 7, 6, 2, 1, 3 };
+static const int blinkgen_a85[] = { -1, 5, 3, 1, 0, 4, 7, 4 };
+static const int blinkgen_a86[] = { 0, 4, 5, 7, 1, 6, 3, 2 };
+static const int blinkgen_a87[] = { 2, -1, 6, 2, 5, 1, 7, 4 };
+static const int blinkgen_a88[] = { 1, 5, 4, 7, 6, 2, 0, 3 };
+static const int blinkgen_a89[] = { 1, -1, 0, 0, 7, 6, 2, 5 };
+static const int blinkgen_a90[] = { 1, 0, 2, 3, 6, 5, 7, 4 };
+static const int blinkgen_a91[] = { 2, -1, 1, 2, 0, 6, 4, 5 };
+static const int blinkgen_a92[] = { 1, 2, 0, 3, 4, 6, 5, 7 };
+static const int blinkgen_a93[] = { 3, -1, 1, 7, 7, 4, 2, 6 };
+static const int blinkgen_a94[] = { 1, 2, 6, 7, 3, 4, 0, 5 };
+static const int blinkgen_a95[] = { 4, -1, 1, 2, 5, 6, 2, 4 };
+static const int blinkgen_a96[] = { 1, 2, 3, 6, 5, 4, 0, 7 };
+static const int blinkgen_a97[] = { 4, 2, -1, 1, 7, 4, 5, 3 };
+static const int blinkgen_a98[] = { 2, 1, 3, 7, 4, 0, 5, 6 };
+static const int blinkgen_a99[] = { 4, 0, -1, 2, 6, 7, 2, 6 };
+static const int blinkgen_a100[] = { 2, 3, 6, 4, 7, 0, 5, 1 };
+static const int blinkgen_a101[] = { 2, 5, -1, 1, 0, 6, 4, 5 };
+static const int blinkgen_a102[] = { 2, 0, 4, 6, 5, 1, 7, 3 };
+static const int blinkgen_a103[] = { 3, 2, 0, -1, 6, 1, 2, 4 };
+static const int blinkgen_a104[] = { 3, 0, 2, 1, 6, 5, 4, 7 };
+static const int blinkgen_a105[] = { 3, 0, 0, -1, 0, 7, 5, 3 };
+static const int blinkgen_a106[] = { 3, 0, 7, 1, 2, 4, 5, 6 };
+static const int blinkgen_a107[] = { 3, 0, 1, -1, 0, 6, 4, 5 };
+static const int blinkgen_a108[] = { 3, 0, 1, 4, 2, 6, 5, 7 };
+static const int blinkgen_a109[] = { 4, 0, 3, -1, 6, 7, 2, 6 };
+static const int blinkgen_a110[] = { 3, 2, 6, 4, 7, 0, 5, 1 };
+static const int blinkgen_a111[] = { 1, 3, 3, 7, -1, 6, 4, 6 };
+static const int blinkgen_a112[] = { 4, 6, 5, 7, 3, 1, 2, 0 };
+static const int blinkgen_a113[] = { 3, 5, 1, 2, -1, 4, 7, 3 };
+static const int blinkgen_a114[] = { 4, 5, 1, 2, 3, 0, 7, 6 };
+static const int blinkgen_a115[] = { 2, 3, 3, 7, -1, 6, 2, 4 };
+static const int blinkgen_a116[] = { 4, 7, 3, 1, 2, 0, 6, 5 };
+static const int blinkgen_a117[] = { 4, 2, 3, 0, -1, 6, 2, 6 };
+static const int blinkgen_a118[] = { 4, 0, 3, 2, 1, 6, 5, 7 };
+static const int blinkgen_a119[] = { 1, 3, 3, 7, 5, -1, 5, 6 };
+static const int blinkgen_a120[] = { 5, 4, 6, 7, 3, 1, 2, 0 };
+static const int blinkgen_a121[] = { 3, 3, 6, 2, 6, -1, 7, 5 };
+static const int blinkgen_a122[] = { 5, 7, 6, 2, 4, 3, 0, 1 };
+static const int blinkgen_a123[] = { 2, 5, 3, 1, 7, -1, 2, 6 };
+static const int blinkgen_a124[] = { 5, 1, 3, 2, 0, 6, 7, 4 };
+static const int blinkgen_a125[] = { 1, 5, 0, 0, 6, 4, -1, 5 };
+static const int blinkgen_a126[] = { 6, 4, 5, 1, 7, 0, 2, 3 };
+static const int blinkgen_a127[] = { 2, 0, 6, 0, 0, 7, -1, 3 };
+static const int blinkgen_a128[] = { 6, 2, 0, 1, 3, 4, 7, 5 };
+static const int blinkgen_a129[] = { 3, 3, 6, 2, 6, 7, -1, 6 };
+static const int blinkgen_a130[] = { 6, 2, 4, 7, 3, 5, 0, 1 };
+static const int blinkgen_a131[] = { 1, 2, 6, 2, 7, 4, -1, 3 };
+static const int blinkgen_a132[] = { 6, 2, 1, 3, 0, 7, 4, 5 };
+static const int blinkgen_a133[] = { 2, 5, 1, 1, 0, 7, 4, -1 };
+static const int blinkgen_a134[] = { 7, 5, 1, 2, 3, 0, 4, 6 };
+static const int blinkgen_a135[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_a136[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const int blinkgen_a137[] = { 4, 3, 0, 0, 5, 7, 4, -1 };
+static const int blinkgen_a138[] = { 7, 5, 4, 0, 6, 2, 3, 1 };
+static const int blinkgen_a139[] = { 1, 5, 0, 0, 6, 7, 2, -1 };
+static const int blinkgen_a140[] = { 7, 5, 1, 0, 2, 3, 6, 4 };
+static const int blinkgen_a141[] = { 4, 0, 0, 1, 7, 1, 5, -1 };
+static const int blinkgen_a142[] = { 7, 4, 0, 1, 2, 3, 5, 6 };
+static const int blinkgen_a143[] = { -1, 2, 0, 0, 7, 7, 7, 3 };
+static const int blinkgen_a144[] = { 0, 2, 3, 1, 7, 4, 5, 6 };
+static const int blinkgen_a145[] = { -1, 2, 0, 2, 0, 6, 4, 4 };
+static const int blinkgen_a146[] = { 0, 2, 4, 1, 3, 6, 7, 5 };
+static const int blinkgen_a147[] = { -1, 0, 6, 1, 5, 1, 5, 6 };
+static const int blinkgen_a148[] = { 0, 1, 3, 5, 4, 6, 2, 7 };
+static const int blinkgen_a149[] = { -1, 3, 6, 2, 0, 4, 4, 4 };
+static const int blinkgen_a150[] = { 0, 4, 5, 6, 7, 2, 3, 1 };
+static const int blinkgen_a151[] = { -1, 0, 1, 0, 5, 1, 2, 5 };
+static const int blinkgen_a152[] = { 0, 1, 3, 2, 5, 6, 4, 7 };
+static const int blinkgen_a153[] = { -1, 3, 3, 0, 0, 6, 4, 3 };
+static const int blinkgen_a154[] = { 0, 3, 4, 1, 2, 7, 6, 5 };
+static const int blinkgen_a155[] = { -1, 0, 0, 7, 6, 1, 5, 5 };
+static const int blinkgen_a156[] = { 0, 1, 2, 5, 6, 7, 4, 3 };
+static const int blinkgen_a157[] = { -1, 3, 3, 0, 0, 1, 2, 6 };
+static const int blinkgen_a158[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
+static const int blinkgen_a159[] = { -1, 0, 0, 2, 5, 7, 7, 3 };
+static const int blinkgen_a160[] = { -1, 5, 1, 1, 0, 4, 4, 4 };
+static const int blinkgen_a161[] = { 0, 4, 5, 6, 7, 1, 2, 3 };
+static const int blinkgen_a162[] = { -1, 0, 6, 1, 5, 1, 5, 5 };
+static const int blinkgen_a163[] = { 0, 1, 3, 5, 4, 6, 7, 2 };
+static const int blinkgen_a164[] = { -1, 0, 1, 0, 7, 7, 7, 3 };
+static const int blinkgen_a165[] = { 0, 1, 3, 2, 7, 4, 5, 6 };
+static const int blinkgen_a166[] = { -1, 0, 0, 0, 0, 1, 2, 3 };
+static const int blinkgen_a167[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a168[] = { -1, 0, 1, 7, 6, 6, 2, 6 };
+static const int blinkgen_a169[] = { 0, 1, 2, 6, 4, 5, 7, 3 };
+static const int blinkgen_a170[] = { -1, 0, 1, 1, 0, 4, 4, 4 };
+static const int blinkgen_a171[] = { 0, 1, 4, 2, 3, 5, 6, 7 };
+static const int blinkgen_a172[] = { -1, 2, 0, 0, 0, 7, 2, 4 };
+static const int blinkgen_a173[] = { 0, 2, 3, 4, 1, 6, 7, 5 };
+
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
 /* broadcast from rank 0: 4 trees, 2 ring chains */
-static const int blinkgen_p0s0t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
-static const int blinkgen_p0s0t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s0t1_parent[8] = { -1, 2, 0, 2, 6, 6, 2, 5 };
-static const int blinkgen_p0s0t1_order[8] = { 0, 2, 1, 3, 6, 4, 5, 7 };
-static const int blinkgen_p0s0t2_parent[8] = { -1, 3, 3, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s0t2_order[8] = { 0, 3, 1, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s0t3_parent[8] = { -1, 5, 6, 7, 0, 4, 5, 6 };
-static const int blinkgen_p0s0t3_order[8] = { 0, 4, 5, 1, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s0_trees[4] = {
-    { 0, 200000u, blinkgen_p0s0t0_parent, blinkgen_p0s0t0_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s0t1_parent, blinkgen_p0s0t1_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s0t2_parent, blinkgen_p0s0t2_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s0t3_parent, blinkgen_p0s0t3_order }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a0, blinkgen_a1 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a2, blinkgen_a3 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a4, blinkgen_a5 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a6, blinkgen_a7 }, /* 20.0 GB/s */
 };
-static const int blinkgen_p0s0rt0_parent[8] = { -1, 0, 1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s0rt0_order[8] = { 0, 1, 2, 3, 7, 5, 6, 4 };
-static const int blinkgen_p0s0rt1_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s0rt1_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
-    { 0, 100000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a8, blinkgen_a9 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a10, blinkgen_a11 }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
@@ -50,273 +215,58 @@ static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
 };
 
-/* broadcast from rank 1: 4 trees, 2 ring chains */
-static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
-static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s1t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 4 };
-static const int blinkgen_p0s1t1_order[8] = { 1, 2, 0, 3, 6, 4, 5, 7 };
-static const int blinkgen_p0s1t2_parent[8] = { 3, -1, 3, 1, 7, 7, 7, 3 };
-static const int blinkgen_p0s1t2_order[8] = { 1, 3, 0, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s1t3_parent[8] = { 4, -1, 6, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s1t3_order[8] = { 1, 5, 4, 0, 6, 2, 7, 3 };
-static const struct blink_plan_tree blinkgen_p0s1_trees[4] = {
-    { 1, 200000u, blinkgen_p0s1t0_parent, blinkgen_p0s1t0_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s1t1_parent, blinkgen_p0s1t1_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s1t2_parent, blinkgen_p0s1t2_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s1t3_parent, blinkgen_p0s1t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s1rt0_parent[8] = { 4, -1, 1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s1rt0_order[8] = { 1, 2, 3, 7, 5, 6, 4, 0 };
-static const int blinkgen_p0s1rt1_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s1rt1_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+/* broadcast from rank 1: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
-    { 1, 100000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 10.0 GB/s */
-    { 1, 200000u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 1, 100000u, blinkgen_a13, blinkgen_a14 }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_a15, blinkgen_a16 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 2: 4 trees, 2 ring chains */
-static const int blinkgen_p0s2t0_parent[8] = { 3, 3, -1, 2, 6, 6, 7, 3 };
-static const int blinkgen_p0s2t0_order[8] = { 2, 3, 0, 1, 7, 6, 4, 5 };
-static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 7, 4, 4 };
-static const int blinkgen_p0s2t1_order[8] = { 2, 0, 1, 3, 4, 6, 7, 5 };
-static const int blinkgen_p0s2t2_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
-static const int blinkgen_p0s2t2_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s2t3_parent[8] = { 4, 5, -1, 7, 7, 4, 2, 6 };
-static const int blinkgen_p0s2t3_order[8] = { 2, 6, 7, 3, 4, 0, 5, 1 };
-static const struct blink_plan_tree blinkgen_p0s2_trees[4] = {
-    { 2, 200000u, blinkgen_p0s2t0_parent, blinkgen_p0s2t0_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s2t1_parent, blinkgen_p0s2t1_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s2t2_parent, blinkgen_p0s2t2_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s2t3_parent, blinkgen_p0s2t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s2rt0_parent[8] = { 4, 0, -1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s2rt0_order[8] = { 2, 3, 7, 5, 6, 4, 0, 1 };
-static const int blinkgen_p0s2rt1_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s2rt1_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+/* broadcast from rank 2: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
-    { 2, 100000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 10.0 GB/s */
-    { 2, 200000u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 2, 100000u, blinkgen_a18, blinkgen_a19 }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_a20, blinkgen_a21 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 3: 4 trees, 2 ring chains */
-static const int blinkgen_p0s3t0_parent[8] = { 2, 2, 3, -1, 7, 7, 2, 6 };
-static const int blinkgen_p0s3t0_order[8] = { 3, 2, 0, 1, 6, 7, 4, 5 };
-static const int blinkgen_p0s3t1_parent[8] = { 3, 0, 0, -1, 0, 6, 4, 4 };
-static const int blinkgen_p0s3t1_order[8] = { 3, 0, 1, 2, 4, 6, 7, 5 };
-static const int blinkgen_p0s3t2_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s3t2_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s3t3_parent[8] = { 4, 5, 6, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s3t3_order[8] = { 3, 7, 6, 2, 4, 0, 5, 1 };
-static const struct blink_plan_tree blinkgen_p0s3_trees[4] = {
-    { 3, 200000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s3t2_parent, blinkgen_p0s3t2_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s3t3_parent, blinkgen_p0s3t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s3rt0_parent[8] = { 4, 0, 1, -1, 6, 7, 5, 3 };
-static const int blinkgen_p0s3rt0_order[8] = { 3, 7, 5, 6, 4, 0, 1, 2 };
-static const int blinkgen_p0s3rt1_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_p0s3rt1_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+/* broadcast from rank 3: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
-    { 3, 100000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 10.0 GB/s */
-    { 3, 200000u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 3, 100000u, blinkgen_a23, blinkgen_a24 }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_a25, blinkgen_a26 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 4: 4 trees, 2 ring chains */
-static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
-static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s4t1_parent[8] = { 2, 2, 6, 1, -1, 6, 4, 6 };
-static const int blinkgen_p0s4t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
-static const int blinkgen_p0s4t2_parent[8] = { 3, 3, 3, 7, -1, 7, 7, 4 };
-static const int blinkgen_p0s4t2_order[8] = { 4, 7, 3, 5, 6, 0, 1, 2 };
-static const int blinkgen_p0s4t3_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 3 };
-static const int blinkgen_p0s4t3_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s4_trees[4] = {
-    { 4, 200000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s4t2_parent, blinkgen_p0s4t2_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s4t3_parent, blinkgen_p0s4t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s4rt0_parent[8] = { 4, 0, 1, 2, -1, 7, 5, 3 };
-static const int blinkgen_p0s4rt0_order[8] = { 4, 0, 1, 2, 3, 7, 5, 6 };
-static const int blinkgen_p0s4rt1_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_p0s4rt1_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+/* broadcast from rank 4: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
-    { 4, 100000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 10.0 GB/s */
-    { 4, 200000u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 4, 100000u, blinkgen_a28, blinkgen_a29 }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_a30, blinkgen_a31 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 5: 4 trees, 2 ring chains */
-static const int blinkgen_p0s5t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s5t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
-static const int blinkgen_p0s5t1_parent[8] = { 2, 2, 6, 0, 6, -1, 5, 6 };
-static const int blinkgen_p0s5t1_order[8] = { 5, 6, 2, 4, 7, 0, 1, 3 };
-static const int blinkgen_p0s5t2_parent[8] = { 3, 3, 3, 7, 7, -1, 7, 5 };
-static const int blinkgen_p0s5t2_order[8] = { 5, 7, 3, 4, 6, 0, 1, 2 };
-static const int blinkgen_p0s5t3_parent[8] = { 1, 5, 0, 2, 0, -1, 2, 3 };
-static const int blinkgen_p0s5t3_order[8] = { 5, 1, 0, 2, 4, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s5_trees[4] = {
-    { 5, 200000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s5t2_parent, blinkgen_p0s5t2_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s5t3_parent, blinkgen_p0s5t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s5rt0_parent[8] = { 4, 0, 1, 2, 6, -1, 5, 3 };
-static const int blinkgen_p0s5rt0_order[8] = { 5, 6, 4, 0, 1, 2, 3, 7 };
-static const int blinkgen_p0s5rt1_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_p0s5rt1_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+/* broadcast from rank 5: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
-    { 5, 100000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 10.0 GB/s */
-    { 5, 200000u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 5, 100000u, blinkgen_a33, blinkgen_a34 }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_a35, blinkgen_a36 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 6: 4 trees, 2 ring chains */
-static const int blinkgen_p0s6t0_parent[8] = { 2, 2, 3, 7, 7, 7, -1, 6 };
-static const int blinkgen_p0s6t0_order[8] = { 6, 7, 3, 4, 5, 2, 0, 1 };
-static const int blinkgen_p0s6t1_parent[8] = { 4, 3, 0, 0, 6, 4, -1, 4 };
-static const int blinkgen_p0s6t1_order[8] = { 6, 4, 0, 5, 7, 2, 3, 1 };
-static const int blinkgen_p0s6t2_parent[8] = { 1, 5, 1, 1, 5, 6, -1, 5 };
-static const int blinkgen_p0s6t2_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
-static const int blinkgen_p0s6t3_parent[8] = { 3, 0, 6, 2, 0, 1, -1, 3 };
-static const int blinkgen_p0s6t3_order[8] = { 6, 2, 3, 0, 7, 1, 4, 5 };
-static const struct blink_plan_tree blinkgen_p0s6_trees[4] = {
-    { 6, 200000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s6t2_parent, blinkgen_p0s6t2_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s6t3_parent, blinkgen_p0s6t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s6rt0_parent[8] = { 4, 0, 1, 2, 6, 7, -1, 3 };
-static const int blinkgen_p0s6rt0_order[8] = { 6, 4, 0, 1, 2, 3, 7, 5 };
-static const int blinkgen_p0s6rt1_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_p0s6rt1_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+/* broadcast from rank 6: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
-    { 6, 100000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 10.0 GB/s */
-    { 6, 200000u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 6, 100000u, blinkgen_a38, blinkgen_a39 }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_a40, blinkgen_a41 }, /* 20.0 GB/s */
 };
 
-/* broadcast from rank 7: 4 trees, 2 ring chains */
-static const int blinkgen_p0s7t0_parent[8] = { 3, 3, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s7t0_order[8] = { 7, 6, 2, 4, 5, 3, 0, 1 };
-static const int blinkgen_p0s7t1_parent[8] = { 4, 2, 0, 0, 7, 4, 4, -1 };
-static const int blinkgen_p0s7t1_order[8] = { 7, 4, 0, 5, 6, 2, 3, 1 };
-static const int blinkgen_p0s7t2_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s7t2_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
-static const int blinkgen_p0s7t3_parent[8] = { 2, 0, 3, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s7t3_order[8] = { 7, 3, 2, 0, 6, 1, 4, 5 };
-static const struct blink_plan_tree blinkgen_p0s7_trees[4] = {
-    { 7, 200000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s7t2_parent, blinkgen_p0s7t2_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s7t3_parent, blinkgen_p0s7t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s7rt0_parent[8] = { 4, 0, 1, 2, 6, 7, 5, -1 };
-static const int blinkgen_p0s7rt0_order[8] = { 7, 5, 6, 4, 0, 1, 2, 3 };
-static const int blinkgen_p0s7rt1_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_p0s7rt1_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+/* broadcast from rank 7: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
-    { 7, 100000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 10.0 GB/s */
-    { 7, 200000u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 7, 100000u, blinkgen_a43, blinkgen_a44 }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_a45, blinkgen_a46 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 0: 4 trees, 2 ring chains */
-static const int blinkgen_p0s8t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
-static const int blinkgen_p0s8t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s8t1_parent[8] = { -1, 2, 0, 2, 6, 6, 2, 5 };
-static const int blinkgen_p0s8t1_order[8] = { 0, 2, 1, 3, 6, 4, 5, 7 };
-static const int blinkgen_p0s8t2_parent[8] = { -1, 3, 3, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s8t2_order[8] = { 0, 3, 1, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s8t3_parent[8] = { -1, 5, 6, 7, 0, 4, 5, 6 };
-static const int blinkgen_p0s8t3_order[8] = { 0, 4, 5, 1, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s8_trees[4] = {
-    { 0, 200000u, blinkgen_p0s8t0_parent, blinkgen_p0s8t0_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s8t1_parent, blinkgen_p0s8t1_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s8t2_parent, blinkgen_p0s8t2_order }, /* 20.0 GB/s */
-    { 0, 200000u, blinkgen_p0s8t3_parent, blinkgen_p0s8t3_order }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a0, blinkgen_a1 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a2, blinkgen_a3 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a4, blinkgen_a5 }, /* 20.0 GB/s */
+    { 0, 200000u, blinkgen_a6, blinkgen_a7 }, /* 20.0 GB/s */
 };
-static const int blinkgen_p0s8rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s8rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
-static const int blinkgen_p0s8rt1_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s8rt1_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
-    { 0, 100000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a47, blinkgen_a48 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a49, blinkgen_a50 }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
@@ -330,399 +280,100 @@ static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
 };
 
-/* reduce from rank 1: 4 trees, 2 ring chains */
-static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
-static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t1_parent[8] = { 2, -1, 1, 2, 6, 6, 2, 4 };
-static const int blinkgen_p0s9t1_order[8] = { 1, 2, 0, 3, 6, 4, 5, 7 };
-static const int blinkgen_p0s9t2_parent[8] = { 3, -1, 3, 1, 7, 7, 7, 3 };
-static const int blinkgen_p0s9t2_order[8] = { 1, 3, 0, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s9t3_parent[8] = { 4, -1, 6, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s9t3_order[8] = { 1, 5, 4, 0, 6, 2, 7, 3 };
-static const struct blink_plan_tree blinkgen_p0s9_trees[4] = {
-    { 1, 200000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s9t2_parent, blinkgen_p0s9t2_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s9t3_parent, blinkgen_p0s9t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s9rt0_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s9rt0_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
-static const int blinkgen_p0s9rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s9rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+/* reduce from rank 1: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
-    { 1, 100000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 10.0 GB/s */
-    { 1, 200000u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 1, 100000u, blinkgen_a51, blinkgen_a52 }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_a53, blinkgen_a54 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 2: 4 trees, 2 ring chains */
-static const int blinkgen_p0s10t0_parent[8] = { 3, 3, -1, 2, 6, 6, 7, 3 };
-static const int blinkgen_p0s10t0_order[8] = { 2, 3, 0, 1, 7, 6, 4, 5 };
-static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 7, 4, 4 };
-static const int blinkgen_p0s10t1_order[8] = { 2, 0, 1, 3, 4, 6, 7, 5 };
-static const int blinkgen_p0s10t2_parent[8] = { 1, 2, -1, 1, 5, 1, 5, 5 };
-static const int blinkgen_p0s10t2_order[8] = { 2, 1, 0, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s10t3_parent[8] = { 4, 5, -1, 7, 7, 4, 2, 6 };
-static const int blinkgen_p0s10t3_order[8] = { 2, 6, 7, 3, 4, 0, 5, 1 };
-static const struct blink_plan_tree blinkgen_p0s10_trees[4] = {
-    { 2, 200000u, blinkgen_p0s10t0_parent, blinkgen_p0s10t0_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s10t1_parent, blinkgen_p0s10t1_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s10t2_parent, blinkgen_p0s10t2_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s10t3_parent, blinkgen_p0s10t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s10rt0_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s10rt0_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
-static const int blinkgen_p0s10rt1_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s10rt1_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+/* reduce from rank 2: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
-    { 2, 100000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 10.0 GB/s */
-    { 2, 200000u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 2, 100000u, blinkgen_a55, blinkgen_a56 }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_a57, blinkgen_a58 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 3: 4 trees, 2 ring chains */
-static const int blinkgen_p0s11t0_parent[8] = { 2, 2, 3, -1, 7, 7, 2, 6 };
-static const int blinkgen_p0s11t0_order[8] = { 3, 2, 0, 1, 6, 7, 4, 5 };
-static const int blinkgen_p0s11t1_parent[8] = { 3, 0, 0, -1, 0, 6, 4, 4 };
-static const int blinkgen_p0s11t1_order[8] = { 3, 0, 1, 2, 4, 6, 7, 5 };
-static const int blinkgen_p0s11t2_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s11t2_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s11t3_parent[8] = { 4, 5, 6, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s11t3_order[8] = { 3, 7, 6, 2, 4, 0, 5, 1 };
-static const struct blink_plan_tree blinkgen_p0s11_trees[4] = {
-    { 3, 200000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s11t2_parent, blinkgen_p0s11t2_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s11t3_parent, blinkgen_p0s11t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s11rt0_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
-static const int blinkgen_p0s11rt0_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
-static const int blinkgen_p0s11rt1_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s11rt1_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+/* reduce from rank 3: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
-    { 3, 100000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 10.0 GB/s */
-    { 3, 200000u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 3, 100000u, blinkgen_a59, blinkgen_a60 }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_a61, blinkgen_a62 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 4: 4 trees, 2 ring chains */
-static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
-static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s12t1_parent[8] = { 2, 2, 6, 1, -1, 6, 4, 6 };
-static const int blinkgen_p0s12t1_order[8] = { 4, 6, 2, 5, 7, 0, 1, 3 };
-static const int blinkgen_p0s12t2_parent[8] = { 3, 3, 3, 7, -1, 7, 7, 4 };
-static const int blinkgen_p0s12t2_order[8] = { 4, 7, 3, 5, 6, 0, 1, 2 };
-static const int blinkgen_p0s12t3_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 3 };
-static const int blinkgen_p0s12t3_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s12_trees[4] = {
-    { 4, 200000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s12t2_parent, blinkgen_p0s12t2_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s12t3_parent, blinkgen_p0s12t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s12rt0_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_p0s12rt0_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
-static const int blinkgen_p0s12rt1_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s12rt1_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+/* reduce from rank 4: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
-    { 4, 100000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 10.0 GB/s */
-    { 4, 200000u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 4, 100000u, blinkgen_a63, blinkgen_a64 }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_a65, blinkgen_a66 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 5: 4 trees, 2 ring chains */
-static const int blinkgen_p0s13t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s13t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
-static const int blinkgen_p0s13t1_parent[8] = { 2, 2, 6, 0, 6, -1, 5, 6 };
-static const int blinkgen_p0s13t1_order[8] = { 5, 6, 2, 4, 7, 0, 1, 3 };
-static const int blinkgen_p0s13t2_parent[8] = { 3, 3, 3, 7, 7, -1, 7, 5 };
-static const int blinkgen_p0s13t2_order[8] = { 5, 7, 3, 4, 6, 0, 1, 2 };
-static const int blinkgen_p0s13t3_parent[8] = { 1, 5, 0, 2, 0, -1, 2, 3 };
-static const int blinkgen_p0s13t3_order[8] = { 5, 1, 0, 2, 4, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s13_trees[4] = {
-    { 5, 200000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s13t2_parent, blinkgen_p0s13t2_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s13t3_parent, blinkgen_p0s13t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s13rt0_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
-static const int blinkgen_p0s13rt0_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
-static const int blinkgen_p0s13rt1_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s13rt1_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+/* reduce from rank 5: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
-    { 5, 100000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 10.0 GB/s */
-    { 5, 200000u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 5, 100000u, blinkgen_a67, blinkgen_a68 }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_a69, blinkgen_a70 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 6: 4 trees, 2 ring chains */
-static const int blinkgen_p0s14t0_parent[8] = { 2, 2, 3, 7, 7, 7, -1, 6 };
-static const int blinkgen_p0s14t0_order[8] = { 6, 7, 3, 4, 5, 2, 0, 1 };
-static const int blinkgen_p0s14t1_parent[8] = { 4, 3, 0, 0, 6, 4, -1, 4 };
-static const int blinkgen_p0s14t1_order[8] = { 6, 4, 0, 5, 7, 2, 3, 1 };
-static const int blinkgen_p0s14t2_parent[8] = { 1, 5, 1, 1, 5, 6, -1, 5 };
-static const int blinkgen_p0s14t2_order[8] = { 6, 5, 1, 4, 7, 0, 2, 3 };
-static const int blinkgen_p0s14t3_parent[8] = { 3, 0, 6, 2, 0, 1, -1, 3 };
-static const int blinkgen_p0s14t3_order[8] = { 6, 2, 3, 0, 7, 1, 4, 5 };
-static const struct blink_plan_tree blinkgen_p0s14_trees[4] = {
-    { 6, 200000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s14t2_parent, blinkgen_p0s14t2_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s14t3_parent, blinkgen_p0s14t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s14rt0_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
-static const int blinkgen_p0s14rt0_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
-static const int blinkgen_p0s14rt1_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s14rt1_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+/* reduce from rank 6: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
-    { 6, 100000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 10.0 GB/s */
-    { 6, 200000u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 6, 100000u, blinkgen_a71, blinkgen_a72 }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_a73, blinkgen_a74 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 7: 4 trees, 2 ring chains */
-static const int blinkgen_p0s15t0_parent[8] = { 3, 3, 6, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s15t0_order[8] = { 7, 6, 2, 4, 5, 3, 0, 1 };
-static const int blinkgen_p0s15t1_parent[8] = { 4, 2, 0, 0, 7, 4, 4, -1 };
-static const int blinkgen_p0s15t1_order[8] = { 7, 4, 0, 5, 6, 2, 3, 1 };
-static const int blinkgen_p0s15t2_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s15t2_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
-static const int blinkgen_p0s15t3_parent[8] = { 2, 0, 3, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s15t3_order[8] = { 7, 3, 2, 0, 6, 1, 4, 5 };
-static const struct blink_plan_tree blinkgen_p0s15_trees[4] = {
-    { 7, 200000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s15t2_parent, blinkgen_p0s15t2_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s15t3_parent, blinkgen_p0s15t3_order }, /* 20.0 GB/s */
-};
-static const int blinkgen_p0s15rt0_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
-static const int blinkgen_p0s15rt0_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
-static const int blinkgen_p0s15rt1_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s15rt1_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+/* reduce from rank 7: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
-    { 7, 100000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 10.0 GB/s */
-    { 7, 200000u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 20.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 7, 100000u, blinkgen_a75, blinkgen_a76 }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_a77, blinkgen_a78 }, /* 20.0 GB/s */
 };
 
 /* allgather: 32 trees, 16 ring chains */
-static const int blinkgen_p0s16t0_parent[8] = { -1, 0, 1, 7, 5, 1, 7, 4 };
-static const int blinkgen_p0s16t0_order[8] = { 0, 1, 2, 5, 4, 7, 3, 6 };
-static const int blinkgen_p0s16t1_parent[8] = { -1, 5, 6, 1, 0, 6, 4, 5 };
-static const int blinkgen_p0s16t1_order[8] = { 0, 4, 6, 2, 5, 1, 7, 3 };
-static const int blinkgen_p0s16t2_parent[8] = { -1, 2, 6, 2, 0, 4, 7, 4 };
-static const int blinkgen_p0s16t2_order[8] = { 0, 4, 5, 7, 6, 2, 1, 3 };
-static const int blinkgen_p0s16t3_parent[8] = { -1, 5, 3, 1, 0, 4, 7, 4 };
-static const int blinkgen_p0s16t3_order[8] = { 0, 4, 5, 7, 1, 6, 3, 2 };
-static const int blinkgen_p0s16t4_parent[8] = { 2, -1, 6, 2, 5, 1, 7, 4 };
-static const int blinkgen_p0s16t4_order[8] = { 1, 5, 4, 7, 6, 2, 0, 3 };
-static const int blinkgen_p0s16t5_parent[8] = { 1, -1, 0, 0, 7, 6, 2, 5 };
-static const int blinkgen_p0s16t5_order[8] = { 1, 0, 2, 3, 6, 5, 7, 4 };
-static const int blinkgen_p0s16t6_parent[8] = { 2, -1, 1, 2, 0, 6, 4, 5 };
-static const int blinkgen_p0s16t6_order[8] = { 1, 2, 0, 3, 4, 6, 5, 7 };
-static const int blinkgen_p0s16t7_parent[8] = { 3, -1, 1, 7, 7, 4, 2, 6 };
-static const int blinkgen_p0s16t7_order[8] = { 1, 2, 6, 7, 3, 4, 0, 5 };
-static const int blinkgen_p0s16t8_parent[8] = { 4, -1, 1, 2, 5, 6, 2, 4 };
-static const int blinkgen_p0s16t8_order[8] = { 1, 2, 3, 6, 5, 4, 0, 7 };
-static const int blinkgen_p0s16t9_parent[8] = { 4, 2, -1, 1, 7, 4, 5, 3 };
-static const int blinkgen_p0s16t9_order[8] = { 2, 1, 3, 7, 4, 0, 5, 6 };
-static const int blinkgen_p0s16t10_parent[8] = { 4, 0, -1, 2, 6, 7, 2, 6 };
-static const int blinkgen_p0s16t10_order[8] = { 2, 3, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_p0s16t11_parent[8] = { 2, 5, -1, 1, 0, 6, 4, 5 };
-static const int blinkgen_p0s16t11_order[8] = { 2, 0, 4, 6, 5, 1, 7, 3 };
-static const int blinkgen_p0s16t12_parent[8] = { 3, 2, 0, -1, 6, 1, 2, 4 };
-static const int blinkgen_p0s16t12_order[8] = { 3, 0, 2, 1, 6, 5, 4, 7 };
-static const int blinkgen_p0s16t13_parent[8] = { 3, 0, 0, -1, 0, 7, 5, 3 };
-static const int blinkgen_p0s16t13_order[8] = { 3, 0, 7, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s16t14_parent[8] = { 3, 0, 1, -1, 0, 6, 4, 5 };
-static const int blinkgen_p0s16t14_order[8] = { 3, 0, 1, 4, 2, 6, 5, 7 };
-static const int blinkgen_p0s16t15_parent[8] = { 4, 0, 3, -1, 6, 7, 2, 6 };
-static const int blinkgen_p0s16t15_order[8] = { 3, 2, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_p0s16t16_parent[8] = { 1, 3, 3, 7, -1, 6, 4, 6 };
-static const int blinkgen_p0s16t16_order[8] = { 4, 6, 5, 7, 3, 1, 2, 0 };
-static const int blinkgen_p0s16t17_parent[8] = { 3, 5, 1, 2, -1, 4, 7, 3 };
-static const int blinkgen_p0s16t17_order[8] = { 4, 5, 1, 2, 3, 0, 7, 6 };
-static const int blinkgen_p0s16t18_parent[8] = { 2, 3, 3, 7, -1, 6, 2, 4 };
-static const int blinkgen_p0s16t18_order[8] = { 4, 7, 3, 1, 2, 0, 6, 5 };
-static const int blinkgen_p0s16t19_parent[8] = { 4, 2, 3, 0, -1, 6, 2, 6 };
-static const int blinkgen_p0s16t19_order[8] = { 4, 0, 3, 2, 1, 6, 5, 7 };
-static const int blinkgen_p0s16t20_parent[8] = { 1, 3, 3, 7, 5, -1, 5, 6 };
-static const int blinkgen_p0s16t20_order[8] = { 5, 4, 6, 7, 3, 1, 2, 0 };
-static const int blinkgen_p0s16t21_parent[8] = { 3, 3, 6, 2, 6, -1, 7, 5 };
-static const int blinkgen_p0s16t21_order[8] = { 5, 7, 6, 2, 4, 3, 0, 1 };
-static const int blinkgen_p0s16t22_parent[8] = { 2, 5, 3, 1, 7, -1, 2, 6 };
-static const int blinkgen_p0s16t22_order[8] = { 5, 1, 3, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s16t23_parent[8] = { 1, 5, 0, 0, 6, 4, -1, 5 };
-static const int blinkgen_p0s16t23_order[8] = { 6, 4, 5, 1, 7, 0, 2, 3 };
-static const int blinkgen_p0s16t24_parent[8] = { 2, 0, 6, 0, 0, 7, -1, 3 };
-static const int blinkgen_p0s16t24_order[8] = { 6, 2, 0, 1, 3, 4, 7, 5 };
-static const int blinkgen_p0s16t25_parent[8] = { 3, 3, 6, 2, 6, 7, -1, 6 };
-static const int blinkgen_p0s16t25_order[8] = { 6, 2, 4, 7, 3, 5, 0, 1 };
-static const int blinkgen_p0s16t26_parent[8] = { 1, 2, 6, 2, 7, 4, -1, 3 };
-static const int blinkgen_p0s16t26_order[8] = { 6, 2, 1, 3, 0, 7, 4, 5 };
-static const int blinkgen_p0s16t27_parent[8] = { 2, 5, 1, 1, 0, 7, 4, -1 };
-static const int blinkgen_p0s16t27_order[8] = { 7, 5, 1, 2, 3, 0, 4, 6 };
-static const int blinkgen_p0s16t28_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_p0s16t28_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
-static const int blinkgen_p0s16t29_parent[8] = { 4, 3, 0, 0, 5, 7, 4, -1 };
-static const int blinkgen_p0s16t29_order[8] = { 7, 5, 4, 0, 6, 2, 3, 1 };
-static const int blinkgen_p0s16t30_parent[8] = { 1, 5, 0, 0, 6, 7, 2, -1 };
-static const int blinkgen_p0s16t30_order[8] = { 7, 5, 1, 0, 2, 3, 6, 4 };
-static const int blinkgen_p0s16t31_parent[8] = { 4, 0, 0, 1, 7, 1, 5, -1 };
-static const int blinkgen_p0s16t31_order[8] = { 7, 4, 0, 1, 2, 3, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s16_trees[32] = {
-    { 0, 71809u, blinkgen_p0s16t0_parent, blinkgen_p0s16t0_order }, /* 7.1809 GB/s */
-    { 0, 34824u, blinkgen_p0s16t1_parent, blinkgen_p0s16t1_order }, /* 3.4824 GB/s */
-    { 0, 7120u, blinkgen_p0s16t2_parent, blinkgen_p0s16t2_order }, /* 0.712 GB/s */
-    { 0, 531u, blinkgen_p0s16t3_parent, blinkgen_p0s16t3_order }, /* 0.0531 GB/s */
-    { 1, 51740u, blinkgen_p0s16t4_parent, blinkgen_p0s16t4_order }, /* 5.174 GB/s */
-    { 1, 26038u, blinkgen_p0s16t5_parent, blinkgen_p0s16t5_order }, /* 2.6038 GB/s */
-    { 1, 20830u, blinkgen_p0s16t6_parent, blinkgen_p0s16t6_order }, /* 2.083 GB/s */
-    { 1, 12470u, blinkgen_p0s16t7_parent, blinkgen_p0s16t7_order }, /* 1.247 GB/s */
-    { 1, 3206u, blinkgen_p0s16t8_parent, blinkgen_p0s16t8_order }, /* 0.3206 GB/s */
-    { 2, 90656u, blinkgen_p0s16t9_parent, blinkgen_p0s16t9_order }, /* 9.0656 GB/s */
-    { 2, 19360u, blinkgen_p0s16t10_parent, blinkgen_p0s16t10_order }, /* 1.936 GB/s */
-    { 2, 4268u, blinkgen_p0s16t11_parent, blinkgen_p0s16t11_order }, /* 0.4268 GB/s */
-    { 3, 45452u, blinkgen_p0s16t12_parent, blinkgen_p0s16t12_order }, /* 4.5452 GB/s */
-    { 3, 32167u, blinkgen_p0s16t13_parent, blinkgen_p0s16t13_order }, /* 3.2167 GB/s */
-    { 3, 24621u, blinkgen_p0s16t14_parent, blinkgen_p0s16t14_order }, /* 2.4621 GB/s */
-    { 3, 12044u, blinkgen_p0s16t15_parent, blinkgen_p0s16t15_order }, /* 1.2044 GB/s */
-    { 4, 49402u, blinkgen_p0s16t16_parent, blinkgen_p0s16t16_order }, /* 4.9402 GB/s */
-    { 4, 28075u, blinkgen_p0s16t17_parent, blinkgen_p0s16t17_order }, /* 2.8075 GB/s */
-    { 4, 20139u, blinkgen_p0s16t18_parent, blinkgen_p0s16t18_order }, /* 2.0139 GB/s */
-    { 4, 16668u, blinkgen_p0s16t19_parent, blinkgen_p0s16t19_order }, /* 1.6668 GB/s */
-    { 5, 46178u, blinkgen_p0s16t20_parent, blinkgen_p0s16t20_order }, /* 4.6178 GB/s */
-    { 5, 40722u, blinkgen_p0s16t21_parent, blinkgen_p0s16t21_order }, /* 4.0722 GB/s */
-    { 5, 27384u, blinkgen_p0s16t22_parent, blinkgen_p0s16t22_order }, /* 2.7384 GB/s */
-    { 6, 48693u, blinkgen_p0s16t23_parent, blinkgen_p0s16t23_order }, /* 4.8693 GB/s */
-    { 6, 36648u, blinkgen_p0s16t24_parent, blinkgen_p0s16t24_order }, /* 3.6648 GB/s */
-    { 6, 16491u, blinkgen_p0s16t25_parent, blinkgen_p0s16t25_order }, /* 1.6491 GB/s */
-    { 6, 12452u, blinkgen_p0s16t26_parent, blinkgen_p0s16t26_order }, /* 1.2452 GB/s */
-    { 7, 38986u, blinkgen_p0s16t27_parent, blinkgen_p0s16t27_order }, /* 3.8986 GB/s */
-    { 7, 27650u, blinkgen_p0s16t28_parent, blinkgen_p0s16t28_order }, /* 2.765 GB/s */
-    { 7, 27065u, blinkgen_p0s16t29_parent, blinkgen_p0s16t29_order }, /* 2.7065 GB/s */
-    { 7, 17234u, blinkgen_p0s16t30_parent, blinkgen_p0s16t30_order }, /* 1.7234 GB/s */
-    { 7, 3347u, blinkgen_p0s16t31_parent, blinkgen_p0s16t31_order }, /* 0.3347 GB/s */
+    { 0, 71809u, blinkgen_a79, blinkgen_a80 }, /* 7.1809 GB/s */
+    { 0, 34824u, blinkgen_a81, blinkgen_a82 }, /* 3.4824 GB/s */
+    { 0, 7120u, blinkgen_a83, blinkgen_a84 }, /* 0.712 GB/s */
+    { 0, 531u, blinkgen_a85, blinkgen_a86 }, /* 0.0531 GB/s */
+    { 1, 51740u, blinkgen_a87, blinkgen_a88 }, /* 5.174 GB/s */
+    { 1, 26038u, blinkgen_a89, blinkgen_a90 }, /* 2.6038 GB/s */
+    { 1, 20830u, blinkgen_a91, blinkgen_a92 }, /* 2.083 GB/s */
+    { 1, 12470u, blinkgen_a93, blinkgen_a94 }, /* 1.247 GB/s */
+    { 1, 3206u, blinkgen_a95, blinkgen_a96 }, /* 0.3206 GB/s */
+    { 2, 90656u, blinkgen_a97, blinkgen_a98 }, /* 9.0656 GB/s */
+    { 2, 19360u, blinkgen_a99, blinkgen_a100 }, /* 1.936 GB/s */
+    { 2, 4268u, blinkgen_a101, blinkgen_a102 }, /* 0.4268 GB/s */
+    { 3, 45452u, blinkgen_a103, blinkgen_a104 }, /* 4.5452 GB/s */
+    { 3, 32167u, blinkgen_a105, blinkgen_a106 }, /* 3.2167 GB/s */
+    { 3, 24621u, blinkgen_a107, blinkgen_a108 }, /* 2.4621 GB/s */
+    { 3, 12044u, blinkgen_a109, blinkgen_a110 }, /* 1.2044 GB/s */
+    { 4, 49402u, blinkgen_a111, blinkgen_a112 }, /* 4.9402 GB/s */
+    { 4, 28075u, blinkgen_a113, blinkgen_a114 }, /* 2.8075 GB/s */
+    { 4, 20139u, blinkgen_a115, blinkgen_a116 }, /* 2.0139 GB/s */
+    { 4, 16668u, blinkgen_a117, blinkgen_a118 }, /* 1.6668 GB/s */
+    { 5, 46178u, blinkgen_a119, blinkgen_a120 }, /* 4.6178 GB/s */
+    { 5, 40722u, blinkgen_a121, blinkgen_a122 }, /* 4.0722 GB/s */
+    { 5, 27384u, blinkgen_a123, blinkgen_a124 }, /* 2.7384 GB/s */
+    { 6, 48693u, blinkgen_a125, blinkgen_a126 }, /* 4.8693 GB/s */
+    { 6, 36648u, blinkgen_a127, blinkgen_a128 }, /* 3.6648 GB/s */
+    { 6, 16491u, blinkgen_a129, blinkgen_a130 }, /* 1.6491 GB/s */
+    { 6, 12452u, blinkgen_a131, blinkgen_a132 }, /* 1.2452 GB/s */
+    { 7, 38986u, blinkgen_a133, blinkgen_a134 }, /* 3.8986 GB/s */
+    { 7, 27650u, blinkgen_a135, blinkgen_a136 }, /* 2.765 GB/s */
+    { 7, 27065u, blinkgen_a137, blinkgen_a138 }, /* 2.7065 GB/s */
+    { 7, 17234u, blinkgen_a139, blinkgen_a140 }, /* 1.7234 GB/s */
+    { 7, 3347u, blinkgen_a141, blinkgen_a142 }, /* 0.3347 GB/s */
 };
-static const int blinkgen_p0s16rt0_parent[8] = { -1, 0, 1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s16rt0_order[8] = { 0, 1, 2, 3, 7, 5, 6, 4 };
-static const int blinkgen_p0s16rt1_parent[8] = { 4, -1, 1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s16rt1_order[8] = { 1, 2, 3, 7, 5, 6, 4, 0 };
-static const int blinkgen_p0s16rt2_parent[8] = { 4, 0, -1, 2, 6, 7, 5, 3 };
-static const int blinkgen_p0s16rt2_order[8] = { 2, 3, 7, 5, 6, 4, 0, 1 };
-static const int blinkgen_p0s16rt3_parent[8] = { 4, 0, 1, -1, 6, 7, 5, 3 };
-static const int blinkgen_p0s16rt3_order[8] = { 3, 7, 5, 6, 4, 0, 1, 2 };
-static const int blinkgen_p0s16rt4_parent[8] = { 4, 0, 1, 2, -1, 7, 5, 3 };
-static const int blinkgen_p0s16rt4_order[8] = { 4, 0, 1, 2, 3, 7, 5, 6 };
-static const int blinkgen_p0s16rt5_parent[8] = { 4, 0, 1, 2, 6, -1, 5, 3 };
-static const int blinkgen_p0s16rt5_order[8] = { 5, 6, 4, 0, 1, 2, 3, 7 };
-static const int blinkgen_p0s16rt6_parent[8] = { 4, 0, 1, 2, 6, 7, -1, 3 };
-static const int blinkgen_p0s16rt6_order[8] = { 6, 4, 0, 1, 2, 3, 7, 5 };
-static const int blinkgen_p0s16rt7_parent[8] = { 4, 0, 1, 2, 6, 7, 5, -1 };
-static const int blinkgen_p0s16rt7_order[8] = { 7, 5, 6, 4, 0, 1, 2, 3 };
-static const int blinkgen_p0s16rt8_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt8_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
-static const int blinkgen_p0s16rt9_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt9_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
-static const int blinkgen_p0s16rt10_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt10_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
-static const int blinkgen_p0s16rt11_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt11_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
-static const int blinkgen_p0s16rt12_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_p0s16rt12_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
-static const int blinkgen_p0s16rt13_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_p0s16rt13_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
-static const int blinkgen_p0s16rt14_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_p0s16rt14_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
-static const int blinkgen_p0s16rt15_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_p0s16rt15_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
-    { 0, 100000u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 10.0 GB/s */
-    { 1, 100000u, blinkgen_p0s16rt1_parent, blinkgen_p0s16rt1_order }, /* 10.0 GB/s */
-    { 2, 100000u, blinkgen_p0s16rt2_parent, blinkgen_p0s16rt2_order }, /* 10.0 GB/s */
-    { 3, 100000u, blinkgen_p0s16rt3_parent, blinkgen_p0s16rt3_order }, /* 10.0 GB/s */
-    { 4, 100000u, blinkgen_p0s16rt4_parent, blinkgen_p0s16rt4_order }, /* 10.0 GB/s */
-    { 5, 100000u, blinkgen_p0s16rt5_parent, blinkgen_p0s16rt5_order }, /* 10.0 GB/s */
-    { 6, 100000u, blinkgen_p0s16rt6_parent, blinkgen_p0s16rt6_order }, /* 10.0 GB/s */
-    { 7, 100000u, blinkgen_p0s16rt7_parent, blinkgen_p0s16rt7_order }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_p0s16rt8_parent, blinkgen_p0s16rt8_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s16rt9_parent, blinkgen_p0s16rt9_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s16rt10_parent, blinkgen_p0s16rt10_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s16rt11_parent, blinkgen_p0s16rt11_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s16rt12_parent, blinkgen_p0s16rt12_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s16rt13_parent, blinkgen_p0s16rt13_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a8, blinkgen_a9 }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_a13, blinkgen_a14 }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_a18, blinkgen_a19 }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_a23, blinkgen_a24 }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_a28, blinkgen_a29 }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_a33, blinkgen_a34 }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_a38, blinkgen_a39 }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_a43, blinkgen_a44 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a10, blinkgen_a11 }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_a15, blinkgen_a16 }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_a20, blinkgen_a21 }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_a25, blinkgen_a26 }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_a30, blinkgen_a31 }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_a35, blinkgen_a36 }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_a40, blinkgen_a41 }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_a45, blinkgen_a46 }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
@@ -741,153 +392,57 @@ static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
 };
 
 /* reducescatter: 32 trees, 16 ring chains */
-static const int blinkgen_p0s17t0_parent[8] = { -1, 0, 1, 7, 5, 1, 7, 4 };
-static const int blinkgen_p0s17t0_order[8] = { 0, 1, 2, 5, 4, 7, 3, 6 };
-static const int blinkgen_p0s17t1_parent[8] = { -1, 5, 6, 1, 0, 6, 4, 5 };
-static const int blinkgen_p0s17t1_order[8] = { 0, 4, 6, 2, 5, 1, 7, 3 };
-static const int blinkgen_p0s17t2_parent[8] = { -1, 2, 6, 2, 0, 4, 7, 4 };
-static const int blinkgen_p0s17t2_order[8] = { 0, 4, 5, 7, 6, 2, 1, 3 };
-static const int blinkgen_p0s17t3_parent[8] = { -1, 5, 3, 1, 0, 4, 7, 4 };
-static const int blinkgen_p0s17t3_order[8] = { 0, 4, 5, 7, 1, 6, 3, 2 };
-static const int blinkgen_p0s17t4_parent[8] = { 2, -1, 6, 2, 5, 1, 7, 4 };
-static const int blinkgen_p0s17t4_order[8] = { 1, 5, 4, 7, 6, 2, 0, 3 };
-static const int blinkgen_p0s17t5_parent[8] = { 1, -1, 0, 0, 7, 6, 2, 5 };
-static const int blinkgen_p0s17t5_order[8] = { 1, 0, 2, 3, 6, 5, 7, 4 };
-static const int blinkgen_p0s17t6_parent[8] = { 2, -1, 1, 2, 0, 6, 4, 5 };
-static const int blinkgen_p0s17t6_order[8] = { 1, 2, 0, 3, 4, 6, 5, 7 };
-static const int blinkgen_p0s17t7_parent[8] = { 3, -1, 1, 7, 7, 4, 2, 6 };
-static const int blinkgen_p0s17t7_order[8] = { 1, 2, 6, 7, 3, 4, 0, 5 };
-static const int blinkgen_p0s17t8_parent[8] = { 4, -1, 1, 2, 5, 6, 2, 4 };
-static const int blinkgen_p0s17t8_order[8] = { 1, 2, 3, 6, 5, 4, 0, 7 };
-static const int blinkgen_p0s17t9_parent[8] = { 4, 2, -1, 1, 7, 4, 5, 3 };
-static const int blinkgen_p0s17t9_order[8] = { 2, 1, 3, 7, 4, 0, 5, 6 };
-static const int blinkgen_p0s17t10_parent[8] = { 4, 0, -1, 2, 6, 7, 2, 6 };
-static const int blinkgen_p0s17t10_order[8] = { 2, 3, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_p0s17t11_parent[8] = { 2, 5, -1, 1, 0, 6, 4, 5 };
-static const int blinkgen_p0s17t11_order[8] = { 2, 0, 4, 6, 5, 1, 7, 3 };
-static const int blinkgen_p0s17t12_parent[8] = { 3, 2, 0, -1, 6, 1, 2, 4 };
-static const int blinkgen_p0s17t12_order[8] = { 3, 0, 2, 1, 6, 5, 4, 7 };
-static const int blinkgen_p0s17t13_parent[8] = { 3, 0, 0, -1, 0, 7, 5, 3 };
-static const int blinkgen_p0s17t13_order[8] = { 3, 0, 7, 1, 2, 4, 5, 6 };
-static const int blinkgen_p0s17t14_parent[8] = { 3, 0, 1, -1, 0, 6, 4, 5 };
-static const int blinkgen_p0s17t14_order[8] = { 3, 0, 1, 4, 2, 6, 5, 7 };
-static const int blinkgen_p0s17t15_parent[8] = { 4, 0, 3, -1, 6, 7, 2, 6 };
-static const int blinkgen_p0s17t15_order[8] = { 3, 2, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_p0s17t16_parent[8] = { 1, 3, 3, 7, -1, 6, 4, 6 };
-static const int blinkgen_p0s17t16_order[8] = { 4, 6, 5, 7, 3, 1, 2, 0 };
-static const int blinkgen_p0s17t17_parent[8] = { 3, 5, 1, 2, -1, 4, 7, 3 };
-static const int blinkgen_p0s17t17_order[8] = { 4, 5, 1, 2, 3, 0, 7, 6 };
-static const int blinkgen_p0s17t18_parent[8] = { 2, 3, 3, 7, -1, 6, 2, 4 };
-static const int blinkgen_p0s17t18_order[8] = { 4, 7, 3, 1, 2, 0, 6, 5 };
-static const int blinkgen_p0s17t19_parent[8] = { 4, 2, 3, 0, -1, 6, 2, 6 };
-static const int blinkgen_p0s17t19_order[8] = { 4, 0, 3, 2, 1, 6, 5, 7 };
-static const int blinkgen_p0s17t20_parent[8] = { 1, 3, 3, 7, 5, -1, 5, 6 };
-static const int blinkgen_p0s17t20_order[8] = { 5, 4, 6, 7, 3, 1, 2, 0 };
-static const int blinkgen_p0s17t21_parent[8] = { 3, 3, 6, 2, 6, -1, 7, 5 };
-static const int blinkgen_p0s17t21_order[8] = { 5, 7, 6, 2, 4, 3, 0, 1 };
-static const int blinkgen_p0s17t22_parent[8] = { 2, 5, 3, 1, 7, -1, 2, 6 };
-static const int blinkgen_p0s17t22_order[8] = { 5, 1, 3, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s17t23_parent[8] = { 1, 5, 0, 0, 6, 4, -1, 5 };
-static const int blinkgen_p0s17t23_order[8] = { 6, 4, 5, 1, 7, 0, 2, 3 };
-static const int blinkgen_p0s17t24_parent[8] = { 2, 0, 6, 0, 0, 7, -1, 3 };
-static const int blinkgen_p0s17t24_order[8] = { 6, 2, 0, 1, 3, 4, 7, 5 };
-static const int blinkgen_p0s17t25_parent[8] = { 3, 3, 6, 2, 6, 7, -1, 6 };
-static const int blinkgen_p0s17t25_order[8] = { 6, 2, 4, 7, 3, 5, 0, 1 };
-static const int blinkgen_p0s17t26_parent[8] = { 1, 2, 6, 2, 7, 4, -1, 3 };
-static const int blinkgen_p0s17t26_order[8] = { 6, 2, 1, 3, 0, 7, 4, 5 };
-static const int blinkgen_p0s17t27_parent[8] = { 2, 5, 1, 1, 0, 7, 4, -1 };
-static const int blinkgen_p0s17t27_order[8] = { 7, 5, 1, 2, 3, 0, 4, 6 };
-static const int blinkgen_p0s17t28_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_p0s17t28_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
-static const int blinkgen_p0s17t29_parent[8] = { 4, 3, 0, 0, 5, 7, 4, -1 };
-static const int blinkgen_p0s17t29_order[8] = { 7, 5, 4, 0, 6, 2, 3, 1 };
-static const int blinkgen_p0s17t30_parent[8] = { 1, 5, 0, 0, 6, 7, 2, -1 };
-static const int blinkgen_p0s17t30_order[8] = { 7, 5, 1, 0, 2, 3, 6, 4 };
-static const int blinkgen_p0s17t31_parent[8] = { 4, 0, 0, 1, 7, 1, 5, -1 };
-static const int blinkgen_p0s17t31_order[8] = { 7, 4, 0, 1, 2, 3, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s17_trees[32] = {
-    { 0, 71809u, blinkgen_p0s17t0_parent, blinkgen_p0s17t0_order }, /* 7.1809 GB/s */
-    { 0, 34824u, blinkgen_p0s17t1_parent, blinkgen_p0s17t1_order }, /* 3.4824 GB/s */
-    { 0, 7120u, blinkgen_p0s17t2_parent, blinkgen_p0s17t2_order }, /* 0.712 GB/s */
-    { 0, 531u, blinkgen_p0s17t3_parent, blinkgen_p0s17t3_order }, /* 0.0531 GB/s */
-    { 1, 51740u, blinkgen_p0s17t4_parent, blinkgen_p0s17t4_order }, /* 5.174 GB/s */
-    { 1, 26038u, blinkgen_p0s17t5_parent, blinkgen_p0s17t5_order }, /* 2.6038 GB/s */
-    { 1, 20830u, blinkgen_p0s17t6_parent, blinkgen_p0s17t6_order }, /* 2.083 GB/s */
-    { 1, 12470u, blinkgen_p0s17t7_parent, blinkgen_p0s17t7_order }, /* 1.247 GB/s */
-    { 1, 3206u, blinkgen_p0s17t8_parent, blinkgen_p0s17t8_order }, /* 0.3206 GB/s */
-    { 2, 90656u, blinkgen_p0s17t9_parent, blinkgen_p0s17t9_order }, /* 9.0656 GB/s */
-    { 2, 19360u, blinkgen_p0s17t10_parent, blinkgen_p0s17t10_order }, /* 1.936 GB/s */
-    { 2, 4268u, blinkgen_p0s17t11_parent, blinkgen_p0s17t11_order }, /* 0.4268 GB/s */
-    { 3, 45452u, blinkgen_p0s17t12_parent, blinkgen_p0s17t12_order }, /* 4.5452 GB/s */
-    { 3, 32167u, blinkgen_p0s17t13_parent, blinkgen_p0s17t13_order }, /* 3.2167 GB/s */
-    { 3, 24621u, blinkgen_p0s17t14_parent, blinkgen_p0s17t14_order }, /* 2.4621 GB/s */
-    { 3, 12044u, blinkgen_p0s17t15_parent, blinkgen_p0s17t15_order }, /* 1.2044 GB/s */
-    { 4, 49402u, blinkgen_p0s17t16_parent, blinkgen_p0s17t16_order }, /* 4.9402 GB/s */
-    { 4, 28075u, blinkgen_p0s17t17_parent, blinkgen_p0s17t17_order }, /* 2.8075 GB/s */
-    { 4, 20139u, blinkgen_p0s17t18_parent, blinkgen_p0s17t18_order }, /* 2.0139 GB/s */
-    { 4, 16668u, blinkgen_p0s17t19_parent, blinkgen_p0s17t19_order }, /* 1.6668 GB/s */
-    { 5, 46178u, blinkgen_p0s17t20_parent, blinkgen_p0s17t20_order }, /* 4.6178 GB/s */
-    { 5, 40722u, blinkgen_p0s17t21_parent, blinkgen_p0s17t21_order }, /* 4.0722 GB/s */
-    { 5, 27384u, blinkgen_p0s17t22_parent, blinkgen_p0s17t22_order }, /* 2.7384 GB/s */
-    { 6, 48693u, blinkgen_p0s17t23_parent, blinkgen_p0s17t23_order }, /* 4.8693 GB/s */
-    { 6, 36648u, blinkgen_p0s17t24_parent, blinkgen_p0s17t24_order }, /* 3.6648 GB/s */
-    { 6, 16491u, blinkgen_p0s17t25_parent, blinkgen_p0s17t25_order }, /* 1.6491 GB/s */
-    { 6, 12452u, blinkgen_p0s17t26_parent, blinkgen_p0s17t26_order }, /* 1.2452 GB/s */
-    { 7, 38986u, blinkgen_p0s17t27_parent, blinkgen_p0s17t27_order }, /* 3.8986 GB/s */
-    { 7, 27650u, blinkgen_p0s17t28_parent, blinkgen_p0s17t28_order }, /* 2.765 GB/s */
-    { 7, 27065u, blinkgen_p0s17t29_parent, blinkgen_p0s17t29_order }, /* 2.7065 GB/s */
-    { 7, 17234u, blinkgen_p0s17t30_parent, blinkgen_p0s17t30_order }, /* 1.7234 GB/s */
-    { 7, 3347u, blinkgen_p0s17t31_parent, blinkgen_p0s17t31_order }, /* 0.3347 GB/s */
+    { 0, 71809u, blinkgen_a79, blinkgen_a80 }, /* 7.1809 GB/s */
+    { 0, 34824u, blinkgen_a81, blinkgen_a82 }, /* 3.4824 GB/s */
+    { 0, 7120u, blinkgen_a83, blinkgen_a84 }, /* 0.712 GB/s */
+    { 0, 531u, blinkgen_a85, blinkgen_a86 }, /* 0.0531 GB/s */
+    { 1, 51740u, blinkgen_a87, blinkgen_a88 }, /* 5.174 GB/s */
+    { 1, 26038u, blinkgen_a89, blinkgen_a90 }, /* 2.6038 GB/s */
+    { 1, 20830u, blinkgen_a91, blinkgen_a92 }, /* 2.083 GB/s */
+    { 1, 12470u, blinkgen_a93, blinkgen_a94 }, /* 1.247 GB/s */
+    { 1, 3206u, blinkgen_a95, blinkgen_a96 }, /* 0.3206 GB/s */
+    { 2, 90656u, blinkgen_a97, blinkgen_a98 }, /* 9.0656 GB/s */
+    { 2, 19360u, blinkgen_a99, blinkgen_a100 }, /* 1.936 GB/s */
+    { 2, 4268u, blinkgen_a101, blinkgen_a102 }, /* 0.4268 GB/s */
+    { 3, 45452u, blinkgen_a103, blinkgen_a104 }, /* 4.5452 GB/s */
+    { 3, 32167u, blinkgen_a105, blinkgen_a106 }, /* 3.2167 GB/s */
+    { 3, 24621u, blinkgen_a107, blinkgen_a108 }, /* 2.4621 GB/s */
+    { 3, 12044u, blinkgen_a109, blinkgen_a110 }, /* 1.2044 GB/s */
+    { 4, 49402u, blinkgen_a111, blinkgen_a112 }, /* 4.9402 GB/s */
+    { 4, 28075u, blinkgen_a113, blinkgen_a114 }, /* 2.8075 GB/s */
+    { 4, 20139u, blinkgen_a115, blinkgen_a116 }, /* 2.0139 GB/s */
+    { 4, 16668u, blinkgen_a117, blinkgen_a118 }, /* 1.6668 GB/s */
+    { 5, 46178u, blinkgen_a119, blinkgen_a120 }, /* 4.6178 GB/s */
+    { 5, 40722u, blinkgen_a121, blinkgen_a122 }, /* 4.0722 GB/s */
+    { 5, 27384u, blinkgen_a123, blinkgen_a124 }, /* 2.7384 GB/s */
+    { 6, 48693u, blinkgen_a125, blinkgen_a126 }, /* 4.8693 GB/s */
+    { 6, 36648u, blinkgen_a127, blinkgen_a128 }, /* 3.6648 GB/s */
+    { 6, 16491u, blinkgen_a129, blinkgen_a130 }, /* 1.6491 GB/s */
+    { 6, 12452u, blinkgen_a131, blinkgen_a132 }, /* 1.2452 GB/s */
+    { 7, 38986u, blinkgen_a133, blinkgen_a134 }, /* 3.8986 GB/s */
+    { 7, 27650u, blinkgen_a135, blinkgen_a136 }, /* 2.765 GB/s */
+    { 7, 27065u, blinkgen_a137, blinkgen_a138 }, /* 2.7065 GB/s */
+    { 7, 17234u, blinkgen_a139, blinkgen_a140 }, /* 1.7234 GB/s */
+    { 7, 3347u, blinkgen_a141, blinkgen_a142 }, /* 0.3347 GB/s */
 };
-static const int blinkgen_p0s17rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s17rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
-static const int blinkgen_p0s17rt1_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s17rt1_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
-static const int blinkgen_p0s17rt2_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s17rt2_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
-static const int blinkgen_p0s17rt3_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
-static const int blinkgen_p0s17rt3_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
-static const int blinkgen_p0s17rt4_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_p0s17rt4_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
-static const int blinkgen_p0s17rt5_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
-static const int blinkgen_p0s17rt5_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
-static const int blinkgen_p0s17rt6_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
-static const int blinkgen_p0s17rt6_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
-static const int blinkgen_p0s17rt7_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
-static const int blinkgen_p0s17rt7_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
-static const int blinkgen_p0s17rt8_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt8_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_p0s17rt9_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt9_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_p0s17rt10_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt10_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_p0s17rt11_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt11_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_p0s17rt12_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s17rt12_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_p0s17rt13_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s17rt13_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_p0s17rt14_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s17rt14_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_p0s17rt15_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s17rt15_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
-    { 0, 100000u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 10.0 GB/s */
-    { 1, 100000u, blinkgen_p0s17rt1_parent, blinkgen_p0s17rt1_order }, /* 10.0 GB/s */
-    { 2, 100000u, blinkgen_p0s17rt2_parent, blinkgen_p0s17rt2_order }, /* 10.0 GB/s */
-    { 3, 100000u, blinkgen_p0s17rt3_parent, blinkgen_p0s17rt3_order }, /* 10.0 GB/s */
-    { 4, 100000u, blinkgen_p0s17rt4_parent, blinkgen_p0s17rt4_order }, /* 10.0 GB/s */
-    { 5, 100000u, blinkgen_p0s17rt5_parent, blinkgen_p0s17rt5_order }, /* 10.0 GB/s */
-    { 6, 100000u, blinkgen_p0s17rt6_parent, blinkgen_p0s17rt6_order }, /* 10.0 GB/s */
-    { 7, 100000u, blinkgen_p0s17rt7_parent, blinkgen_p0s17rt7_order }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_p0s17rt8_parent, blinkgen_p0s17rt8_order }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_p0s17rt9_parent, blinkgen_p0s17rt9_order }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_p0s17rt10_parent, blinkgen_p0s17rt10_order }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_p0s17rt11_parent, blinkgen_p0s17rt11_order }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_p0s17rt12_parent, blinkgen_p0s17rt12_order }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_p0s17rt13_parent, blinkgen_p0s17rt13_order }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a47, blinkgen_a48 }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_a51, blinkgen_a52 }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_a55, blinkgen_a56 }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_a59, blinkgen_a60 }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_a63, blinkgen_a64 }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_a67, blinkgen_a68 }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_a71, blinkgen_a72 }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_a75, blinkgen_a76 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a49, blinkgen_a50 }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_a53, blinkgen_a54 }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_a57, blinkgen_a58 }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_a61, blinkgen_a62 }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_a65, blinkgen_a66 }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_a69, blinkgen_a70 }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_a73, blinkgen_a74 }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_a77, blinkgen_a78 }, /* 20.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
@@ -903,105 +458,41 @@ static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
 };
 
 /* allreduce: 16 trees, 16 ring chains */
-static const int blinkgen_p0s18t0_parent[8] = { -1, 2, 0, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s18t0_order[8] = { 0, 2, 3, 1, 7, 4, 5, 6 };
-static const int blinkgen_p0s18t1_parent[8] = { -1, 2, 0, 2, 0, 6, 4, 4 };
-static const int blinkgen_p0s18t1_order[8] = { 0, 2, 4, 1, 3, 6, 7, 5 };
-static const int blinkgen_p0s18t2_parent[8] = { -1, 0, 6, 1, 5, 1, 5, 6 };
-static const int blinkgen_p0s18t2_order[8] = { 0, 1, 3, 5, 4, 6, 2, 7 };
-static const int blinkgen_p0s18t3_parent[8] = { -1, 3, 6, 2, 0, 4, 4, 4 };
-static const int blinkgen_p0s18t3_order[8] = { 0, 4, 5, 6, 7, 2, 3, 1 };
-static const int blinkgen_p0s18t4_parent[8] = { -1, 0, 1, 0, 5, 1, 2, 5 };
-static const int blinkgen_p0s18t4_order[8] = { 0, 1, 3, 2, 5, 6, 4, 7 };
-static const int blinkgen_p0s18t5_parent[8] = { -1, 3, 3, 0, 0, 6, 4, 3 };
-static const int blinkgen_p0s18t5_order[8] = { 0, 3, 4, 1, 2, 7, 6, 5 };
-static const int blinkgen_p0s18t6_parent[8] = { -1, 0, 0, 7, 6, 1, 5, 5 };
-static const int blinkgen_p0s18t6_order[8] = { 0, 1, 2, 5, 6, 7, 4, 3 };
-static const int blinkgen_p0s18t7_parent[8] = { -1, 3, 3, 0, 0, 1, 2, 6 };
-static const int blinkgen_p0s18t7_order[8] = { 0, 3, 4, 1, 2, 5, 6, 7 };
-static const int blinkgen_p0s18t8_parent[8] = { -1, 0, 0, 2, 5, 7, 7, 3 };
-static const int blinkgen_p0s18t8_order[8] = { 0, 1, 2, 3, 7, 5, 6, 4 };
-static const int blinkgen_p0s18t9_parent[8] = { -1, 5, 1, 1, 0, 4, 4, 4 };
-static const int blinkgen_p0s18t9_order[8] = { 0, 4, 5, 6, 7, 1, 2, 3 };
-static const int blinkgen_p0s18t10_parent[8] = { -1, 0, 6, 1, 5, 1, 5, 5 };
-static const int blinkgen_p0s18t10_order[8] = { 0, 1, 3, 5, 4, 6, 7, 2 };
-static const int blinkgen_p0s18t11_parent[8] = { -1, 0, 1, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s18t11_order[8] = { 0, 1, 3, 2, 7, 4, 5, 6 };
-static const int blinkgen_p0s18t12_parent[8] = { -1, 0, 0, 0, 0, 1, 2, 3 };
-static const int blinkgen_p0s18t12_order[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s18t13_parent[8] = { -1, 0, 1, 7, 6, 6, 2, 6 };
-static const int blinkgen_p0s18t13_order[8] = { 0, 1, 2, 6, 4, 5, 7, 3 };
-static const int blinkgen_p0s18t14_parent[8] = { -1, 0, 1, 1, 0, 4, 4, 4 };
-static const int blinkgen_p0s18t14_order[8] = { 0, 1, 4, 2, 3, 5, 6, 7 };
-static const int blinkgen_p0s18t15_parent[8] = { -1, 2, 0, 0, 0, 7, 2, 4 };
-static const int blinkgen_p0s18t15_order[8] = { 0, 2, 3, 4, 1, 6, 7, 5 };
 static const struct blink_plan_tree blinkgen_p0s18_trees[16] = {
-    { 0, 68253u, blinkgen_p0s18t0_parent, blinkgen_p0s18t0_order }, /* 6.8253 GB/s */
-    { 0, 53968u, blinkgen_p0s18t1_parent, blinkgen_p0s18t1_order }, /* 5.3968 GB/s */
-    { 0, 52380u, blinkgen_p0s18t2_parent, blinkgen_p0s18t2_order }, /* 5.238 GB/s */
-    { 0, 46031u, blinkgen_p0s18t3_parent, blinkgen_p0s18t3_order }, /* 4.6031 GB/s */
-    { 0, 39682u, blinkgen_p0s18t4_parent, blinkgen_p0s18t4_order }, /* 3.9682 GB/s */
-    { 0, 38095u, blinkgen_p0s18t5_parent, blinkgen_p0s18t5_order }, /* 3.8095 GB/s */
-    { 0, 36507u, blinkgen_p0s18t6_parent, blinkgen_p0s18t6_order }, /* 3.6507 GB/s */
-    { 0, 31746u, blinkgen_p0s18t7_parent, blinkgen_p0s18t7_order }, /* 3.1746 GB/s */
-    { 0, 30158u, blinkgen_p0s18t8_parent, blinkgen_p0s18t8_order }, /* 3.0158 GB/s */
-    { 0, 17460u, blinkgen_p0s18t9_parent, blinkgen_p0s18t9_order }, /* 1.746 GB/s */
-    { 0, 12698u, blinkgen_p0s18t10_parent, blinkgen_p0s18t10_order }, /* 1.2698 GB/s */
-    { 0, 11111u, blinkgen_p0s18t11_parent, blinkgen_p0s18t11_order }, /* 1.1111 GB/s */
-    { 0, 9523u, blinkgen_p0s18t12_parent, blinkgen_p0s18t12_order }, /* 0.9523 GB/s */
-    { 0, 6349u, blinkgen_p0s18t13_parent, blinkgen_p0s18t13_order }, /* 0.6349 GB/s */
-    { 0, 1587u, blinkgen_p0s18t14_parent, blinkgen_p0s18t14_order }, /* 0.1587 GB/s */
-    { 0, 1587u, blinkgen_p0s18t15_parent, blinkgen_p0s18t15_order }, /* 0.1587 GB/s */
+    { 0, 68253u, blinkgen_a143, blinkgen_a144 }, /* 6.8253 GB/s */
+    { 0, 53968u, blinkgen_a145, blinkgen_a146 }, /* 5.3968 GB/s */
+    { 0, 52380u, blinkgen_a147, blinkgen_a148 }, /* 5.238 GB/s */
+    { 0, 46031u, blinkgen_a149, blinkgen_a150 }, /* 4.6031 GB/s */
+    { 0, 39682u, blinkgen_a151, blinkgen_a152 }, /* 3.9682 GB/s */
+    { 0, 38095u, blinkgen_a153, blinkgen_a154 }, /* 3.8095 GB/s */
+    { 0, 36507u, blinkgen_a155, blinkgen_a156 }, /* 3.6507 GB/s */
+    { 0, 31746u, blinkgen_a157, blinkgen_a158 }, /* 3.1746 GB/s */
+    { 0, 30158u, blinkgen_a159, blinkgen_a9 }, /* 3.0158 GB/s */
+    { 0, 17460u, blinkgen_a160, blinkgen_a161 }, /* 1.746 GB/s */
+    { 0, 12698u, blinkgen_a162, blinkgen_a163 }, /* 1.2698 GB/s */
+    { 0, 11111u, blinkgen_a164, blinkgen_a165 }, /* 1.1111 GB/s */
+    { 0, 9523u, blinkgen_a166, blinkgen_a167 }, /* 0.9523 GB/s */
+    { 0, 6349u, blinkgen_a168, blinkgen_a169 }, /* 0.6349 GB/s */
+    { 0, 1587u, blinkgen_a170, blinkgen_a171 }, /* 0.1587 GB/s */
+    { 0, 1587u, blinkgen_a172, blinkgen_a173 }, /* 0.1587 GB/s */
 };
-static const int blinkgen_p0s18rt0_parent[8] = { -1, 2, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s18rt0_order[8] = { 0, 4, 6, 5, 7, 3, 2, 1 };
-static const int blinkgen_p0s18rt1_parent[8] = { 1, -1, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s18rt1_order[8] = { 1, 0, 4, 6, 5, 7, 3, 2 };
-static const int blinkgen_p0s18rt2_parent[8] = { 1, 2, -1, 7, 0, 6, 4, 5 };
-static const int blinkgen_p0s18rt2_order[8] = { 2, 1, 0, 4, 6, 5, 7, 3 };
-static const int blinkgen_p0s18rt3_parent[8] = { 1, 2, 3, -1, 0, 6, 4, 5 };
-static const int blinkgen_p0s18rt3_order[8] = { 3, 2, 1, 0, 4, 6, 5, 7 };
-static const int blinkgen_p0s18rt4_parent[8] = { 1, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_p0s18rt4_order[8] = { 4, 6, 5, 7, 3, 2, 1, 0 };
-static const int blinkgen_p0s18rt5_parent[8] = { 1, 2, 3, 7, 0, -1, 4, 5 };
-static const int blinkgen_p0s18rt5_order[8] = { 5, 7, 3, 2, 1, 0, 4, 6 };
-static const int blinkgen_p0s18rt6_parent[8] = { 1, 2, 3, 7, 0, 6, -1, 5 };
-static const int blinkgen_p0s18rt6_order[8] = { 6, 5, 7, 3, 2, 1, 0, 4 };
-static const int blinkgen_p0s18rt7_parent[8] = { 1, 2, 3, 7, 0, 6, 4, -1 };
-static const int blinkgen_p0s18rt7_order[8] = { 7, 3, 2, 1, 0, 4, 6, 5 };
-static const int blinkgen_p0s18rt8_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt8_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_p0s18rt9_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt9_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_p0s18rt10_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt10_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_p0s18rt11_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt11_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_p0s18rt12_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s18rt12_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_p0s18rt13_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s18rt13_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_p0s18rt14_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s18rt14_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_p0s18rt15_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s18rt15_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
-    { 0, 12500u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 1.25 GB/s */
-    { 1, 12500u, blinkgen_p0s18rt1_parent, blinkgen_p0s18rt1_order }, /* 1.25 GB/s */
-    { 2, 12500u, blinkgen_p0s18rt2_parent, blinkgen_p0s18rt2_order }, /* 1.25 GB/s */
-    { 3, 12500u, blinkgen_p0s18rt3_parent, blinkgen_p0s18rt3_order }, /* 1.25 GB/s */
-    { 4, 12500u, blinkgen_p0s18rt4_parent, blinkgen_p0s18rt4_order }, /* 1.25 GB/s */
-    { 5, 12500u, blinkgen_p0s18rt5_parent, blinkgen_p0s18rt5_order }, /* 1.25 GB/s */
-    { 6, 12500u, blinkgen_p0s18rt6_parent, blinkgen_p0s18rt6_order }, /* 1.25 GB/s */
-    { 7, 12500u, blinkgen_p0s18rt7_parent, blinkgen_p0s18rt7_order }, /* 1.25 GB/s */
-    { 0, 25000u, blinkgen_p0s18rt8_parent, blinkgen_p0s18rt8_order }, /* 2.5 GB/s */
-    { 1, 25000u, blinkgen_p0s18rt9_parent, blinkgen_p0s18rt9_order }, /* 2.5 GB/s */
-    { 2, 25000u, blinkgen_p0s18rt10_parent, blinkgen_p0s18rt10_order }, /* 2.5 GB/s */
-    { 3, 25000u, blinkgen_p0s18rt11_parent, blinkgen_p0s18rt11_order }, /* 2.5 GB/s */
-    { 4, 25000u, blinkgen_p0s18rt12_parent, blinkgen_p0s18rt12_order }, /* 2.5 GB/s */
-    { 5, 25000u, blinkgen_p0s18rt13_parent, blinkgen_p0s18rt13_order }, /* 2.5 GB/s */
-    { 6, 25000u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.5 GB/s */
-    { 7, 25000u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.5 GB/s */
+    { 0, 12500u, blinkgen_a47, blinkgen_a48 }, /* 1.25 GB/s */
+    { 1, 12500u, blinkgen_a51, blinkgen_a52 }, /* 1.25 GB/s */
+    { 2, 12500u, blinkgen_a55, blinkgen_a56 }, /* 1.25 GB/s */
+    { 3, 12500u, blinkgen_a59, blinkgen_a60 }, /* 1.25 GB/s */
+    { 4, 12500u, blinkgen_a63, blinkgen_a64 }, /* 1.25 GB/s */
+    { 5, 12500u, blinkgen_a67, blinkgen_a68 }, /* 1.25 GB/s */
+    { 6, 12500u, blinkgen_a71, blinkgen_a72 }, /* 1.25 GB/s */
+    { 7, 12500u, blinkgen_a75, blinkgen_a76 }, /* 1.25 GB/s */
+    { 0, 25000u, blinkgen_a49, blinkgen_a50 }, /* 2.5 GB/s */
+    { 1, 25000u, blinkgen_a53, blinkgen_a54 }, /* 2.5 GB/s */
+    { 2, 25000u, blinkgen_a57, blinkgen_a58 }, /* 2.5 GB/s */
+    { 3, 25000u, blinkgen_a61, blinkgen_a62 }, /* 2.5 GB/s */
+    { 4, 25000u, blinkgen_a65, blinkgen_a66 }, /* 2.5 GB/s */
+    { 5, 25000u, blinkgen_a69, blinkgen_a70 }, /* 2.5 GB/s */
+    { 6, 25000u, blinkgen_a73, blinkgen_a74 }, /* 2.5 GB/s */
+    { 7, 25000u, blinkgen_a77, blinkgen_a78 }, /* 2.5 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
@@ -1017,65 +508,84 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
- * table, ranges, range table }. */
+ * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none) }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 4, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      8, blinkgen_p0s0_ranges },
-    { BLINK_PLAN_BROADCAST, 1, 4, blinkgen_p0s1_trees,
+      8, blinkgen_p0s0_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       2, blinkgen_p0s1_ring_trees,
-      8, blinkgen_p0s1_ranges },
-    { BLINK_PLAN_BROADCAST, 2, 4, blinkgen_p0s2_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a12, 0 },
+    { BLINK_PLAN_BROADCAST, 2, 0, NULL,
       2, blinkgen_p0s2_ring_trees,
-      8, blinkgen_p0s2_ranges },
-    { BLINK_PLAN_BROADCAST, 3, 4, blinkgen_p0s3_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a17, 0 },
+    { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       2, blinkgen_p0s3_ring_trees,
-      8, blinkgen_p0s3_ranges },
-    { BLINK_PLAN_BROADCAST, 4, 4, blinkgen_p0s4_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a22, 0 },
+    { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       2, blinkgen_p0s4_ring_trees,
-      8, blinkgen_p0s4_ranges },
-    { BLINK_PLAN_BROADCAST, 5, 4, blinkgen_p0s5_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a27, 0 },
+    { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       2, blinkgen_p0s5_ring_trees,
-      8, blinkgen_p0s5_ranges },
-    { BLINK_PLAN_BROADCAST, 6, 4, blinkgen_p0s6_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a32, 0 },
+    { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       2, blinkgen_p0s6_ring_trees,
-      8, blinkgen_p0s6_ranges },
-    { BLINK_PLAN_BROADCAST, 7, 4, blinkgen_p0s7_trees,
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a37, 0 },
+    { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       2, blinkgen_p0s7_ring_trees,
-      8, blinkgen_p0s7_ranges },
+      8, blinkgen_p0s0_ranges,
+      blinkgen_a42, 0 },
     { BLINK_PLAN_REDUCE, 0, 4, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      8, blinkgen_p0s8_ranges },
-    { BLINK_PLAN_REDUCE, 1, 4, blinkgen_p0s9_trees,
+      8, blinkgen_p0s8_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_REDUCE, 1, 0, NULL,
       2, blinkgen_p0s9_ring_trees,
-      8, blinkgen_p0s9_ranges },
-    { BLINK_PLAN_REDUCE, 2, 4, blinkgen_p0s10_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a12, 8 },
+    { BLINK_PLAN_REDUCE, 2, 0, NULL,
       2, blinkgen_p0s10_ring_trees,
-      8, blinkgen_p0s10_ranges },
-    { BLINK_PLAN_REDUCE, 3, 4, blinkgen_p0s11_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a17, 8 },
+    { BLINK_PLAN_REDUCE, 3, 0, NULL,
       2, blinkgen_p0s11_ring_trees,
-      8, blinkgen_p0s11_ranges },
-    { BLINK_PLAN_REDUCE, 4, 4, blinkgen_p0s12_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a22, 8 },
+    { BLINK_PLAN_REDUCE, 4, 0, NULL,
       2, blinkgen_p0s12_ring_trees,
-      8, blinkgen_p0s12_ranges },
-    { BLINK_PLAN_REDUCE, 5, 4, blinkgen_p0s13_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a27, 8 },
+    { BLINK_PLAN_REDUCE, 5, 0, NULL,
       2, blinkgen_p0s13_ring_trees,
-      8, blinkgen_p0s13_ranges },
-    { BLINK_PLAN_REDUCE, 6, 4, blinkgen_p0s14_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a32, 8 },
+    { BLINK_PLAN_REDUCE, 6, 0, NULL,
       2, blinkgen_p0s14_ring_trees,
-      8, blinkgen_p0s14_ranges },
-    { BLINK_PLAN_REDUCE, 7, 4, blinkgen_p0s15_trees,
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a37, 8 },
+    { BLINK_PLAN_REDUCE, 7, 0, NULL,
       2, blinkgen_p0s15_ring_trees,
-      8, blinkgen_p0s15_ranges },
+      8, blinkgen_p0s8_ranges,
+      blinkgen_a42, 8 },
     { BLINK_PLAN_ALLGATHER, -1, 32, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
-      12, blinkgen_p0s16_ranges },
+      12, blinkgen_p0s16_ranges,
+      NULL, -1 },
     { BLINK_PLAN_REDUCESCATTER, -1, 32, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      9, blinkgen_p0s17_ranges },
+      9, blinkgen_p0s17_ranges,
+      NULL, -1 },
     { BLINK_PLAN_ALLREDUCE, -1, 16, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
-      9, blinkgen_p0s18_ranges },
+      9, blinkgen_p0s18_ranges,
+      NULL, -1 },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -1097,7 +607,7 @@ static const struct blink_plan *const blinkgen_plans[1] = {
 };
 
 static const struct blink_plan_library blinkgen_library = {
-    BLINK_PLAN_ABI, 1, blinkgen_plans,
+    BLINK_PLAN_ABI, 1, blinkgen_plans, 0, NULL,
 };
 
 blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist)

@@ -12,37 +12,174 @@
  */
 #include <blink_plan.h>
 
+/* Every int table of the plans below, each once: trees' parents and breadth-first orders, ring
+ * chains, and the rank maps of schedules that are others relabelled. */
+static const int blinkgen_a0[] = { -1, 0, 1, 1, 5, 1, 4, 4 };
+static const int blinkgen_a1[] = { 0, 1, 2, 3, 5, 4, 6, 7 };
+static const int blinkgen_a2[] = { -1, 2, 0, 2, 6, 1, 5, 5 };
+static const int blinkgen_a3[] = { 0, 2, 1, 3, 5, 6, 7, 4 };
+static const int blinkgen_a4[] = { -1, 2, 3, 0, 7, 7, 7, 3 };
+static const int blinkgen_a5[] = { 0, 3, 2, 7, 1, 4, 5, 6 };
+static const int blinkgen_a6[] = { -1, 3, 1, 0, 7, 6, 2, 6 };
+static const int blinkgen_a7[] = { 0, 3, 1, 2, 6, 5, 7, 4 };
+static const int blinkgen_a8[] = { -1, 5, 3, 7, 0, 6, 7, 4 };
+static const int blinkgen_a9[] = { 0, 4, 7, 3, 6, 2, 5, 1 };
+static const int blinkgen_a10[] = { -1, 5, 6, 2, 0, 4, 5, 6 };
+static const int blinkgen_a11[] = { 0, 4, 5, 1, 6, 2, 7, 3 };
+static const int blinkgen_a12[] = { -1, 2, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a13[] = { 0, 2, 1, 5, 4, 6, 7, 3 };
+static const int blinkgen_a14[] = { -1, 5, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_a15[] = { 0, 4, 7, 6, 5, 1, 2, 3 };
+static const int blinkgen_a16[] = { 1, 0, 3, 2, 5, 4, 7, 6 };
+static const int blinkgen_a17[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a18[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_a19[] = { 3, -1, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_a20[] = { 1, 2, 3, 0, 4, 7, 6, 5 };
+static const int blinkgen_a21[] = { 1, 2, -1, 0, 0, 7, 5, 4 };
+static const int blinkgen_a22[] = { 2, 1, 0, 3, 4, 7, 5, 6 };
+static const int blinkgen_a23[] = { 2, 0, -1, 0, 0, 4, 4, 4 };
+static const int blinkgen_a24[] = { 2, 0, 1, 3, 4, 5, 6, 7 };
+static const int blinkgen_a25[] = { 3, 2, -1, 1, 5, 1, 5, 6 };
+static const int blinkgen_a26[] = { 2, 1, 3, 5, 0, 4, 6, 7 };
+static const int blinkgen_a27[] = { 3, 3, -1, 2, 7, 1, 7, 5 };
+static const int blinkgen_a28[] = { 2, 3, 0, 1, 5, 7, 4, 6 };
+static const int blinkgen_a29[] = { 4, 5, -1, 2, 7, 6, 7, 3 };
+static const int blinkgen_a30[] = { 2, 3, 7, 4, 6, 0, 5, 1 };
+static const int blinkgen_a31[] = { 4, 5, -1, 7, 6, 6, 2, 6 };
+static const int blinkgen_a32[] = { 2, 6, 4, 5, 7, 0, 1, 3 };
+static const int blinkgen_a33[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_a34[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_a35[] = { 3, 5, -1, 2, 0, 6, 7, 4 };
+static const int blinkgen_a36[] = { 2, 3, 0, 4, 7, 6, 5, 1 };
+static const int blinkgen_a37[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_a38[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_a39[] = { 3, 5, 1, -1, 0, 6, 7, 4 };
+static const int blinkgen_a40[] = { 3, 0, 4, 7, 6, 5, 1, 2 };
+static const int blinkgen_a41[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
+static const int blinkgen_a42[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_a43[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_a44[] = { 3, 5, 1, 2, -1, 6, 7, 4 };
+static const int blinkgen_a45[] = { 4, 7, 6, 5, 1, 2, 3, 0 };
+static const int blinkgen_a46[] = { 5, 4, 7, 6, 1, 0, 3, 2 };
+static const int blinkgen_a47[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_a48[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_a49[] = { 3, 5, 1, 2, 0, -1, 7, 4 };
+static const int blinkgen_a50[] = { 5, 1, 2, 3, 0, 4, 7, 6 };
+static const int blinkgen_a51[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_a52[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_a53[] = { 3, 5, 1, 2, 0, 6, -1, 4 };
+static const int blinkgen_a54[] = { 6, 5, 1, 2, 3, 0, 4, 7 };
+static const int blinkgen_a55[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_a56[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_a57[] = { 3, 5, 1, 2, 0, 6, 7, -1 };
+static const int blinkgen_a58[] = { 7, 6, 5, 1, 2, 3, 0, 4 };
+static const int blinkgen_a59[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a60[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_a61[] = { -1, 2, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_a62[] = { 0, 3, 2, 1, 5, 6, 7, 4 };
+static const int blinkgen_a63[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a64[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_a65[] = { 4, -1, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_a66[] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+static const int blinkgen_a67[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a68[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_a69[] = { 4, 2, -1, 0, 7, 1, 5, 6 };
+static const int blinkgen_a70[] = { 2, 1, 5, 6, 7, 4, 0, 3 };
+static const int blinkgen_a71[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_a72[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_a73[] = { 4, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_a74[] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+static const int blinkgen_a75[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_a76[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_a77[] = { 4, 2, 3, 0, -1, 1, 5, 6 };
+static const int blinkgen_a78[] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+static const int blinkgen_a79[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_a80[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_a81[] = { 4, 2, 3, 0, 7, -1, 5, 6 };
+static const int blinkgen_a82[] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+static const int blinkgen_a83[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_a84[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_a85[] = { 4, 2, 3, 0, 7, 1, -1, 6 };
+static const int blinkgen_a86[] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+static const int blinkgen_a87[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_a88[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_a89[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_a90[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const int blinkgen_a91[] = { -1, 3, 0, 7, 6, 4, 2, 5 };
+static const int blinkgen_a92[] = { 0, 2, 6, 4, 5, 7, 3, 1 };
+static const int blinkgen_a93[] = { 3, -1, 1, 2, 0, 7, 7, 4 };
+static const int blinkgen_a94[] = { 1, 2, 3, 0, 4, 7, 5, 6 };
+static const int blinkgen_a95[] = { 2, 2, -1, 1, 0, 6, 2, 3 };
+static const int blinkgen_a96[] = { 2, 0, 1, 6, 4, 3, 5, 7 };
+static const int blinkgen_a97[] = { 1, 3, -1, 7, 6, 4, 2, 5 };
+static const int blinkgen_a98[] = { 2, 6, 4, 5, 7, 3, 1, 0 };
+static const int blinkgen_a99[] = { 1, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_a100[] = { 3, 2, 1, 0, 5, 6, 7, 4 };
+static const int blinkgen_a101[] = { 3, 5, 3, -1, 0, 6, 7, 4 };
+static const int blinkgen_a102[] = { 3, 0, 2, 4, 7, 6, 5, 1 };
+static const int blinkgen_a103[] = { 2, 2, 3, -1, 0, 6, 2, 3 };
+static const int blinkgen_a104[] = { 3, 2, 7, 0, 1, 6, 4, 5 };
+static const int blinkgen_a105[] = { 2, 5, 6, -1, 5, 7, 4, 3 };
+static const int blinkgen_a106[] = { 3, 7, 5, 1, 4, 6, 2, 0 };
+static const int blinkgen_a107[] = { 4, 0, 3, -1, 6, 4, 2, 5 };
+static const int blinkgen_a108[] = { 3, 2, 6, 4, 0, 5, 1, 7 };
+static const int blinkgen_a109[] = { 1, 3, 0, -1, 6, 4, 2, 5 };
+static const int blinkgen_a110[] = { 3, 1, 0, 2, 6, 4, 5, 7 };
+static const int blinkgen_a111[] = { 2, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_a112[] = { 4, 6, 5, 7, 3, 2, 0, 1 };
+static const int blinkgen_a113[] = { 3, 5, 1, 2, 0, -1, 4, 4 };
+static const int blinkgen_a114[] = { 5, 1, 2, 3, 0, 4, 6, 7 };
+static const int blinkgen_a115[] = { 4, 0, 0, 1, 5, -1, 2, 3 };
+static const int blinkgen_a116[] = { 5, 4, 0, 1, 2, 3, 6, 7 };
+static const int blinkgen_a117[] = { 2, 3, 6, 0, 5, -1, 4, 3 };
+static const int blinkgen_a118[] = { 5, 4, 6, 2, 0, 3, 1, 7 };
+static const int blinkgen_a119[] = { 3, 5, 1, 2, 7, -1, 5, 6 };
+static const int blinkgen_a120[] = { 5, 1, 6, 2, 7, 3, 4, 0 };
+static const int blinkgen_a121[] = { 1, 3, 0, 7, 6, 4, -1, 5 };
+static const int blinkgen_a122[] = { 6, 4, 5, 7, 3, 1, 0, 2 };
+static const int blinkgen_a123[] = { 2, 0, 6, 0, 0, 1, -1, 3 };
+static const int blinkgen_a124[] = { 6, 2, 0, 1, 3, 4, 5, 7 };
+static const int blinkgen_a125[] = { 4, 0, 6, 1, 5, 7, 4, -1 };
+static const int blinkgen_a126[] = { 7, 5, 4, 0, 6, 1, 2, 3 };
+static const int blinkgen_a127[] = { 3, 5, 1, 2, 5, 6, 7, -1 };
+static const int blinkgen_a128[] = { 7, 6, 5, 1, 4, 2, 3, 0 };
+static const int blinkgen_a129[] = { 1, 3, 0, 7, 6, 4, 2, -1 };
+static const int blinkgen_a130[] = { 7, 3, 1, 0, 2, 6, 4, 5 };
+static const int blinkgen_a131[] = { -1, 0, 0, 0, 6, 4, 2, 3 };
+static const int blinkgen_a132[] = { 0, 1, 2, 3, 6, 7, 4, 5 };
+static const int blinkgen_a133[] = { -1, 3, 3, 0, 0, 7, 5, 4 };
+static const int blinkgen_a134[] = { 0, 3, 4, 1, 2, 7, 5, 6 };
+static const int blinkgen_a135[] = { -1, 0, 0, 1, 6, 4, 2, 3 };
+static const int blinkgen_a136[] = { -1, 0, 0, 1, 6, 7, 2, 6 };
+static const int blinkgen_a137[] = { 0, 1, 2, 3, 6, 4, 7, 5 };
+static const int blinkgen_a138[] = { -1, 2, 3, 0, 0, 1, 5, 6 };
+static const int blinkgen_a139[] = { 0, 3, 4, 2, 1, 5, 6, 7 };
+static const int blinkgen_a140[] = { -1, 2, 3, 0, 0, 1, 7, 4 };
+static const int blinkgen_a141[] = { 0, 3, 4, 2, 7, 1, 6, 5 };
+static const int blinkgen_a142[] = { -1, 2, 3, 0, 5, 1, 7, 5 };
+static const int blinkgen_a143[] = { 0, 3, 2, 1, 5, 4, 7, 6 };
+static const int blinkgen_a144[] = { -1, 3, 1, 0, 0, 1, 5, 5 };
+static const int blinkgen_a145[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
+static const int blinkgen_a146[] = { -1, 5, 1, 0, 0, 6, 7, 4 };
+static const int blinkgen_a147[] = { 0, 3, 4, 7, 6, 5, 1, 2 };
+static const int blinkgen_a148[] = { -1, 5, 1, 0, 7, 7, 7, 3 };
+static const int blinkgen_a149[] = { 0, 3, 7, 4, 5, 6, 1, 2 };
+
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
 /* broadcast from rank 0: 6 trees, 2 ring chains */
-static const int blinkgen_p0s0t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
-static const int blinkgen_p0s0t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s0t1_parent[8] = { -1, 2, 0, 2, 6, 1, 5, 5 };
-static const int blinkgen_p0s0t1_order[8] = { 0, 2, 1, 3, 5, 6, 7, 4 };
-static const int blinkgen_p0s0t2_parent[8] = { -1, 2, 3, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s0t2_order[8] = { 0, 3, 2, 7, 1, 4, 5, 6 };
-static const int blinkgen_p0s0t3_parent[8] = { -1, 3, 1, 0, 7, 6, 2, 6 };
-static const int blinkgen_p0s0t3_order[8] = { 0, 3, 1, 2, 6, 5, 7, 4 };
-static const int blinkgen_p0s0t4_parent[8] = { -1, 5, 3, 7, 0, 6, 7, 4 };
-static const int blinkgen_p0s0t4_order[8] = { 0, 4, 7, 3, 6, 2, 5, 1 };
-static const int blinkgen_p0s0t5_parent[8] = { -1, 5, 6, 2, 0, 4, 5, 6 };
-static const int blinkgen_p0s0t5_order[8] = { 0, 4, 5, 1, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
-    { 0, 250000u, blinkgen_p0s0t0_parent, blinkgen_p0s0t0_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t1_parent, blinkgen_p0s0t1_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t2_parent, blinkgen_p0s0t2_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t3_parent, blinkgen_p0s0t3_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t4_parent, blinkgen_p0s0t4_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t5_parent, blinkgen_p0s0t5_order }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a2, blinkgen_a3 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a4, blinkgen_a5 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a6, blinkgen_a7 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a8, blinkgen_a9 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a10, blinkgen_a11 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s0rt0_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s0rt0_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
-static const int blinkgen_p0s0rt1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s0rt1_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
 static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
-    { 0, 218750u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_p0s0rt1_parent, blinkgen_p0s0rt1_order }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a12, blinkgen_a13 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a14, blinkgen_a15 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
@@ -58,77 +195,24 @@ static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
-/* broadcast from rank 1: 6 trees, 2 ring chains */
-static const int blinkgen_p0s1t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
-static const int blinkgen_p0s1t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s1t1_parent[8] = { 3, -1, 3, 1, 0, 7, 4, 4 };
-static const int blinkgen_p0s1t1_order[8] = { 1, 3, 0, 2, 4, 6, 7, 5 };
-static const int blinkgen_p0s1t2_parent[8] = { 3, -1, 1, 2, 6, 6, 2, 6 };
-static const int blinkgen_p0s1t2_order[8] = { 1, 2, 3, 6, 0, 4, 5, 7 };
-static const int blinkgen_p0s1t3_parent[8] = { 2, -1, 1, 0, 7, 6, 7, 3 };
-static const int blinkgen_p0s1t3_order[8] = { 1, 2, 0, 3, 7, 4, 6, 5 };
-static const int blinkgen_p0s1t4_parent[8] = { 4, -1, 6, 2, 7, 1, 5, 6 };
-static const int blinkgen_p0s1t4_order[8] = { 1, 5, 6, 2, 7, 3, 4, 0 };
-static const int blinkgen_p0s1t5_parent[8] = { 4, -1, 3, 7, 5, 1, 7, 4 };
-static const int blinkgen_p0s1t5_order[8] = { 1, 5, 4, 0, 7, 3, 6, 2 };
-static const struct blink_plan_tree blinkgen_p0s1_trees[6] = {
-    { 1, 250000u, blinkgen_p0s1t0_parent, blinkgen_p0s1t0_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t1_parent, blinkgen_p0s1t1_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t2_parent, blinkgen_p0s1t2_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t3_parent, blinkgen_p0s1t3_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t4_parent, blinkgen_p0s1t4_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t5_parent, blinkgen_p0s1t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s1rt0_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s1rt0_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
-static const int blinkgen_p0s1rt1_parent[8] = { 3, -1, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s1rt1_order[8] = { 1, 2, 3, 0, 4, 7, 6, 5 };
+/* broadcast from rank 1: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
-    { 1, 218750u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 21.875 GB/s */
-    { 1, 187500u, blinkgen_p0s1rt1_parent, blinkgen_p0s1rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
+    { 1, 218750u, blinkgen_a17, blinkgen_a18 }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_a19, blinkgen_a20 }, /* 18.75 GB/s */
 };
 
 /* broadcast from rank 2: 6 trees, 2 ring chains */
-static const int blinkgen_p0s2t0_parent[8] = { 1, 2, -1, 0, 0, 7, 5, 4 };
-static const int blinkgen_p0s2t0_order[8] = { 2, 1, 0, 3, 4, 7, 5, 6 };
-static const int blinkgen_p0s2t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
-static const int blinkgen_p0s2t1_order[8] = { 2, 0, 1, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s2t2_parent[8] = { 3, 2, -1, 1, 5, 1, 5, 6 };
-static const int blinkgen_p0s2t2_order[8] = { 2, 1, 3, 5, 0, 4, 6, 7 };
-static const int blinkgen_p0s2t3_parent[8] = { 3, 3, -1, 2, 7, 1, 7, 5 };
-static const int blinkgen_p0s2t3_order[8] = { 2, 3, 0, 1, 5, 7, 4, 6 };
-static const int blinkgen_p0s2t4_parent[8] = { 4, 5, -1, 2, 7, 6, 7, 3 };
-static const int blinkgen_p0s2t4_order[8] = { 2, 3, 7, 4, 6, 0, 5, 1 };
-static const int blinkgen_p0s2t5_parent[8] = { 4, 5, -1, 7, 6, 6, 2, 6 };
-static const int blinkgen_p0s2t5_order[8] = { 2, 6, 4, 5, 7, 0, 1, 3 };
 static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
-    { 2, 250000u, blinkgen_p0s2t0_parent, blinkgen_p0s2t0_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t1_parent, blinkgen_p0s2t1_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t2_parent, blinkgen_p0s2t2_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t3_parent, blinkgen_p0s2t3_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t4_parent, blinkgen_p0s2t4_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t5_parent, blinkgen_p0s2t5_order }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a21, blinkgen_a22 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a23, blinkgen_a24 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a25, blinkgen_a26 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a27, blinkgen_a28 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a29, blinkgen_a30 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a31, blinkgen_a32 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s2rt0_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s2rt0_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
-static const int blinkgen_p0s2rt1_parent[8] = { 3, 5, -1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s2rt1_order[8] = { 2, 3, 0, 4, 7, 6, 5, 1 };
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
-    { 2, 218750u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 21.875 GB/s */
-    { 2, 187500u, blinkgen_p0s2rt1_parent, blinkgen_p0s2rt1_order }, /* 18.75 GB/s */
+    { 2, 218750u, blinkgen_a33, blinkgen_a34 }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_a35, blinkgen_a36 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
@@ -145,252 +229,48 @@ static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
-/* broadcast from rank 3: 6 trees, 2 ring chains */
-static const int blinkgen_p0s3t0_parent[8] = { 3, 0, 1, -1, 6, 1, 5, 4 };
-static const int blinkgen_p0s3t0_order[8] = { 3, 0, 1, 2, 5, 6, 4, 7 };
-static const int blinkgen_p0s3t1_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s3t1_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s3t2_parent[8] = { 3, 2, 0, -1, 0, 4, 7, 4 };
-static const int blinkgen_p0s3t2_order[8] = { 3, 0, 2, 4, 1, 5, 7, 6 };
-static const int blinkgen_p0s3t3_parent[8] = { 2, 2, 3, -1, 0, 6, 4, 6 };
-static const int blinkgen_p0s3t3_order[8] = { 3, 2, 0, 1, 4, 6, 5, 7 };
-static const int blinkgen_p0s3t4_parent[8] = { 4, 5, 3, -1, 7, 6, 2, 6 };
-static const int blinkgen_p0s3t4_order[8] = { 3, 2, 6, 5, 7, 1, 4, 0 };
-static const int blinkgen_p0s3t5_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
-static const int blinkgen_p0s3t5_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
-static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
-    { 3, 250000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t2_parent, blinkgen_p0s3t2_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t3_parent, blinkgen_p0s3t3_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t4_parent, blinkgen_p0s3t4_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t5_parent, blinkgen_p0s3t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s3rt0_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_p0s3rt0_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
-static const int blinkgen_p0s3rt1_parent[8] = { 3, 5, 1, -1, 0, 6, 7, 4 };
-static const int blinkgen_p0s3rt1_order[8] = { 3, 0, 4, 7, 6, 5, 1, 2 };
+/* broadcast from rank 3: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
-    { 3, 218750u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 21.875 GB/s */
-    { 3, 187500u, blinkgen_p0s3rt1_parent, blinkgen_p0s3rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
+    { 3, 218750u, blinkgen_a37, blinkgen_a38 }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_a39, blinkgen_a40 }, /* 18.75 GB/s */
 };
 
-/* broadcast from rank 4: 6 trees, 2 ring chains */
-static const int blinkgen_p0s4t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
-static const int blinkgen_p0s4t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s4t1_parent[8] = { 2, 5, 1, 1, -1, 6, 4, 6 };
-static const int blinkgen_p0s4t1_order[8] = { 4, 6, 5, 7, 1, 2, 3, 0 };
-static const int blinkgen_p0s4t2_parent[8] = { 3, 3, 3, 7, -1, 6, 7, 4 };
-static const int blinkgen_p0s4t2_order[8] = { 4, 7, 3, 6, 0, 1, 2, 5 };
-static const int blinkgen_p0s4t3_parent[8] = { 3, 2, 6, 2, -1, 7, 5, 4 };
-static const int blinkgen_p0s4t3_order[8] = { 4, 7, 5, 6, 2, 1, 3, 0 };
-static const int blinkgen_p0s4t4_parent[8] = { 4, 2, 3, 0, -1, 1, 7, 3 };
-static const int blinkgen_p0s4t4_order[8] = { 4, 0, 3, 2, 7, 1, 6, 5 };
-static const int blinkgen_p0s4t5_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 6 };
-static const int blinkgen_p0s4t5_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
-    { 4, 250000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t2_parent, blinkgen_p0s4t2_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t3_parent, blinkgen_p0s4t3_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t4_parent, blinkgen_p0s4t4_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t5_parent, blinkgen_p0s4t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s4rt0_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_p0s4rt0_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
-static const int blinkgen_p0s4rt1_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
-static const int blinkgen_p0s4rt1_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
+/* broadcast from rank 4: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
-    { 4, 218750u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 21.875 GB/s */
-    { 4, 187500u, blinkgen_p0s4rt1_parent, blinkgen_p0s4rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
+    { 4, 218750u, blinkgen_a42, blinkgen_a43 }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_a44, blinkgen_a45 }, /* 18.75 GB/s */
 };
 
-/* broadcast from rank 5: 6 trees, 2 ring chains */
-static const int blinkgen_p0s5t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s5t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
-static const int blinkgen_p0s5t1_parent[8] = { 4, 3, 0, 0, 7, -1, 7, 5 };
-static const int blinkgen_p0s5t1_order[8] = { 5, 7, 4, 6, 0, 2, 3, 1 };
-static const int blinkgen_p0s5t2_parent[8] = { 2, 2, 6, 2, 7, -1, 5, 6 };
-static const int blinkgen_p0s5t2_order[8] = { 5, 6, 2, 7, 0, 1, 3, 4 };
-static const int blinkgen_p0s5t3_parent[8] = { 3, 2, 3, 7, 6, -1, 5, 4 };
-static const int blinkgen_p0s5t3_order[8] = { 5, 6, 4, 7, 3, 0, 2, 1 };
-static const int blinkgen_p0s5t4_parent[8] = { 3, 5, 1, 2, 0, -1, 2, 6 };
-static const int blinkgen_p0s5t4_order[8] = { 5, 1, 2, 3, 6, 0, 7, 4 };
-static const int blinkgen_p0s5t5_parent[8] = { 1, 5, 3, 0, 0, -1, 7, 3 };
-static const int blinkgen_p0s5t5_order[8] = { 5, 1, 0, 3, 4, 2, 7, 6 };
-static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
-    { 5, 250000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t2_parent, blinkgen_p0s5t2_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t3_parent, blinkgen_p0s5t3_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t4_parent, blinkgen_p0s5t4_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t5_parent, blinkgen_p0s5t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s5rt0_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_p0s5rt0_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
-static const int blinkgen_p0s5rt1_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
-static const int blinkgen_p0s5rt1_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
+/* broadcast from rank 5: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
-    { 5, 218750u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 21.875 GB/s */
-    { 5, 187500u, blinkgen_p0s5rt1_parent, blinkgen_p0s5rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
+    { 5, 218750u, blinkgen_a47, blinkgen_a48 }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_a49, blinkgen_a50 }, /* 18.75 GB/s */
 };
 
-/* broadcast from rank 6: 6 trees, 2 ring chains */
-static const int blinkgen_p0s6t0_parent[8] = { 4, 3, 1, 0, 5, 6, -1, 4 };
-static const int blinkgen_p0s6t0_order[8] = { 6, 5, 4, 0, 7, 3, 1, 2 };
-static const int blinkgen_p0s6t1_parent[8] = { 4, 0, 0, 0, 6, 4, -1, 4 };
-static const int blinkgen_p0s6t1_order[8] = { 6, 4, 0, 5, 7, 1, 2, 3 };
-static const int blinkgen_p0s6t2_parent[8] = { 1, 5, 1, 2, 7, 6, -1, 5 };
-static const int blinkgen_p0s6t2_order[8] = { 6, 5, 1, 7, 0, 2, 4, 3 };
-static const int blinkgen_p0s6t3_parent[8] = { 3, 5, 3, 1, 7, 7, -1, 6 };
-static const int blinkgen_p0s6t3_order[8] = { 6, 7, 4, 5, 1, 3, 0, 2 };
-static const int blinkgen_p0s6t4_parent[8] = { 3, 2, 3, 7, 0, 1, -1, 6 };
-static const int blinkgen_p0s6t4_order[8] = { 6, 7, 3, 0, 2, 4, 1, 5 };
-static const int blinkgen_p0s6t5_parent[8] = { 2, 2, 6, 2, 0, 1, -1, 3 };
-static const int blinkgen_p0s6t5_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
-    { 6, 250000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t2_parent, blinkgen_p0s6t2_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t3_parent, blinkgen_p0s6t3_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t4_parent, blinkgen_p0s6t4_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t5_parent, blinkgen_p0s6t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s6rt0_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_p0s6rt0_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
-static const int blinkgen_p0s6rt1_parent[8] = { 3, 5, 1, 2, 0, 6, -1, 4 };
-static const int blinkgen_p0s6rt1_order[8] = { 6, 5, 1, 2, 3, 0, 4, 7 };
+/* broadcast from rank 6: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
-    { 6, 218750u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 21.875 GB/s */
-    { 6, 187500u, blinkgen_p0s6rt1_parent, blinkgen_p0s6rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
+    { 6, 218750u, blinkgen_a51, blinkgen_a52 }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_a53, blinkgen_a54 }, /* 18.75 GB/s */
 };
 
-/* broadcast from rank 7: 6 trees, 2 ring chains */
-static const int blinkgen_p0s7t0_parent[8] = { 2, 5, 1, 0, 7, 4, 5, -1 };
-static const int blinkgen_p0s7t0_order[8] = { 7, 4, 5, 1, 6, 2, 0, 3 };
-static const int blinkgen_p0s7t1_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s7t1_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
-static const int blinkgen_p0s7t2_parent[8] = { 4, 0, 3, 0, 7, 6, 4, -1 };
-static const int blinkgen_p0s7t2_order[8] = { 7, 4, 0, 6, 1, 3, 5, 2 };
-static const int blinkgen_p0s7t3_parent[8] = { 4, 2, 0, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s7t3_order[8] = { 7, 6, 4, 5, 0, 2, 1, 3 };
-static const int blinkgen_p0s7t4_parent[8] = { 3, 2, 6, 2, 0, 1, 7, -1 };
-static const int blinkgen_p0s7t4_order[8] = { 7, 6, 2, 1, 3, 5, 0, 4 };
-static const int blinkgen_p0s7t5_parent[8] = { 3, 3, 3, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s7t5_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
-    { 7, 250000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t2_parent, blinkgen_p0s7t2_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t3_parent, blinkgen_p0s7t3_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t4_parent, blinkgen_p0s7t4_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t5_parent, blinkgen_p0s7t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s7rt0_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_p0s7rt0_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
-static const int blinkgen_p0s7rt1_parent[8] = { 3, 5, 1, 2, 0, 6, 7, -1 };
-static const int blinkgen_p0s7rt1_order[8] = { 7, 6, 5, 1, 2, 3, 0, 4 };
+/* broadcast from rank 7: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
-    { 7, 218750u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 21.875 GB/s */
-    { 7, 187500u, blinkgen_p0s7rt1_parent, blinkgen_p0s7rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
+    { 7, 218750u, blinkgen_a55, blinkgen_a56 }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_a57, blinkgen_a58 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 0: 6 trees, 2 ring chains */
-static const int blinkgen_p0s8t0_parent[8] = { -1, 0, 1, 1, 5, 1, 4, 4 };
-static const int blinkgen_p0s8t0_order[8] = { 0, 1, 2, 3, 5, 4, 6, 7 };
-static const int blinkgen_p0s8t1_parent[8] = { -1, 2, 0, 2, 6, 1, 5, 5 };
-static const int blinkgen_p0s8t1_order[8] = { 0, 2, 1, 3, 5, 6, 7, 4 };
-static const int blinkgen_p0s8t2_parent[8] = { -1, 2, 3, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s8t2_order[8] = { 0, 3, 2, 7, 1, 4, 5, 6 };
-static const int blinkgen_p0s8t3_parent[8] = { -1, 3, 1, 0, 7, 6, 2, 6 };
-static const int blinkgen_p0s8t3_order[8] = { 0, 3, 1, 2, 6, 5, 7, 4 };
-static const int blinkgen_p0s8t4_parent[8] = { -1, 5, 3, 7, 0, 6, 7, 4 };
-static const int blinkgen_p0s8t4_order[8] = { 0, 4, 7, 3, 6, 2, 5, 1 };
-static const int blinkgen_p0s8t5_parent[8] = { -1, 5, 6, 2, 0, 4, 5, 6 };
-static const int blinkgen_p0s8t5_order[8] = { 0, 4, 5, 1, 6, 2, 7, 3 };
 static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
-    { 0, 250000u, blinkgen_p0s8t0_parent, blinkgen_p0s8t0_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s8t1_parent, blinkgen_p0s8t1_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s8t2_parent, blinkgen_p0s8t2_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s8t3_parent, blinkgen_p0s8t3_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s8t4_parent, blinkgen_p0s8t4_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s8t5_parent, blinkgen_p0s8t5_order }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a2, blinkgen_a3 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a4, blinkgen_a5 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a6, blinkgen_a7 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a8, blinkgen_a9 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a10, blinkgen_a11 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s8rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s8rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_p0s8rt1_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s8rt1_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
-    { 0, 218750u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_p0s8rt1_parent, blinkgen_p0s8rt1_order }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a59, blinkgen_a60 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a61, blinkgen_a62 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
@@ -406,77 +286,24 @@ static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
-/* reduce from rank 1: 6 trees, 2 ring chains */
-static const int blinkgen_p0s9t0_parent[8] = { 1, -1, 0, 0, 0, 4, 5, 5 };
-static const int blinkgen_p0s9t0_order[8] = { 1, 0, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t1_parent[8] = { 3, -1, 3, 1, 0, 7, 4, 4 };
-static const int blinkgen_p0s9t1_order[8] = { 1, 3, 0, 2, 4, 6, 7, 5 };
-static const int blinkgen_p0s9t2_parent[8] = { 3, -1, 1, 2, 6, 6, 2, 6 };
-static const int blinkgen_p0s9t2_order[8] = { 1, 2, 3, 6, 0, 4, 5, 7 };
-static const int blinkgen_p0s9t3_parent[8] = { 2, -1, 1, 0, 7, 6, 7, 3 };
-static const int blinkgen_p0s9t3_order[8] = { 1, 2, 0, 3, 7, 4, 6, 5 };
-static const int blinkgen_p0s9t4_parent[8] = { 4, -1, 6, 2, 7, 1, 5, 6 };
-static const int blinkgen_p0s9t4_order[8] = { 1, 5, 6, 2, 7, 3, 4, 0 };
-static const int blinkgen_p0s9t5_parent[8] = { 4, -1, 3, 7, 5, 1, 7, 4 };
-static const int blinkgen_p0s9t5_order[8] = { 1, 5, 4, 0, 7, 3, 6, 2 };
-static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
-    { 1, 250000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s9t2_parent, blinkgen_p0s9t2_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s9t3_parent, blinkgen_p0s9t3_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s9t4_parent, blinkgen_p0s9t4_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s9t5_parent, blinkgen_p0s9t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s9rt0_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s9rt0_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_p0s9rt1_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s9rt1_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+/* reduce from rank 1: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
-    { 1, 218750u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 21.875 GB/s */
-    { 1, 187500u, blinkgen_p0s9rt1_parent, blinkgen_p0s9rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
+    { 1, 218750u, blinkgen_a63, blinkgen_a64 }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_a65, blinkgen_a66 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 2: 6 trees, 2 ring chains */
-static const int blinkgen_p0s10t0_parent[8] = { 1, 2, -1, 0, 0, 7, 5, 4 };
-static const int blinkgen_p0s10t0_order[8] = { 2, 1, 0, 3, 4, 7, 5, 6 };
-static const int blinkgen_p0s10t1_parent[8] = { 2, 0, -1, 0, 0, 4, 4, 4 };
-static const int blinkgen_p0s10t1_order[8] = { 2, 0, 1, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t2_parent[8] = { 3, 2, -1, 1, 5, 1, 5, 6 };
-static const int blinkgen_p0s10t2_order[8] = { 2, 1, 3, 5, 0, 4, 6, 7 };
-static const int blinkgen_p0s10t3_parent[8] = { 3, 3, -1, 2, 7, 1, 7, 5 };
-static const int blinkgen_p0s10t3_order[8] = { 2, 3, 0, 1, 5, 7, 4, 6 };
-static const int blinkgen_p0s10t4_parent[8] = { 4, 5, -1, 2, 7, 6, 7, 3 };
-static const int blinkgen_p0s10t4_order[8] = { 2, 3, 7, 4, 6, 0, 5, 1 };
-static const int blinkgen_p0s10t5_parent[8] = { 4, 5, -1, 7, 6, 6, 2, 6 };
-static const int blinkgen_p0s10t5_order[8] = { 2, 6, 4, 5, 7, 0, 1, 3 };
 static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
-    { 2, 250000u, blinkgen_p0s10t0_parent, blinkgen_p0s10t0_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s10t1_parent, blinkgen_p0s10t1_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s10t2_parent, blinkgen_p0s10t2_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s10t3_parent, blinkgen_p0s10t3_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s10t4_parent, blinkgen_p0s10t4_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s10t5_parent, blinkgen_p0s10t5_order }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a21, blinkgen_a22 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a23, blinkgen_a24 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a25, blinkgen_a26 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a27, blinkgen_a28 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a29, blinkgen_a30 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a31, blinkgen_a32 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s10rt0_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s10rt0_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_p0s10rt1_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s10rt1_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
-    { 2, 218750u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 21.875 GB/s */
-    { 2, 187500u, blinkgen_p0s10rt1_parent, blinkgen_p0s10rt1_order }, /* 18.75 GB/s */
+    { 2, 218750u, blinkgen_a67, blinkgen_a68 }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_a69, blinkgen_a70 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
@@ -492,354 +319,83 @@ static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
-/* reduce from rank 3: 6 trees, 2 ring chains */
-static const int blinkgen_p0s11t0_parent[8] = { 3, 0, 1, -1, 6, 1, 5, 4 };
-static const int blinkgen_p0s11t0_order[8] = { 3, 0, 1, 2, 5, 6, 4, 7 };
-static const int blinkgen_p0s11t1_parent[8] = { 1, 3, 1, -1, 5, 1, 5, 5 };
-static const int blinkgen_p0s11t1_order[8] = { 3, 1, 0, 2, 5, 4, 6, 7 };
-static const int blinkgen_p0s11t2_parent[8] = { 3, 2, 0, -1, 0, 4, 7, 4 };
-static const int blinkgen_p0s11t2_order[8] = { 3, 0, 2, 4, 1, 5, 7, 6 };
-static const int blinkgen_p0s11t3_parent[8] = { 2, 2, 3, -1, 0, 6, 4, 6 };
-static const int blinkgen_p0s11t3_order[8] = { 3, 2, 0, 1, 4, 6, 5, 7 };
-static const int blinkgen_p0s11t4_parent[8] = { 4, 5, 3, -1, 7, 6, 2, 6 };
-static const int blinkgen_p0s11t4_order[8] = { 3, 2, 6, 5, 7, 1, 4, 0 };
-static const int blinkgen_p0s11t5_parent[8] = { 4, 5, 6, -1, 7, 7, 7, 3 };
-static const int blinkgen_p0s11t5_order[8] = { 3, 7, 4, 5, 6, 0, 1, 2 };
-static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
-    { 3, 250000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s11t2_parent, blinkgen_p0s11t2_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s11t3_parent, blinkgen_p0s11t3_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s11t4_parent, blinkgen_p0s11t4_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s11t5_parent, blinkgen_p0s11t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s11rt0_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s11rt0_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_p0s11rt1_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_p0s11rt1_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+/* reduce from rank 3: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
-    { 3, 218750u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 21.875 GB/s */
-    { 3, 187500u, blinkgen_p0s11rt1_parent, blinkgen_p0s11rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
+    { 3, 218750u, blinkgen_a71, blinkgen_a72 }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_a73, blinkgen_a74 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 4: 6 trees, 2 ring chains */
-static const int blinkgen_p0s12t0_parent[8] = { 1, 5, 0, 0, -1, 4, 5, 5 };
-static const int blinkgen_p0s12t0_order[8] = { 4, 5, 1, 6, 7, 0, 2, 3 };
-static const int blinkgen_p0s12t1_parent[8] = { 2, 5, 1, 1, -1, 6, 4, 6 };
-static const int blinkgen_p0s12t1_order[8] = { 4, 6, 5, 7, 1, 2, 3, 0 };
-static const int blinkgen_p0s12t2_parent[8] = { 3, 3, 3, 7, -1, 6, 7, 4 };
-static const int blinkgen_p0s12t2_order[8] = { 4, 7, 3, 6, 0, 1, 2, 5 };
-static const int blinkgen_p0s12t3_parent[8] = { 3, 2, 6, 2, -1, 7, 5, 4 };
-static const int blinkgen_p0s12t3_order[8] = { 4, 7, 5, 6, 2, 1, 3, 0 };
-static const int blinkgen_p0s12t4_parent[8] = { 4, 2, 3, 0, -1, 1, 7, 3 };
-static const int blinkgen_p0s12t4_order[8] = { 4, 0, 3, 2, 7, 1, 6, 5 };
-static const int blinkgen_p0s12t5_parent[8] = { 4, 0, 1, 2, -1, 1, 2, 6 };
-static const int blinkgen_p0s12t5_order[8] = { 4, 0, 1, 2, 5, 3, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
-    { 4, 250000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s12t2_parent, blinkgen_p0s12t2_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s12t3_parent, blinkgen_p0s12t3_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s12t4_parent, blinkgen_p0s12t4_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s12t5_parent, blinkgen_p0s12t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s12rt0_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s12rt0_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_p0s12rt1_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
-static const int blinkgen_p0s12rt1_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+/* reduce from rank 4: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
-    { 4, 218750u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 21.875 GB/s */
-    { 4, 187500u, blinkgen_p0s12rt1_parent, blinkgen_p0s12rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
+    { 4, 218750u, blinkgen_a75, blinkgen_a76 }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_a77, blinkgen_a78 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 5: 6 trees, 2 ring chains */
-static const int blinkgen_p0s13t0_parent[8] = { 4, 0, 1, 1, 5, -1, 4, 4 };
-static const int blinkgen_p0s13t0_order[8] = { 5, 4, 0, 6, 7, 1, 2, 3 };
-static const int blinkgen_p0s13t1_parent[8] = { 4, 3, 0, 0, 7, -1, 7, 5 };
-static const int blinkgen_p0s13t1_order[8] = { 5, 7, 4, 6, 0, 2, 3, 1 };
-static const int blinkgen_p0s13t2_parent[8] = { 2, 2, 6, 2, 7, -1, 5, 6 };
-static const int blinkgen_p0s13t2_order[8] = { 5, 6, 2, 7, 0, 1, 3, 4 };
-static const int blinkgen_p0s13t3_parent[8] = { 3, 2, 3, 7, 6, -1, 5, 4 };
-static const int blinkgen_p0s13t3_order[8] = { 5, 6, 4, 7, 3, 0, 2, 1 };
-static const int blinkgen_p0s13t4_parent[8] = { 3, 5, 1, 2, 0, -1, 2, 6 };
-static const int blinkgen_p0s13t4_order[8] = { 5, 1, 2, 3, 6, 0, 7, 4 };
-static const int blinkgen_p0s13t5_parent[8] = { 1, 5, 3, 0, 0, -1, 7, 3 };
-static const int blinkgen_p0s13t5_order[8] = { 5, 1, 0, 3, 4, 2, 7, 6 };
-static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
-    { 5, 250000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s13t2_parent, blinkgen_p0s13t2_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s13t3_parent, blinkgen_p0s13t3_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s13t4_parent, blinkgen_p0s13t4_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s13t5_parent, blinkgen_p0s13t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s13rt0_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s13rt0_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_p0s13rt1_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_p0s13rt1_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+/* reduce from rank 5: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
-    { 5, 218750u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 21.875 GB/s */
-    { 5, 187500u, blinkgen_p0s13rt1_parent, blinkgen_p0s13rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
+    { 5, 218750u, blinkgen_a79, blinkgen_a80 }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_a81, blinkgen_a82 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 6: 6 trees, 2 ring chains */
-static const int blinkgen_p0s14t0_parent[8] = { 4, 3, 1, 0, 5, 6, -1, 4 };
-static const int blinkgen_p0s14t0_order[8] = { 6, 5, 4, 0, 7, 3, 1, 2 };
-static const int blinkgen_p0s14t1_parent[8] = { 4, 0, 0, 0, 6, 4, -1, 4 };
-static const int blinkgen_p0s14t1_order[8] = { 6, 4, 0, 5, 7, 1, 2, 3 };
-static const int blinkgen_p0s14t2_parent[8] = { 1, 5, 1, 2, 7, 6, -1, 5 };
-static const int blinkgen_p0s14t2_order[8] = { 6, 5, 1, 7, 0, 2, 4, 3 };
-static const int blinkgen_p0s14t3_parent[8] = { 3, 5, 3, 1, 7, 7, -1, 6 };
-static const int blinkgen_p0s14t3_order[8] = { 6, 7, 4, 5, 1, 3, 0, 2 };
-static const int blinkgen_p0s14t4_parent[8] = { 3, 2, 3, 7, 0, 1, -1, 6 };
-static const int blinkgen_p0s14t4_order[8] = { 6, 7, 3, 0, 2, 4, 1, 5 };
-static const int blinkgen_p0s14t5_parent[8] = { 2, 2, 6, 2, 0, 1, -1, 3 };
-static const int blinkgen_p0s14t5_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
-    { 6, 250000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s14t2_parent, blinkgen_p0s14t2_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s14t3_parent, blinkgen_p0s14t3_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s14t4_parent, blinkgen_p0s14t4_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s14t5_parent, blinkgen_p0s14t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s14rt0_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s14rt0_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_p0s14rt1_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
-static const int blinkgen_p0s14rt1_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+/* reduce from rank 6: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
-    { 6, 218750u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 21.875 GB/s */
-    { 6, 187500u, blinkgen_p0s14rt1_parent, blinkgen_p0s14rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
+    { 6, 218750u, blinkgen_a83, blinkgen_a84 }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_a85, blinkgen_a86 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 7: 6 trees, 2 ring chains */
-static const int blinkgen_p0s15t0_parent[8] = { 2, 5, 1, 0, 7, 4, 5, -1 };
-static const int blinkgen_p0s15t0_order[8] = { 7, 4, 5, 1, 6, 2, 0, 3 };
-static const int blinkgen_p0s15t1_parent[8] = { 1, 5, 1, 1, 5, 7, 5, -1 };
-static const int blinkgen_p0s15t1_order[8] = { 7, 5, 1, 4, 6, 0, 2, 3 };
-static const int blinkgen_p0s15t2_parent[8] = { 4, 0, 3, 0, 7, 6, 4, -1 };
-static const int blinkgen_p0s15t2_order[8] = { 7, 4, 0, 6, 1, 3, 5, 2 };
-static const int blinkgen_p0s15t3_parent[8] = { 4, 2, 0, 2, 6, 6, 7, -1 };
-static const int blinkgen_p0s15t3_order[8] = { 7, 6, 4, 5, 0, 2, 1, 3 };
-static const int blinkgen_p0s15t4_parent[8] = { 3, 2, 6, 2, 0, 1, 7, -1 };
-static const int blinkgen_p0s15t4_order[8] = { 7, 6, 2, 1, 3, 5, 0, 4 };
-static const int blinkgen_p0s15t5_parent[8] = { 3, 3, 3, 7, 0, 1, 2, -1 };
-static const int blinkgen_p0s15t5_order[8] = { 7, 3, 0, 1, 2, 4, 5, 6 };
-static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
-    { 7, 250000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s15t2_parent, blinkgen_p0s15t2_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s15t3_parent, blinkgen_p0s15t3_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s15t4_parent, blinkgen_p0s15t4_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s15t5_parent, blinkgen_p0s15t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s15rt0_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s15rt0_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
-static const int blinkgen_p0s15rt1_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_p0s15rt1_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+/* reduce from rank 7: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
-    { 7, 218750u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 21.875 GB/s */
-    { 7, 187500u, blinkgen_p0s15rt1_parent, blinkgen_p0s15rt1_order }, /* 18.75 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
+    { 7, 218750u, blinkgen_a87, blinkgen_a88 }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_a89, blinkgen_a90 }, /* 18.75 GB/s */
 };
 
 /* allgather: 27 trees, 16 ring chains */
-static const int blinkgen_p0s16t0_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s16t0_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_p0s16t1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s16t1_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
-static const int blinkgen_p0s16t2_parent[8] = { -1, 3, 0, 7, 6, 4, 2, 5 };
-static const int blinkgen_p0s16t2_order[8] = { 0, 2, 6, 4, 5, 7, 3, 1 };
-static const int blinkgen_p0s16t3_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s16t3_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
-static const int blinkgen_p0s16t4_parent[8] = { 3, -1, 1, 2, 0, 7, 7, 4 };
-static const int blinkgen_p0s16t4_order[8] = { 1, 2, 3, 0, 4, 7, 5, 6 };
-static const int blinkgen_p0s16t5_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s16t5_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
-static const int blinkgen_p0s16t6_parent[8] = { 2, 2, -1, 1, 0, 6, 2, 3 };
-static const int blinkgen_p0s16t6_order[8] = { 2, 0, 1, 6, 4, 3, 5, 7 };
-static const int blinkgen_p0s16t7_parent[8] = { 1, 3, -1, 7, 6, 4, 2, 5 };
-static const int blinkgen_p0s16t7_order[8] = { 2, 6, 4, 5, 7, 3, 1, 0 };
-static const int blinkgen_p0s16t8_parent[8] = { 1, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_p0s16t8_order[8] = { 3, 2, 1, 0, 5, 6, 7, 4 };
-static const int blinkgen_p0s16t9_parent[8] = { 3, 5, 3, -1, 0, 6, 7, 4 };
-static const int blinkgen_p0s16t9_order[8] = { 3, 0, 2, 4, 7, 6, 5, 1 };
-static const int blinkgen_p0s16t10_parent[8] = { 2, 2, 3, -1, 0, 6, 2, 3 };
-static const int blinkgen_p0s16t10_order[8] = { 3, 2, 7, 0, 1, 6, 4, 5 };
-static const int blinkgen_p0s16t11_parent[8] = { 2, 5, 6, -1, 5, 7, 4, 3 };
-static const int blinkgen_p0s16t11_order[8] = { 3, 7, 5, 1, 4, 6, 2, 0 };
-static const int blinkgen_p0s16t12_parent[8] = { 4, 0, 3, -1, 6, 4, 2, 5 };
-static const int blinkgen_p0s16t12_order[8] = { 3, 2, 6, 4, 0, 5, 1, 7 };
-static const int blinkgen_p0s16t13_parent[8] = { 1, 3, 0, -1, 6, 4, 2, 5 };
-static const int blinkgen_p0s16t13_order[8] = { 3, 1, 0, 2, 6, 4, 5, 7 };
-static const int blinkgen_p0s16t14_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
-static const int blinkgen_p0s16t14_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
-static const int blinkgen_p0s16t15_parent[8] = { 2, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_p0s16t15_order[8] = { 4, 6, 5, 7, 3, 2, 0, 1 };
-static const int blinkgen_p0s16t16_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
-static const int blinkgen_p0s16t16_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
-static const int blinkgen_p0s16t17_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_p0s16t17_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
-static const int blinkgen_p0s16t18_parent[8] = { 3, 5, 1, 2, 0, -1, 4, 4 };
-static const int blinkgen_p0s16t18_order[8] = { 5, 1, 2, 3, 0, 4, 6, 7 };
-static const int blinkgen_p0s16t19_parent[8] = { 4, 0, 0, 1, 5, -1, 2, 3 };
-static const int blinkgen_p0s16t19_order[8] = { 5, 4, 0, 1, 2, 3, 6, 7 };
-static const int blinkgen_p0s16t20_parent[8] = { 2, 3, 6, 0, 5, -1, 4, 3 };
-static const int blinkgen_p0s16t20_order[8] = { 5, 4, 6, 2, 0, 3, 1, 7 };
-static const int blinkgen_p0s16t21_parent[8] = { 3, 5, 1, 2, 7, -1, 5, 6 };
-static const int blinkgen_p0s16t21_order[8] = { 5, 1, 6, 2, 7, 3, 4, 0 };
-static const int blinkgen_p0s16t22_parent[8] = { 1, 3, 0, 7, 6, 4, -1, 5 };
-static const int blinkgen_p0s16t22_order[8] = { 6, 4, 5, 7, 3, 1, 0, 2 };
-static const int blinkgen_p0s16t23_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s16t23_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s16t24_parent[8] = { 4, 0, 6, 1, 5, 7, 4, -1 };
-static const int blinkgen_p0s16t24_order[8] = { 7, 5, 4, 0, 6, 1, 2, 3 };
-static const int blinkgen_p0s16t25_parent[8] = { 3, 5, 1, 2, 5, 6, 7, -1 };
-static const int blinkgen_p0s16t25_order[8] = { 7, 6, 5, 1, 4, 2, 3, 0 };
-static const int blinkgen_p0s16t26_parent[8] = { 1, 3, 0, 7, 6, 4, 2, -1 };
-static const int blinkgen_p0s16t26_order[8] = { 7, 3, 1, 0, 2, 6, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s16_trees[27] = {
-    { 0, 107142u, blinkgen_p0s16t0_parent, blinkgen_p0s16t0_order }, /* 10.7142 GB/s */
-    { 0, 57142u, blinkgen_p0s16t1_parent, blinkgen_p0s16t1_order }, /* 5.7142 GB/s */
-    { 0, 50000u, blinkgen_p0s16t2_parent, blinkgen_p0s16t2_order }, /* 5.0 GB/s */
-    { 1, 135714u, blinkgen_p0s16t3_parent, blinkgen_p0s16t3_order }, /* 13.5714 GB/s */
-    { 1, 78571u, blinkgen_p0s16t4_parent, blinkgen_p0s16t4_order }, /* 7.8571 GB/s */
-    { 2, 128571u, blinkgen_p0s16t5_parent, blinkgen_p0s16t5_order }, /* 12.8571 GB/s */
-    { 2, 78571u, blinkgen_p0s16t6_parent, blinkgen_p0s16t6_order }, /* 7.8571 GB/s */
-    { 2, 7142u, blinkgen_p0s16t7_parent, blinkgen_p0s16t7_order }, /* 0.7142 GB/s */
-    { 3, 64285u, blinkgen_p0s16t8_parent, blinkgen_p0s16t8_order }, /* 6.4285 GB/s */
-    { 3, 57142u, blinkgen_p0s16t9_parent, blinkgen_p0s16t9_order }, /* 5.7142 GB/s */
-    { 3, 50000u, blinkgen_p0s16t10_parent, blinkgen_p0s16t10_order }, /* 5.0 GB/s */
-    { 3, 21428u, blinkgen_p0s16t11_parent, blinkgen_p0s16t11_order }, /* 2.1428 GB/s */
-    { 3, 14285u, blinkgen_p0s16t12_parent, blinkgen_p0s16t12_order }, /* 1.4285 GB/s */
-    { 3, 7142u, blinkgen_p0s16t13_parent, blinkgen_p0s16t13_order }, /* 0.7142 GB/s */
-    { 4, 192857u, blinkgen_p0s16t14_parent, blinkgen_p0s16t14_order }, /* 19.2857 GB/s */
-    { 4, 21428u, blinkgen_p0s16t15_parent, blinkgen_p0s16t15_order }, /* 2.1428 GB/s */
-    { 5, 71428u, blinkgen_p0s16t16_parent, blinkgen_p0s16t16_order }, /* 7.1428 GB/s */
-    { 5, 50000u, blinkgen_p0s16t17_parent, blinkgen_p0s16t17_order }, /* 5.0 GB/s */
-    { 5, 42857u, blinkgen_p0s16t18_parent, blinkgen_p0s16t18_order }, /* 4.2857 GB/s */
-    { 5, 21428u, blinkgen_p0s16t19_parent, blinkgen_p0s16t19_order }, /* 2.1428 GB/s */
-    { 5, 14285u, blinkgen_p0s16t20_parent, blinkgen_p0s16t20_order }, /* 1.4285 GB/s */
-    { 5, 14285u, blinkgen_p0s16t21_parent, blinkgen_p0s16t21_order }, /* 1.4285 GB/s */
-    { 6, 150000u, blinkgen_p0s16t22_parent, blinkgen_p0s16t22_order }, /* 15.0 GB/s */
-    { 6, 64285u, blinkgen_p0s16t23_parent, blinkgen_p0s16t23_order }, /* 6.4285 GB/s */
-    { 7, 150000u, blinkgen_p0s16t24_parent, blinkgen_p0s16t24_order }, /* 15.0 GB/s */
-    { 7, 42857u, blinkgen_p0s16t25_parent, blinkgen_p0s16t25_order }, /* 4.2857 GB/s */
-    { 7, 21428u, blinkgen_p0s16t26_parent, blinkgen_p0s16t26_order }, /* 2.1428 GB/s */
+    { 0, 107142u, blinkgen_a61, blinkgen_a62 }, /* 10.7142 GB/s */
+    { 0, 57142u, blinkgen_a14, blinkgen_a15 }, /* 5.7142 GB/s */
+    { 0, 50000u, blinkgen_a91, blinkgen_a92 }, /* 5.0 GB/s */
+    { 1, 135714u, blinkgen_a65, blinkgen_a66 }, /* 13.5714 GB/s */
+    { 1, 78571u, blinkgen_a93, blinkgen_a94 }, /* 7.8571 GB/s */
+    { 2, 128571u, blinkgen_a69, blinkgen_a70 }, /* 12.8571 GB/s */
+    { 2, 78571u, blinkgen_a95, blinkgen_a96 }, /* 7.8571 GB/s */
+    { 2, 7142u, blinkgen_a97, blinkgen_a98 }, /* 0.7142 GB/s */
+    { 3, 64285u, blinkgen_a99, blinkgen_a100 }, /* 6.4285 GB/s */
+    { 3, 57142u, blinkgen_a101, blinkgen_a102 }, /* 5.7142 GB/s */
+    { 3, 50000u, blinkgen_a103, blinkgen_a104 }, /* 5.0 GB/s */
+    { 3, 21428u, blinkgen_a105, blinkgen_a106 }, /* 2.1428 GB/s */
+    { 3, 14285u, blinkgen_a107, blinkgen_a108 }, /* 1.4285 GB/s */
+    { 3, 7142u, blinkgen_a109, blinkgen_a110 }, /* 0.7142 GB/s */
+    { 4, 192857u, blinkgen_a44, blinkgen_a45 }, /* 19.2857 GB/s */
+    { 4, 21428u, blinkgen_a111, blinkgen_a112 }, /* 2.1428 GB/s */
+    { 5, 71428u, blinkgen_a49, blinkgen_a50 }, /* 7.1428 GB/s */
+    { 5, 50000u, blinkgen_a81, blinkgen_a82 }, /* 5.0 GB/s */
+    { 5, 42857u, blinkgen_a113, blinkgen_a114 }, /* 4.2857 GB/s */
+    { 5, 21428u, blinkgen_a115, blinkgen_a116 }, /* 2.1428 GB/s */
+    { 5, 14285u, blinkgen_a117, blinkgen_a118 }, /* 1.4285 GB/s */
+    { 5, 14285u, blinkgen_a119, blinkgen_a120 }, /* 1.4285 GB/s */
+    { 6, 150000u, blinkgen_a121, blinkgen_a122 }, /* 15.0 GB/s */
+    { 6, 64285u, blinkgen_a123, blinkgen_a124 }, /* 6.4285 GB/s */
+    { 7, 150000u, blinkgen_a125, blinkgen_a126 }, /* 15.0 GB/s */
+    { 7, 42857u, blinkgen_a127, blinkgen_a128 }, /* 4.2857 GB/s */
+    { 7, 21428u, blinkgen_a129, blinkgen_a130 }, /* 2.1428 GB/s */
 };
-static const int blinkgen_p0s16rt0_parent[8] = { -1, 2, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt0_order[8] = { 0, 2, 1, 5, 4, 6, 7, 3 };
-static const int blinkgen_p0s16rt1_parent[8] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt1_order[8] = { 1, 5, 4, 6, 7, 3, 0, 2 };
-static const int blinkgen_p0s16rt2_parent[8] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt2_order[8] = { 2, 1, 5, 4, 6, 7, 3, 0 };
-static const int blinkgen_p0s16rt3_parent[8] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_p0s16rt3_order[8] = { 3, 0, 2, 1, 5, 4, 6, 7 };
-static const int blinkgen_p0s16rt4_parent[8] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_p0s16rt4_order[8] = { 4, 6, 7, 3, 0, 2, 1, 5 };
-static const int blinkgen_p0s16rt5_parent[8] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_p0s16rt5_order[8] = { 5, 4, 6, 7, 3, 0, 2, 1 };
-static const int blinkgen_p0s16rt6_parent[8] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_p0s16rt6_order[8] = { 6, 7, 3, 0, 2, 1, 5, 4 };
-static const int blinkgen_p0s16rt7_parent[8] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_p0s16rt7_order[8] = { 7, 3, 0, 2, 1, 5, 4, 6 };
-static const int blinkgen_p0s16rt8_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s16rt8_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
-static const int blinkgen_p0s16rt9_parent[8] = { 3, -1, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s16rt9_order[8] = { 1, 2, 3, 0, 4, 7, 6, 5 };
-static const int blinkgen_p0s16rt10_parent[8] = { 3, 5, -1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s16rt10_order[8] = { 2, 3, 0, 4, 7, 6, 5, 1 };
-static const int blinkgen_p0s16rt11_parent[8] = { 3, 5, 1, -1, 0, 6, 7, 4 };
-static const int blinkgen_p0s16rt11_order[8] = { 3, 0, 4, 7, 6, 5, 1, 2 };
-static const int blinkgen_p0s16rt12_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
-static const int blinkgen_p0s16rt12_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
-static const int blinkgen_p0s16rt13_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
-static const int blinkgen_p0s16rt13_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
-static const int blinkgen_p0s16rt14_parent[8] = { 3, 5, 1, 2, 0, 6, -1, 4 };
-static const int blinkgen_p0s16rt14_order[8] = { 6, 5, 1, 2, 3, 0, 4, 7 };
-static const int blinkgen_p0s16rt15_parent[8] = { 3, 5, 1, 2, 0, 6, 7, -1 };
-static const int blinkgen_p0s16rt15_order[8] = { 7, 6, 5, 1, 2, 3, 0, 4 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
-    { 0, 218750u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 21.875 GB/s */
-    { 1, 218750u, blinkgen_p0s16rt1_parent, blinkgen_p0s16rt1_order }, /* 21.875 GB/s */
-    { 2, 218750u, blinkgen_p0s16rt2_parent, blinkgen_p0s16rt2_order }, /* 21.875 GB/s */
-    { 3, 218750u, blinkgen_p0s16rt3_parent, blinkgen_p0s16rt3_order }, /* 21.875 GB/s */
-    { 4, 218750u, blinkgen_p0s16rt4_parent, blinkgen_p0s16rt4_order }, /* 21.875 GB/s */
-    { 5, 218750u, blinkgen_p0s16rt5_parent, blinkgen_p0s16rt5_order }, /* 21.875 GB/s */
-    { 6, 218750u, blinkgen_p0s16rt6_parent, blinkgen_p0s16rt6_order }, /* 21.875 GB/s */
-    { 7, 218750u, blinkgen_p0s16rt7_parent, blinkgen_p0s16rt7_order }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_p0s16rt8_parent, blinkgen_p0s16rt8_order }, /* 18.75 GB/s */
-    { 1, 187500u, blinkgen_p0s16rt9_parent, blinkgen_p0s16rt9_order }, /* 18.75 GB/s */
-    { 2, 187500u, blinkgen_p0s16rt10_parent, blinkgen_p0s16rt10_order }, /* 18.75 GB/s */
-    { 3, 187500u, blinkgen_p0s16rt11_parent, blinkgen_p0s16rt11_order }, /* 18.75 GB/s */
-    { 4, 187500u, blinkgen_p0s16rt12_parent, blinkgen_p0s16rt12_order }, /* 18.75 GB/s */
-    { 5, 187500u, blinkgen_p0s16rt13_parent, blinkgen_p0s16rt13_order }, /* 18.75 GB/s */
-    { 6, 187500u, blinkgen_p0s16rt14_parent, blinkgen_p0s16rt14_order }, /* 18.75 GB/s */
-    { 7, 187500u, blinkgen_p0s16rt15_parent, blinkgen_p0s16rt15_order }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a12, blinkgen_a13 }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_a17, blinkgen_a18 }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_a33, blinkgen_a34 }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_a37, blinkgen_a38 }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_a42, blinkgen_a43 }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_a47, blinkgen_a48 }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_a51, blinkgen_a52 }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_a55, blinkgen_a56 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a14, blinkgen_a15 }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_a19, blinkgen_a20 }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_a35, blinkgen_a36 }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_a39, blinkgen_a40 }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_a44, blinkgen_a45 }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_a49, blinkgen_a50 }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_a53, blinkgen_a54 }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_a57, blinkgen_a58 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
@@ -856,138 +412,52 @@ static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
 };
 
 /* reducescatter: 27 trees, 16 ring chains */
-static const int blinkgen_p0s17t0_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17t0_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_p0s17t1_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s17t1_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
-static const int blinkgen_p0s17t2_parent[8] = { -1, 3, 0, 7, 6, 4, 2, 5 };
-static const int blinkgen_p0s17t2_order[8] = { 0, 2, 6, 4, 5, 7, 3, 1 };
-static const int blinkgen_p0s17t3_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17t3_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
-static const int blinkgen_p0s17t4_parent[8] = { 3, -1, 1, 2, 0, 7, 7, 4 };
-static const int blinkgen_p0s17t4_order[8] = { 1, 2, 3, 0, 4, 7, 5, 6 };
-static const int blinkgen_p0s17t5_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17t5_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
-static const int blinkgen_p0s17t6_parent[8] = { 2, 2, -1, 1, 0, 6, 2, 3 };
-static const int blinkgen_p0s17t6_order[8] = { 2, 0, 1, 6, 4, 3, 5, 7 };
-static const int blinkgen_p0s17t7_parent[8] = { 1, 3, -1, 7, 6, 4, 2, 5 };
-static const int blinkgen_p0s17t7_order[8] = { 2, 6, 4, 5, 7, 3, 1, 0 };
-static const int blinkgen_p0s17t8_parent[8] = { 1, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_p0s17t8_order[8] = { 3, 2, 1, 0, 5, 6, 7, 4 };
-static const int blinkgen_p0s17t9_parent[8] = { 3, 5, 3, -1, 0, 6, 7, 4 };
-static const int blinkgen_p0s17t9_order[8] = { 3, 0, 2, 4, 7, 6, 5, 1 };
-static const int blinkgen_p0s17t10_parent[8] = { 2, 2, 3, -1, 0, 6, 2, 3 };
-static const int blinkgen_p0s17t10_order[8] = { 3, 2, 7, 0, 1, 6, 4, 5 };
-static const int blinkgen_p0s17t11_parent[8] = { 2, 5, 6, -1, 5, 7, 4, 3 };
-static const int blinkgen_p0s17t11_order[8] = { 3, 7, 5, 1, 4, 6, 2, 0 };
-static const int blinkgen_p0s17t12_parent[8] = { 4, 0, 3, -1, 6, 4, 2, 5 };
-static const int blinkgen_p0s17t12_order[8] = { 3, 2, 6, 4, 0, 5, 1, 7 };
-static const int blinkgen_p0s17t13_parent[8] = { 1, 3, 0, -1, 6, 4, 2, 5 };
-static const int blinkgen_p0s17t13_order[8] = { 3, 1, 0, 2, 6, 4, 5, 7 };
-static const int blinkgen_p0s17t14_parent[8] = { 3, 5, 1, 2, -1, 6, 7, 4 };
-static const int blinkgen_p0s17t14_order[8] = { 4, 7, 6, 5, 1, 2, 3, 0 };
-static const int blinkgen_p0s17t15_parent[8] = { 2, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_p0s17t15_order[8] = { 4, 6, 5, 7, 3, 2, 0, 1 };
-static const int blinkgen_p0s17t16_parent[8] = { 3, 5, 1, 2, 0, -1, 7, 4 };
-static const int blinkgen_p0s17t16_order[8] = { 5, 1, 2, 3, 0, 4, 7, 6 };
-static const int blinkgen_p0s17t17_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_p0s17t17_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
-static const int blinkgen_p0s17t18_parent[8] = { 3, 5, 1, 2, 0, -1, 4, 4 };
-static const int blinkgen_p0s17t18_order[8] = { 5, 1, 2, 3, 0, 4, 6, 7 };
-static const int blinkgen_p0s17t19_parent[8] = { 4, 0, 0, 1, 5, -1, 2, 3 };
-static const int blinkgen_p0s17t19_order[8] = { 5, 4, 0, 1, 2, 3, 6, 7 };
-static const int blinkgen_p0s17t20_parent[8] = { 2, 3, 6, 0, 5, -1, 4, 3 };
-static const int blinkgen_p0s17t20_order[8] = { 5, 4, 6, 2, 0, 3, 1, 7 };
-static const int blinkgen_p0s17t21_parent[8] = { 3, 5, 1, 2, 7, -1, 5, 6 };
-static const int blinkgen_p0s17t21_order[8] = { 5, 1, 6, 2, 7, 3, 4, 0 };
-static const int blinkgen_p0s17t22_parent[8] = { 1, 3, 0, 7, 6, 4, -1, 5 };
-static const int blinkgen_p0s17t22_order[8] = { 6, 4, 5, 7, 3, 1, 0, 2 };
-static const int blinkgen_p0s17t23_parent[8] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_p0s17t23_order[8] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_p0s17t24_parent[8] = { 4, 0, 6, 1, 5, 7, 4, -1 };
-static const int blinkgen_p0s17t24_order[8] = { 7, 5, 4, 0, 6, 1, 2, 3 };
-static const int blinkgen_p0s17t25_parent[8] = { 3, 5, 1, 2, 5, 6, 7, -1 };
-static const int blinkgen_p0s17t25_order[8] = { 7, 6, 5, 1, 4, 2, 3, 0 };
-static const int blinkgen_p0s17t26_parent[8] = { 1, 3, 0, 7, 6, 4, 2, -1 };
-static const int blinkgen_p0s17t26_order[8] = { 7, 3, 1, 0, 2, 6, 4, 5 };
 static const struct blink_plan_tree blinkgen_p0s17_trees[27] = {
-    { 0, 107142u, blinkgen_p0s17t0_parent, blinkgen_p0s17t0_order }, /* 10.7142 GB/s */
-    { 0, 57142u, blinkgen_p0s17t1_parent, blinkgen_p0s17t1_order }, /* 5.7142 GB/s */
-    { 0, 50000u, blinkgen_p0s17t2_parent, blinkgen_p0s17t2_order }, /* 5.0 GB/s */
-    { 1, 135714u, blinkgen_p0s17t3_parent, blinkgen_p0s17t3_order }, /* 13.5714 GB/s */
-    { 1, 78571u, blinkgen_p0s17t4_parent, blinkgen_p0s17t4_order }, /* 7.8571 GB/s */
-    { 2, 128571u, blinkgen_p0s17t5_parent, blinkgen_p0s17t5_order }, /* 12.8571 GB/s */
-    { 2, 78571u, blinkgen_p0s17t6_parent, blinkgen_p0s17t6_order }, /* 7.8571 GB/s */
-    { 2, 7142u, blinkgen_p0s17t7_parent, blinkgen_p0s17t7_order }, /* 0.7142 GB/s */
-    { 3, 64285u, blinkgen_p0s17t8_parent, blinkgen_p0s17t8_order }, /* 6.4285 GB/s */
-    { 3, 57142u, blinkgen_p0s17t9_parent, blinkgen_p0s17t9_order }, /* 5.7142 GB/s */
-    { 3, 50000u, blinkgen_p0s17t10_parent, blinkgen_p0s17t10_order }, /* 5.0 GB/s */
-    { 3, 21428u, blinkgen_p0s17t11_parent, blinkgen_p0s17t11_order }, /* 2.1428 GB/s */
-    { 3, 14285u, blinkgen_p0s17t12_parent, blinkgen_p0s17t12_order }, /* 1.4285 GB/s */
-    { 3, 7142u, blinkgen_p0s17t13_parent, blinkgen_p0s17t13_order }, /* 0.7142 GB/s */
-    { 4, 192857u, blinkgen_p0s17t14_parent, blinkgen_p0s17t14_order }, /* 19.2857 GB/s */
-    { 4, 21428u, blinkgen_p0s17t15_parent, blinkgen_p0s17t15_order }, /* 2.1428 GB/s */
-    { 5, 71428u, blinkgen_p0s17t16_parent, blinkgen_p0s17t16_order }, /* 7.1428 GB/s */
-    { 5, 50000u, blinkgen_p0s17t17_parent, blinkgen_p0s17t17_order }, /* 5.0 GB/s */
-    { 5, 42857u, blinkgen_p0s17t18_parent, blinkgen_p0s17t18_order }, /* 4.2857 GB/s */
-    { 5, 21428u, blinkgen_p0s17t19_parent, blinkgen_p0s17t19_order }, /* 2.1428 GB/s */
-    { 5, 14285u, blinkgen_p0s17t20_parent, blinkgen_p0s17t20_order }, /* 1.4285 GB/s */
-    { 5, 14285u, blinkgen_p0s17t21_parent, blinkgen_p0s17t21_order }, /* 1.4285 GB/s */
-    { 6, 150000u, blinkgen_p0s17t22_parent, blinkgen_p0s17t22_order }, /* 15.0 GB/s */
-    { 6, 64285u, blinkgen_p0s17t23_parent, blinkgen_p0s17t23_order }, /* 6.4285 GB/s */
-    { 7, 150000u, blinkgen_p0s17t24_parent, blinkgen_p0s17t24_order }, /* 15.0 GB/s */
-    { 7, 42857u, blinkgen_p0s17t25_parent, blinkgen_p0s17t25_order }, /* 4.2857 GB/s */
-    { 7, 21428u, blinkgen_p0s17t26_parent, blinkgen_p0s17t26_order }, /* 2.1428 GB/s */
+    { 0, 107142u, blinkgen_a61, blinkgen_a62 }, /* 10.7142 GB/s */
+    { 0, 57142u, blinkgen_a14, blinkgen_a15 }, /* 5.7142 GB/s */
+    { 0, 50000u, blinkgen_a91, blinkgen_a92 }, /* 5.0 GB/s */
+    { 1, 135714u, blinkgen_a65, blinkgen_a66 }, /* 13.5714 GB/s */
+    { 1, 78571u, blinkgen_a93, blinkgen_a94 }, /* 7.8571 GB/s */
+    { 2, 128571u, blinkgen_a69, blinkgen_a70 }, /* 12.8571 GB/s */
+    { 2, 78571u, blinkgen_a95, blinkgen_a96 }, /* 7.8571 GB/s */
+    { 2, 7142u, blinkgen_a97, blinkgen_a98 }, /* 0.7142 GB/s */
+    { 3, 64285u, blinkgen_a99, blinkgen_a100 }, /* 6.4285 GB/s */
+    { 3, 57142u, blinkgen_a101, blinkgen_a102 }, /* 5.7142 GB/s */
+    { 3, 50000u, blinkgen_a103, blinkgen_a104 }, /* 5.0 GB/s */
+    { 3, 21428u, blinkgen_a105, blinkgen_a106 }, /* 2.1428 GB/s */
+    { 3, 14285u, blinkgen_a107, blinkgen_a108 }, /* 1.4285 GB/s */
+    { 3, 7142u, blinkgen_a109, blinkgen_a110 }, /* 0.7142 GB/s */
+    { 4, 192857u, blinkgen_a44, blinkgen_a45 }, /* 19.2857 GB/s */
+    { 4, 21428u, blinkgen_a111, blinkgen_a112 }, /* 2.1428 GB/s */
+    { 5, 71428u, blinkgen_a49, blinkgen_a50 }, /* 7.1428 GB/s */
+    { 5, 50000u, blinkgen_a81, blinkgen_a82 }, /* 5.0 GB/s */
+    { 5, 42857u, blinkgen_a113, blinkgen_a114 }, /* 4.2857 GB/s */
+    { 5, 21428u, blinkgen_a115, blinkgen_a116 }, /* 2.1428 GB/s */
+    { 5, 14285u, blinkgen_a117, blinkgen_a118 }, /* 1.4285 GB/s */
+    { 5, 14285u, blinkgen_a119, blinkgen_a120 }, /* 1.4285 GB/s */
+    { 6, 150000u, blinkgen_a121, blinkgen_a122 }, /* 15.0 GB/s */
+    { 6, 64285u, blinkgen_a123, blinkgen_a124 }, /* 6.4285 GB/s */
+    { 7, 150000u, blinkgen_a125, blinkgen_a126 }, /* 15.0 GB/s */
+    { 7, 42857u, blinkgen_a127, blinkgen_a128 }, /* 4.2857 GB/s */
+    { 7, 21428u, blinkgen_a129, blinkgen_a130 }, /* 2.1428 GB/s */
 };
-static const int blinkgen_p0s17rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_p0s17rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_p0s17rt2_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt2_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_p0s17rt3_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s17rt3_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_p0s17rt4_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s17rt4_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_p0s17rt5_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s17rt5_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_p0s17rt6_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s17rt6_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_p0s17rt7_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s17rt7_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
-static const int blinkgen_p0s17rt8_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17rt8_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_p0s17rt9_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17rt9_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
-static const int blinkgen_p0s17rt10_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s17rt10_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
-static const int blinkgen_p0s17rt11_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_p0s17rt11_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
-static const int blinkgen_p0s17rt12_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
-static const int blinkgen_p0s17rt12_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
-static const int blinkgen_p0s17rt13_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_p0s17rt13_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
-static const int blinkgen_p0s17rt14_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
-static const int blinkgen_p0s17rt14_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
-static const int blinkgen_p0s17rt15_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_p0s17rt15_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
-    { 0, 218750u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 21.875 GB/s */
-    { 1, 218750u, blinkgen_p0s17rt1_parent, blinkgen_p0s17rt1_order }, /* 21.875 GB/s */
-    { 2, 218750u, blinkgen_p0s17rt2_parent, blinkgen_p0s17rt2_order }, /* 21.875 GB/s */
-    { 3, 218750u, blinkgen_p0s17rt3_parent, blinkgen_p0s17rt3_order }, /* 21.875 GB/s */
-    { 4, 218750u, blinkgen_p0s17rt4_parent, blinkgen_p0s17rt4_order }, /* 21.875 GB/s */
-    { 5, 218750u, blinkgen_p0s17rt5_parent, blinkgen_p0s17rt5_order }, /* 21.875 GB/s */
-    { 6, 218750u, blinkgen_p0s17rt6_parent, blinkgen_p0s17rt6_order }, /* 21.875 GB/s */
-    { 7, 218750u, blinkgen_p0s17rt7_parent, blinkgen_p0s17rt7_order }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_p0s17rt8_parent, blinkgen_p0s17rt8_order }, /* 18.75 GB/s */
-    { 1, 187500u, blinkgen_p0s17rt9_parent, blinkgen_p0s17rt9_order }, /* 18.75 GB/s */
-    { 2, 187500u, blinkgen_p0s17rt10_parent, blinkgen_p0s17rt10_order }, /* 18.75 GB/s */
-    { 3, 187500u, blinkgen_p0s17rt11_parent, blinkgen_p0s17rt11_order }, /* 18.75 GB/s */
-    { 4, 187500u, blinkgen_p0s17rt12_parent, blinkgen_p0s17rt12_order }, /* 18.75 GB/s */
-    { 5, 187500u, blinkgen_p0s17rt13_parent, blinkgen_p0s17rt13_order }, /* 18.75 GB/s */
-    { 6, 187500u, blinkgen_p0s17rt14_parent, blinkgen_p0s17rt14_order }, /* 18.75 GB/s */
-    { 7, 187500u, blinkgen_p0s17rt15_parent, blinkgen_p0s17rt15_order }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a59, blinkgen_a60 }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_a63, blinkgen_a64 }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_a67, blinkgen_a68 }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_a71, blinkgen_a72 }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_a75, blinkgen_a76 }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_a79, blinkgen_a80 }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_a83, blinkgen_a84 }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_a87, blinkgen_a88 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a61, blinkgen_a62 }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_a65, blinkgen_a66 }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_a69, blinkgen_a70 }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_a73, blinkgen_a74 }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_a77, blinkgen_a78 }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_a81, blinkgen_a82 }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_a85, blinkgen_a86 }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_a89, blinkgen_a90 }, /* 18.75 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
@@ -1003,93 +473,37 @@ static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
 };
 
 /* allreduce: 12 trees, 16 ring chains */
-static const int blinkgen_p0s18t0_parent[8] = { -1, 5, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_p0s18t0_order[8] = { 0, 4, 7, 6, 5, 1, 2, 3 };
-static const int blinkgen_p0s18t1_parent[8] = { -1, 0, 0, 0, 6, 4, 2, 3 };
-static const int blinkgen_p0s18t1_order[8] = { 0, 1, 2, 3, 6, 7, 4, 5 };
-static const int blinkgen_p0s18t2_parent[8] = { -1, 3, 3, 0, 0, 7, 5, 4 };
-static const int blinkgen_p0s18t2_order[8] = { 0, 3, 4, 1, 2, 7, 5, 6 };
-static const int blinkgen_p0s18t3_parent[8] = { -1, 0, 0, 1, 6, 4, 2, 3 };
-static const int blinkgen_p0s18t3_order[8] = { 0, 1, 2, 3, 6, 7, 4, 5 };
-static const int blinkgen_p0s18t4_parent[8] = { -1, 0, 0, 1, 6, 7, 2, 6 };
-static const int blinkgen_p0s18t4_order[8] = { 0, 1, 2, 3, 6, 4, 7, 5 };
-static const int blinkgen_p0s18t5_parent[8] = { -1, 2, 3, 0, 0, 1, 5, 6 };
-static const int blinkgen_p0s18t5_order[8] = { 0, 3, 4, 2, 1, 5, 6, 7 };
-static const int blinkgen_p0s18t6_parent[8] = { -1, 2, 3, 0, 0, 1, 7, 4 };
-static const int blinkgen_p0s18t6_order[8] = { 0, 3, 4, 2, 7, 1, 6, 5 };
-static const int blinkgen_p0s18t7_parent[8] = { -1, 2, 3, 0, 5, 1, 7, 5 };
-static const int blinkgen_p0s18t7_order[8] = { 0, 3, 2, 1, 5, 4, 7, 6 };
-static const int blinkgen_p0s18t8_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s18t8_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_p0s18t9_parent[8] = { -1, 3, 1, 0, 0, 1, 5, 5 };
-static const int blinkgen_p0s18t9_order[8] = { 0, 3, 4, 1, 2, 5, 6, 7 };
-static const int blinkgen_p0s18t10_parent[8] = { -1, 5, 1, 0, 0, 6, 7, 4 };
-static const int blinkgen_p0s18t10_order[8] = { 0, 3, 4, 7, 6, 5, 1, 2 };
-static const int blinkgen_p0s18t11_parent[8] = { -1, 5, 1, 0, 7, 7, 7, 3 };
-static const int blinkgen_p0s18t11_order[8] = { 0, 3, 7, 4, 5, 6, 1, 2 };
 static const struct blink_plan_tree blinkgen_p0s18_trees[12] = {
-    { 0, 250000u, blinkgen_p0s18t0_parent, blinkgen_p0s18t0_order }, /* 25.0 GB/s */
-    { 0, 142857u, blinkgen_p0s18t1_parent, blinkgen_p0s18t1_order }, /* 14.2857 GB/s */
-    { 0, 107142u, blinkgen_p0s18t2_parent, blinkgen_p0s18t2_order }, /* 10.7142 GB/s */
-    { 0, 71428u, blinkgen_p0s18t3_parent, blinkgen_p0s18t3_order }, /* 7.1428 GB/s */
-    { 0, 35714u, blinkgen_p0s18t4_parent, blinkgen_p0s18t4_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t5_parent, blinkgen_p0s18t5_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t6_parent, blinkgen_p0s18t6_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t7_parent, blinkgen_p0s18t7_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t8_parent, blinkgen_p0s18t8_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t9_parent, blinkgen_p0s18t9_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t10_parent, blinkgen_p0s18t10_order }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_p0s18t11_parent, blinkgen_p0s18t11_order }, /* 3.5714 GB/s */
+    { 0, 250000u, blinkgen_a14, blinkgen_a15 }, /* 25.0 GB/s */
+    { 0, 142857u, blinkgen_a131, blinkgen_a132 }, /* 14.2857 GB/s */
+    { 0, 107142u, blinkgen_a133, blinkgen_a134 }, /* 10.7142 GB/s */
+    { 0, 71428u, blinkgen_a135, blinkgen_a132 }, /* 7.1428 GB/s */
+    { 0, 35714u, blinkgen_a136, blinkgen_a137 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a138, blinkgen_a139 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a140, blinkgen_a141 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a142, blinkgen_a143 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a61, blinkgen_a62 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a144, blinkgen_a145 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a146, blinkgen_a147 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a148, blinkgen_a149 }, /* 3.5714 GB/s */
 };
-static const int blinkgen_p0s18rt0_parent[8] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt0_order[8] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_p0s18rt1_parent[8] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt1_order[8] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_p0s18rt2_parent[8] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt2_order[8] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_p0s18rt3_parent[8] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_p0s18rt3_order[8] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_p0s18rt4_parent[8] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_p0s18rt4_order[8] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_p0s18rt5_parent[8] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_p0s18rt5_order[8] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_p0s18rt6_parent[8] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_p0s18rt6_order[8] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_p0s18rt7_parent[8] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_p0s18rt7_order[8] = { 7, 6, 4, 5, 1, 2, 0, 3 };
-static const int blinkgen_p0s18rt8_parent[8] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s18rt8_order[8] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_p0s18rt9_parent[8] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s18rt9_order[8] = { 1, 5, 6, 7, 4, 0, 3, 2 };
-static const int blinkgen_p0s18rt10_parent[8] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_p0s18rt10_order[8] = { 2, 1, 5, 6, 7, 4, 0, 3 };
-static const int blinkgen_p0s18rt11_parent[8] = { 4, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_p0s18rt11_order[8] = { 3, 2, 1, 5, 6, 7, 4, 0 };
-static const int blinkgen_p0s18rt12_parent[8] = { 4, 2, 3, 0, -1, 1, 5, 6 };
-static const int blinkgen_p0s18rt12_order[8] = { 4, 0, 3, 2, 1, 5, 6, 7 };
-static const int blinkgen_p0s18rt13_parent[8] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_p0s18rt13_order[8] = { 5, 6, 7, 4, 0, 3, 2, 1 };
-static const int blinkgen_p0s18rt14_parent[8] = { 4, 2, 3, 0, 7, 1, -1, 6 };
-static const int blinkgen_p0s18rt14_order[8] = { 6, 7, 4, 0, 3, 2, 1, 5 };
-static const int blinkgen_p0s18rt15_parent[8] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_p0s18rt15_order[8] = { 7, 4, 0, 3, 2, 1, 5, 6 };
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
-    { 0, 27344u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 2.7344 GB/s */
-    { 1, 27344u, blinkgen_p0s18rt1_parent, blinkgen_p0s18rt1_order }, /* 2.7344 GB/s */
-    { 2, 27344u, blinkgen_p0s18rt2_parent, blinkgen_p0s18rt2_order }, /* 2.7344 GB/s */
-    { 3, 27344u, blinkgen_p0s18rt3_parent, blinkgen_p0s18rt3_order }, /* 2.7344 GB/s */
-    { 4, 27344u, blinkgen_p0s18rt4_parent, blinkgen_p0s18rt4_order }, /* 2.7344 GB/s */
-    { 5, 27344u, blinkgen_p0s18rt5_parent, blinkgen_p0s18rt5_order }, /* 2.7344 GB/s */
-    { 6, 27344u, blinkgen_p0s18rt6_parent, blinkgen_p0s18rt6_order }, /* 2.7344 GB/s */
-    { 7, 27344u, blinkgen_p0s18rt7_parent, blinkgen_p0s18rt7_order }, /* 2.7344 GB/s */
-    { 0, 23438u, blinkgen_p0s18rt8_parent, blinkgen_p0s18rt8_order }, /* 2.3438 GB/s */
-    { 1, 23438u, blinkgen_p0s18rt9_parent, blinkgen_p0s18rt9_order }, /* 2.3438 GB/s */
-    { 2, 23438u, blinkgen_p0s18rt10_parent, blinkgen_p0s18rt10_order }, /* 2.3438 GB/s */
-    { 3, 23438u, blinkgen_p0s18rt11_parent, blinkgen_p0s18rt11_order }, /* 2.3438 GB/s */
-    { 4, 23438u, blinkgen_p0s18rt12_parent, blinkgen_p0s18rt12_order }, /* 2.3438 GB/s */
-    { 5, 23438u, blinkgen_p0s18rt13_parent, blinkgen_p0s18rt13_order }, /* 2.3438 GB/s */
-    { 6, 23438u, blinkgen_p0s18rt14_parent, blinkgen_p0s18rt14_order }, /* 2.3438 GB/s */
-    { 7, 23438u, blinkgen_p0s18rt15_parent, blinkgen_p0s18rt15_order }, /* 2.3438 GB/s */
+    { 0, 27344u, blinkgen_a59, blinkgen_a60 }, /* 2.7344 GB/s */
+    { 1, 27344u, blinkgen_a63, blinkgen_a64 }, /* 2.7344 GB/s */
+    { 2, 27344u, blinkgen_a67, blinkgen_a68 }, /* 2.7344 GB/s */
+    { 3, 27344u, blinkgen_a71, blinkgen_a72 }, /* 2.7344 GB/s */
+    { 4, 27344u, blinkgen_a75, blinkgen_a76 }, /* 2.7344 GB/s */
+    { 5, 27344u, blinkgen_a79, blinkgen_a80 }, /* 2.7344 GB/s */
+    { 6, 27344u, blinkgen_a83, blinkgen_a84 }, /* 2.7344 GB/s */
+    { 7, 27344u, blinkgen_a87, blinkgen_a88 }, /* 2.7344 GB/s */
+    { 0, 23438u, blinkgen_a61, blinkgen_a62 }, /* 2.3438 GB/s */
+    { 1, 23438u, blinkgen_a65, blinkgen_a66 }, /* 2.3438 GB/s */
+    { 2, 23438u, blinkgen_a69, blinkgen_a70 }, /* 2.3438 GB/s */
+    { 3, 23438u, blinkgen_a73, blinkgen_a74 }, /* 2.3438 GB/s */
+    { 4, 23438u, blinkgen_a77, blinkgen_a78 }, /* 2.3438 GB/s */
+    { 5, 23438u, blinkgen_a81, blinkgen_a82 }, /* 2.3438 GB/s */
+    { 6, 23438u, blinkgen_a85, blinkgen_a86 }, /* 2.3438 GB/s */
+    { 7, 23438u, blinkgen_a89, blinkgen_a90 }, /* 2.3438 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
@@ -1105,65 +519,84 @@ static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
- * table, ranges, range table }. */
+ * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none) }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
-      10, blinkgen_p0s0_ranges },
-    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
+      10, blinkgen_p0s0_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       2, blinkgen_p0s1_ring_trees,
-      10, blinkgen_p0s1_ranges },
+      10, blinkgen_p0s0_ranges,
+      blinkgen_a16, 0 },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
-      11, blinkgen_p0s2_ranges },
-    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
+      11, blinkgen_p0s2_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       2, blinkgen_p0s3_ring_trees,
-      11, blinkgen_p0s3_ranges },
-    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
+      11, blinkgen_p0s2_ranges,
+      blinkgen_a16, 2 },
+    { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       2, blinkgen_p0s4_ring_trees,
-      10, blinkgen_p0s4_ranges },
-    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
+      10, blinkgen_p0s0_ranges,
+      blinkgen_a41, 0 },
+    { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       2, blinkgen_p0s5_ring_trees,
-      10, blinkgen_p0s5_ranges },
-    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
+      10, blinkgen_p0s0_ranges,
+      blinkgen_a46, 0 },
+    { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       2, blinkgen_p0s6_ring_trees,
-      11, blinkgen_p0s6_ranges },
-    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
+      11, blinkgen_p0s2_ranges,
+      blinkgen_a41, 2 },
+    { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       2, blinkgen_p0s7_ring_trees,
-      11, blinkgen_p0s7_ranges },
+      11, blinkgen_p0s2_ranges,
+      blinkgen_a46, 2 },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
-      10, blinkgen_p0s8_ranges },
-    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s9_trees,
+      10, blinkgen_p0s8_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_REDUCE, 1, 0, NULL,
       2, blinkgen_p0s9_ring_trees,
-      10, blinkgen_p0s9_ranges },
+      10, blinkgen_p0s8_ranges,
+      blinkgen_a16, 8 },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
-      10, blinkgen_p0s10_ranges },
-    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s11_trees,
+      10, blinkgen_p0s10_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_REDUCE, 3, 0, NULL,
       2, blinkgen_p0s11_ring_trees,
-      10, blinkgen_p0s11_ranges },
-    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s12_trees,
+      10, blinkgen_p0s10_ranges,
+      blinkgen_a16, 10 },
+    { BLINK_PLAN_REDUCE, 4, 0, NULL,
       2, blinkgen_p0s12_ring_trees,
-      10, blinkgen_p0s12_ranges },
-    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s13_trees,
+      10, blinkgen_p0s8_ranges,
+      blinkgen_a41, 8 },
+    { BLINK_PLAN_REDUCE, 5, 0, NULL,
       2, blinkgen_p0s13_ring_trees,
-      10, blinkgen_p0s13_ranges },
-    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s14_trees,
+      10, blinkgen_p0s8_ranges,
+      blinkgen_a46, 8 },
+    { BLINK_PLAN_REDUCE, 6, 0, NULL,
       2, blinkgen_p0s14_ring_trees,
-      10, blinkgen_p0s14_ranges },
-    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s15_trees,
+      10, blinkgen_p0s10_ranges,
+      blinkgen_a41, 10 },
+    { BLINK_PLAN_REDUCE, 7, 0, NULL,
       2, blinkgen_p0s15_ring_trees,
-      10, blinkgen_p0s15_ranges },
+      10, blinkgen_p0s10_ranges,
+      blinkgen_a46, 10 },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
-      10, blinkgen_p0s16_ranges },
+      10, blinkgen_p0s16_ranges,
+      NULL, -1 },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
-      9, blinkgen_p0s17_ranges },
+      9, blinkgen_p0s17_ranges,
+      NULL, -1 },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
-      9, blinkgen_p0s18_ranges },
+      9, blinkgen_p0s18_ranges,
+      NULL, -1 },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -1185,7 +618,7 @@ static const struct blink_plan *const blinkgen_plans[1] = {
 };
 
 static const struct blink_plan_library blinkgen_library = {
-    BLINK_PLAN_ABI, 1, blinkgen_plans,
+    BLINK_PLAN_ABI, 1, blinkgen_plans, 0, NULL,
 };
 
 blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist)

@@ -12,34 +12,130 @@
  */
 #include <blink_plan.h>
 
+/* Every int table of the plans below, each once: trees' parents and breadth-first orders, ring
+ * chains, and the rank maps of schedules that are others relabelled. */
+static const int blinkgen_a0[] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a1[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a2[] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a3[] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a4[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a5[] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a6[] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a7[] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
+static const int blinkgen_a8[] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a9[] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a10[] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
+static const int blinkgen_a11[] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a12[] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a13[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
+static const int blinkgen_a14[] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a15[] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a16[] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
+static const int blinkgen_a17[] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a18[] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a19[] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
+static const int blinkgen_a20[] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a21[] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a22[] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a23[] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a24[] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a25[] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a26[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a27[] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+static const int blinkgen_a28[] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a29[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
+static const int blinkgen_a30[] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+static const int blinkgen_a31[] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a32[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
+static const int blinkgen_a33[] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+static const int blinkgen_a34[] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a35[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_a36[] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+static const int blinkgen_a37[] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a38[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
+static const int blinkgen_a39[] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+static const int blinkgen_a40[] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a41[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
+static const int blinkgen_a42[] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+static const int blinkgen_a43[] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a44[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
+static const int blinkgen_a45[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a46[] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a47[] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+static const int blinkgen_a48[] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a49[] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const int blinkgen_a50[] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a51[] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+static const int blinkgen_a52[] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a53[] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+static const int blinkgen_a54[] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a55[] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+static const int blinkgen_a56[] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a57[] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+static const int blinkgen_a58[] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a59[] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+static const int blinkgen_a60[] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a61[] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+static const int blinkgen_a62[] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a63[] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+static const int blinkgen_a64[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a65[] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+static const int blinkgen_a66[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
+static const int blinkgen_a67[] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+static const int blinkgen_a68[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
+static const int blinkgen_a69[] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+static const int blinkgen_a70[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
+static const int blinkgen_a71[] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+static const int blinkgen_a72[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
+static const int blinkgen_a73[] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+static const int blinkgen_a74[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
+static const int blinkgen_a75[] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+static const int blinkgen_a76[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
+static const int blinkgen_a77[] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const int blinkgen_a78[] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+static const int blinkgen_a79[] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+static const int blinkgen_a80[] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
+static const int blinkgen_a81[] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a82[] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
+static const int blinkgen_a83[] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a84[] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
+static const int blinkgen_a85[] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a86[] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
+static const int blinkgen_a87[] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a88[] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
+static const int blinkgen_a89[] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a90[] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
+static const int blinkgen_a91[] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a92[] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
+static const int blinkgen_a93[] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a94[] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
+static const int blinkgen_a95[] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a96[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
+static const int blinkgen_a97[] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_a98[] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
+static const int blinkgen_a99[] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
+static const int blinkgen_a100[] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
+static const int blinkgen_a101[] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
+static const int blinkgen_a102[] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
+static const int blinkgen_a103[] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
+static const int blinkgen_a104[] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
+static const int blinkgen_a105[] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
+static const int blinkgen_a106[] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
+
 /* Plan p0: 16 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
 /* broadcast from rank 0: 6 trees, 1 ring chains */
-static const int blinkgen_p0s0t0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s0t1_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t1_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s0t2_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t2_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s0t3_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t3_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s0t4_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t4_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s0t5_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0t5_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
-    { 0, 250000u, blinkgen_p0s0t0_parent, blinkgen_p0s0t0_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t1_parent, blinkgen_p0s0t1_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t2_parent, blinkgen_p0s0t2_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t3_parent, blinkgen_p0s0t3_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t4_parent, blinkgen_p0s0t4_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s0t5_parent, blinkgen_p0s0t5_order }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s0rt0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s0rt0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
-    { 0, 1500000u, blinkgen_p0s0rt0_parent, blinkgen_p0s0rt0_order }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a0, blinkgen_a1 }, /* 150.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
@@ -54,616 +150,92 @@ static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
-/* broadcast from rank 1: 6 trees, 1 ring chains */
-static const int blinkgen_p0s1t0_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t0_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s1t1_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t1_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s1t2_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t2_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s1t3_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t3_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s1t4_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t4_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s1t5_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1t5_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s1_trees[6] = {
-    { 1, 250000u, blinkgen_p0s1t0_parent, blinkgen_p0s1t0_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t1_parent, blinkgen_p0s1t1_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t2_parent, blinkgen_p0s1t2_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t3_parent, blinkgen_p0s1t3_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t4_parent, blinkgen_p0s1t4_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s1t5_parent, blinkgen_p0s1t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s1rt0_parent[16] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s1rt0_order[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+/* broadcast from rank 1: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
-    { 1, 1500000u, blinkgen_p0s1rt0_parent, blinkgen_p0s1rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s1_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 1, 1500000u, blinkgen_a3, blinkgen_a4 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 2: 6 trees, 1 ring chains */
-static const int blinkgen_p0s2t0_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t0_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t1_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t1_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t2_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t2_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t3_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t3_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t4_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t4_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s2t5_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2t5_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
-    { 2, 250000u, blinkgen_p0s2t0_parent, blinkgen_p0s2t0_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t1_parent, blinkgen_p0s2t1_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t2_parent, blinkgen_p0s2t2_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t3_parent, blinkgen_p0s2t3_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t4_parent, blinkgen_p0s2t4_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s2t5_parent, blinkgen_p0s2t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s2rt0_parent[16] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s2rt0_order[16] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
+/* broadcast from rank 2: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
-    { 2, 1500000u, blinkgen_p0s2rt0_parent, blinkgen_p0s2rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s2_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 2, 1500000u, blinkgen_a6, blinkgen_a7 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 3: 6 trees, 1 ring chains */
-static const int blinkgen_p0s3t0_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t0_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t1_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t1_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t2_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t2_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t3_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t3_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t4_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t4_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s3t5_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3t5_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s3_trees[6] = {
-    { 3, 250000u, blinkgen_p0s3t0_parent, blinkgen_p0s3t0_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t1_parent, blinkgen_p0s3t1_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t2_parent, blinkgen_p0s3t2_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t3_parent, blinkgen_p0s3t3_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t4_parent, blinkgen_p0s3t4_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s3t5_parent, blinkgen_p0s3t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s3rt0_parent[16] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s3rt0_order[16] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
+/* broadcast from rank 3: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
-    { 3, 1500000u, blinkgen_p0s3rt0_parent, blinkgen_p0s3rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s3_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 3, 1500000u, blinkgen_a9, blinkgen_a10 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 4: 6 trees, 1 ring chains */
-static const int blinkgen_p0s4t0_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t0_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t1_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t1_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t2_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t2_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t3_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t3_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t4_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t4_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s4t5_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4t5_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s4_trees[6] = {
-    { 4, 250000u, blinkgen_p0s4t0_parent, blinkgen_p0s4t0_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t1_parent, blinkgen_p0s4t1_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t2_parent, blinkgen_p0s4t2_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t3_parent, blinkgen_p0s4t3_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t4_parent, blinkgen_p0s4t4_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s4t5_parent, blinkgen_p0s4t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s4rt0_parent[16] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s4rt0_order[16] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
+/* broadcast from rank 4: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
-    { 4, 1500000u, blinkgen_p0s4rt0_parent, blinkgen_p0s4rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s4_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 4, 1500000u, blinkgen_a12, blinkgen_a13 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 5: 6 trees, 1 ring chains */
-static const int blinkgen_p0s5t0_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t0_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t1_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t1_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t2_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t2_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t3_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t3_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t4_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t4_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s5t5_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5t5_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s5_trees[6] = {
-    { 5, 250000u, blinkgen_p0s5t0_parent, blinkgen_p0s5t0_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t1_parent, blinkgen_p0s5t1_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t2_parent, blinkgen_p0s5t2_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t3_parent, blinkgen_p0s5t3_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t4_parent, blinkgen_p0s5t4_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s5t5_parent, blinkgen_p0s5t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s5rt0_parent[16] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s5rt0_order[16] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
+/* broadcast from rank 5: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
-    { 5, 1500000u, blinkgen_p0s5rt0_parent, blinkgen_p0s5rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s5_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 5, 1500000u, blinkgen_a15, blinkgen_a16 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 6: 6 trees, 1 ring chains */
-static const int blinkgen_p0s6t0_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t0_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t1_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t1_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t2_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t2_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t3_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t3_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t4_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t4_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s6t5_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6t5_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s6_trees[6] = {
-    { 6, 250000u, blinkgen_p0s6t0_parent, blinkgen_p0s6t0_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t1_parent, blinkgen_p0s6t1_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t2_parent, blinkgen_p0s6t2_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t3_parent, blinkgen_p0s6t3_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t4_parent, blinkgen_p0s6t4_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s6t5_parent, blinkgen_p0s6t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s6rt0_parent[16] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s6rt0_order[16] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
+/* broadcast from rank 6: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
-    { 6, 1500000u, blinkgen_p0s6rt0_parent, blinkgen_p0s6rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s6_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 6, 1500000u, blinkgen_a18, blinkgen_a19 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 7: 6 trees, 1 ring chains */
-static const int blinkgen_p0s7t0_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t0_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t1_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t1_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t2_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t2_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t3_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t3_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t4_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t4_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s7t5_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7t5_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s7_trees[6] = {
-    { 7, 250000u, blinkgen_p0s7t0_parent, blinkgen_p0s7t0_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t1_parent, blinkgen_p0s7t1_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t2_parent, blinkgen_p0s7t2_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t3_parent, blinkgen_p0s7t3_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t4_parent, blinkgen_p0s7t4_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s7t5_parent, blinkgen_p0s7t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s7rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s7rt0_order[16] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
+/* broadcast from rank 7: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
-    { 7, 1500000u, blinkgen_p0s7rt0_parent, blinkgen_p0s7rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s7_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 7, 1500000u, blinkgen_a21, blinkgen_a22 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 8: 6 trees, 1 ring chains */
-static const int blinkgen_p0s8t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s8t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t1_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s8t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t2_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s8t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t3_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s8t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t4_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s8t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8t5_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
-    { 8, 250000u, blinkgen_p0s8t0_parent, blinkgen_p0s8t0_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s8t1_parent, blinkgen_p0s8t1_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s8t2_parent, blinkgen_p0s8t2_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s8t3_parent, blinkgen_p0s8t3_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s8t4_parent, blinkgen_p0s8t4_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s8t5_parent, blinkgen_p0s8t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s8rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s8rt0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+/* broadcast from rank 8: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
-    { 8, 1500000u, blinkgen_p0s8rt0_parent, blinkgen_p0s8rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s8_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 8, 1500000u, blinkgen_a24, blinkgen_a23 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 9: 6 trees, 1 ring chains */
-static const int blinkgen_p0s9t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t0_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t1_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t2_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t3_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t4_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s9t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9t5_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s9_trees[6] = {
-    { 9, 250000u, blinkgen_p0s9t0_parent, blinkgen_p0s9t0_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s9t1_parent, blinkgen_p0s9t1_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s9t2_parent, blinkgen_p0s9t2_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s9t3_parent, blinkgen_p0s9t3_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s9t4_parent, blinkgen_p0s9t4_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s9t5_parent, blinkgen_p0s9t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s9rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s9rt0_order[16] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+/* broadcast from rank 9: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
-    { 9, 1500000u, blinkgen_p0s9rt0_parent, blinkgen_p0s9rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s9_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 9, 1500000u, blinkgen_a26, blinkgen_a27 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 10: 6 trees, 1 ring chains */
-static const int blinkgen_p0s10t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t0_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t1_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t2_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t3_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t4_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s10t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s10t5_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
-    { 10, 250000u, blinkgen_p0s10t0_parent, blinkgen_p0s10t0_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s10t1_parent, blinkgen_p0s10t1_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s10t2_parent, blinkgen_p0s10t2_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s10t3_parent, blinkgen_p0s10t3_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s10t4_parent, blinkgen_p0s10t4_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s10t5_parent, blinkgen_p0s10t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s10rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s10rt0_order[16] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+/* broadcast from rank 10: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
-    { 10, 1500000u, blinkgen_p0s10rt0_parent, blinkgen_p0s10rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s10_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 10, 1500000u, blinkgen_a29, blinkgen_a30 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 11: 6 trees, 1 ring chains */
-static const int blinkgen_p0s11t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t0_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t1_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t2_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t3_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t4_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s11t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s11t5_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s11_trees[6] = {
-    { 11, 250000u, blinkgen_p0s11t0_parent, blinkgen_p0s11t0_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s11t1_parent, blinkgen_p0s11t1_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s11t2_parent, blinkgen_p0s11t2_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s11t3_parent, blinkgen_p0s11t3_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s11t4_parent, blinkgen_p0s11t4_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s11t5_parent, blinkgen_p0s11t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s11rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
-static const int blinkgen_p0s11rt0_order[16] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+/* broadcast from rank 11: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
-    { 11, 1500000u, blinkgen_p0s11rt0_parent, blinkgen_p0s11rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s11_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 11, 1500000u, blinkgen_a32, blinkgen_a33 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 12: 6 trees, 1 ring chains */
-static const int blinkgen_p0s12t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t0_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s12t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t1_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s12t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t2_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s12t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t3_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s12t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t4_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s12t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12t5_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s12_trees[6] = {
-    { 12, 250000u, blinkgen_p0s12t0_parent, blinkgen_p0s12t0_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s12t1_parent, blinkgen_p0s12t1_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s12t2_parent, blinkgen_p0s12t2_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s12t3_parent, blinkgen_p0s12t3_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s12t4_parent, blinkgen_p0s12t4_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s12t5_parent, blinkgen_p0s12t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s12rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s12rt0_order[16] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+/* broadcast from rank 12: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
-    { 12, 1500000u, blinkgen_p0s12rt0_parent, blinkgen_p0s12rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s12_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 12, 1500000u, blinkgen_a35, blinkgen_a36 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 13: 6 trees, 1 ring chains */
-static const int blinkgen_p0s13t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t0_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s13t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t1_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s13t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t2_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s13t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t3_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s13t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t4_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s13t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s13t5_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s13_trees[6] = {
-    { 13, 250000u, blinkgen_p0s13t0_parent, blinkgen_p0s13t0_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s13t1_parent, blinkgen_p0s13t1_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s13t2_parent, blinkgen_p0s13t2_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s13t3_parent, blinkgen_p0s13t3_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s13t4_parent, blinkgen_p0s13t4_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s13t5_parent, blinkgen_p0s13t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s13rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
-static const int blinkgen_p0s13rt0_order[16] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+/* broadcast from rank 13: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
-    { 13, 1500000u, blinkgen_p0s13rt0_parent, blinkgen_p0s13rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s13_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 13, 1500000u, blinkgen_a38, blinkgen_a39 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 14: 6 trees, 1 ring chains */
-static const int blinkgen_p0s14t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t0_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s14t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t1_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s14t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t2_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s14t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t3_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s14t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t4_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s14t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s14t5_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s14_trees[6] = {
-    { 14, 250000u, blinkgen_p0s14t0_parent, blinkgen_p0s14t0_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s14t1_parent, blinkgen_p0s14t1_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s14t2_parent, blinkgen_p0s14t2_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s14t3_parent, blinkgen_p0s14t3_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s14t4_parent, blinkgen_p0s14t4_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s14t5_parent, blinkgen_p0s14t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s14rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
-static const int blinkgen_p0s14rt0_order[16] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+/* broadcast from rank 14: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
-    { 14, 1500000u, blinkgen_p0s14rt0_parent, blinkgen_p0s14rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s14_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 14, 1500000u, blinkgen_a41, blinkgen_a42 }, /* 150.0 GB/s */
 };
 
-/* broadcast from rank 15: 6 trees, 1 ring chains */
-static const int blinkgen_p0s15t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t0_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s15t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t1_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s15t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t2_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s15t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t3_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s15t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t4_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s15t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s15t5_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s15_trees[6] = {
-    { 15, 250000u, blinkgen_p0s15t0_parent, blinkgen_p0s15t0_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s15t1_parent, blinkgen_p0s15t1_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s15t2_parent, blinkgen_p0s15t2_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s15t3_parent, blinkgen_p0s15t3_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s15t4_parent, blinkgen_p0s15t4_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s15t5_parent, blinkgen_p0s15t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s15rt0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s15rt0_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+/* broadcast from rank 15: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
-    { 15, 1500000u, blinkgen_p0s15rt0_parent, blinkgen_p0s15rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s15_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 15, 1500000u, blinkgen_a44, blinkgen_a45 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 0: 6 trees, 1 ring chains */
-static const int blinkgen_p0s16t0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s16t1_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t1_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s16t2_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t2_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s16t3_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t3_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s16t4_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t4_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s16t5_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s16t5_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const struct blink_plan_tree blinkgen_p0s16_trees[6] = {
-    { 0, 250000u, blinkgen_p0s16t0_parent, blinkgen_p0s16t0_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s16t1_parent, blinkgen_p0s16t1_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s16t2_parent, blinkgen_p0s16t2_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s16t3_parent, blinkgen_p0s16t3_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s16t4_parent, blinkgen_p0s16t4_order }, /* 25.0 GB/s */
-    { 0, 250000u, blinkgen_p0s16t5_parent, blinkgen_p0s16t5_order }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
+    { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
 };
-static const int blinkgen_p0s16rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s16rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
-    { 0, 1500000u, blinkgen_p0s16rt0_parent, blinkgen_p0s16rt0_order }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a46, blinkgen_a47 }, /* 150.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
@@ -678,931 +250,197 @@ static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
     { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
-/* reduce from rank 1: 6 trees, 1 ring chains */
-static const int blinkgen_p0s17t0_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t0_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s17t1_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t1_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s17t2_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t2_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s17t3_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t3_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s17t4_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t4_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s17t5_parent[16] = { 1, -1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s17t5_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s17_trees[6] = {
-    { 1, 250000u, blinkgen_p0s17t0_parent, blinkgen_p0s17t0_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s17t1_parent, blinkgen_p0s17t1_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s17t2_parent, blinkgen_p0s17t2_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s17t3_parent, blinkgen_p0s17t3_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s17t4_parent, blinkgen_p0s17t4_order }, /* 25.0 GB/s */
-    { 1, 250000u, blinkgen_p0s17t5_parent, blinkgen_p0s17t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s17rt0_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s17rt0_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+/* reduce from rank 1: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
-    { 1, 1500000u, blinkgen_p0s17rt0_parent, blinkgen_p0s17rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 1, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 2: 6 trees, 1 ring chains */
-static const int blinkgen_p0s18t0_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t0_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t1_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t1_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t2_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t2_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t3_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t3_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t4_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t4_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s18t5_parent[16] = { 3, 0, -1, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s18t5_order[16] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s18_trees[6] = {
-    { 2, 250000u, blinkgen_p0s18t0_parent, blinkgen_p0s18t0_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s18t1_parent, blinkgen_p0s18t1_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s18t2_parent, blinkgen_p0s18t2_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s18t3_parent, blinkgen_p0s18t3_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s18t4_parent, blinkgen_p0s18t4_order }, /* 25.0 GB/s */
-    { 2, 250000u, blinkgen_p0s18t5_parent, blinkgen_p0s18t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s18rt0_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s18rt0_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+/* reduce from rank 2: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
-    { 2, 1500000u, blinkgen_p0s18rt0_parent, blinkgen_p0s18rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 2, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 3: 6 trees, 1 ring chains */
-static const int blinkgen_p0s19t0_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t0_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t1_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t1_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t2_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t2_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t3_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t3_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t4_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t4_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s19t5_parent[16] = { 2, 0, 3, -1, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s19t5_order[16] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s19_trees[6] = {
-    { 3, 250000u, blinkgen_p0s19t0_parent, blinkgen_p0s19t0_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s19t1_parent, blinkgen_p0s19t1_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s19t2_parent, blinkgen_p0s19t2_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s19t3_parent, blinkgen_p0s19t3_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s19t4_parent, blinkgen_p0s19t4_order }, /* 25.0 GB/s */
-    { 3, 250000u, blinkgen_p0s19t5_parent, blinkgen_p0s19t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s19rt0_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s19rt0_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+/* reduce from rank 3: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
-    { 3, 1500000u, blinkgen_p0s19rt0_parent, blinkgen_p0s19rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s19_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 3, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 4: 6 trees, 1 ring chains */
-static const int blinkgen_p0s20t0_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t0_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t1_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t1_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t2_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t2_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t3_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t3_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t4_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t4_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s20t5_parent[16] = { 7, 0, 1, 2, -1, 4, 5, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s20t5_order[16] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s20_trees[6] = {
-    { 4, 250000u, blinkgen_p0s20t0_parent, blinkgen_p0s20t0_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s20t1_parent, blinkgen_p0s20t1_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s20t2_parent, blinkgen_p0s20t2_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s20t3_parent, blinkgen_p0s20t3_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s20t4_parent, blinkgen_p0s20t4_order }, /* 25.0 GB/s */
-    { 4, 250000u, blinkgen_p0s20t5_parent, blinkgen_p0s20t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s20rt0_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s20rt0_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+/* reduce from rank 4: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
-    { 4, 1500000u, blinkgen_p0s20rt0_parent, blinkgen_p0s20rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s20_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 4, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 5: 6 trees, 1 ring chains */
-static const int blinkgen_p0s21t0_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t0_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t1_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t1_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t2_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t2_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t3_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t3_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t4_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t4_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s21t5_parent[16] = { 7, 0, 1, 2, 5, -1, 4, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s21t5_order[16] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s21_trees[6] = {
-    { 5, 250000u, blinkgen_p0s21t0_parent, blinkgen_p0s21t0_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s21t1_parent, blinkgen_p0s21t1_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s21t2_parent, blinkgen_p0s21t2_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s21t3_parent, blinkgen_p0s21t3_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s21t4_parent, blinkgen_p0s21t4_order }, /* 25.0 GB/s */
-    { 5, 250000u, blinkgen_p0s21t5_parent, blinkgen_p0s21t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s21rt0_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s21rt0_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+/* reduce from rank 5: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
-    { 5, 1500000u, blinkgen_p0s21rt0_parent, blinkgen_p0s21rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s21_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 5, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 6: 6 trees, 1 ring chains */
-static const int blinkgen_p0s22t0_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t0_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t1_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t1_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t2_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t2_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t3_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t3_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t4_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t4_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s22t5_parent[16] = { 5, 0, 1, 2, 7, 4, -1, 6, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s22t5_order[16] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s22_trees[6] = {
-    { 6, 250000u, blinkgen_p0s22t0_parent, blinkgen_p0s22t0_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s22t1_parent, blinkgen_p0s22t1_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s22t2_parent, blinkgen_p0s22t2_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s22t3_parent, blinkgen_p0s22t3_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s22t4_parent, blinkgen_p0s22t4_order }, /* 25.0 GB/s */
-    { 6, 250000u, blinkgen_p0s22t5_parent, blinkgen_p0s22t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s22rt0_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s22rt0_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+/* reduce from rank 6: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
-    { 6, 1500000u, blinkgen_p0s22rt0_parent, blinkgen_p0s22rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s22_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 6, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 7: 6 trees, 1 ring chains */
-static const int blinkgen_p0s23t0_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t0_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t1_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t1_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t2_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t2_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t3_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t3_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t4_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t4_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s23t5_parent[16] = { 5, 0, 1, 2, 6, 4, 7, -1, 3, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s23t5_order[16] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const struct blink_plan_tree blinkgen_p0s23_trees[6] = {
-    { 7, 250000u, blinkgen_p0s23t0_parent, blinkgen_p0s23t0_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s23t1_parent, blinkgen_p0s23t1_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s23t2_parent, blinkgen_p0s23t2_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s23t3_parent, blinkgen_p0s23t3_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s23t4_parent, blinkgen_p0s23t4_order }, /* 25.0 GB/s */
-    { 7, 250000u, blinkgen_p0s23t5_parent, blinkgen_p0s23t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s23rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s23rt0_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+/* reduce from rank 7: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
-    { 7, 1500000u, blinkgen_p0s23rt0_parent, blinkgen_p0s23rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s23_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 7, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 8: 6 trees, 1 ring chains */
-static const int blinkgen_p0s24t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t0_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s24t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t1_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s24t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t2_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s24t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t3_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s24t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t4_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s24t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s24t5_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s24_trees[6] = {
-    { 8, 250000u, blinkgen_p0s24t0_parent, blinkgen_p0s24t0_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s24t1_parent, blinkgen_p0s24t1_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s24t2_parent, blinkgen_p0s24t2_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s24t3_parent, blinkgen_p0s24t3_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s24t4_parent, blinkgen_p0s24t4_order }, /* 25.0 GB/s */
-    { 8, 250000u, blinkgen_p0s24t5_parent, blinkgen_p0s24t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s24rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s24rt0_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+/* reduce from rank 8: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
-    { 8, 1500000u, blinkgen_p0s24rt0_parent, blinkgen_p0s24rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s24_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 8, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 9: 6 trees, 1 ring chains */
-static const int blinkgen_p0s25t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t0_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s25t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t1_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s25t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t2_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s25t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t3_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s25t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t4_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s25t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 9, -1, 8, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s25t5_order[16] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s25_trees[6] = {
-    { 9, 250000u, blinkgen_p0s25t0_parent, blinkgen_p0s25t0_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s25t1_parent, blinkgen_p0s25t1_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s25t2_parent, blinkgen_p0s25t2_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s25t3_parent, blinkgen_p0s25t3_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s25t4_parent, blinkgen_p0s25t4_order }, /* 25.0 GB/s */
-    { 9, 250000u, blinkgen_p0s25t5_parent, blinkgen_p0s25t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s25rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s25rt0_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+/* reduce from rank 9: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
-    { 9, 1500000u, blinkgen_p0s25rt0_parent, blinkgen_p0s25rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s25_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 9, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 10: 6 trees, 1 ring chains */
-static const int blinkgen_p0s26t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t0_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s26t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t1_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s26t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t2_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s26t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t3_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s26t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t4_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s26t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 11, 8, -1, 10, 9, 12, 13, 14 };
-static const int blinkgen_p0s26t5_order[16] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s26_trees[6] = {
-    { 10, 250000u, blinkgen_p0s26t0_parent, blinkgen_p0s26t0_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s26t1_parent, blinkgen_p0s26t1_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s26t2_parent, blinkgen_p0s26t2_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s26t3_parent, blinkgen_p0s26t3_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s26t4_parent, blinkgen_p0s26t4_order }, /* 25.0 GB/s */
-    { 10, 250000u, blinkgen_p0s26t5_parent, blinkgen_p0s26t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s26rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s26rt0_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+/* reduce from rank 10: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
-    { 10, 1500000u, blinkgen_p0s26rt0_parent, blinkgen_p0s26rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s26_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 10, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 11: 6 trees, 1 ring chains */
-static const int blinkgen_p0s27t0_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t0_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s27t1_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t1_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s27t2_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t2_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s27t3_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t3_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s27t4_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t4_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s27t5_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 10, 8, 11, -1, 9, 12, 13, 14 };
-static const int blinkgen_p0s27t5_order[16] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s27_trees[6] = {
-    { 11, 250000u, blinkgen_p0s27t0_parent, blinkgen_p0s27t0_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s27t1_parent, blinkgen_p0s27t1_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s27t2_parent, blinkgen_p0s27t2_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s27t3_parent, blinkgen_p0s27t3_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s27t4_parent, blinkgen_p0s27t4_order }, /* 25.0 GB/s */
-    { 11, 250000u, blinkgen_p0s27t5_parent, blinkgen_p0s27t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s27rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
-static const int blinkgen_p0s27rt0_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+/* reduce from rank 11: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
-    { 11, 1500000u, blinkgen_p0s27rt0_parent, blinkgen_p0s27rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s27_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 11, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 12: 6 trees, 1 ring chains */
-static const int blinkgen_p0s28t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t0_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s28t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t1_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s28t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t2_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s28t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t3_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s28t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t4_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s28t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s28t5_order[16] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s28_trees[6] = {
-    { 12, 250000u, blinkgen_p0s28t0_parent, blinkgen_p0s28t0_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s28t1_parent, blinkgen_p0s28t1_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s28t2_parent, blinkgen_p0s28t2_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s28t3_parent, blinkgen_p0s28t3_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s28t4_parent, blinkgen_p0s28t4_order }, /* 25.0 GB/s */
-    { 12, 250000u, blinkgen_p0s28t5_parent, blinkgen_p0s28t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s28rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
-static const int blinkgen_p0s28rt0_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+/* reduce from rank 12: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
-    { 12, 1500000u, blinkgen_p0s28rt0_parent, blinkgen_p0s28rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s28_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 12, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 13: 6 trees, 1 ring chains */
-static const int blinkgen_p0s29t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t0_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s29t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t1_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s29t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t2_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s29t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t3_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s29t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t4_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s29t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 13, -1, 12, 14 };
-static const int blinkgen_p0s29t5_order[16] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s29_trees[6] = {
-    { 13, 250000u, blinkgen_p0s29t0_parent, blinkgen_p0s29t0_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s29t1_parent, blinkgen_p0s29t1_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s29t2_parent, blinkgen_p0s29t2_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s29t3_parent, blinkgen_p0s29t3_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s29t4_parent, blinkgen_p0s29t4_order }, /* 25.0 GB/s */
-    { 13, 250000u, blinkgen_p0s29t5_parent, blinkgen_p0s29t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s29rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
-static const int blinkgen_p0s29rt0_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+/* reduce from rank 13: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
-    { 13, 1500000u, blinkgen_p0s29rt0_parent, blinkgen_p0s29rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s29_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 13, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 14: 6 trees, 1 ring chains */
-static const int blinkgen_p0s30t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t0_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s30t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t1_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s30t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t2_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s30t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t3_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s30t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t4_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s30t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 15, 12, -1, 14 };
-static const int blinkgen_p0s30t5_order[16] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s30_trees[6] = {
-    { 14, 250000u, blinkgen_p0s30t0_parent, blinkgen_p0s30t0_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s30t1_parent, blinkgen_p0s30t1_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s30t2_parent, blinkgen_p0s30t2_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s30t3_parent, blinkgen_p0s30t3_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s30t4_parent, blinkgen_p0s30t4_order }, /* 25.0 GB/s */
-    { 14, 250000u, blinkgen_p0s30t5_parent, blinkgen_p0s30t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s30rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
-static const int blinkgen_p0s30rt0_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+/* reduce from rank 14: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
-    { 14, 1500000u, blinkgen_p0s30rt0_parent, blinkgen_p0s30rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s30_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 14, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 15: 6 trees, 1 ring chains */
-static const int blinkgen_p0s31t0_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t0_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s31t1_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t1_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s31t2_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t2_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s31t3_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t3_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s31t4_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t4_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s31t5_parent[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 13, 8, 9, 10, 14, 12, 15, -1 };
-static const int blinkgen_p0s31t5_order[16] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const struct blink_plan_tree blinkgen_p0s31_trees[6] = {
-    { 15, 250000u, blinkgen_p0s31t0_parent, blinkgen_p0s31t0_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s31t1_parent, blinkgen_p0s31t1_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s31t2_parent, blinkgen_p0s31t2_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s31t3_parent, blinkgen_p0s31t3_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s31t4_parent, blinkgen_p0s31t4_order }, /* 25.0 GB/s */
-    { 15, 250000u, blinkgen_p0s31t5_parent, blinkgen_p0s31t5_order }, /* 25.0 GB/s */
-};
-static const int blinkgen_p0s31rt0_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
-static const int blinkgen_p0s31rt0_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+/* reduce from rank 15: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
-    { 15, 1500000u, blinkgen_p0s31rt0_parent, blinkgen_p0s31rt0_order }, /* 150.0 GB/s */
-};
-/* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
-static const struct blink_plan_range blinkgen_p0s31_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 15, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
 };
 
 /* allgather: 96 trees, 16 ring chains */
-static const int blinkgen_p0s32t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t1_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t2_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t2_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t3_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t3_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t4_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t4_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t5_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s32t5_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t6_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t6_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t7_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t7_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t8_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t8_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t9_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t9_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t10_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t10_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t11_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s32t11_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t12_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t12_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t13_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t13_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t14_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t14_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t15_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t15_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t16_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t16_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t17_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s32t17_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t18_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t18_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t19_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t19_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t20_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t20_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t21_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t21_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t22_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t22_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t23_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s32t23_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t24_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t24_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t25_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t25_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t26_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t26_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t27_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t27_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t28_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t28_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t29_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s32t29_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t30_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t30_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t31_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t31_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t32_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t32_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t33_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t33_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t34_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t34_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t35_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s32t35_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t36_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t36_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t37_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t37_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t38_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t38_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t39_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t39_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t40_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t40_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t41_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s32t41_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t42_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t42_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t43_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t43_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t44_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t44_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t45_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t45_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t46_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t46_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t47_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s32t47_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t48_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t48_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t49_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t49_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t50_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t50_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t51_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t51_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t52_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t52_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t53_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s32t53_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t54_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t54_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t55_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t55_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t56_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t56_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t57_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t57_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t58_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t58_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t59_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s32t59_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t60_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t60_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t61_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t61_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t62_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t62_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t63_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t63_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t64_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t64_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t65_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s32t65_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t66_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t66_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t67_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t67_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t68_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t68_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t69_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t69_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t70_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t70_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t71_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s32t71_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s32t72_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t72_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t73_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t73_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t74_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t74_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t75_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t75_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t76_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t76_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t77_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s32t77_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s32t78_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t78_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t79_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t79_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t80_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t80_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t81_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t81_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t82_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t82_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t83_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s32t83_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s32t84_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t84_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t85_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t85_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t86_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t86_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t87_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t87_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t88_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t88_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t89_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s32t89_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s32t90_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t90_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32t91_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t91_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32t92_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t92_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32t93_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t93_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32t94_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t94_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32t95_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s32t95_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const struct blink_plan_tree blinkgen_p0s32_trees[96] = {
-    { 0, 16666u, blinkgen_p0s32t0_parent, blinkgen_p0s32t0_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s32t1_parent, blinkgen_p0s32t1_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s32t2_parent, blinkgen_p0s32t2_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s32t3_parent, blinkgen_p0s32t3_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s32t4_parent, blinkgen_p0s32t4_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s32t5_parent, blinkgen_p0s32t5_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t6_parent, blinkgen_p0s32t6_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t7_parent, blinkgen_p0s32t7_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t8_parent, blinkgen_p0s32t8_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t9_parent, blinkgen_p0s32t9_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t10_parent, blinkgen_p0s32t10_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s32t11_parent, blinkgen_p0s32t11_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t12_parent, blinkgen_p0s32t12_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t13_parent, blinkgen_p0s32t13_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t14_parent, blinkgen_p0s32t14_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t15_parent, blinkgen_p0s32t15_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t16_parent, blinkgen_p0s32t16_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s32t17_parent, blinkgen_p0s32t17_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t18_parent, blinkgen_p0s32t18_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t19_parent, blinkgen_p0s32t19_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t20_parent, blinkgen_p0s32t20_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t21_parent, blinkgen_p0s32t21_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t22_parent, blinkgen_p0s32t22_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s32t23_parent, blinkgen_p0s32t23_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t24_parent, blinkgen_p0s32t24_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t25_parent, blinkgen_p0s32t25_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t26_parent, blinkgen_p0s32t26_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t27_parent, blinkgen_p0s32t27_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t28_parent, blinkgen_p0s32t28_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s32t29_parent, blinkgen_p0s32t29_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t30_parent, blinkgen_p0s32t30_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t31_parent, blinkgen_p0s32t31_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t32_parent, blinkgen_p0s32t32_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t33_parent, blinkgen_p0s32t33_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t34_parent, blinkgen_p0s32t34_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s32t35_parent, blinkgen_p0s32t35_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t36_parent, blinkgen_p0s32t36_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t37_parent, blinkgen_p0s32t37_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t38_parent, blinkgen_p0s32t38_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t39_parent, blinkgen_p0s32t39_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t40_parent, blinkgen_p0s32t40_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s32t41_parent, blinkgen_p0s32t41_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t42_parent, blinkgen_p0s32t42_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t43_parent, blinkgen_p0s32t43_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t44_parent, blinkgen_p0s32t44_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t45_parent, blinkgen_p0s32t45_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t46_parent, blinkgen_p0s32t46_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s32t47_parent, blinkgen_p0s32t47_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t48_parent, blinkgen_p0s32t48_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t49_parent, blinkgen_p0s32t49_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t50_parent, blinkgen_p0s32t50_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t51_parent, blinkgen_p0s32t51_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t52_parent, blinkgen_p0s32t52_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s32t53_parent, blinkgen_p0s32t53_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t54_parent, blinkgen_p0s32t54_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t55_parent, blinkgen_p0s32t55_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t56_parent, blinkgen_p0s32t56_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t57_parent, blinkgen_p0s32t57_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t58_parent, blinkgen_p0s32t58_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s32t59_parent, blinkgen_p0s32t59_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t60_parent, blinkgen_p0s32t60_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t61_parent, blinkgen_p0s32t61_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t62_parent, blinkgen_p0s32t62_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t63_parent, blinkgen_p0s32t63_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t64_parent, blinkgen_p0s32t64_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s32t65_parent, blinkgen_p0s32t65_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t66_parent, blinkgen_p0s32t66_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t67_parent, blinkgen_p0s32t67_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t68_parent, blinkgen_p0s32t68_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t69_parent, blinkgen_p0s32t69_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t70_parent, blinkgen_p0s32t70_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s32t71_parent, blinkgen_p0s32t71_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t72_parent, blinkgen_p0s32t72_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t73_parent, blinkgen_p0s32t73_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t74_parent, blinkgen_p0s32t74_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t75_parent, blinkgen_p0s32t75_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t76_parent, blinkgen_p0s32t76_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s32t77_parent, blinkgen_p0s32t77_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t78_parent, blinkgen_p0s32t78_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t79_parent, blinkgen_p0s32t79_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t80_parent, blinkgen_p0s32t80_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t81_parent, blinkgen_p0s32t81_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t82_parent, blinkgen_p0s32t82_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s32t83_parent, blinkgen_p0s32t83_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t84_parent, blinkgen_p0s32t84_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t85_parent, blinkgen_p0s32t85_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t86_parent, blinkgen_p0s32t86_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t87_parent, blinkgen_p0s32t87_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t88_parent, blinkgen_p0s32t88_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s32t89_parent, blinkgen_p0s32t89_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t90_parent, blinkgen_p0s32t90_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t91_parent, blinkgen_p0s32t91_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t92_parent, blinkgen_p0s32t92_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t93_parent, blinkgen_p0s32t93_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t94_parent, blinkgen_p0s32t94_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s32t95_parent, blinkgen_p0s32t95_order }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
 };
-static const int blinkgen_p0s32rt0_parent[16] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s32rt1_parent[16] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt1_order[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s32rt2_parent[16] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt2_order[16] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
-static const int blinkgen_p0s32rt3_parent[16] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt3_order[16] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
-static const int blinkgen_p0s32rt4_parent[16] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt4_order[16] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
-static const int blinkgen_p0s32rt5_parent[16] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt5_order[16] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
-static const int blinkgen_p0s32rt6_parent[16] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt6_order[16] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
-static const int blinkgen_p0s32rt7_parent[16] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt7_order[16] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
-static const int blinkgen_p0s32rt8_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt8_order[16] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_p0s32rt9_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt9_order[16] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
-static const int blinkgen_p0s32rt10_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt10_order[16] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
-static const int blinkgen_p0s32rt11_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
-static const int blinkgen_p0s32rt11_order[16] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
-static const int blinkgen_p0s32rt12_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_p0s32rt12_order[16] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
-static const int blinkgen_p0s32rt13_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
-static const int blinkgen_p0s32rt13_order[16] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
-static const int blinkgen_p0s32rt14_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
-static const int blinkgen_p0s32rt14_order[16] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
-static const int blinkgen_p0s32rt15_parent[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_p0s32rt15_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
-    { 0, 1500000u, blinkgen_p0s32rt0_parent, blinkgen_p0s32rt0_order }, /* 150.0 GB/s */
-    { 1, 1500000u, blinkgen_p0s32rt1_parent, blinkgen_p0s32rt1_order }, /* 150.0 GB/s */
-    { 2, 1500000u, blinkgen_p0s32rt2_parent, blinkgen_p0s32rt2_order }, /* 150.0 GB/s */
-    { 3, 1500000u, blinkgen_p0s32rt3_parent, blinkgen_p0s32rt3_order }, /* 150.0 GB/s */
-    { 4, 1500000u, blinkgen_p0s32rt4_parent, blinkgen_p0s32rt4_order }, /* 150.0 GB/s */
-    { 5, 1500000u, blinkgen_p0s32rt5_parent, blinkgen_p0s32rt5_order }, /* 150.0 GB/s */
-    { 6, 1500000u, blinkgen_p0s32rt6_parent, blinkgen_p0s32rt6_order }, /* 150.0 GB/s */
-    { 7, 1500000u, blinkgen_p0s32rt7_parent, blinkgen_p0s32rt7_order }, /* 150.0 GB/s */
-    { 8, 1500000u, blinkgen_p0s32rt8_parent, blinkgen_p0s32rt8_order }, /* 150.0 GB/s */
-    { 9, 1500000u, blinkgen_p0s32rt9_parent, blinkgen_p0s32rt9_order }, /* 150.0 GB/s */
-    { 10, 1500000u, blinkgen_p0s32rt10_parent, blinkgen_p0s32rt10_order }, /* 150.0 GB/s */
-    { 11, 1500000u, blinkgen_p0s32rt11_parent, blinkgen_p0s32rt11_order }, /* 150.0 GB/s */
-    { 12, 1500000u, blinkgen_p0s32rt12_parent, blinkgen_p0s32rt12_order }, /* 150.0 GB/s */
-    { 13, 1500000u, blinkgen_p0s32rt13_parent, blinkgen_p0s32rt13_order }, /* 150.0 GB/s */
-    { 14, 1500000u, blinkgen_p0s32rt14_parent, blinkgen_p0s32rt14_order }, /* 150.0 GB/s */
-    { 15, 1500000u, blinkgen_p0s32rt15_parent, blinkgen_p0s32rt15_order }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a0, blinkgen_a1 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a3, blinkgen_a4 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a6, blinkgen_a7 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a9, blinkgen_a10 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a12, blinkgen_a13 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a15, blinkgen_a16 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a18, blinkgen_a19 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a21, blinkgen_a22 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a24, blinkgen_a23 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a26, blinkgen_a27 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a29, blinkgen_a30 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a32, blinkgen_a33 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a35, blinkgen_a36 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a38, blinkgen_a39 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a41, blinkgen_a42 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a44, blinkgen_a45 }, /* 150.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
@@ -1621,345 +459,121 @@ static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
 };
 
 /* reducescatter: 96 trees, 16 ring chains */
-static const int blinkgen_p0s33t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t1_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t2_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t2_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t3_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t3_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t4_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t4_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t5_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s33t5_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t6_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t6_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t7_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t7_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t8_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t8_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t9_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t9_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t10_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t10_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t11_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s33t11_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t12_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t12_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t13_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t13_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t14_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t14_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t15_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t15_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t16_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t16_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t17_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s33t17_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t18_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t18_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t19_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t19_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t20_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t20_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t21_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t21_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t22_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t22_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t23_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s33t23_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t24_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t24_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t25_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t25_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t26_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t26_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t27_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t27_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t28_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t28_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t29_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s33t29_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t30_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t30_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t31_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t31_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t32_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t32_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t33_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t33_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t34_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t34_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t35_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s33t35_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t36_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t36_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t37_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t37_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t38_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t38_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t39_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t39_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t40_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t40_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t41_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s33t41_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t42_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t42_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t43_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t43_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t44_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t44_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t45_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t45_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t46_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t46_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t47_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s33t47_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t48_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t48_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t49_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t49_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t50_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t50_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t51_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t51_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t52_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t52_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t53_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s33t53_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t54_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t54_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t55_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t55_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t56_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t56_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t57_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t57_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t58_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t58_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t59_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s33t59_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t60_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t60_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t61_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t61_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t62_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t62_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t63_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t63_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t64_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t64_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t65_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s33t65_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t66_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t66_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t67_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t67_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t68_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t68_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t69_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t69_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t70_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t70_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t71_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s33t71_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s33t72_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t72_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t73_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t73_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t74_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t74_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t75_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t75_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t76_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t76_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t77_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s33t77_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s33t78_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t78_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t79_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t79_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t80_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t80_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t81_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t81_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t82_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t82_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t83_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s33t83_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s33t84_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t84_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t85_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t85_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t86_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t86_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t87_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t87_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t88_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t88_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t89_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s33t89_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s33t90_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t90_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s33t91_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t91_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s33t92_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t92_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s33t93_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t93_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s33t94_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t94_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s33t95_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s33t95_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const struct blink_plan_tree blinkgen_p0s33_trees[96] = {
-    { 0, 16666u, blinkgen_p0s33t0_parent, blinkgen_p0s33t0_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s33t1_parent, blinkgen_p0s33t1_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s33t2_parent, blinkgen_p0s33t2_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s33t3_parent, blinkgen_p0s33t3_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s33t4_parent, blinkgen_p0s33t4_order }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_p0s33t5_parent, blinkgen_p0s33t5_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t6_parent, blinkgen_p0s33t6_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t7_parent, blinkgen_p0s33t7_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t8_parent, blinkgen_p0s33t8_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t9_parent, blinkgen_p0s33t9_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t10_parent, blinkgen_p0s33t10_order }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_p0s33t11_parent, blinkgen_p0s33t11_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t12_parent, blinkgen_p0s33t12_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t13_parent, blinkgen_p0s33t13_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t14_parent, blinkgen_p0s33t14_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t15_parent, blinkgen_p0s33t15_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t16_parent, blinkgen_p0s33t16_order }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_p0s33t17_parent, blinkgen_p0s33t17_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t18_parent, blinkgen_p0s33t18_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t19_parent, blinkgen_p0s33t19_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t20_parent, blinkgen_p0s33t20_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t21_parent, blinkgen_p0s33t21_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t22_parent, blinkgen_p0s33t22_order }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_p0s33t23_parent, blinkgen_p0s33t23_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t24_parent, blinkgen_p0s33t24_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t25_parent, blinkgen_p0s33t25_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t26_parent, blinkgen_p0s33t26_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t27_parent, blinkgen_p0s33t27_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t28_parent, blinkgen_p0s33t28_order }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_p0s33t29_parent, blinkgen_p0s33t29_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t30_parent, blinkgen_p0s33t30_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t31_parent, blinkgen_p0s33t31_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t32_parent, blinkgen_p0s33t32_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t33_parent, blinkgen_p0s33t33_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t34_parent, blinkgen_p0s33t34_order }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_p0s33t35_parent, blinkgen_p0s33t35_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t36_parent, blinkgen_p0s33t36_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t37_parent, blinkgen_p0s33t37_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t38_parent, blinkgen_p0s33t38_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t39_parent, blinkgen_p0s33t39_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t40_parent, blinkgen_p0s33t40_order }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_p0s33t41_parent, blinkgen_p0s33t41_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t42_parent, blinkgen_p0s33t42_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t43_parent, blinkgen_p0s33t43_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t44_parent, blinkgen_p0s33t44_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t45_parent, blinkgen_p0s33t45_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t46_parent, blinkgen_p0s33t46_order }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_p0s33t47_parent, blinkgen_p0s33t47_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t48_parent, blinkgen_p0s33t48_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t49_parent, blinkgen_p0s33t49_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t50_parent, blinkgen_p0s33t50_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t51_parent, blinkgen_p0s33t51_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t52_parent, blinkgen_p0s33t52_order }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_p0s33t53_parent, blinkgen_p0s33t53_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t54_parent, blinkgen_p0s33t54_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t55_parent, blinkgen_p0s33t55_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t56_parent, blinkgen_p0s33t56_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t57_parent, blinkgen_p0s33t57_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t58_parent, blinkgen_p0s33t58_order }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_p0s33t59_parent, blinkgen_p0s33t59_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t60_parent, blinkgen_p0s33t60_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t61_parent, blinkgen_p0s33t61_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t62_parent, blinkgen_p0s33t62_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t63_parent, blinkgen_p0s33t63_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t64_parent, blinkgen_p0s33t64_order }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_p0s33t65_parent, blinkgen_p0s33t65_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t66_parent, blinkgen_p0s33t66_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t67_parent, blinkgen_p0s33t67_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t68_parent, blinkgen_p0s33t68_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t69_parent, blinkgen_p0s33t69_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t70_parent, blinkgen_p0s33t70_order }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_p0s33t71_parent, blinkgen_p0s33t71_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t72_parent, blinkgen_p0s33t72_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t73_parent, blinkgen_p0s33t73_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t74_parent, blinkgen_p0s33t74_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t75_parent, blinkgen_p0s33t75_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t76_parent, blinkgen_p0s33t76_order }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_p0s33t77_parent, blinkgen_p0s33t77_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t78_parent, blinkgen_p0s33t78_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t79_parent, blinkgen_p0s33t79_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t80_parent, blinkgen_p0s33t80_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t81_parent, blinkgen_p0s33t81_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t82_parent, blinkgen_p0s33t82_order }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_p0s33t83_parent, blinkgen_p0s33t83_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t84_parent, blinkgen_p0s33t84_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t85_parent, blinkgen_p0s33t85_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t86_parent, blinkgen_p0s33t86_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t87_parent, blinkgen_p0s33t87_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t88_parent, blinkgen_p0s33t88_order }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_p0s33t89_parent, blinkgen_p0s33t89_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t90_parent, blinkgen_p0s33t90_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t91_parent, blinkgen_p0s33t91_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t92_parent, blinkgen_p0s33t92_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t93_parent, blinkgen_p0s33t93_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t94_parent, blinkgen_p0s33t94_order }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_p0s33t95_parent, blinkgen_p0s33t95_order }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
+    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
 };
-static const int blinkgen_p0s33rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
-static const int blinkgen_p0s33rt1_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt1_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
-static const int blinkgen_p0s33rt2_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt2_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
-static const int blinkgen_p0s33rt3_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt3_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
-static const int blinkgen_p0s33rt4_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt4_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
-static const int blinkgen_p0s33rt5_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt5_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
-static const int blinkgen_p0s33rt6_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt6_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
-static const int blinkgen_p0s33rt7_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt7_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
-static const int blinkgen_p0s33rt8_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt8_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
-static const int blinkgen_p0s33rt9_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt9_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
-static const int blinkgen_p0s33rt10_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt10_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
-static const int blinkgen_p0s33rt11_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
-static const int blinkgen_p0s33rt11_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
-static const int blinkgen_p0s33rt12_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
-static const int blinkgen_p0s33rt12_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
-static const int blinkgen_p0s33rt13_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
-static const int blinkgen_p0s33rt13_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
-static const int blinkgen_p0s33rt14_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
-static const int blinkgen_p0s33rt14_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
-static const int blinkgen_p0s33rt15_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
-static const int blinkgen_p0s33rt15_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
-    { 0, 1500000u, blinkgen_p0s33rt0_parent, blinkgen_p0s33rt0_order }, /* 150.0 GB/s */
-    { 1, 1500000u, blinkgen_p0s33rt1_parent, blinkgen_p0s33rt1_order }, /* 150.0 GB/s */
-    { 2, 1500000u, blinkgen_p0s33rt2_parent, blinkgen_p0s33rt2_order }, /* 150.0 GB/s */
-    { 3, 1500000u, blinkgen_p0s33rt3_parent, blinkgen_p0s33rt3_order }, /* 150.0 GB/s */
-    { 4, 1500000u, blinkgen_p0s33rt4_parent, blinkgen_p0s33rt4_order }, /* 150.0 GB/s */
-    { 5, 1500000u, blinkgen_p0s33rt5_parent, blinkgen_p0s33rt5_order }, /* 150.0 GB/s */
-    { 6, 1500000u, blinkgen_p0s33rt6_parent, blinkgen_p0s33rt6_order }, /* 150.0 GB/s */
-    { 7, 1500000u, blinkgen_p0s33rt7_parent, blinkgen_p0s33rt7_order }, /* 150.0 GB/s */
-    { 8, 1500000u, blinkgen_p0s33rt8_parent, blinkgen_p0s33rt8_order }, /* 150.0 GB/s */
-    { 9, 1500000u, blinkgen_p0s33rt9_parent, blinkgen_p0s33rt9_order }, /* 150.0 GB/s */
-    { 10, 1500000u, blinkgen_p0s33rt10_parent, blinkgen_p0s33rt10_order }, /* 150.0 GB/s */
-    { 11, 1500000u, blinkgen_p0s33rt11_parent, blinkgen_p0s33rt11_order }, /* 150.0 GB/s */
-    { 12, 1500000u, blinkgen_p0s33rt12_parent, blinkgen_p0s33rt12_order }, /* 150.0 GB/s */
-    { 13, 1500000u, blinkgen_p0s33rt13_parent, blinkgen_p0s33rt13_order }, /* 150.0 GB/s */
-    { 14, 1500000u, blinkgen_p0s33rt14_parent, blinkgen_p0s33rt14_order }, /* 150.0 GB/s */
-    { 15, 1500000u, blinkgen_p0s33rt15_parent, blinkgen_p0s33rt15_order }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a46, blinkgen_a47 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
@@ -1978,345 +592,121 @@ static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
 };
 
 /* allreduce: 96 trees, 16 ring chains */
-static const int blinkgen_p0s34t0_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t0_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t1_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t1_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t2_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t2_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t3_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t3_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t4_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t4_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t5_parent[16] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_p0s34t5_order[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t6_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t6_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t7_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t7_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t8_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t8_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t9_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t9_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t10_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t10_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t11_parent[16] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_p0s34t11_order[16] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t12_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t12_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t13_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t13_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t14_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t14_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t15_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t15_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t16_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t16_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t17_parent[16] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_p0s34t17_order[16] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t18_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t18_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t19_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t19_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t20_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t20_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t21_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t21_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t22_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t22_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t23_parent[16] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_p0s34t23_order[16] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t24_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t24_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t25_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t25_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t26_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t26_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t27_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t27_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t28_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t28_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t29_parent[16] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_p0s34t29_order[16] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t30_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t30_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t31_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t31_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t32_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t32_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t33_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t33_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t34_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t34_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t35_parent[16] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_p0s34t35_order[16] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t36_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t36_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t37_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t37_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t38_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t38_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t39_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t39_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t40_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t40_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t41_parent[16] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_p0s34t41_order[16] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t42_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t42_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t43_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t43_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t44_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t44_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t45_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t45_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t46_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t46_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t47_parent[16] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_p0s34t47_order[16] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t48_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t48_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t49_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t49_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t50_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t50_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t51_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t51_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t52_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t52_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t53_parent[16] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_p0s34t53_order[16] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t54_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t54_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t55_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t55_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t56_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t56_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t57_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t57_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t58_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t58_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t59_parent[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_p0s34t59_order[16] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t60_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t60_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t61_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t61_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t62_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t62_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t63_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t63_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t64_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t64_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t65_parent[16] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_p0s34t65_order[16] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t66_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t66_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t67_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t67_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t68_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t68_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t69_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t69_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t70_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t70_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t71_parent[16] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_p0s34t71_order[16] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_p0s34t72_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t72_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t73_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t73_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t74_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t74_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t75_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t75_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t76_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t76_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t77_parent[16] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_p0s34t77_order[16] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_p0s34t78_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t78_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t79_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t79_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t80_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t80_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t81_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t81_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t82_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t82_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t83_parent[16] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_p0s34t83_order[16] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_p0s34t84_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t84_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t85_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t85_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t86_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t86_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t87_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t87_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t88_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t88_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t89_parent[16] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_p0s34t89_order[16] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_p0s34t90_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t90_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s34t91_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t91_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s34t92_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t92_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s34t93_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t93_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s34t94_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t94_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_p0s34t95_parent[16] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
-static const int blinkgen_p0s34t95_order[16] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const struct blink_plan_tree blinkgen_p0s34_trees[96] = {
-    { 0, 8333u, blinkgen_p0s34t0_parent, blinkgen_p0s34t0_order }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_p0s34t1_parent, blinkgen_p0s34t1_order }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_p0s34t2_parent, blinkgen_p0s34t2_order }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_p0s34t3_parent, blinkgen_p0s34t3_order }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_p0s34t4_parent, blinkgen_p0s34t4_order }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_p0s34t5_parent, blinkgen_p0s34t5_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t6_parent, blinkgen_p0s34t6_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t7_parent, blinkgen_p0s34t7_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t8_parent, blinkgen_p0s34t8_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t9_parent, blinkgen_p0s34t9_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t10_parent, blinkgen_p0s34t10_order }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_p0s34t11_parent, blinkgen_p0s34t11_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t12_parent, blinkgen_p0s34t12_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t13_parent, blinkgen_p0s34t13_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t14_parent, blinkgen_p0s34t14_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t15_parent, blinkgen_p0s34t15_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t16_parent, blinkgen_p0s34t16_order }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_p0s34t17_parent, blinkgen_p0s34t17_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t18_parent, blinkgen_p0s34t18_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t19_parent, blinkgen_p0s34t19_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t20_parent, blinkgen_p0s34t20_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t21_parent, blinkgen_p0s34t21_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t22_parent, blinkgen_p0s34t22_order }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_p0s34t23_parent, blinkgen_p0s34t23_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t24_parent, blinkgen_p0s34t24_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t25_parent, blinkgen_p0s34t25_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t26_parent, blinkgen_p0s34t26_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t27_parent, blinkgen_p0s34t27_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t28_parent, blinkgen_p0s34t28_order }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_p0s34t29_parent, blinkgen_p0s34t29_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t30_parent, blinkgen_p0s34t30_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t31_parent, blinkgen_p0s34t31_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t32_parent, blinkgen_p0s34t32_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t33_parent, blinkgen_p0s34t33_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t34_parent, blinkgen_p0s34t34_order }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_p0s34t35_parent, blinkgen_p0s34t35_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t36_parent, blinkgen_p0s34t36_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t37_parent, blinkgen_p0s34t37_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t38_parent, blinkgen_p0s34t38_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t39_parent, blinkgen_p0s34t39_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t40_parent, blinkgen_p0s34t40_order }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_p0s34t41_parent, blinkgen_p0s34t41_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t42_parent, blinkgen_p0s34t42_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t43_parent, blinkgen_p0s34t43_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t44_parent, blinkgen_p0s34t44_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t45_parent, blinkgen_p0s34t45_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t46_parent, blinkgen_p0s34t46_order }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_p0s34t47_parent, blinkgen_p0s34t47_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t48_parent, blinkgen_p0s34t48_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t49_parent, blinkgen_p0s34t49_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t50_parent, blinkgen_p0s34t50_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t51_parent, blinkgen_p0s34t51_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t52_parent, blinkgen_p0s34t52_order }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_p0s34t53_parent, blinkgen_p0s34t53_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t54_parent, blinkgen_p0s34t54_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t55_parent, blinkgen_p0s34t55_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t56_parent, blinkgen_p0s34t56_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t57_parent, blinkgen_p0s34t57_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t58_parent, blinkgen_p0s34t58_order }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_p0s34t59_parent, blinkgen_p0s34t59_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t60_parent, blinkgen_p0s34t60_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t61_parent, blinkgen_p0s34t61_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t62_parent, blinkgen_p0s34t62_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t63_parent, blinkgen_p0s34t63_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t64_parent, blinkgen_p0s34t64_order }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_p0s34t65_parent, blinkgen_p0s34t65_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t66_parent, blinkgen_p0s34t66_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t67_parent, blinkgen_p0s34t67_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t68_parent, blinkgen_p0s34t68_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t69_parent, blinkgen_p0s34t69_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t70_parent, blinkgen_p0s34t70_order }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_p0s34t71_parent, blinkgen_p0s34t71_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t72_parent, blinkgen_p0s34t72_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t73_parent, blinkgen_p0s34t73_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t74_parent, blinkgen_p0s34t74_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t75_parent, blinkgen_p0s34t75_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t76_parent, blinkgen_p0s34t76_order }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_p0s34t77_parent, blinkgen_p0s34t77_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t78_parent, blinkgen_p0s34t78_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t79_parent, blinkgen_p0s34t79_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t80_parent, blinkgen_p0s34t80_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t81_parent, blinkgen_p0s34t81_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t82_parent, blinkgen_p0s34t82_order }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_p0s34t83_parent, blinkgen_p0s34t83_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t84_parent, blinkgen_p0s34t84_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t85_parent, blinkgen_p0s34t85_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t86_parent, blinkgen_p0s34t86_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t87_parent, blinkgen_p0s34t87_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t88_parent, blinkgen_p0s34t88_order }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_p0s34t89_parent, blinkgen_p0s34t89_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t90_parent, blinkgen_p0s34t90_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t91_parent, blinkgen_p0s34t91_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t92_parent, blinkgen_p0s34t92_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t93_parent, blinkgen_p0s34t93_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t94_parent, blinkgen_p0s34t94_order }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_p0s34t95_parent, blinkgen_p0s34t95_order }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
+    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
 };
-static const int blinkgen_p0s34rt0_parent[16] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt0_order[16] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
-static const int blinkgen_p0s34rt1_parent[16] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt1_order[16] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
-static const int blinkgen_p0s34rt2_parent[16] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt2_order[16] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
-static const int blinkgen_p0s34rt3_parent[16] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt3_order[16] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
-static const int blinkgen_p0s34rt4_parent[16] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt4_order[16] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
-static const int blinkgen_p0s34rt5_parent[16] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt5_order[16] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
-static const int blinkgen_p0s34rt6_parent[16] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt6_order[16] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
-static const int blinkgen_p0s34rt7_parent[16] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt7_order[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
-static const int blinkgen_p0s34rt8_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt8_order[16] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
-static const int blinkgen_p0s34rt9_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt9_order[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
-static const int blinkgen_p0s34rt10_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt10_order[16] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
-static const int blinkgen_p0s34rt11_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
-static const int blinkgen_p0s34rt11_order[16] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
-static const int blinkgen_p0s34rt12_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
-static const int blinkgen_p0s34rt12_order[16] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
-static const int blinkgen_p0s34rt13_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
-static const int blinkgen_p0s34rt13_order[16] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
-static const int blinkgen_p0s34rt14_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
-static const int blinkgen_p0s34rt14_order[16] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
-static const int blinkgen_p0s34rt15_parent[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
-static const int blinkgen_p0s34rt15_order[16] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
-    { 0, 93750u, blinkgen_p0s34rt0_parent, blinkgen_p0s34rt0_order }, /* 9.375 GB/s */
-    { 1, 93750u, blinkgen_p0s34rt1_parent, blinkgen_p0s34rt1_order }, /* 9.375 GB/s */
-    { 2, 93750u, blinkgen_p0s34rt2_parent, blinkgen_p0s34rt2_order }, /* 9.375 GB/s */
-    { 3, 93750u, blinkgen_p0s34rt3_parent, blinkgen_p0s34rt3_order }, /* 9.375 GB/s */
-    { 4, 93750u, blinkgen_p0s34rt4_parent, blinkgen_p0s34rt4_order }, /* 9.375 GB/s */
-    { 5, 93750u, blinkgen_p0s34rt5_parent, blinkgen_p0s34rt5_order }, /* 9.375 GB/s */
-    { 6, 93750u, blinkgen_p0s34rt6_parent, blinkgen_p0s34rt6_order }, /* 9.375 GB/s */
-    { 7, 93750u, blinkgen_p0s34rt7_parent, blinkgen_p0s34rt7_order }, /* 9.375 GB/s */
-    { 8, 93750u, blinkgen_p0s34rt8_parent, blinkgen_p0s34rt8_order }, /* 9.375 GB/s */
-    { 9, 93750u, blinkgen_p0s34rt9_parent, blinkgen_p0s34rt9_order }, /* 9.375 GB/s */
-    { 10, 93750u, blinkgen_p0s34rt10_parent, blinkgen_p0s34rt10_order }, /* 9.375 GB/s */
-    { 11, 93750u, blinkgen_p0s34rt11_parent, blinkgen_p0s34rt11_order }, /* 9.375 GB/s */
-    { 12, 93750u, blinkgen_p0s34rt12_parent, blinkgen_p0s34rt12_order }, /* 9.375 GB/s */
-    { 13, 93750u, blinkgen_p0s34rt13_parent, blinkgen_p0s34rt13_order }, /* 9.375 GB/s */
-    { 14, 93750u, blinkgen_p0s34rt14_parent, blinkgen_p0s34rt14_order }, /* 9.375 GB/s */
-    { 15, 93750u, blinkgen_p0s34rt15_parent, blinkgen_p0s34rt15_order }, /* 9.375 GB/s */
+    { 0, 93750u, blinkgen_a46, blinkgen_a47 }, /* 9.375 GB/s */
+    { 1, 93750u, blinkgen_a48, blinkgen_a49 }, /* 9.375 GB/s */
+    { 2, 93750u, blinkgen_a50, blinkgen_a51 }, /* 9.375 GB/s */
+    { 3, 93750u, blinkgen_a52, blinkgen_a53 }, /* 9.375 GB/s */
+    { 4, 93750u, blinkgen_a54, blinkgen_a55 }, /* 9.375 GB/s */
+    { 5, 93750u, blinkgen_a56, blinkgen_a57 }, /* 9.375 GB/s */
+    { 6, 93750u, blinkgen_a58, blinkgen_a59 }, /* 9.375 GB/s */
+    { 7, 93750u, blinkgen_a60, blinkgen_a61 }, /* 9.375 GB/s */
+    { 8, 93750u, blinkgen_a62, blinkgen_a63 }, /* 9.375 GB/s */
+    { 9, 93750u, blinkgen_a64, blinkgen_a65 }, /* 9.375 GB/s */
+    { 10, 93750u, blinkgen_a66, blinkgen_a67 }, /* 9.375 GB/s */
+    { 11, 93750u, blinkgen_a68, blinkgen_a69 }, /* 9.375 GB/s */
+    { 12, 93750u, blinkgen_a70, blinkgen_a71 }, /* 9.375 GB/s */
+    { 13, 93750u, blinkgen_a72, blinkgen_a73 }, /* 9.375 GB/s */
+    { 14, 93750u, blinkgen_a74, blinkgen_a75 }, /* 9.375 GB/s */
+    { 15, 93750u, blinkgen_a76, blinkgen_a77 }, /* 9.375 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
@@ -2331,113 +721,148 @@ static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
- * table, ranges, range table }. */
+ * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none) }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[35] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       1, blinkgen_p0s0_ring_trees,
-      9, blinkgen_p0s0_ranges },
-    { BLINK_PLAN_BROADCAST, 1, 6, blinkgen_p0s1_trees,
+      9, blinkgen_p0s0_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       1, blinkgen_p0s1_ring_trees,
-      9, blinkgen_p0s1_ranges },
-    { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a2, 0 },
+    { BLINK_PLAN_BROADCAST, 2, 0, NULL,
       1, blinkgen_p0s2_ring_trees,
-      9, blinkgen_p0s2_ranges },
-    { BLINK_PLAN_BROADCAST, 3, 6, blinkgen_p0s3_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a5, 0 },
+    { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       1, blinkgen_p0s3_ring_trees,
-      9, blinkgen_p0s3_ranges },
-    { BLINK_PLAN_BROADCAST, 4, 6, blinkgen_p0s4_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a8, 0 },
+    { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       1, blinkgen_p0s4_ring_trees,
-      9, blinkgen_p0s4_ranges },
-    { BLINK_PLAN_BROADCAST, 5, 6, blinkgen_p0s5_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a11, 0 },
+    { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       1, blinkgen_p0s5_ring_trees,
-      9, blinkgen_p0s5_ranges },
-    { BLINK_PLAN_BROADCAST, 6, 6, blinkgen_p0s6_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a14, 0 },
+    { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       1, blinkgen_p0s6_ring_trees,
-      9, blinkgen_p0s6_ranges },
-    { BLINK_PLAN_BROADCAST, 7, 6, blinkgen_p0s7_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a17, 0 },
+    { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       1, blinkgen_p0s7_ring_trees,
-      9, blinkgen_p0s7_ranges },
-    { BLINK_PLAN_BROADCAST, 8, 6, blinkgen_p0s8_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a20, 0 },
+    { BLINK_PLAN_BROADCAST, 8, 0, NULL,
       1, blinkgen_p0s8_ring_trees,
-      9, blinkgen_p0s8_ranges },
-    { BLINK_PLAN_BROADCAST, 9, 6, blinkgen_p0s9_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a23, 0 },
+    { BLINK_PLAN_BROADCAST, 9, 0, NULL,
       1, blinkgen_p0s9_ring_trees,
-      9, blinkgen_p0s9_ranges },
-    { BLINK_PLAN_BROADCAST, 10, 6, blinkgen_p0s10_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a25, 0 },
+    { BLINK_PLAN_BROADCAST, 10, 0, NULL,
       1, blinkgen_p0s10_ring_trees,
-      9, blinkgen_p0s10_ranges },
-    { BLINK_PLAN_BROADCAST, 11, 6, blinkgen_p0s11_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a28, 0 },
+    { BLINK_PLAN_BROADCAST, 11, 0, NULL,
       1, blinkgen_p0s11_ring_trees,
-      9, blinkgen_p0s11_ranges },
-    { BLINK_PLAN_BROADCAST, 12, 6, blinkgen_p0s12_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a31, 0 },
+    { BLINK_PLAN_BROADCAST, 12, 0, NULL,
       1, blinkgen_p0s12_ring_trees,
-      9, blinkgen_p0s12_ranges },
-    { BLINK_PLAN_BROADCAST, 13, 6, blinkgen_p0s13_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a34, 0 },
+    { BLINK_PLAN_BROADCAST, 13, 0, NULL,
       1, blinkgen_p0s13_ring_trees,
-      9, blinkgen_p0s13_ranges },
-    { BLINK_PLAN_BROADCAST, 14, 6, blinkgen_p0s14_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a37, 0 },
+    { BLINK_PLAN_BROADCAST, 14, 0, NULL,
       1, blinkgen_p0s14_ring_trees,
-      9, blinkgen_p0s14_ranges },
-    { BLINK_PLAN_BROADCAST, 15, 6, blinkgen_p0s15_trees,
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a40, 0 },
+    { BLINK_PLAN_BROADCAST, 15, 0, NULL,
       1, blinkgen_p0s15_ring_trees,
-      9, blinkgen_p0s15_ranges },
+      9, blinkgen_p0s0_ranges,
+      blinkgen_a43, 0 },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s16_trees,
       1, blinkgen_p0s16_ring_trees,
-      9, blinkgen_p0s16_ranges },
-    { BLINK_PLAN_REDUCE, 1, 6, blinkgen_p0s17_trees,
+      9, blinkgen_p0s16_ranges,
+      NULL, -1 },
+    { BLINK_PLAN_REDUCE, 1, 0, NULL,
       1, blinkgen_p0s17_ring_trees,
-      9, blinkgen_p0s17_ranges },
-    { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s18_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a2, 16 },
+    { BLINK_PLAN_REDUCE, 2, 0, NULL,
       1, blinkgen_p0s18_ring_trees,
-      9, blinkgen_p0s18_ranges },
-    { BLINK_PLAN_REDUCE, 3, 6, blinkgen_p0s19_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a5, 16 },
+    { BLINK_PLAN_REDUCE, 3, 0, NULL,
       1, blinkgen_p0s19_ring_trees,
-      9, blinkgen_p0s19_ranges },
-    { BLINK_PLAN_REDUCE, 4, 6, blinkgen_p0s20_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a8, 16 },
+    { BLINK_PLAN_REDUCE, 4, 0, NULL,
       1, blinkgen_p0s20_ring_trees,
-      9, blinkgen_p0s20_ranges },
-    { BLINK_PLAN_REDUCE, 5, 6, blinkgen_p0s21_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a11, 16 },
+    { BLINK_PLAN_REDUCE, 5, 0, NULL,
       1, blinkgen_p0s21_ring_trees,
-      9, blinkgen_p0s21_ranges },
-    { BLINK_PLAN_REDUCE, 6, 6, blinkgen_p0s22_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a14, 16 },
+    { BLINK_PLAN_REDUCE, 6, 0, NULL,
       1, blinkgen_p0s22_ring_trees,
-      9, blinkgen_p0s22_ranges },
-    { BLINK_PLAN_REDUCE, 7, 6, blinkgen_p0s23_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a17, 16 },
+    { BLINK_PLAN_REDUCE, 7, 0, NULL,
       1, blinkgen_p0s23_ring_trees,
-      9, blinkgen_p0s23_ranges },
-    { BLINK_PLAN_REDUCE, 8, 6, blinkgen_p0s24_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a20, 16 },
+    { BLINK_PLAN_REDUCE, 8, 0, NULL,
       1, blinkgen_p0s24_ring_trees,
-      9, blinkgen_p0s24_ranges },
-    { BLINK_PLAN_REDUCE, 9, 6, blinkgen_p0s25_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a23, 16 },
+    { BLINK_PLAN_REDUCE, 9, 0, NULL,
       1, blinkgen_p0s25_ring_trees,
-      9, blinkgen_p0s25_ranges },
-    { BLINK_PLAN_REDUCE, 10, 6, blinkgen_p0s26_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a25, 16 },
+    { BLINK_PLAN_REDUCE, 10, 0, NULL,
       1, blinkgen_p0s26_ring_trees,
-      9, blinkgen_p0s26_ranges },
-    { BLINK_PLAN_REDUCE, 11, 6, blinkgen_p0s27_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a28, 16 },
+    { BLINK_PLAN_REDUCE, 11, 0, NULL,
       1, blinkgen_p0s27_ring_trees,
-      9, blinkgen_p0s27_ranges },
-    { BLINK_PLAN_REDUCE, 12, 6, blinkgen_p0s28_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a31, 16 },
+    { BLINK_PLAN_REDUCE, 12, 0, NULL,
       1, blinkgen_p0s28_ring_trees,
-      9, blinkgen_p0s28_ranges },
-    { BLINK_PLAN_REDUCE, 13, 6, blinkgen_p0s29_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a34, 16 },
+    { BLINK_PLAN_REDUCE, 13, 0, NULL,
       1, blinkgen_p0s29_ring_trees,
-      9, blinkgen_p0s29_ranges },
-    { BLINK_PLAN_REDUCE, 14, 6, blinkgen_p0s30_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a37, 16 },
+    { BLINK_PLAN_REDUCE, 14, 0, NULL,
       1, blinkgen_p0s30_ring_trees,
-      9, blinkgen_p0s30_ranges },
-    { BLINK_PLAN_REDUCE, 15, 6, blinkgen_p0s31_trees,
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a40, 16 },
+    { BLINK_PLAN_REDUCE, 15, 0, NULL,
       1, blinkgen_p0s31_ring_trees,
-      9, blinkgen_p0s31_ranges },
+      9, blinkgen_p0s16_ranges,
+      blinkgen_a43, 16 },
     { BLINK_PLAN_ALLGATHER, -1, 96, blinkgen_p0s32_trees,
       16, blinkgen_p0s32_ring_trees,
-      12, blinkgen_p0s32_ranges },
+      12, blinkgen_p0s32_ranges,
+      NULL, -1 },
     { BLINK_PLAN_REDUCESCATTER, -1, 96, blinkgen_p0s33_trees,
       16, blinkgen_p0s33_ring_trees,
-      12, blinkgen_p0s33_ranges },
+      12, blinkgen_p0s33_ranges,
+      NULL, -1 },
     { BLINK_PLAN_ALLREDUCE, -1, 96, blinkgen_p0s34_trees,
       16, blinkgen_p0s34_ring_trees,
-      8, blinkgen_p0s34_ranges },
+      8, blinkgen_p0s34_ranges,
+      NULL, -1 },
 };
 
 static const struct blink_plan blinkgen_p0 = {
@@ -2459,7 +884,7 @@ static const struct blink_plan *const blinkgen_plans[1] = {
 };
 
 static const struct blink_plan_library blinkgen_library = {
-    BLINK_PLAN_ABI, 1, blinkgen_plans,
+    BLINK_PLAN_ABI, 1, blinkgen_plans, 0, NULL,
 };
 
 blinkResult_t blinkCommInitAll(blinkComm_t *comms, int ndev, const int *devlist)

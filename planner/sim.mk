@@ -9,7 +9,7 @@ planner_libblinkc_a_SOURCES += \
 	planner/sim/sim_tree.c \
 	planner/out/sim_report.c planner/out/sim_report.h \
 	planner/tune/plan_tune.c planner/tune/plan_tune.h planner/tune/tune_jobs.c \
-	planner/tune/allocations.c planner/tune/allocations.h \
+	planner/tune/allocations.c planner/tune/allocations.h planner/tune/alloc_classes.c \
 	planner/ring/ring_chain.c planner/ring/ring_chain.h
 
 UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate \

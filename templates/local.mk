@@ -54,9 +54,10 @@ tests_unit_test_emit_cli_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.
 # blinkCommInitAll to e2e_init_NAME so that all of them link into one test program.
 E2E_CC = $(CC) -std=c11 $(CFLAGS) $(SAN_CFLAGS) -I$(top_srcdir)/runtime/include -x c -c
 E2E_OBJS = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/dgx2.o tests/e2e/dgx_a100.o \
-	tests/e2e/hgx_h100.o tests/e2e/pcie8.o tests/e2e/cluster.o tests/e2e/dgx1v_all.o
+	tests/e2e/hgx_h100.o tests/e2e/pcie8.o tests/e2e/cluster.o tests/e2e/dgx1v_all.o \
+	tests/e2e/nvl18_pairs.o
 E2E_GEN = tests/e2e/dgx_a100.cu tests/e2e/hgx_h100.cu tests/e2e/pcie8.cu tests/e2e/cluster.cu \
-	tests/e2e/dgx1v_all.cu
+	tests/e2e/dgx1v_all.cu tests/e2e/nvl18_pairs.cu
 
 tests/e2e/dgx_a100.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx-a100 -o $@
@@ -70,6 +71,9 @@ tests/e2e/cluster.cu: planner/blinkc
 # classes) takes 11 CPU s (the tuned fixtures above cover the per-size ranges).
 tests/e2e/dgx1v_all.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx1v --all-allocations --no-tune -o $@
+# A library by classes: 18 GPUs in 9 Grace pairs, 53 plans for its 2^18 sets.
+tests/e2e/nvl18_pairs.cu: planner/blinkc $(top_srcdir)/tests/data/nvl18-pairs.topo
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q $(top_srcdir)/tests/data/nvl18-pairs.topo --all-allocations --no-tune -o $@
 
 # blink-perf (Makefile.am) links that untuned library, so it runs every allocation; tuning its
 # 247 plans would cost every build 11 CPU s more (a minute and a half before allocations of one
@@ -106,6 +110,8 @@ tests/e2e/cluster.o: tests/e2e/cluster.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_cluster -DblinkCommInitRank=e2e_rank_cluster -DblinkPlanLibrary=e2e_lib_cluster -o $@ tests/e2e/cluster.cu
 tests/e2e/dgx1v_all.o: tests/e2e/dgx1v_all.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx1v_all -DblinkCommInitRank=e2e_rank_dgx1v_all -DblinkPlanLibrary=e2e_lib_dgx1v_all -o $@ tests/e2e/dgx1v_all.cu
+tests/e2e/nvl18_pairs.o: tests/e2e/nvl18_pairs.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_nvl18_pairs -DblinkCommInitRank=e2e_rank_nvl18_pairs -DblinkPlanLibrary=e2e_lib_nvl18_pairs -o $@ tests/e2e/nvl18_pairs.cu
 CLEANFILES += $(E2E_OBJS) $(E2E_GEN)
 
 # test_rt_procs runs the same sources with each rank a process of its own (blinkCommInitRank).

@@ -335,11 +335,13 @@ static enum bk_status write_library(const struct cli *c, const struct topo *full
     enum bk_status st = allocs ? BK_OK : BK_ENOMEM;
     for (int i = 0; st == BK_OK && i < a.n; i++)
         allocs[i] = (struct emit_alloc){&a.topos[i], &a.sets[i], a.same[i] != i ? a.same[i] + 1 : 0,
-                                        &a.devices[(size_t)i * ALLOCATIONS_MAX_GPUS]};
+                                        a.devices ? &a.devices[(size_t)i * ALLOCATIONS_MAX_GPUS]
+                                                  : NULL};
+    struct emit_blocks blocks = {a.ndevices, a.block};
     struct strbuf code;
     sb_init(&code);
     if (st == BK_OK)
-        st = emit_render(&code, allocs, a.n, c->templates, d);
+        st = emit_render_classes(&code, allocs, a.n, a.block ? &blocks : NULL, c->templates, d);
     if (st == BK_OK)
         st = fill(outs, c->output, &code, d);
     if (st == BK_OK)

@@ -82,11 +82,18 @@ enum bk_status emit_load_templates(const char *dir, struct tmpl_set **out, struc
 enum bk_status emit_render(struct strbuf *out, const struct emit_alloc *allocs, int nallocs,
                            const char *template_dir, struct diag *d)
 {
+    return emit_render_classes(out, allocs, nallocs, NULL, template_dir, d);
+}
+
+enum bk_status emit_render_classes(struct strbuf *out, const struct emit_alloc *allocs,
+                                   int nallocs, const struct emit_blocks *blocks,
+                                   const char *template_dir, struct diag *d)
+{
     struct tmpl_set *set = NULL;
     struct tmpl_value *model = NULL;
     enum bk_status st = emit_load_templates(template_dir, &set, d);
     if (st == BK_OK)
-        st = emit_model(allocs, nallocs, &model, d);
+        st = emit_model_classes(allocs, nallocs, blocks, &model, d);
     if (st == BK_OK)
         st = tmpl_render(set, EMIT_MAIN_TEMPLATE, model, out, d);
     tv_free(model);

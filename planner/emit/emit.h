@@ -14,27 +14,36 @@
  * test_emit checks both the model and the templates against that list):
  *   blinkc_version  string, |raw only (the one whitelisted key)
  *   topology        string, the topology's name (input text: |cstr)
+ *   arrays          list of maps, every int table of the source once (emit_intern.h), in
+ *                   order of first use: id "a<k>" (|ident), values  list of int
+ *   ndevices        int;  blocks: list of int, the block of each device of the server, for a
+ *                   library by classes (allocations.h); empty where the library lists its sets
  *   nplans          int;  plans: list of maps, one per allocation (one, or with
- *                   --all-allocations every connected set of GPUs):
+ *                   --all-allocations every connected set of GPUs, or one per class):
  *     id            "p<k>" (|ident)
  *     fingerprint   string, 16 hex digits of FNV-1a 64 over the canonical graph and allocation
  *     nranks        int;  devices: list of int, the allocation's GPU numbers in rank order
  *                   (cluster plans: each GPU's number within its server)
  *     nservers      int;  servers: list of int, each rank's server (empty on one server)
- *   schedules_of  "p<j>" (|ident) when the plan runs plan j's schedules (a symmetry of the
- *                 server takes j's GPUs onto its own, devices then in j's rank order; its own
- *                 schedules list is empty), else 
+ *     schedules_of  "p<j>" (|ident) when the plan runs plan j's schedules (a symmetry of the
+ *                   server takes j's GPUs onto its own, devices then in j's rank order; its own
+ *                   schedules list is empty), else ""
  *     chunk_bytes   int (|size), the default pipeline chunk
  *     nschedules    int;  schedules: list of maps, one per plan of the plan set, in its order:
  *       id          "p<k>s<s>" (|ident)   collective  "broadcast", ... (|ident)
  *       coll        "BLINK_PLAN_..." (|ident)         rooted  bool;  root  int, -1 if none
+ *       relabel     "" or an array's id: the schedule is schedule relabel_of (int) of the
+ *                   same plan with each rank q renamed relabel[q] (a symmetry of the
+ *                   allocation); its trees list is then empty
  *       ntrees      int;  trees: list of maps:
  *         id        "p<k>s<s>t<j>" (|ident)  root  int;  gbps  float (the tree's rate)
  *         weight    int (|u64), the rate in units of 1e-4 GB/s
- *         parent    list of int, per rank (-1 at the root)
- *         order     list of int, breadth first from the root, children in rank order
+ *         parent    an array's id: the parent of each rank (-1 at the root)
+ *         order     an array's id: breadth first from the root, children in rank order
  *       nring_trees int;  ring_trees: the same maps, NCCL's rings as chains (single server)
- *       nranges     int;  ranges: list of maps, per message size (plan_tune.h):
+ *       nranges     int;  ranges_of  "p<k>s<j>" (|ident), the schedule whose ranges table
+ *                   this one runs (its own, or a copy's source's);  ranges: list of maps, per
+ *                   message size (plan_tune.h), empty where ranges_of is another schedule:
  *         min_bytes int (|size)  algo  "BLINK_PLAN_TREES" or "BLINK_PLAN_RINGS" (|ident)
  *         chunk_bytes int (|size)  proto  "BLINK_PLAN_SIMPLE" or "BLINK_PLAN_LL" (|ident)
  *         tree_us, ring_us  float, the simulated times
@@ -76,12 +85,23 @@ struct emit_alloc {
     const int *devices;  /* with shares: the device each rank of those schedules runs on */
 };
 
+/* A library by classes (allocations.h): block[d] is the block of the server's device d. */
+struct emit_blocks {
+    int ndevices;
+    const int *block;
+};
+
 /* Build the data model above for nallocs allocations (the topology name is the first's).
  * Errors: BK_EINTERNAL with a diagnostic when a plan breaks blink_plan.h's rules (a tree not
  * spanning, weights that do not fit), BK_ENOMEM. */
 BK_MUST_USE
 enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
                           struct diag *d);
+/* The same for a library by classes: blocks may be NULL (a library that lists its sets). */
+BK_MUST_USE
+enum bk_status emit_model_classes(const struct emit_alloc *allocs, int nallocs,
+                                  const struct emit_blocks *blocks, struct tmpl_value **out,
+                                  struct diag *d);
 
 /* The template set: the embedded templates, each replaced by DIR/NAME.tmpl where dir is given
  * and that file exists. Errors: BK_EIO, BK_EINPUT (a template does not parse), BK_ENOMEM. */
@@ -93,5 +113,9 @@ enum bk_status emit_load_templates(const char *dir, struct tmpl_set **out, struc
 BK_MUST_USE
 enum bk_status emit_render(struct strbuf *out, const struct emit_alloc *allocs, int nallocs,
                            const char *template_dir, struct diag *d);
+BK_MUST_USE
+enum bk_status emit_render_classes(struct strbuf *out, const struct emit_alloc *allocs,
+                                   int nallocs, const struct emit_blocks *blocks,
+                                   const char *template_dir, struct diag *d);
 
 #endif

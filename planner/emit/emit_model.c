@@ -15,17 +15,18 @@
 
 #include "config.h"
 #include "emit/emit.h"
+#include "emit/emit_intern.h"
 #include "core/json.h"
 
 /* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
 const char *const emit_model_keys[] = {
-    "blinkc_version", "topology", "nplans", "plans",
+    "blinkc_version", "topology", "nplans", "plans", "arrays", "values", "ndevices", "blocks",
     /* a plan */
     "id", "fingerprint", "nranks", "devices", "nservers", "servers", "chunk_bytes", "nschedules",
     "schedules", "schedules_of",
     /* a schedule */
     "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
-    "nranges", "ranges",
+    "nranges", "ranges", "ranges_of", "relabel", "relabel_of",
     /* a tree */
     "gbps", "weight", "parent", "order",
     /* a range */
@@ -98,6 +99,19 @@ static enum bk_status bad_plan(struct diag *d, const struct plan *p, const char 
     return BK_EINTERNAL;
 }
 
+/* m[key] = the name of the table v[0..n) among the source's interned ones. */
+BK_MUST_USE
+static enum bk_status set_table(struct emit_intern *in, struct tmpl_value *m, const char *key,
+                                const int *v, int n)
+{
+    int k = emit_intern_add(in, v, n);
+    if (k < 0)
+        return BK_ENOMEM;
+    char id[24];
+    snprintf(id, sizeof id, "a%d", k);
+    return tv_set(m, key, tv_string(id));
+}
+
 /* Breadth-first order from the root, children in rank order (ptree_bfs; scratch: 2n + 1 ints);
  * 0 when some rank is unreachable or a parent is out of range. */
 static int bfs_order(const struct ptree *tr, int n, int *order, int *scratch)
@@ -107,8 +121,9 @@ static int bfs_order(const struct ptree *tr, int n, int *order, int *scratch)
 }
 
 BK_MUST_USE
-static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j, int n,
-                                 int *order, long long weight, struct tmpl_value *trees)
+static enum bk_status tree_model(struct emit_intern *in, const struct ptree *tr,
+                                 const char *sid, int j, int n, int *order, long long weight,
+                                 struct tmpl_value *trees)
 {
     struct tmpl_value *m = tv_map();
     char id[64];
@@ -121,9 +136,9 @@ static enum bk_status tree_model(const struct ptree *tr, const char *sid, int j,
     if (st == BK_OK)
         st = tv_set(m, "gbps", tv_float((double)weight / 1e4));
     if (st == BK_OK)
-        st = tv_set(m, "parent", tv_int_list(tr->parent, n));
+        st = set_table(in, m, "parent", tr->parent, n);
     if (st == BK_OK)
-        st = tv_set(m, "order", tv_int_list(order, n));
+        st = set_table(in, m, "order", order, n);
     if (st != BK_OK) {
         tv_free(m);
         return st;
@@ -160,9 +175,9 @@ static enum bk_status check_weights(const struct plan *p, const struct ptree_set
 /* One tree set (the plan's trees, or its ring trees) as the list `key` of sched; its trees
  * are named after sid. */
 BK_MUST_USE
-static enum bk_status tree_set_model(const struct plan *p, const struct ptree_set *ts, int n,
-                                     const char *sid, const char *key, struct tmpl_value *sched,
-                                     struct diag *d)
+static enum bk_status tree_set_model(struct emit_intern *in, const struct plan *p,
+                                     const struct ptree_set *ts, int n, const char *sid,
+                                     const char *key, struct tmpl_value *sched, struct diag *d)
 {
     struct tmpl_value *trees = tv_list();
     int *order = malloc((3 * (size_t)n + 2) * sizeof *order); /* and 2n + 1 of scratch */
@@ -181,7 +196,7 @@ static enum bk_status tree_set_model(const struct plan *p, const struct ptree_se
         st = check_weights(p, ts, n, w, d);
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
         bfs_order(&ts->t[j], n, order, order + n + 1);
-        st = tree_model(&ts->t[j], sid, j, n, order, w[j], trees);
+        st = tree_model(in, &ts->t[j], sid, j, n, order, w[j], trees);
     }
     free(order);
     free(w);
@@ -226,9 +241,35 @@ static struct tmpl_value *ranges_model(const struct plan *p)
     return l;
 }
 
+/* The plan that p is a relabelled copy of, where the source can say so: a plan of the same set
+ * packed for itself, p's map a permutation of the ranks that takes its root onto p's, and the
+ * same tuning (plan_tune copies it). NULL: p is written with trees of its own. */
+static const struct plan *copy_source(const struct plan_set *ps, const struct plan *p, int n)
+{
+    if (p->relabels < 1 || p->relabels > ps->n || !p->relabel_map)
+        return NULL;
+    const struct plan *src = &ps->v[p->relabels - 1];
+    if (src->relabels || src->coll != p->coll || src->main.trees.n == 0 ||
+        src->tune.n != p->tune.n ||
+        (p->tune.n && memcmp(src->tune.r, p->tune.r, (size_t)p->tune.n * sizeof *p->tune.r)))
+        return NULL;
+    unsigned char *seen = calloc((size_t)n, 1);
+    int ok = seen != NULL;
+    for (int q = 0; ok && q < n; q++) {
+        int v = p->relabel_map[q];
+        ok = v >= 0 && v < n && !seen[v];
+        if (ok)
+            seen[v] = 1;
+    }
+    free(seen);
+    ok = ok && (src->root < 0 ? p->root < 0 : p->relabel_map[src->root] == p->root);
+    return ok ? src : NULL;
+}
+
 BK_MUST_USE
-static enum bk_status schedule_model(const struct plan_set *ps, const struct plan *p, int k,
-                                     int s, struct tmpl_value *sched, struct diag *d)
+static enum bk_status schedule_model(struct emit_intern *in, const struct plan_set *ps,
+                                     const struct plan *p, int k, int s,
+                                     struct tmpl_value *sched, struct diag *d)
 {
     const struct topo *t = ps->topo;
     int n = t->ngpus;
@@ -236,12 +277,16 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
         return bad_plan(d, p, "has an unknown collective");
     if (p->root >= n)
         return bad_plan(d, p, "has a root outside the allocation");
-    if (p->main.trees.n == 0)
+    const struct plan *src = copy_source(ps, p, n);
+    if (!src && p->main.trees.n == 0)
         return bad_plan(d, p, "has no trees");
-    char id[48], rid[52];
+    char id[48], rid[52], of[48];
     snprintf(id, sizeof id, "p%ds%d", k, s);
     snprintf(rid, sizeof rid, "%sr", id);
+    snprintf(of, sizeof of, "p%ds%d", k, src ? (int)(src - ps->v) : s);
     const struct ptree_set *rings = &p->ring_chains; /* planned with the plan (plan.h) */
+    struct ptree_set none;
+    ptree_set_init(&none);
     enum bk_status st = tv_set(sched, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
@@ -252,17 +297,24 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
     if (st == BK_OK)
         st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
     if (st == BK_OK)
-        st = tv_set(sched, "ntrees", tv_int(p->main.trees.n));
+        st = tv_set(sched, "ntrees", tv_int(src ? 0 : p->main.trees.n));
     if (st == BK_OK)
         st = tv_set(sched, "nring_trees", tv_int(rings->n));
     if (st == BK_OK)
         st = tv_set(sched, "nranges", tv_int(p->tune.n));
     if (st == BK_OK)
-        st = tree_set_model(p, &p->main.trees, n, id, "trees", sched, d);
+        st = tv_set(sched, "ranges_of", tv_string(of));
     if (st == BK_OK)
-        st = tree_set_model(p, rings, n, rid, "ring_trees", sched, d);
-    if (st == BK_OK) {
-        struct tmpl_value *r = ranges_model(p);
+        st = src ? set_table(in, sched, "relabel", p->relabel_map, n)
+                 : tv_set(sched, "relabel", tv_string(""));
+    if (st == BK_OK)
+        st = tv_set(sched, "relabel_of", tv_int(src ? (int)(src - ps->v) : -1));
+    if (st == BK_OK)
+        st = tree_set_model(in, p, src ? &none : &p->main.trees, n, id, "trees", sched, d);
+    if (st == BK_OK)
+        st = tree_set_model(in, p, rings, n, rid, "ring_trees", sched, d);
+    if (st == BK_OK) { /* a copy's ranges are its source's table */
+        struct tmpl_value *r = src ? tv_list() : ranges_model(p);
         st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;
     }
     return st;
@@ -270,8 +322,8 @@ static enum bk_status schedule_model(const struct plan_set *ps, const struct pla
 
 /* One allocation's plan: the map of emit.h's plans list, for allocation k. */
 BK_MUST_USE
-static enum bk_status plan_model(const struct emit_alloc *allocs, int k, struct tmpl_value *root,
-                                 struct diag *d)
+static enum bk_status plan_model(struct emit_intern *in, const struct emit_alloc *allocs, int k,
+                                 struct tmpl_value *root, struct diag *d)
 {
     const struct emit_alloc *a = &allocs[k];
     const struct topo *t = a->topo;
@@ -316,7 +368,7 @@ static enum bk_status plan_model(const struct emit_alloc *allocs, int k, struct 
     struct tmpl_value *scheds = tv_list();
     for (int s = 0; st == BK_OK && !a->shares && s < nplans; s++) {
         struct tmpl_value *m = tv_map();
-        st = m ? schedule_model(ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
+        st = m ? schedule_model(in, ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(scheds, m);
         else
@@ -331,8 +383,32 @@ static enum bk_status plan_model(const struct emit_alloc *allocs, int k, struct 
     return st;
 }
 
-enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
-                          struct diag *d)
+/* The interned tables as the model's arrays list. */
+static struct tmpl_value *arrays_model(const struct emit_intern *in)
+{
+    struct tmpl_value *l = tv_list();
+    for (int k = 0; l && k < in->n; k++) {
+        struct tmpl_value *m = tv_map();
+        char id[24];
+        snprintf(id, sizeof id, "a%d", k);
+        enum bk_status st = tv_set(m, "id", tv_string(id));
+        if (st == BK_OK)
+            st = tv_set(m, "values", tv_int_list(in->v[k], in->len[k]));
+        if (st == BK_OK)
+            st = tv_push(l, m);
+        else
+            tv_free(m);
+        if (st != BK_OK) {
+            tv_free(l);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+enum bk_status emit_model_classes(const struct emit_alloc *allocs, int nallocs,
+                                  const struct emit_blocks *blocks, struct tmpl_value **out,
+                                  struct diag *d)
 {
     *out = NULL;
     if (nallocs < 1) {
@@ -340,6 +416,8 @@ enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct t
         return BK_EINPUT;
     }
     const struct topo *t0 = allocs[0].topo;
+    struct emit_intern in;
+    emit_intern_init(&in);
     struct tmpl_value *root = tv_map(), *plans = tv_list();
     enum bk_status st = root && plans ? BK_OK : BK_ENOMEM;
     if (st == BK_OK)
@@ -348,9 +426,14 @@ enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct t
         st = tv_set(root, "topology", tv_string(t0->name ? t0->name : ""));
     if (st == BK_OK)
         st = tv_set(root, "nplans", tv_int(nallocs));
+    if (st == BK_OK)
+        st = tv_set(root, "ndevices", tv_int(blocks ? blocks->ndevices : 0));
+    if (st == BK_OK) /* empty for a library that lists its sets */
+        st = tv_set(root, "blocks", tv_int_list(blocks ? blocks->block : NULL,
+                                                blocks ? blocks->ndevices : 0));
     for (int k = 0; st == BK_OK && k < nallocs; k++) {
         struct tmpl_value *m = tv_map();
-        st = m ? plan_model(allocs, k, m, d) : BK_ENOMEM;
+        st = m ? plan_model(&in, allocs, k, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(plans, m);
         else
@@ -360,11 +443,22 @@ enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct t
         st = tv_set(root, "plans", plans);
         plans = NULL;
     }
+    if (st == BK_OK) {
+        struct tmpl_value *arrays = arrays_model(&in);
+        st = arrays ? tv_set(root, "arrays", arrays) : BK_ENOMEM;
+    }
     tv_free(plans);
+    emit_intern_free(&in);
     if (st != BK_OK) {
         tv_free(root);
         return st;
     }
     *out = root;
     return BK_OK;
+}
+
+enum bk_status emit_model(const struct emit_alloc *allocs, int nallocs, struct tmpl_value **out,
+                          struct diag *d)
+{
+    return emit_model_classes(allocs, nallocs, NULL, out, d);
 }

@@ -5,10 +5,12 @@
  * One tree per line. Paths are written as node ids walked along the arcs of the graph the trees
  * were packed on; for reduce-like plans that is the reversed graph, which gives the spec's
  * parent-to-child order while the data flows child to parent. Extra keys beyond the contract
- * ("method", "solver", "hybrid", "ring_chains", "ranges") only add information; checkers may
- * ignore them. The last two, with the trees, are what the code generator renders, so that
- * blinkc --from-plan (plan_load.h) renders the same code again: ring chains have no paths (NCCL
- * or the runtime routes them), and "ranges" appears when the run tuned the plan.
+ * ("method", "solver", "relabels", "hybrid", "ring_chains", "ranges") only add information;
+ * checkers may ignore them. "relabels", the ring chains and the ranges, with the trees, are what
+ * the code generator renders, so that blinkc --from-plan (plan_load.h) renders the same code
+ * again: "relabels" names the earlier plan whose trees a symmetry carried onto this one's root
+ * and the GPU each of its GPUs became, ring chains have no paths (NCCL or the runtime routes
+ * them), and "ranges" appears when the run tuned the plan.
  */
 #include "out/plan_json.h"
 
@@ -162,6 +164,14 @@ static void put_plan(struct strbuf *sb, const struct plan_set *ps, const struct 
     json_put_string(sb, p->method);
     sb_puts(sb, ",\n      \"solver\": ");
     put_solver(sb, &p->main.stats);
+    if (p->relabels > 0 && p->relabel_map) {
+        sb_printf(sb, ",\n      \"relabels\": {\"plan\": %d, \"gpus\": [", p->relabels - 1);
+        for (int g = 0; g < t->ngpus; g++) {
+            sb_puts(sb, g ? ", " : "");
+            json_put_string(sb, node_id(t, p->relabel_map[g]));
+        }
+        sb_puts(sb, "]}");
+    }
     if (p->has_hybrid) {
         sb_puts(sb, ",\n      \"hybrid\": {");
         put_tier(sb, t, &p->pcie, ", ");

@@ -64,6 +64,7 @@ void plan_set_free(struct plan_set *s)
         free(s->v[i].tune.r);
         ptree_set_free(&s->v[i].ring_chains);
         free(s->v[i].ilp_model);
+        free(s->v[i].relabel_map);
     }
     free(s->v);
     pgraph_free(&s->tier);

@@ -126,6 +126,9 @@ struct plan {
                                  a symmetry of the allocation (its tuning is that plan's);
                                  0 for a plan packed for itself. With numbers_only_copies its
                                  trees are that plan's, and not kept (plan_tree_count) */
+    int *relabel_map;         /* with relabels: [ngpus] the GPU rank that each rank of that
+                                 plan's trees becomes here (the generated source writes the
+                                 copy as that plan's trees and this map); else NULL */
 };
 
 struct plan_cluster;

@@ -367,6 +367,55 @@ static enum bk_status load_plan(struct loader *L, const struct json_value *o, st
     return BK_OK;
 }
 
+/* "relabels" of plan i: an earlier plan of the collective packed for itself, and the GPU each of
+ * its GPUs becomes, a permutation under which its trees are plan i's (rates and parents). */
+BK_MUST_USE
+static enum bk_status load_relabels(struct loader *L, const struct json_value *o,
+                                    struct plan_set *ps, int i)
+{
+    const struct json_value *rel, *gpus;
+    BK_CHECK(member(L, o, "relabels", JSON_OBJECT, 0, &rel));
+    if (!rel)
+        return BK_OK;
+    long long j;
+    int n = L->t->ngpus;
+    BK_CHECK(whole(L, rel, "plan", 1, 0, i - 1 < 0 ? 0 : i - 1, &j));
+    const struct plan *src = &ps->v[j], *p = &ps->v[i];
+    if (j >= i || src->relabels || src->coll != p->coll)
+        return bad(L, json_get(rel, "plan"), "\"relabels\" must name an earlier plan of the "
+                   "same collective that relabels none");
+    BK_CHECK(member(L, rel, "gpus", JSON_ARRAY, 1, &gpus));
+    if (gpus->n != n)
+        return bad(L, gpus, "\"gpus\" must list the image of each of the %d GPUs", n);
+    struct plan *dst = &ps->v[i];
+    if (!(dst->relabel_map = malloc(((size_t)n + 1) * sizeof *dst->relabel_map)))
+        return BK_ENOMEM;
+    for (int g = 0; g < n; g++) {
+        const struct json_value *v = &gpus->items[g];
+        int k = v->type == JSON_STRING ? topo_find(L->t, v->string) : -1;
+        if (k < 0 || k >= n)
+            return bad(L, v, "\"gpus\" must name GPUs of the allocation");
+        for (int h = 0; h < g; h++)
+            if (dst->relabel_map[h] == k)
+                return bad(L, v, "\"gpus\" names GPU \"%s\" twice", v->string);
+        dst->relabel_map[g] = k;
+    }
+    const int *map = dst->relabel_map;
+    int same = src->main.trees.n == p->main.trees.n &&
+               (src->root < 0 ? p->root < 0 : map[src->root] == p->root);
+    for (int k = 0; same && k < p->main.trees.n; k++) {
+        const struct ptree *a = &src->main.trees.t[k], *b = &p->main.trees.t[k];
+        same = a->rate == b->rate && map[a->root] == b->root;
+        for (int q = 0; same && q < n; q++)
+            same = b->parent[map[q]] == (a->parent[q] < 0 ? -1 : map[a->parent[q]]);
+    }
+    if (!same)
+        return bad(L, rel, "the trees of plan %lld, relabelled by \"gpus\", are not this "
+                   "plan's", j);
+    dst->relabels = (int)j + 1;
+    return BK_OK;
+}
+
 BK_MUST_USE
 static enum bk_status load_plans(struct loader *L, const struct json_value *root,
                                  struct plan_set *ps)
@@ -380,6 +429,7 @@ static enum bk_status load_plans(struct loader *L, const struct json_value *root
             return bad(L, &plans->items[i], "a plan must be an object");
         ps->n++; /* counted first, so plan_set_free frees what a failure leaves */
         BK_CHECK(load_plan(L, &plans->items[i], &ps->v[i]));
+        BK_CHECK(load_relabels(L, &plans->items[i], ps, i));
         /* The runtime picks a schedule by collective and root, and refuses two alike. */
         for (int j = 0; j < i; j++)
             if (ps->v[j].coll == ps->v[i].coll && ps->v[j].root == ps->v[i].root)

@@ -154,17 +154,28 @@ enum bk_status plan_relabel(struct plan_set *s, const struct plan_roots *pr, int
     p->root = src->root < 0 ? -1 : perm[src->root];
     p->relabels = from + 1;
     p->ilp_model = NULL;
+    int n = s->topo->ngpus; /* GPUs are the first nodes, node g being GPU rank g */
+    if (!(p->relabel_map = malloc((size_t)n * sizeof *p->relabel_map)))
+        return BK_ENOMEM;
+    for (int g = 0; g < n; g++)
+        p->relabel_map[g] = perm[g];
     memset(&p->tune, 0, sizeof p->tune);
     ptree_set_init(&p->ring_chains);
     ptree_set_init(&p->main.trees);
     ptree_set_init(&p->pcie.trees);
     if (keep_trees) {
-        BK_CHECK(map_trees(&src->main, s->topo, pr, &s->tier, pr->tier_arc, perm, &p->main, d));
-        enum bk_status st = src->has_hybrid ? map_trees(&src->pcie, s->topo, pr, &s->pcie_tier,
-                                                        pr->pcie_arc, perm, &p->pcie, d)
-                                            : BK_OK;
+        enum bk_status st = map_trees(&src->main, s->topo, pr, &s->tier, pr->tier_arc, perm,
+                                      &p->main, d);
+        if (st != BK_OK) {
+            free(p->relabel_map);
+            return st;
+        }
+        st = src->has_hybrid ? map_trees(&src->pcie, s->topo, pr, &s->pcie_tier, pr->pcie_arc,
+                                         perm, &p->pcie, d)
+                             : BK_OK;
         if (st != BK_OK) {
             ptree_set_free(&p->main.trees);
+            free(p->relabel_map);
             return st;
         }
     }

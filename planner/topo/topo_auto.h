@@ -78,4 +78,18 @@ enum bk_status topo_server_twins(const struct topo *t, int *twin);
 /* perm[t->nnodes]: the swap of servers a and b. */
 void topo_server_swap(const struct topo *t, int a, int b, int *perm);
 
+/*
+ * Interchangeable blocks of a server's GPUs: GPUs grouped by the one CPU each links to (a Grace
+ * and its two GPUs on the GB200 NVL72), or one block of all where no GPU links to a CPU. They
+ * count when every permutation of the blocks (the k-th GPU of one for the k-th of another, and
+ * their CPUs) and every permutation of a block's GPUs is an automorphism; that is checked link
+ * by link on swaps that generate them. A set of GPUs is then, up to symmetry, known by how many
+ * GPUs of each block it holds, sorted.
+ *
+ * block[t->ngpus]: the block of each GPU, numbered by their first GPUs; *nblocks 0 where t (a
+ * cluster, or a server without such blocks) has none. Fails only with BK_ENOMEM.
+ */
+BK_MUST_USE
+enum bk_status topo_gpu_blocks(const struct topo *t, int *block, int *nblocks);
+
 #endif

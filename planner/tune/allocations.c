@@ -99,6 +99,20 @@ static enum bk_status tune_classes(struct allocations *a, const struct sim_param
     return st;
 }
 
+/* The planned classes tuned (unless sim is NULL), and one warning for the sets without a ring;
+ * out is freed where this fails. */
+BK_MUST_USE
+static enum bk_status tune_and_sum_up(const struct topo *full, struct allocations *out,
+                                      const struct sim_params *sim, int jobs, struct diag *d)
+{
+    enum bk_status st = sim ? tune_classes(out, sim, jobs, d) : BK_OK;
+    if (st == BK_OK)
+        warn_no_rings(full, out, d);
+    else
+        allocations_free(out);
+    return st;
+}
+
 enum bk_status plan_allocations(const struct topo *full, const struct plan_opts *opts,
                                 const struct sim_params *sim, int jobs,
                                 struct allocations *out, struct diag *d)
@@ -107,15 +121,19 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
     struct plan_opts quiet = *opts, *o = &quiet;
     quiet.quiet_no_ring = 1;
     int n = full->ngpus;
-    if (n > ALLOCATIONS_MAX_GPUS || n < 2) {
+    if (n < 2) {
         diag_add(d, DIAG_ERROR, NULL, DIAG_NOWHERE,
-                 "--all-allocations: the topology has %d GPUs; it needs 2 to %d%s", n,
-                 ALLOCATIONS_MAX_GPUS,
-                 n > ALLOCATIONS_MAX_GPUS ? " (one library holds every set of a server of up "
-                                            "to that many; plan the sets a job is given with "
-                                            "--gpus)"
-                                          : "");
+                 "--all-allocations: the topology has %d GPU%s; a library needs 2 or more", n,
+                 n == 1 ? "" : "s");
         return BK_EUSAGE;
+    }
+    if (n > ALLOCATIONS_MAX_GPUS) {
+        enum bk_status st = plan_allocation_classes(full, o, out, d);
+        if (st != BK_OK) {
+            allocations_free(out);
+            return st;
+        }
+        return tune_and_sum_up(full, out, sim, jobs, d);
     }
     size_t cap = (size_t)1 << n;
     out->topos = calloc(cap, sizeof *out->topos);
@@ -170,16 +188,14 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
         }
     }
     progress_context(NULL);
-    if (st == BK_OK && sim)
-        st = tune_classes(out, sim, jobs, d);
-    if (st == BK_OK)
-        warn_no_rings(full, out, d);
     free(first);
     free(index);
     free(img);
-    if (st != BK_OK)
+    if (st != BK_OK) {
         allocations_free(out);
-    return st;
+        return st;
+    }
+    return tune_and_sum_up(full, out, sim, jobs, d);
 }
 
 void allocations_free(struct allocations *a)
@@ -192,5 +208,6 @@ void allocations_free(struct allocations *a)
     free(a->sets);
     free(a->same);
     free(a->devices);
+    free(a->block);
     memset(a, 0, sizeof *a);
 }

@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-#define BLINK_PLAN_ABI 3
+#define BLINK_PLAN_ABI 4
 
 /* The same order as blinkc's collectives. */
 enum blink_plan_coll {
@@ -101,6 +101,12 @@ struct blink_plan_schedule {
     const struct blink_plan_tree *ring_trees;
     int nranges;           /* 0: the trees at every size, with the plan's chunk_bytes */
     const struct blink_plan_range *ranges; /* by min_bytes, the first from 0 */
+    const int *relabel;    /* NULL; or [nranks]: the trees are those of schedule relabel_of (an
+                              earlier one of the plan, with trees of its own), each plan rank q
+                              renamed relabel[q] (a symmetry of the allocation takes that
+                              schedule's root onto this one's); ntrees and trees are then 0 and
+                              NULL, and init builds the trees */
+    int relabel_of;
 };
 
 struct blink_plan {
@@ -118,11 +124,21 @@ struct blink_plan {
 };
 
 /* Every plan of a generated source: one, or one per allocation (blinkc --all-allocations), so a
- * per-SKU library serves whatever GPUs a job is given. */
+ * per-SKU library serves whatever GPUs a job is given.
+ *
+ * A library of a server too large to list its sets (more than 16 GPUs) holds one plan per class
+ * instead: the server's devices fall in blocks of one size (block[d], the block of device d),
+ * and every permutation of the blocks, and of the devices within a block, is a symmetry of the
+ * server. A set of devices is then known by how many it holds of each block, sorted: init sorts
+ * the job's blocks and the plan's by that count (ties by block number) and takes the job's i-th
+ * block onto the plan's i-th, its devices in ascending order onto theirs. */
 struct blink_plan_library {
     int abi;                            /* BLINK_PLAN_ABI */
     int nplans;
     const struct blink_plan *const *plans;
+    int ndevices;                       /* a library by classes: the server's devices; else 0 */
+    const int *block;                   /* [ndevices] the block of each device; NULL: plans lists
+                                           every set it serves */
 };
 
 /* Init with one plan (ranks as threads): refuses devices that are not the plan's set. */

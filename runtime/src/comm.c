@@ -58,6 +58,7 @@ void bk_comm_free(blinkComm_t c)
     bk_net_comm_free(c->net);
     if (c->plan)
         bk_roles_free(c);
+    bk_plan_release(c->held);
     free(c->plan_of);
     free(c->user_of);
     free(c->peer);
@@ -151,6 +152,8 @@ static blinkResult_t choose_plan(const struct blink_plan_library *lib, blinkComm
     }
     free(topo);
     free(group);
+    if (r == blinkSuccess && c->plan && (r = bk_plan_hold(c->plan, &c->held, fn)) == blinkSuccess)
+        c->plan = c->held;
     if (r == blinkSuccess && c->plan && c->plan->nservers > 1 && !(flags & BK_INIT_ONE_PROCESS))
         r = cluster_ready(c, flags, fn);
     if (r != blinkSuccess)
@@ -524,7 +527,7 @@ blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *com
     if (!plan)
         return bk_error(blinkInvalidArgument, "blinkCommInitAll: plan is NULL");
     const struct blink_plan *one[1] = {plan};
-    struct blink_plan_library lib = {BLINK_PLAN_ABI, 1, one};
+    struct blink_plan_library lib = {BLINK_PLAN_ABI, 1, one, 0, NULL};
     if (plan->abi != BLINK_PLAN_ABI)
         return bk_check_plan(plan, "blinkCommInitAll");
     return blinkrtCommInitAllFrom(&lib, comms, ndev, devlist);

@@ -69,6 +69,79 @@ static int match(const struct blink_plan *p, int n, const int *topo_dev, const i
     return 1;
 }
 
+/* blocks[0..nblocks): the blocks of the server that hold devices of the set, most first
+ * (ties: lower block first), held[b] of them in block b. Returns nblocks. */
+static int sorted_blocks(const int *held, int nb, int *blocks)
+{
+    int k = 0;
+    for (int b = 0; b < nb; b++) {
+        if (!held[b])
+            continue;
+        int at = k++;
+        for (; at > 0 && held[blocks[at - 1]] < held[b]; at--)
+            blocks[at] = blocks[at - 1];
+        blocks[at] = b;
+    }
+    return k;
+}
+
+/* Where a library by classes has p for the devices topo_dev[n] (one server): the job's i-th
+ * block by count plays p's i-th, its devices in ascending order p's in ascending order. */
+static int match_class(const struct blink_plan_library *lib, const struct blink_plan *p, int n,
+                       const int *topo_dev, int *plan_of)
+{
+    int nd = lib->ndevices;
+    if (!p || p->nranks != n || !p->devices || p->nservers > 1)
+        return 0;
+    /* [nd] each: block counts of the job and of p, then sorted blocks, then device -> rank */
+    int *mem = malloc(6 * (size_t)nd * sizeof *mem), ok = mem != NULL;
+    int *held_j = mem, *held_p = mem + nd, *bj = mem + 2 * nd, *bp = mem + 3 * nd;
+    int *rank_j = mem + 4 * nd, *rank_p = mem + 5 * nd;
+    for (int d = 0; ok && d < nd; d++) {
+        held_j[d] = held_p[d] = 0;
+        rank_j[d] = rank_p[d] = -1;
+    }
+    for (int r = 0; ok && r < n; r++) {
+        int dj = topo_dev[r], dp = p->devices[r];
+        ok = dj >= 0 && dj < nd && dp >= 0 && dp < nd && rank_p[dp] < 0;
+        if (ok) {
+            held_j[lib->block[dj]]++;
+            held_p[lib->block[dp]]++;
+            rank_j[dj] = r;
+            rank_p[dp] = r;
+        }
+    }
+    int nbj = ok ? sorted_blocks(held_j, nd, bj) : 0, nbp = ok ? sorted_blocks(held_p, nd, bp) : 0;
+    ok = ok && nbj == nbp;
+    for (int i = 0; ok && i < nbj; i++) {
+        ok = held_j[bj[i]] == held_p[bp[i]];
+        for (int dj = 0, dp = 0; ok; dj++, dp++) {
+            while (dj < nd && !(lib->block[dj] == bj[i] && rank_j[dj] >= 0))
+                dj++;
+            while (dp < nd && !(lib->block[dp] == bp[i] && rank_p[dp] >= 0))
+                dp++;
+            if (dj >= nd || dp >= nd)
+                break;
+            plan_of[rank_j[dj]] = rank_p[dp];
+        }
+    }
+    free(mem);
+    return ok;
+}
+
+/* A library by classes names a block in [0, ndevices) for each of its ndevices devices. */
+static int classes_sound(const struct blink_plan_library *lib)
+{
+    if (!lib->block)
+        return 1;
+    if (lib->ndevices < 1)
+        return 0;
+    for (int d = 0; d < lib->ndevices; d++)
+        if (lib->block[d] < 0 || lib->block[d] >= lib->ndevices)
+            return 0;
+    return 1;
+}
+
 blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int n, const int *topo_dev,
                            const int *group, int ngroups, const struct blink_plan **plan,
                            int *plan_of)
@@ -78,6 +151,10 @@ blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int n, const in
         return bk_error(blinkInvalidUsage, "blinkCommInitRank: the generated plan library is "
                         "missing or was built for another runtime (ABI %d, runtime %d)",
                         lib ? lib->abi : -1, BLINK_PLAN_ABI);
+    if (!classes_sound(lib))
+        return bk_error(blinkInvalidUsage, "blinkCommInitRank: the generated plan library's "
+                        "blocks of devices are not numbered within its %d devices",
+                        lib->ndevices);
     *plan = NULL;
     for (int r = 0; r < n; r++)
         for (int q = 0; q < r; q++)
@@ -92,7 +169,8 @@ blinkResult_t bk_pick_plan(const struct blink_plan_library *lib, int n, const in
         return bk_error(blinkInvalidUsage, "blinkCommInitRank: the ranks are on %d servers; "
                         "this runtime plans at most %d", ngroups, BK_MAX_SERVERS);
     for (int k = 0; k < lib->nplans; k++)
-        if (match(lib->plans[k], n, topo_dev, group, ngroups, plan_of)) {
+        if (lib->block ? ngroups == 1 && match_class(lib, lib->plans[k], n, topo_dev, plan_of)
+                       : match(lib->plans[k], n, topo_dev, group, ngroups, plan_of)) {
             *plan = lib->plans[k];
             return blinkSuccess;
         }

@@ -114,6 +114,7 @@ struct bk_nccl;              /* NCCL's communicator for the ring sizes (nccl_cal
 
 struct blinkComm {
     const struct blink_plan *plan; /* NULL: no plan for the devices (BK_INIT_PLANLESS) */
+    const struct blink_plan *held; /* what bk_plan_hold gave (released with the comm) */
     int nranks, rank, prank; /* rank: the user's; prank: the plan's */
     int *plan_of, *user_of;  /* [nranks] user rank -> plan rank and back */
     struct bk_peer *peer;    /* [nranks] by plan rank */
@@ -196,6 +197,14 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
                int say, struct bk_choice *out);
 /* The schedule of (coll, plan root), or NULL. */
 const struct blink_plan_schedule *bk_schedule(const struct blink_plan *plan, int coll, int root);
+
+/* plan_expand.c: *out is p where every schedule has trees of its own; else a copy of p, shared
+ * by the process's holders, whose relabelled schedules (blink_plan.h) hold their trees. Errors:
+ * blinkInvalidUsage (a relabelling that is no permutation of an earlier schedule), and
+ * blinkSystemError. bk_plan_release(*out) when done (nothing for p itself). */
+blinkResult_t bk_plan_hold(const struct blink_plan *p, const struct blink_plan **out,
+                           const char *fn);
+void bk_plan_release(const struct blink_plan *p);
 
 /* plan_check.c: a compiled plan's tables, all checked before any rank uses them. */
 blinkResult_t bk_check_plan(const struct blink_plan *plan, const char *fn);

@@ -2,7 +2,8 @@
 /*
  * test_e2e.c - the schedules blinkc generates, run by the host backend and checked element by
  * element: every fixture's generated source, and the DGX-1V library of every allocation
- * (blinkc --all-allocations) for each allocation of 3 to 8 GPUs.
+ * (blinkc --all-allocations) for each allocation of 3 to 8 GPUs, and a library by classes (18
+ * GPUs in 9 Grace pairs) on sets of every shape, in any device order.
  *
  * The generated sources are built by make (templates/local.mk), each compiled with its
  * blinkCommInitAll renamed to e2e_init_NAME so that all of them link into this one program.
@@ -28,6 +29,7 @@ blinkResult_t e2e_init_hgx_h100(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_pcie8(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_cluster(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_dgx1v_all(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_nvl18_pairs(blinkComm_t *, int, const int *);
 
 /* 4-byte chunks of a float are 16 bytes: a count of a few hundred crosses dozens of chunks. */
 #define CHUNK_BYTES "64"
@@ -178,4 +180,43 @@ Test(e2e, dgx1v_library_relabels_any_order, .timeout = 120)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
     cr_expect_eq(e2e_init_dgx1v_all(comms, 3, unknown), blinkInvalidUsage);
     cr_expect(strstr(blinkGetLastError(NULL), "3,2,9") != NULL, "%s", blinkGetLastError(NULL));
+}
+
+/* A library by classes (tests/data/nvl18-pairs.topo, 53 plans): a set of devices in any order
+ * runs its class's plan, each of its pairs and single GPUs taken onto the plan's; roots that the
+ * source writes as relabellings run the trees init builds from them. A device the server does
+ * not have, or a device twice, finds no plan. */
+Test(e2e, library_by_classes_runs_any_set, .timeout = 600)
+{
+    static const int sizes[] = {2, 3, 5, 8, 9, 18};
+    static const int sets[][18] = {
+        {17, 4},                                  /* two singles */
+        {3, 2, 9},                                /* a pair and a single */
+        {16, 1, 17, 0, 8},                        /* two pairs and a single */
+        {11, 5, 10, 4, 15, 14, 13, 7},            /* three pairs and two singles */
+        {1, 3, 5, 7, 9, 11, 13, 15, 17},          /* nine singles */
+        {17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0},
+    };
+    setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
+    unsetenv("BLINK_ALGO");
+    blinkComm_t comms[18];
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        cr_assert_eq(e2e_init_nvl18_pairs(comms, n, sets[k]), blinkSuccess, "set %zu: %s", k,
+                     blinkGetLastError(NULL));
+        for (int v = 0; v < n; v++) {
+            int dev = -1;
+            cr_expect_eq(blinkCommCuDevice(comms[v], &dev), blinkSuccess);
+            cr_expect_eq(dev, sets[k][v]);
+        }
+        char label[64];
+        snprintf(label, sizeof label, "nvl18-pairs, set %zu of %d GPUs", k, n);
+        sweep(comms, n, label);
+        for (int v = 0; v < n; v++)
+            cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    }
+    static const int outside[2] = {3, 18}, twice[3] = {3, 3, 4};
+    cr_expect_eq(e2e_init_nvl18_pairs(comms, 2, outside), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "3,18") != NULL, "%s", blinkGetLastError(NULL));
+    cr_expect_neq(e2e_init_nvl18_pairs(comms, 3, twice), blinkSuccess);
 }

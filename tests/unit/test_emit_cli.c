@@ -94,14 +94,26 @@ Test(emit_cli, templates_override_and_errors_leave_no_file)
     cr_expect_eq(r.status, 2);
     cr_expect_neq(stat(out, &st), 0);
     tu_run_free(&r);
-    /* A server past 16 GPUs is refused, with the way out, and no source is left. */
-    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", "-o", out,
-                                            "builtin:gb200-nvl72", NULL});
+    /* A server past 16 GPUs without interchangeable blocks (17 GPUs in a chain) is refused,
+     * with the way out, and no source is left. */
+    struct strbuf chain;
+    sb_init(&chain);
+    sb_puts(&chain, "topology chain17\n");
+    for (int g = 0; g < 17; g++)
+        sb_printf(&chain, "gpu gpu%d model=V100\n", g);
+    for (int g = 0; g + 1 < 17; g++)
+        sb_printf(&chain, "link gpu%d gpu%d\n", g, g + 1);
+    char *topo = tu_temp_file(".topo", chain.data, chain.len);
+    tu_run_blinkc(&r, (const char *const[]){"--all-allocations", "-o", out, topo, NULL});
     cr_expect_eq(r.status, 2);
-    cr_expect(strstr(r.err, "72 GPUs; it needs 2 to 16") && strstr(r.err, "--gpus"), "%s",
-              r.err);
+    cr_expect(strstr(r.err, "17 GPUs; above 16 a library holds one plan per class") &&
+                  strstr(r.err, "this server has none") && strstr(r.err, "--gpus"),
+              "%s", r.err);
     cr_expect_neq(stat(out, &st), 0);
     tu_run_free(&r);
+    unlink(topo);
+    free(topo);
+    sb_free(&chain);
     remove_dir(dir, (const char *const[]){"header.tmpl", "out.cu", NULL});
     free(where), free(out), free(dir);
 }

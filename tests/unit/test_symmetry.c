@@ -408,3 +408,120 @@ Test(symmetry, cluster_roots_relabelled_by_server_swaps, .timeout = 120)
     diag_free(&d);
     topo_free(&t);
 }
+
+/* tests/data/nvl18-pairs.topo, with `extra` lines appended, read into t. */
+static void load_pairs(const char *extra, struct topo *t)
+{
+    char *path = tu_src_path("tests/data/nvl18-pairs.topo");
+    char *text = tu_slurp(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, text);
+    sb_puts(&sb, extra);
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("nvl18-pairs.topo", sb.data, TOPO_FMT_TEXT, NULL, t, &d), BK_OK);
+    diag_free(&d);
+    sb_free(&sb);
+    free(text);
+    free(path);
+}
+
+/* The GB200 NVL72's GPUs come in 36 Grace pairs that its symmetries permute, the pairs and the
+ * two GPUs of each; 13 GPUs on one NVSwitch are one block. The DGX-1V's hybrid cube mesh has no
+ * such blocks, and one NVLink more inside one pair of the quarter NVL72 breaks its blocks. */
+Test(symmetry, gpu_blocks_are_proven_by_automorphisms)
+{
+    struct topo t;
+    int block[72], nb = -1;
+    tu_load_alloc("gb200-nvl72.topo", NULL, 0, &t);
+    cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
+    cr_expect_eq(nb, 36);
+    for (int g = 0; g < 72; g++)
+        cr_expect_eq(block[g], g / 2, "gpu%d: block %d", g, block[g]);
+    topo_free(&t);
+
+    tu_load_alloc("dgx1v.topo", NULL, 0, &t);
+    cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
+    cr_expect_eq(nb, 0);
+    topo_free(&t);
+
+    load_pairs("", &t);
+    cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
+    cr_expect_eq(nb, 9);
+    topo_free(&t);
+    load_pairs("link gpu4 gpu5\n", &t);
+    cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
+    cr_expect_eq(nb, 0, "pair 2 is unlike the others");
+    topo_free(&t);
+
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "topology sw13\nnvswitch nvs0\n");
+    for (int g = 0; g < 13; g++)
+        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=2\n", g,
+                  g);
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(tu_read_string("sw13.topo", sb.data, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
+    cr_expect_eq(nb, 1);
+    for (int g = 0; g < 13; g++)
+        cr_expect_eq(block[g], 0);
+    topo_free(&t);
+    diag_free(&d);
+    sb_free(&sb);
+}
+
+/* Above 16 GPUs a library holds one plan per class: on 9 Grace pairs, p full pairs and s single
+ * GPUs with p + s <= 9 and 2p + s >= 2, 53 classes of its 2^18 sets. Each class's plan is that
+ * of the set taking the first GPUs of the first pairs, and a root its symmetries copy keeps its
+ * numbers and the map that takes its source's root onto it. */
+Test(symmetry, a_library_above_16_gpus_plans_each_class_of_blocks, .timeout = 300)
+{
+    struct topo full;
+    load_pairs("", &full);
+    struct plan_opts o;
+    plan_opts_default(&o);
+    struct allocations a;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_allocations(&full, &o, NULL, 1, &a, &d), BK_OK, "%s",
+                 diag_first_error(&d) ? diag_first_error(&d) : "");
+    cr_expect_eq(a.n, 53);
+    cr_expect_eq(a.classes, 53);
+    cr_assert_eq(a.ndevices, 18);
+    cr_assert_not_null(a.block);
+    for (int dv = 0; dv < 18; dv++)
+        cr_expect_eq(a.block[dv], dv / 2);
+    int seen[10][10] = {{0}}, copies = 0;
+    for (int i = 0; i < a.n; i++) {
+        const struct topo *t = &a.topos[i];
+        int held[9] = {0}, p = 0, s = 0;
+        for (int r = 0; r < t->ngpus; r++)
+            held[gpu_number(t, r) / 2]++;
+        for (int b = 0; b < 9; b++) { /* full pairs, then singles, then none */
+            cr_expect(b == 0 || held[b] <= held[b - 1], "class %d: pair %d", i, b);
+            p += held[b] == 2;
+            s += held[b] == 1;
+        }
+        cr_expect_eq(seen[p][s]++, 0, "class %d: %d pairs and %d singles twice", i, p, s);
+        cr_expect(i == 0 || a.topos[i - 1].ngpus <= t->ngpus, "classes by size");
+        for (int k = 0; k < a.sets[i].n; k++) {
+            const struct plan *q = &a.sets[i].v[k];
+            if (!q->relabels)
+                continue;
+            const struct plan *src = &a.sets[i].v[q->relabels - 1];
+            cr_assert_not_null(q->relabel_map);
+            cr_expect_eq(q->relabel_map[src->root], q->root);
+            cr_expect_eq(q->main.trees.n, 0, "a copy keeps numbers only");
+            cr_expect(fabs(q->main.algbw - src->main.algbw) <= 1e-9 * src->main.algbw);
+            copies++;
+        }
+    }
+    cr_expect_gt(copies, 500, "%d roots copied", copies);
+    allocations_free(&a);
+    diag_free(&d);
+    topo_free(&full);
+}
