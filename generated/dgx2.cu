@@ -93,34 +93,6 @@ static const int blinkgen_a75[] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 
 static const int blinkgen_a76[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
 static const int blinkgen_a77[] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
 static const int blinkgen_a78[] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-static const int blinkgen_a79[] = { 1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const int blinkgen_a80[] = { 2, 2, -1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-static const int blinkgen_a81[] = { 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a82[] = { 3, 3, 3, -1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 };
-static const int blinkgen_a83[] = { 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a84[] = { 4, 4, 4, 4, -1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int blinkgen_a85[] = { 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a86[] = { 5, 5, 5, 5, 5, -1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
-static const int blinkgen_a87[] = { 5, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a88[] = { 6, 6, 6, 6, 6, 6, -1, 6, 6, 6, 6, 6, 6, 6, 6, 6 };
-static const int blinkgen_a89[] = { 6, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a90[] = { 7, 7, 7, 7, 7, 7, 7, -1, 7, 7, 7, 7, 7, 7, 7, 7 };
-static const int blinkgen_a91[] = { 7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a92[] = { 8, 8, 8, 8, 8, 8, 8, 8, -1, 8, 8, 8, 8, 8, 8, 8 };
-static const int blinkgen_a93[] = { 8, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a94[] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, -1, 9, 9, 9, 9, 9, 9 };
-static const int blinkgen_a95[] = { 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a96[] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, -1, 10, 10, 10, 10, 10 };
-static const int blinkgen_a97[] = { 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-static const int blinkgen_a98[] = { 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, -1, 11, 11, 11, 11 };
-static const int blinkgen_a99[] = { 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15 };
-static const int blinkgen_a100[] = { 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, -1, 12, 12, 12 };
-static const int blinkgen_a101[] = { 12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15 };
-static const int blinkgen_a102[] = { 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, -1, 13, 13 };
-static const int blinkgen_a103[] = { 13, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15 };
-static const int blinkgen_a104[] = { 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, -1, 14 };
-static const int blinkgen_a105[] = { 14, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15 };
-static const int blinkgen_a106[] = { 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, -1 };
 
 /* Plan p0: 16 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -325,104 +297,16 @@ static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
     { 15, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
 };
 
-/* allgather: 96 trees, 16 ring chains */
-static const struct blink_plan_tree blinkgen_p0s32_trees[96] = {
+/* allgather: 6 trees from the first rank of each orbit, 16 ring chains */
+/* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
+static const int *const blinkgen_p0s32_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const struct blink_plan_tree blinkgen_p0s32_trees[6] = {
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
     { 0, 1500000u, blinkgen_a0, blinkgen_a1 }, /* 150.0 GB/s */
@@ -458,104 +342,16 @@ static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
     { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3744.4 us, NCCL 3838.3 us */
 };
 
-/* reducescatter: 96 trees, 16 ring chains */
-static const struct blink_plan_tree blinkgen_p0s33_trees[96] = {
+/* reducescatter: 6 trees from the first rank of each orbit, 16 ring chains */
+/* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
+static const int *const blinkgen_p0s33_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const struct blink_plan_tree blinkgen_p0s33_trees[6] = {
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
     { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 1, 16666u, blinkgen_a79, blinkgen_a2 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 2, 16666u, blinkgen_a80, blinkgen_a81 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 3, 16666u, blinkgen_a82, blinkgen_a83 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 4, 16666u, blinkgen_a84, blinkgen_a85 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 5, 16666u, blinkgen_a86, blinkgen_a87 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 6, 16666u, blinkgen_a88, blinkgen_a89 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 7, 16666u, blinkgen_a90, blinkgen_a91 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 8, 16666u, blinkgen_a92, blinkgen_a93 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 9, 16666u, blinkgen_a94, blinkgen_a95 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 10, 16666u, blinkgen_a96, blinkgen_a97 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 11, 16666u, blinkgen_a98, blinkgen_a99 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 12, 16666u, blinkgen_a100, blinkgen_a101 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 13, 16666u, blinkgen_a102, blinkgen_a103 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 14, 16666u, blinkgen_a104, blinkgen_a105 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
-    { 15, 16666u, blinkgen_a106, blinkgen_a45 }, /* 1.6666 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
     { 0, 1500000u, blinkgen_a46, blinkgen_a47 }, /* 150.0 GB/s */
@@ -591,104 +387,16 @@ static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
     { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7476.8 us, NCCL 7552.8 us */
 };
 
-/* allreduce: 96 trees, 16 ring chains */
-static const struct blink_plan_tree blinkgen_p0s34_trees[96] = {
+/* allreduce: 6 trees from the first rank of each orbit, 16 ring chains */
+/* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
+static const int *const blinkgen_p0s34_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const struct blink_plan_tree blinkgen_p0s34_trees[6] = {
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
     { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 1, 8333u, blinkgen_a79, blinkgen_a2 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 2, 8333u, blinkgen_a80, blinkgen_a81 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 3, 8333u, blinkgen_a82, blinkgen_a83 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 4, 8333u, blinkgen_a84, blinkgen_a85 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 5, 8333u, blinkgen_a86, blinkgen_a87 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 6, 8333u, blinkgen_a88, blinkgen_a89 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 7, 8333u, blinkgen_a90, blinkgen_a91 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 8, 8333u, blinkgen_a92, blinkgen_a93 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 9, 8333u, blinkgen_a94, blinkgen_a95 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 10, 8333u, blinkgen_a96, blinkgen_a97 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 11, 8333u, blinkgen_a98, blinkgen_a99 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 12, 8333u, blinkgen_a100, blinkgen_a101 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 13, 8333u, blinkgen_a102, blinkgen_a103 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 14, 8333u, blinkgen_a104, blinkgen_a105 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
-    { 15, 8333u, blinkgen_a106, blinkgen_a45 }, /* 0.8333 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
     { 0, 93750u, blinkgen_a46, blinkgen_a47 }, /* 9.375 GB/s */
@@ -721,148 +429,184 @@ static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
- * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none) }. */
+ * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none), maps
+ * of the ranks whose trees are their orbit's first rank's (NULL: none) }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[35] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       1, blinkgen_p0s0_ring_trees,
       9, blinkgen_p0s0_ranges,
-      NULL, -1 },
+      NULL, -1,
+      NULL },
     { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       1, blinkgen_p0s1_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a2, 0 },
+      blinkgen_a2, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 2, 0, NULL,
       1, blinkgen_p0s2_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a5, 0 },
+      blinkgen_a5, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       1, blinkgen_p0s3_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a8, 0 },
+      blinkgen_a8, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       1, blinkgen_p0s4_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a11, 0 },
+      blinkgen_a11, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       1, blinkgen_p0s5_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a14, 0 },
+      blinkgen_a14, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       1, blinkgen_p0s6_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a17, 0 },
+      blinkgen_a17, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       1, blinkgen_p0s7_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a20, 0 },
+      blinkgen_a20, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 8, 0, NULL,
       1, blinkgen_p0s8_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a23, 0 },
+      blinkgen_a23, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 9, 0, NULL,
       1, blinkgen_p0s9_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a25, 0 },
+      blinkgen_a25, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 10, 0, NULL,
       1, blinkgen_p0s10_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a28, 0 },
+      blinkgen_a28, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 11, 0, NULL,
       1, blinkgen_p0s11_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a31, 0 },
+      blinkgen_a31, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 12, 0, NULL,
       1, blinkgen_p0s12_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a34, 0 },
+      blinkgen_a34, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 13, 0, NULL,
       1, blinkgen_p0s13_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a37, 0 },
+      blinkgen_a37, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 14, 0, NULL,
       1, blinkgen_p0s14_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a40, 0 },
+      blinkgen_a40, 0,
+      NULL },
     { BLINK_PLAN_BROADCAST, 15, 0, NULL,
       1, blinkgen_p0s15_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a43, 0 },
+      blinkgen_a43, 0,
+      NULL },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s16_trees,
       1, blinkgen_p0s16_ring_trees,
       9, blinkgen_p0s16_ranges,
-      NULL, -1 },
+      NULL, -1,
+      NULL },
     { BLINK_PLAN_REDUCE, 1, 0, NULL,
       1, blinkgen_p0s17_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a2, 16 },
+      blinkgen_a2, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 2, 0, NULL,
       1, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a5, 16 },
+      blinkgen_a5, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 3, 0, NULL,
       1, blinkgen_p0s19_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a8, 16 },
+      blinkgen_a8, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 4, 0, NULL,
       1, blinkgen_p0s20_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a11, 16 },
+      blinkgen_a11, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 5, 0, NULL,
       1, blinkgen_p0s21_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a14, 16 },
+      blinkgen_a14, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 6, 0, NULL,
       1, blinkgen_p0s22_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a17, 16 },
+      blinkgen_a17, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 7, 0, NULL,
       1, blinkgen_p0s23_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a20, 16 },
+      blinkgen_a20, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 8, 0, NULL,
       1, blinkgen_p0s24_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a23, 16 },
+      blinkgen_a23, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 9, 0, NULL,
       1, blinkgen_p0s25_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a25, 16 },
+      blinkgen_a25, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 10, 0, NULL,
       1, blinkgen_p0s26_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a28, 16 },
+      blinkgen_a28, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 11, 0, NULL,
       1, blinkgen_p0s27_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a31, 16 },
+      blinkgen_a31, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 12, 0, NULL,
       1, blinkgen_p0s28_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a34, 16 },
+      blinkgen_a34, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 13, 0, NULL,
       1, blinkgen_p0s29_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a37, 16 },
+      blinkgen_a37, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 14, 0, NULL,
       1, blinkgen_p0s30_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a40, 16 },
+      blinkgen_a40, 16,
+      NULL },
     { BLINK_PLAN_REDUCE, 15, 0, NULL,
       1, blinkgen_p0s31_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a43, 16 },
-    { BLINK_PLAN_ALLGATHER, -1, 96, blinkgen_p0s32_trees,
+      blinkgen_a43, 16,
+      NULL },
+    { BLINK_PLAN_ALLGATHER, -1, 6, blinkgen_p0s32_trees,
       16, blinkgen_p0s32_ring_trees,
       12, blinkgen_p0s32_ranges,
-      NULL, -1 },
-    { BLINK_PLAN_REDUCESCATTER, -1, 96, blinkgen_p0s33_trees,
+      NULL, -1,
+      blinkgen_p0s32_roots },
+    { BLINK_PLAN_REDUCESCATTER, -1, 6, blinkgen_p0s33_trees,
       16, blinkgen_p0s33_ring_trees,
       12, blinkgen_p0s33_ranges,
-      NULL, -1 },
-    { BLINK_PLAN_ALLREDUCE, -1, 96, blinkgen_p0s34_trees,
+      NULL, -1,
+      blinkgen_p0s33_roots },
+    { BLINK_PLAN_ALLREDUCE, -1, 6, blinkgen_p0s34_trees,
       16, blinkgen_p0s34_ring_trees,
       8, blinkgen_p0s34_ranges,
-      NULL, -1 },
+      NULL, -1,
+      blinkgen_p0s34_roots },
 };
 
 static const struct blink_plan blinkgen_p0 = {

@@ -35,7 +35,10 @@
  *       relabel     "" or an array's id: the schedule is schedule relabel_of (int) of the
  *                   same plan with each rank q renamed relabel[q] (a symmetry of the
  *                   allocation); its trees list is then empty
- *       ntrees      int;  trees: list of maps:
+ *       root_maps   list of string per rank, for a collective without a root whose trees from
+ *                   each rank are its orbit's first rank's relabelled: "" where they are
+ *                   listed, else an array's id (the map); empty where every tree is listed
+ *       ntrees      int;  trees: list of maps (without those of ranks with a map):
  *         id        "p<k>s<s>t<j>" (|ident)  root  int;  gbps  float (the tree's rate)
  *         weight    int (|u64), the rate in units of 1e-4 GB/s
  *         parent    an array's id: the parent of each rank (-1 at the root)

@@ -17,6 +17,7 @@
 #include "emit/emit.h"
 #include "emit/emit_intern.h"
 #include "core/json.h"
+#include "topo/topo_auto.h"
 
 /* blink_plan.h's enum blink_plan_coll, indexed by enum collective (the same order). */
 const char *const emit_model_keys[] = {
@@ -26,7 +27,7 @@ const char *const emit_model_keys[] = {
     "schedules", "schedules_of",
     /* a schedule */
     "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
-    "nranges", "ranges", "ranges_of", "relabel", "relabel_of",
+    "nranges", "ranges", "ranges_of", "relabel", "relabel_of", "root_maps",
     /* a tree */
     "gbps", "weight", "parent", "order",
     /* a range */
@@ -177,7 +178,8 @@ static enum bk_status check_weights(const struct plan *p, const struct ptree_set
 BK_MUST_USE
 static enum bk_status tree_set_model(struct emit_intern *in, const struct plan *p,
                                      const struct ptree_set *ts, int n, const char *sid,
-                                     const char *key, struct tmpl_value *sched, struct diag *d)
+                                     const char *key, const unsigned char *unlisted,
+                                     struct tmpl_value *sched, struct diag *d)
 {
     struct tmpl_value *trees = tv_list();
     int *order = malloc((3 * (size_t)n + 2) * sizeof *order); /* and 2n + 1 of scratch */
@@ -195,6 +197,8 @@ static enum bk_status tree_set_model(struct emit_intern *in, const struct plan *
     if (st == BK_OK && ts->n > 0)
         st = check_weights(p, ts, n, w, d);
     for (int j = 0; st == BK_OK && j < ts->n; j++) {
+        if (unlisted && unlisted[ts->t[j].root])
+            continue;
         bfs_order(&ts->t[j], n, order, order + n + 1);
         st = tree_model(in, &ts->t[j], sid, j, n, order, w[j], trees);
     }
@@ -205,6 +209,53 @@ static enum bk_status tree_set_model(struct emit_intern *in, const struct plan *
         return st;
     }
     return tv_set(sched, key, trees);
+}
+
+/* Tree b is tree a relabelled by map (GPU rank -> GPU rank): its weight, root and parents. */
+static int tree_is_image(const struct ptree *a, const struct ptree *b, const int *map, int n)
+{
+    if (llround(a->rate * 1e4) != llround(b->rate * 1e4) || map[a->root] != b->root)
+        return 0;
+    for (int q = 0; q < n; q++)
+        if (b->parent[map[q]] != (a->parent[q] < 0 ? -1 : map[a->parent[q]]))
+            return 0;
+    return 1;
+}
+
+/* A collective without a root whose trees from each rank r outside its orbit's representative
+ * are, in order, those of the representative relabelled by the orbit's map (orb): unlisted[r]
+ * is set for those ranks, which the source writes as maps (blink_plan_schedule.root_relabel).
+ * Returns the ranks unlisted; 0 where some rank's trees are not such an image. */
+static int roots_by_orbit(const struct ptree_set *ts, const struct topo_orbits *orb, int n,
+                          unsigned char *unlisted)
+{
+    int count = 0;
+    memset(unlisted, 0, (size_t)n);
+    for (int r = 0; orb->rep && r < n; r++) {
+        int rep = orb->rep[r];
+        if (rep == r)
+            continue;
+        const int *map = orb->perm + (size_t)r * (size_t)orb->nnodes;
+        int i = 0, j = 0, ok = 1;
+        for (;;) { /* the k-th tree from rep against the k-th from r */
+            while (i < ts->n && ts->t[i].root != rep)
+                i++;
+            while (j < ts->n && ts->t[j].root != r)
+                j++;
+            if (i >= ts->n || j >= ts->n) {
+                ok = i >= ts->n && j >= ts->n;
+                break;
+            }
+            if (!(ok = tree_is_image(&ts->t[i], &ts->t[j], map, n)))
+                break;
+            i++, j++;
+        }
+        if (!ok)
+            return 0;
+        unlisted[r] = 1;
+        count++;
+    }
+    return count;
 }
 
 /* The plan's ranges (plan_tune.h): what runs from which message size, its chunk and protocol. */
@@ -266,10 +317,36 @@ static const struct plan *copy_source(const struct plan_set *ps, const struct pl
     return ok ? src : NULL;
 }
 
+/* sched's root_maps: for each rank, "" where its trees are listed, else the name of the map
+ * (the orbit's, GPU ranks only) that takes its representative's trees onto its own. */
+BK_MUST_USE
+static enum bk_status root_maps_model(struct emit_intern *in, const struct topo_orbits *orb,
+                                      int n, const unsigned char *unlisted,
+                                      struct tmpl_value *sched)
+{
+    struct tmpl_value *l = tv_list();
+    enum bk_status st = l ? BK_OK : BK_ENOMEM;
+    for (int r = 0; st == BK_OK && unlisted && r < n; r++) {
+        if (!unlisted[r]) {
+            st = tv_push(l, tv_string(""));
+            continue;
+        }
+        int id = emit_intern_add(in, orb->perm + (size_t)r * (size_t)orb->nnodes, n);
+        char name[24];
+        snprintf(name, sizeof name, "a%d", id);
+        st = id < 0 ? BK_ENOMEM : tv_push(l, tv_string(name));
+    }
+    if (st != BK_OK) {
+        tv_free(l);
+        return st;
+    }
+    return tv_set(sched, "root_maps", l);
+}
+
 BK_MUST_USE
 static enum bk_status schedule_model(struct emit_intern *in, const struct plan_set *ps,
-                                     const struct plan *p, int k, int s,
-                                     struct tmpl_value *sched, struct diag *d)
+                                     const struct topo_orbits *orb, const struct plan *p, int k,
+                                     int s, struct tmpl_value *sched, struct diag *d)
 {
     const struct topo *t = ps->topo;
     int n = t->ngpus;
@@ -280,6 +357,16 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
     const struct plan *src = copy_source(ps, p, n);
     if (!src && p->main.trees.n == 0)
         return bad_plan(d, p, "has no trees");
+    unsigned char *unlisted = p->root < 0 ? malloc((size_t)n) : NULL;
+    if (p->root < 0 && !unlisted)
+        return BK_ENOMEM;
+    if (unlisted && !roots_by_orbit(&p->main.trees, orb, n, unlisted)) {
+        free(unlisted);
+        unlisted = NULL;
+    }
+    int listed = 0;
+    for (int j = 0; !src && j < p->main.trees.n; j++)
+        listed += !unlisted || !unlisted[p->main.trees.t[j].root];
     char id[48], rid[52], of[48];
     snprintf(id, sizeof id, "p%ds%d", k, s);
     snprintf(rid, sizeof rid, "%sr", id);
@@ -297,7 +384,7 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
     if (st == BK_OK)
         st = tv_set(sched, "root", tv_int(p->root >= 0 ? p->root : -1));
     if (st == BK_OK)
-        st = tv_set(sched, "ntrees", tv_int(src ? 0 : p->main.trees.n));
+        st = tv_set(sched, "ntrees", tv_int(listed));
     if (st == BK_OK)
         st = tv_set(sched, "nring_trees", tv_int(rings->n));
     if (st == BK_OK)
@@ -310,13 +397,17 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
     if (st == BK_OK)
         st = tv_set(sched, "relabel_of", tv_int(src ? (int)(src - ps->v) : -1));
     if (st == BK_OK)
-        st = tree_set_model(in, p, src ? &none : &p->main.trees, n, id, "trees", sched, d);
+        st = root_maps_model(in, orb, n, unlisted, sched);
     if (st == BK_OK)
-        st = tree_set_model(in, p, rings, n, rid, "ring_trees", sched, d);
+        st = tree_set_model(in, p, src ? &none : &p->main.trees, n, id, "trees", unlisted,
+                            sched, d);
+    if (st == BK_OK)
+        st = tree_set_model(in, p, rings, n, rid, "ring_trees", NULL, sched, d);
     if (st == BK_OK) { /* a copy's ranges are its source's table */
         struct tmpl_value *r = src ? tv_list() : ranges_model(p);
         st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;
     }
+    free(unlisted);
     return st;
 }
 
@@ -366,14 +457,18 @@ static enum bk_status plan_model(struct emit_intern *in, const struct emit_alloc
     if (st == BK_OK)
         st = tv_set(root, "nschedules", tv_int(nplans));
     struct tmpl_value *scheds = tv_list();
+    struct topo_orbits orb = {0}; /* one server: whose trees a symmetry copies (roots_by_orbit) */
+    if (st == BK_OK && !a->shares && nplans > 0 && t->nservers <= 1)
+        st = topo_gpu_orbits(t, &orb);
     for (int s = 0; st == BK_OK && !a->shares && s < nplans; s++) {
         struct tmpl_value *m = tv_map();
-        st = m ? schedule_model(in, ps, &ps->v[s], k, s, m, d) : BK_ENOMEM;
+        st = m ? schedule_model(in, ps, &orb, &ps->v[s], k, s, m, d) : BK_ENOMEM;
         if (st == BK_OK)
             st = tv_push(scheds, m);
         else
             tv_free(m);
     }
+    topo_orbits_free(&orb);
     if (st == BK_OK)
         st = tv_set(root, "schedules", scheds);
     else

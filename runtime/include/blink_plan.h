@@ -107,6 +107,12 @@ struct blink_plan_schedule {
                               schedule's root onto this one's); ntrees and trees are then 0 and
                               NULL, and init builds the trees */
     int relabel_of;
+    const int *const *root_relabel; /* NULL; or [nranks], for a collective without a root: where
+                              root_relabel[r] is not NULL, the trees from rank r are not in
+                              trees: they are those from the rank s that root_relabel[r] takes
+                              onto r (s's own are in trees), each rank q renamed
+                              root_relabel[r][q], in order; init appends them to the table,
+                              rank by rank */
 };
 
 struct blink_plan {

@@ -2,8 +2,9 @@
 /*
  * plan_expand.c - the trees of relabelled schedules (blink_plan.h), built at init: a generated
  * source names the trees of one root of each symmetric class and a rank map for every other
- * root, and every rank then runs a plan whose schedules all hold trees of their own. One copy
- * per process and plan, shared by the communicators that hold it (ranks as threads).
+ * root (a broadcast's whole schedule, or an allgather's trees from one rank), and every rank
+ * then runs a plan whose schedules all hold trees of their own. One copy per process and plan,
+ * shared by the communicators that hold it (ranks as threads).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,9 +28,72 @@ static struct expanded *held;
 static int relabelled(const struct blink_plan *p)
 {
     for (int i = 0; i < p->nschedules; i++)
-        if (p->schedules[i].relabel)
+        if (p->schedules[i].relabel || p->schedules[i].root_relabel)
             return 1;
     return 0;
+}
+
+/* Whether map[0..n) is a permutation of the ranks. */
+static int permutes(const int *map, int n)
+{
+    unsigned char *seen = calloc((size_t)n + 1, 1);
+    int ok = seen != NULL;
+    for (int q = 0; q < n && ok; q++) {
+        ok = map[q] >= 0 && map[q] < n && !seen[map[q]];
+        if (ok)
+            seen[map[q]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+/* The rank that map takes onto r. */
+static int preimage(const int *map, int n, int r)
+{
+    int s = 0;
+    while (s < n && map[s] != r)
+        s++;
+    return s;
+}
+
+/* The listed trees of s rooted at rank r. */
+static int trees_from(const struct blink_plan_schedule *s, int r)
+{
+    int k = 0;
+    for (int j = 0; j < s->ntrees; j++)
+        k += s->trees[j].root == r;
+    return k;
+}
+
+/* Schedule i's maps of ranks whose trees are another's (root_relabel): a collective without a
+ * root, listed trees with ranks for roots, and for each mapped rank r a permutation taking a
+ * rank whose trees are listed onto r. *ntrees: the trees once expanded. */
+static blinkResult_t check_root_relabel(const struct blink_plan *p, int i, size_t *ntrees,
+                                        const char *fn)
+{
+    const struct blink_plan_schedule *s = &p->schedules[i];
+    int n = p->nranks;
+    if (s->root >= 0 || s->relabel || s->ntrees < 1 || !s->trees)
+        return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d maps ranks' trees onto "
+                        "others' but is rooted, relabelled or lists no trees", fn, i);
+    for (int j = 0; j < s->ntrees; j++)
+        if (s->trees[j].root < 0 || s->trees[j].root >= n)
+            return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d has a tree rooted "
+                            "outside its %d ranks", fn, i, n);
+    *ntrees = (size_t)s->ntrees;
+    for (int r = 0; r < n; r++) {
+        const int *map = s->root_relabel[r];
+        if (!map)
+            continue;
+        int from = permutes(map, n) ? preimage(map, n, r) : n;
+        int k = from < n && !s->root_relabel[from] ? trees_from(s, from) : 0;
+        if (k < 1 || trees_from(s, r) > 0)
+            return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d maps rank %d's "
+                            "trees by no permutation from a rank with trees listed (or lists "
+                            "trees of its own)", fn, i, r);
+        *ntrees += (size_t)k;
+    }
+    return blinkSuccess;
 }
 
 /* Schedule i's relabelling: an earlier schedule of the same collective with trees of its own,
@@ -104,12 +168,14 @@ static blinkResult_t expand(const struct blink_plan *p, const char *fn, struct e
 {
     size_t ntrees = 0;
     for (int i = 0; i < p->nschedules; i++) {
-        if (!p->schedules[i].relabel)
-            continue;
-        blinkResult_t r = check_relabel(p, i, fn);
+        const struct blink_plan_schedule *s = &p->schedules[i];
+        size_t k = 0;
+        blinkResult_t r = s->relabel        ? check_relabel(p, i, fn)
+                          : s->root_relabel ? check_root_relabel(p, i, &k, fn)
+                                            : blinkSuccess;
         if (r != blinkSuccess)
             return r;
-        ntrees += (size_t)p->schedules[p->schedules[i].relabel_of].ntrees;
+        ntrees += s->relabel ? (size_t)p->schedules[s->relabel_of].ntrees : k;
     }
     size_t n = (size_t)p->nranks;
     struct expanded *e = calloc(1, sizeof *e);
@@ -127,6 +193,27 @@ static blinkResult_t expand(const struct blink_plan *p, const char *fn, struct e
     for (int i = 0; i < p->nschedules; i++) {
         struct blink_plan_schedule *s = &e->scheds[i];
         *s = p->schedules[i];
+        if (s->root_relabel) { /* the listed trees, then each mapped rank's */
+            const struct blink_plan_schedule *own = &p->schedules[i];
+            size_t first = at;
+            for (int k = 0; k < own->ntrees; k++)
+                e->trees[at++] = own->trees[k];
+            for (int r = 0; r < (int)n; r++) {
+                const int *map = own->root_relabel[r];
+                int from = map ? preimage(map, (int)n, r) : -1;
+                for (int k = 0; map && k < own->ntrees; k++) {
+                    if (own->trees[k].root != from)
+                        continue;
+                    relabel_tree(&own->trees[k], map, (int)n, &e->trees[at],
+                                 e->ints + 2 * n * at);
+                    at++;
+                }
+            }
+            s->trees = e->trees + first;
+            s->ntrees = (int)(at - first);
+            s->root_relabel = NULL;
+            continue;
+        }
         if (!s->relabel)
             continue;
         const struct blink_plan_schedule *from = &p->schedules[s->relabel_of];

@@ -162,6 +162,87 @@ Test(rt_api, corrupt_plans)
     rt_plan_free(&p);
 }
 
+static int schedule_of(const struct rt_plan *p, int coll, int root)
+{
+    for (int i = 0; i < p->plan.nschedules; i++)
+        if (p->scheds[i].coll == coll && p->scheds[i].root == root)
+            return i;
+    cr_assert_fail("no schedule %d from %d", coll, root);
+    return -1;
+}
+
+static void expect_runs(blinkComm_t *c, int coll, int root)
+{
+    char why[256] = "";
+    struct rt_case k = {coll, root, blinkFloat32, blinkSum, 1021, 0, RT_THREADS, 0, 0, 0};
+    cr_expect_eq(rt_run_check(c, 4, &k, why, sizeof why), 0, "coll %d root %d: %s", coll, root,
+                 why);
+}
+
+/* A broadcast written as another root's relabelled (blink_plan_schedule.relabel), and an
+ * allgather whose trees from rank 2 are rank 0's relabelled (root_relabel), run as if listed;
+ * a map that is no permutation, a source that is not earlier, or a map that misses the root
+ * is refused at init with the schedule named. */
+Test(rt_api, relabelled_schedules)
+{
+    struct rt_plan p;
+    blinkComm_t c[4];
+    build(&p);
+    int b0 = schedule_of(&p, BLINK_PLAN_BROADCAST, 0), b1 = schedule_of(&p, BLINK_PLAN_BROADCAST, 1);
+    cr_assert_lt(b0, b1);
+    struct blink_plan_schedule *s = &p.scheds[b1];
+    const struct blink_plan_tree *own = s->trees;
+    int swap01[4] = {1, 0, 2, 3}, twice[4] = {1, 1, 2, 3}, rot[4] = {2, 0, 1, 3};
+    s->ntrees = 0;
+    s->trees = NULL;
+    s->relabel = swap01;
+    s->relabel_of = b0;
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    expect_runs(c, BLINK_PLAN_BROADCAST, 1);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    s->relabel = twice;
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "not a permutation"), "%s", blinkGetLastError(NULL));
+    s->relabel = rot; /* takes root 0 onto 2, not 1 */
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    s->relabel = swap01;
+    s->relabel_of = b1 + 1;
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "not an earlier one"), "%s",
+              blinkGetLastError(NULL));
+    s->relabel = NULL;
+    s->relabel_of = 0;
+    s->trees = own;
+    s->ntrees = 1;
+
+    int ag = schedule_of(&p, BLINK_PLAN_ALLGATHER, -1);
+    struct blink_plan_schedule *a = &p.scheds[ag];
+    struct blink_plan_tree kept[8];
+    const struct blink_plan_tree *all = a->trees;
+    int nall = a->ntrees, nkept = 0, swap02[4] = {2, 1, 0, 3};
+    for (int j = 0; j < nall; j++)
+        if (all[j].root != 2)
+            kept[nkept++] = all[j];
+    const int *maps[4] = {NULL, NULL, swap02, NULL}, *bad[4] = {NULL, NULL, twice, NULL};
+    a->trees = kept;
+    a->ntrees = nkept;
+    a->root_relabel = maps;
+    cr_assert_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    expect_runs(c, BLINK_PLAN_ALLGATHER, -1);
+    for (int v = 0; v < 4; v++)
+        blinkCommDestroy(c[v]);
+    a->root_relabel = bad;
+    cr_expect_eq(blinkrtCommInitAll(&p.plan, c, 4, NULL), blinkInvalidUsage);
+    cr_expect(strstr(blinkGetLastError(NULL), "rank 2's trees"), "%s", blinkGetLastError(NULL));
+    a->root_relabel = NULL;
+    a->trees = all;
+    a->ntrees = nall;
+    rt_plan_free(&p);
+}
+
 /* Different collectives, counts, types, ops or roots across ranks, or a bad argument on one
  * rank: every rank's call fails with the reason (thread per rank would otherwise wait
  * forever), in both styles, and the communicators stay aborted: later calls fail at once. */
