@@ -292,6 +292,21 @@ static struct tmpl_value *ranges_model(const struct plan *p)
     return l;
 }
 
+/* Whether two tunings run the same ranges (what the source writes of them). */
+static int same_ranges(const struct plan_tuning *a, const struct plan_tuning *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct plan_range *x = &a->r[i], *y = &b->r[i];
+        if (x->min_bytes != y->min_bytes || x->algo != y->algo ||
+            x->chunk_bytes != y->chunk_bytes || x->proto != y->proto ||
+            x->tree_us != y->tree_us || x->ring_us != y->ring_us)
+            return 0;
+    }
+    return 1;
+}
+
 /* The plan that p is a relabelled copy of, where the source can say so: a plan of the same set
  * packed for itself, p's map a permutation of the ranks that takes its root onto p's, and the
  * same tuning (plan_tune copies it). NULL: p is written with trees of its own. */
@@ -301,8 +316,7 @@ static const struct plan *copy_source(const struct plan_set *ps, const struct pl
         return NULL;
     const struct plan *src = &ps->v[p->relabels - 1];
     if (src->relabels || src->coll != p->coll || src->main.trees.n == 0 ||
-        src->tune.n != p->tune.n ||
-        (p->tune.n && memcmp(src->tune.r, p->tune.r, (size_t)p->tune.n * sizeof *p->tune.r)))
+        !same_ranges(&src->tune, &p->tune))
         return NULL;
     unsigned char *seen = calloc((size_t)n, 1);
     int ok = seen != NULL;

@@ -36,52 +36,20 @@ static enum bk_status push(struct vectors *v, const int *c)
     return BK_OK;
 }
 
-/* Every non-increasing c[at..m) below c[at - 1] (or size), with sum the counts so far. */
+/* Every non-increasing c[at..m), each at most `most`, that holds `left` GPUs more; in
+ * descending order, so the fullest blocks come first. */
 BK_MUST_USE
-static enum bk_status enumerate(struct vectors *v, int *c, int at, int most, int sum)
+static enum bk_status enumerate(struct vectors *v, int *c, int at, int most, int left)
 {
     if (at == v->m)
-        return sum >= 2 ? push(v, c) : BK_OK;
-    for (int k = most; k >= 0; k--) {
+        return left == 0 ? push(v, c) : BK_OK;
+    for (int k = most < left ? most : left; k >= 0; k--) {
+        if ((long)k * (v->m - at) < left)
+            break; /* the blocks left cannot hold the rest */
         c[at] = k;
-        BK_CHECK(enumerate(v, c, at + 1, k, sum + k));
+        BK_CHECK(enumerate(v, c, at + 1, k, left - k));
     }
     return BK_OK;
-}
-
-static int total(const int *c, int m)
-{
-    int s = 0;
-    for (int i = 0; i < m; i++)
-        s += c[i];
-    return s;
-}
-
-/* Sets of fewer GPUs first; within a size, the order enumerate gives (fullest blocks first). */
-static int by_size(const void *a, const void *b, void *m)
-{
-    int ta = total(a, *(int *)m), tb = total(b, *(int *)m);
-    return ta != tb ? (ta > tb) - (ta < tb) : 0;
-}
-
-/* A stable sort: enumerate's order is kept within each size. */
-static void sort_by_size(struct vectors *v)
-{
-    int m = v->m;
-    size_t row = (size_t)m * sizeof *v->c;
-    int *tmp = malloc(row);
-    if (!tmp)
-        return; /* enumerate's order is as good, only less readable in progress lines */
-    for (int i = 1; i < v->n; i++) {
-        memcpy(tmp, v->c + (size_t)i * m, row);
-        int j = i;
-        while (j > 0 && by_size(v->c + (size_t)(j - 1) * m, tmp, &m) > 0) {
-            memcpy(v->c + (size_t)j * m, v->c + (size_t)(j - 1) * m, row);
-            j--;
-        }
-        memcpy(v->c + (size_t)j * m, tmp, row);
-    }
-    free(tmp);
 }
 
 /* block_of_device[d]: the block of the GPU that runs as device d, every device 0..n-1 once. */
@@ -133,10 +101,11 @@ enum bk_status plan_allocation_classes(const struct topo *full, const struct pla
     for (int g = 0; st == BK_OK && g < n; g++)
         size[block[g]]++;
     v.m = nblocks;
-    if (st == BK_OK && (st = enumerate(&v, c, 0, size[0], 0)) == BK_EUSAGE)
+    for (int k = 2; st == BK_OK && k <= n; k++) /* smaller sets first */
+        st = enumerate(&v, c, 0, size[0], k);
+    if (st == BK_EUSAGE)
         st = no_classes(full, d, "this one has more classes than a library holds");
     if (st == BK_OK) {
-        sort_by_size(&v);
         out->ndevices = n;
         out->topos = calloc((size_t)v.n + 1, sizeof *out->topos);
         out->sets = calloc((size_t)v.n + 1, sizeof *out->sets);

@@ -103,13 +103,14 @@ struct bad_case {
     const char *want;
 };
 
-static char *saved_plan(void)
+/* The plan file of a triangle of V100s for one collective. */
+static char *saved_plan_of(const char *collective)
 {
     static const char topo[] = "topology small\ngpu g0 model=V100\ngpu g1 model=V100\n"
                                "gpu g2 model=V100\nlink g0 g1\nlink g1 g2\nlink g0 g2\n";
     char *in = tu_temp_file(".topo", topo, sizeof topo - 1);
     struct tu_run r;
-    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-hybrid", "--collective", "allgather",
+    tu_run_blinkc(&r, (const char *const[]){"-q", "--no-hybrid", "--collective", collective,
                                             "--plan-json", "-", in, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     unlink(in);
@@ -120,6 +121,11 @@ static char *saved_plan(void)
     return json;
 }
 
+static char *saved_plan(void)
+{
+    return saved_plan_of("allgather");
+}
+
 static char *replace_once(const char *s, const char *find, const char *with)
 {
     const char *at = strstr(s, find);
@@ -127,9 +133,9 @@ static char *replace_once(const char *s, const char *find, const char *with)
     return bk_asprintf("%.*s%s%s", (int)(at - s), s, with, at + strlen(find));
 }
 
-static void expect_refused(const struct bad_case *c)
+static void expect_refused_in(const char *collective, const struct bad_case *c)
 {
-    char *plan = saved_plan();
+    char *plan = saved_plan_of(collective);
     char *text = c->find ? replace_once(plan, c->find, c->replace) : strdup(c->replace);
     char *path = tu_temp_file(".json", text, strlen(text));
     char *out = bk_asprintf("%s.cu", path);
@@ -143,6 +149,31 @@ static void expect_refused(const struct bad_case *c)
     tu_run_free(&r);
     unlink(path), unlink(out);
     free(plan), free(text), free(path), free(out), free(where);
+}
+
+static void expect_refused(const struct bad_case *c)
+{
+    expect_refused_in("allgather", c);
+}
+
+/* A root's plan that a symmetry copies names its source and the GPU each of the source's
+ * becomes; a map that is no permutation, a source that is not earlier, or a map under which
+ * the trees are not this plan's is refused. */
+Test(from_plan, a_relabelling_that_does_not_hold_is_refused)
+{
+    static const char rel[] = "\"relabels\": {\"plan\": 0, \"gpus\": [\"gpu1\", \"gpu0\", \"gpu2\"]}";
+    static const struct bad_case cases[] = {
+        {rel, "\"relabels\": {\"plan\": 0, \"gpus\": [\"gpu1\", \"gpu1\", \"gpu2\"]}",
+         "names GPU \"gpu1\" twice"},
+        {rel, "\"relabels\": {\"plan\": 1, \"gpus\": [\"gpu1\", \"gpu0\", \"gpu2\"]}",
+         "\"plan\" must be a whole number from 0 to 0"},
+        {rel, "\"relabels\": {\"plan\": 0, \"gpus\": [\"gpu1\", \"gpu2\", \"gpu0\"]}",
+         "relabelled by \"gpus\", are not this plan's"},
+        {rel, "\"relabels\": {\"plan\": 0, \"gpus\": [\"gpu1\", \"gpu0\"]}",
+         "must list the image of each of the 3 GPUs"},
+    };
+    for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++)
+        expect_refused_in("broadcast", &cases[i]);
 }
 
 Test(from_plan, a_plan_that_breaks_a_rule_is_refused_where_it_does)
