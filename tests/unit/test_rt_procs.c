@@ -34,6 +34,7 @@ blinkResult_t e2e_rank_dgx1p(blinkComm_t *, int, blinkUniqueId, int);
 blinkResult_t e2e_rank_dgx2(blinkComm_t *, int, blinkUniqueId, int);
 blinkResult_t e2e_rank_hgx_h100(blinkComm_t *, int, blinkUniqueId, int);
 blinkResult_t e2e_rank_dgx1v_all(blinkComm_t *, int, blinkUniqueId, int);
+blinkResult_t e2e_rank_nvl18_pairs(blinkComm_t *, int, blinkUniqueId, int);
 
 #define MAX_RANKS 16
 #define MSG_BYTES 512
@@ -327,6 +328,16 @@ Test(procs, dgx1p_rings, .timeout = 300)
 Test(procs, hgx_h100, .timeout = 300)
 {
     struct sweep s = {"HGX H100", e2e_rank_hgx_h100, 8, NULL, "trees", {{0}}};
+    run_sweep(&s);
+}
+
+/* A library by classes (9 Grace pairs): each process finds the class of devices 17, 4, 5 and 16
+ * (two pairs, in scrambled order) by their blocks and builds the relabelled schedules itself. */
+Test(procs, library_by_classes, .timeout = 300)
+{
+    static const int devs[] = {17, 4, 5, 16};
+    struct sweep s = {"quarter NVL72 GPUs 17,4,5,16", e2e_rank_nvl18_pairs, 4, devs, "trees",
+                      {{0}}};
     run_sweep(&s);
 }
 
