@@ -756,9 +756,11 @@ static const int plan_coll[C_COUNT] = {BLINK_PLAN_BROADCAST, BLINK_PLAN_REDUCE,
                                        BLINK_PLAN_ALLREDUCE, BLINK_PLAN_ALLGATHER,
                                        BLINK_PLAN_REDUCESCATTER};
 
-static void print_plan(const struct opts *o)
+static void print_plan(const struct opts *o, const struct blinkrt_stats *st)
 {
-    const struct blink_plan *p = run_plan(o);
+    /* The plan init chose; a library by classes holds none with the run's own devices. */
+    const struct blink_plan *p = o->lib && st->plan_index >= 0 && st->plan_index < o->lib->nplans
+                                 ? o->lib->plans[st->plan_index] : run_plan(o);
     if (!p)
         return;
     const struct blink_plan_schedule *sch = NULL;
@@ -767,7 +769,9 @@ static void print_plan(const struct opts *o)
             sch = &p->schedules[i];
     printf("#  Plan: '%s' (fingerprint %s), %d ranks; %s", p->topology ? p->topology : "?",
            p->fingerprint ? p->fingerprint : "?", p->nranks, sch ? "" : "no schedule\n");
-    if (sch && sch->nranges < 1)
+    if (sch && sch->nranges < 1 && sch->root_relabel)
+        printf("no per-size choice (untuned): the trees at every size\n");
+    else if (sch && sch->nranges < 1)
         printf("no per-size choice (untuned): %d tree%s at every size\n", sch->ntrees,
                sch->ntrees == 1 ? "" : "s");
     for (int i = 0; sch && i < sch->nranges; i++) {
@@ -812,7 +816,7 @@ static void print_header(const struct opts *o, const struct blinkrt_stats *st)
                "%d times\n", o->iters, o->graphs);
     printf("#  Per rank (rank 0): streams %d, threads %d, staging bytes %zu\n", st->streams,
            st->threads, st->staging_bytes);
-    print_plan(o);
+    print_plan(o, st);
     if (o->hbm_gbps > 0)
         printf("#  One-GPU bound (--hbm-gbps %g): each call moves %g (in place %g) bytes per byte "
                "through device memory, so algbw <= %.2f (%.2f) GB/s; %%bound is algbw over it\n",

@@ -170,6 +170,8 @@ struct blinkrt_stats {
     size_t staging_bytes;          /* this rank's exported segment: flags and staging slots */
     size_t slot_bytes;             /* one staging slot: the largest chunk a call moves */
     unsigned long long last_call_ops; /* backend operations the last call issued on the host */
+    int plan_index;                /* the plan init chose: its index in the library's plans (the
+                                      same in every process of one program); -1: none */
 };
 blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *stats);
 

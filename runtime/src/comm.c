@@ -152,6 +152,10 @@ static blinkResult_t choose_plan(const struct blink_plan_library *lib, blinkComm
     }
     free(topo);
     free(group);
+    c->plan_index = -1;
+    for (int k = 0; c->plan && k < lib->nplans && c->plan_index < 0; k++)
+        if (lib->plans[k] == c->plan)
+            c->plan_index = k;
     if (r == blinkSuccess && c->plan && (r = bk_plan_hold(c->plan, &c->held, fn)) == blinkSuccess)
         c->plan = c->held;
     if (r == blinkSuccess && c->plan && c->plan->nservers > 1 && !(flags & BK_INIT_ONE_PROCESS))
@@ -599,6 +603,7 @@ blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *s)
         return bk_error(blinkInvalidArgument, "blinkrtCommStats: %s is NULL",
                         comm ? "stats" : "comm");
     s->plan_rank = comm->prank;
+    s->plan_index = comm->plan ? comm->plan_index : -1;
     s->streams = comm->nstreams;
     s->threads = comm->nworkers;
     s->staging_bytes = comm->layout.seg_bytes[comm->prank];

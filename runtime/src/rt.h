@@ -115,6 +115,7 @@ struct bk_nccl;              /* NCCL's communicator for the ring sizes (nccl_cal
 struct blinkComm {
     const struct blink_plan *plan; /* NULL: no plan for the devices (BK_INIT_PLANLESS) */
     const struct blink_plan *held; /* what bk_plan_hold gave (released with the comm) */
+    int plan_index;          /* the chosen plan's index in the library's plans, or -1 */
     int nranks, rank, prank; /* rank: the user's; prank: the plan's */
     int *plan_of, *user_of;  /* [nranks] user rank -> plan rank and back */
     struct bk_peer *peer;    /* [nranks] by plan rank */

@@ -30,6 +30,7 @@ blinkResult_t e2e_init_pcie8(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_cluster(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_dgx1v_all(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_nvl18_pairs(blinkComm_t *, int, const int *);
+const struct blink_plan_library *e2e_lib_nvl18_pairs(void);
 
 /* 4-byte chunks of a float are 16 bytes: a count of a few hundred crosses dozens of chunks. */
 #define CHUNK_BYTES "64"
@@ -209,6 +210,25 @@ Test(e2e, library_by_classes_runs_any_set, .timeout = 600)
             cr_expect_eq(blinkCommCuDevice(comms[v], &dev), blinkSuccess);
             cr_expect_eq(dev, sets[k][v]);
         }
+        /* The class's plan: as many full pairs and single GPUs as the set. */
+        struct blinkrt_stats st;
+        cr_assert_eq(blinkrtCommStats(comms[0], &st), blinkSuccess);
+        const struct blink_plan_library *lib = e2e_lib_nvl18_pairs();
+        cr_assert(st.plan_index >= 0 && st.plan_index < lib->nplans, "plan %d", st.plan_index);
+        const struct blink_plan *p = lib->plans[st.plan_index];
+        cr_assert_eq(p->nranks, n);
+        int mine[9] = {0}, theirs[9] = {0}, shape[2][3] = {{0}};
+        for (int v = 0; v < n; v++) {
+            mine[sets[k][v] / 2]++;
+            theirs[p->devices[v] / 2]++;
+        }
+        for (int b = 0; b < 9; b++) {
+            shape[0][mine[b]]++;
+            shape[1][theirs[b]]++;
+        }
+        cr_expect(shape[0][1] == shape[1][1] && shape[0][2] == shape[1][2],
+                  "set %zu: %d pairs and %d singles, plan %d: %d and %d", k, shape[0][2],
+                  shape[0][1], st.plan_index, shape[1][2], shape[1][1]);
         char label[64];
         snprintf(label, sizeof label, "nvl18-pairs, set %zu of %d GPUs", k, n);
         sweep(comms, n, label);
