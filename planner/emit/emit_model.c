@@ -211,17 +211,6 @@ static enum bk_status tree_set_model(struct emit_intern *in, const struct plan *
     return tv_set(sched, key, trees);
 }
 
-/* Tree b is tree a relabelled by map (GPU rank -> GPU rank): its weight, root and parents. */
-static int tree_is_image(const struct ptree *a, const struct ptree *b, const int *map, int n)
-{
-    if (llround(a->rate * 1e4) != llround(b->rate * 1e4) || map[a->root] != b->root)
-        return 0;
-    for (int q = 0; q < n; q++)
-        if (b->parent[map[q]] != (a->parent[q] < 0 ? -1 : map[a->parent[q]]))
-            return 0;
-    return 1;
-}
-
 /* A collective without a root whose trees from each rank r outside its orbit's representative
  * are, in order, those of the representative relabelled by the orbit's map (orb): unlisted[r]
  * is set for those ranks, which the source writes as maps (blink_plan_schedule.root_relabel).
@@ -246,7 +235,10 @@ static int roots_by_orbit(const struct ptree_set *ts, const struct topo_orbits *
                 ok = i >= ts->n && j >= ts->n;
                 break;
             }
-            if (!(ok = tree_is_image(&ts->t[i], &ts->t[j], map, n)))
+            const struct ptree *a = &ts->t[i], *b = &ts->t[j];
+            ok = llround(a->rate * 1e4) == llround(b->rate * 1e4) && a->ngpus == n &&
+                 ptree_is_relabelled(a, b, map);
+            if (!ok)
                 break;
             i++, j++;
         }

@@ -95,6 +95,16 @@ int ptree_same_shape(const struct ptree *a, const struct ptree *b)
     return ptree_shape_cmp(a, b) == 0;
 }
 
+int ptree_is_relabelled(const struct ptree *a, const struct ptree *b, const int *map)
+{
+    if (a->ngpus != b->ngpus || map[a->root] != b->root)
+        return 0;
+    for (int q = 0; q < a->ngpus; q++)
+        if (b->parent[map[q]] != (a->parent[q] < 0 ? -1 : map[a->parent[q]]))
+            return 0;
+    return 1;
+}
+
 void ptree_add_load(const struct ptree *t, const struct pgraph *g, enum pack_kind kind, int *mult)
 {
     for (int i = 0; i < t->path_off[t->ngpus]; i++) {

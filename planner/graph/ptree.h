@@ -59,6 +59,10 @@ enum bk_status ptree_make(struct ptree *out, int ngpus, int root, const int *par
 /* Same edges and paths (rates are not compared). */
 int ptree_same_shape(const struct ptree *a, const struct ptree *b);
 
+/* Whether b's root and parents are a's with every GPU rank q renamed map[q] (map a permutation
+ * of a's ngpus ranks; rates and paths are not compared). */
+int ptree_is_relabelled(const struct ptree *a, const struct ptree *b, const int *map);
+
 /* A total order on shapes (root, then parents, then paths) for deterministic sorting. */
 int ptree_shape_cmp(const struct ptree *a, const struct ptree *b);
 

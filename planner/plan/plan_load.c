@@ -405,9 +405,7 @@ static enum bk_status load_relabels(struct loader *L, const struct json_value *o
                (src->root < 0 ? p->root < 0 : map[src->root] == p->root);
     for (int k = 0; same && k < p->main.trees.n; k++) {
         const struct ptree *a = &src->main.trees.t[k], *b = &p->main.trees.t[k];
-        same = a->rate == b->rate && map[a->root] == b->root;
-        for (int q = 0; same && q < n; q++)
-            same = b->parent[map[q]] == (a->parent[q] < 0 ? -1 : map[a->parent[q]]);
+        same = a->rate == b->rate && ptree_is_relabelled(a, b, map);
     }
     if (!same)
         return bad(L, rel, "the trees of plan %lld, relabelled by \"gpus\", are not this "

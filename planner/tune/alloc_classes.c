@@ -122,11 +122,8 @@ enum bk_status plan_allocation_classes(const struct topo *full, const struct pla
                 gpus[k++] = g;
             }
         struct topo *t = &out->topos[out->n];
-        struct diag unjoined; /* a set the topology does not join is no allocation */
-        diag_init(&unjoined);
-        st = topo_restrict(full, gpus, k, t, &unjoined);
-        diag_free(&unjoined);
-        if (st == BK_EINPUT) {
+        st = allocation_restrict(full, gpus, k, t);
+        if (st == BK_EINPUT) { /* not joined: no allocation */
             st = BK_OK;
             continue;
         }

@@ -99,6 +99,16 @@ static enum bk_status tune_classes(struct allocations *a, const struct sim_param
     return st;
 }
 
+enum bk_status allocation_restrict(const struct topo *full, const int *gpus, int k,
+                                   struct topo *t)
+{
+    struct diag unjoined;
+    diag_init(&unjoined);
+    enum bk_status st = topo_restrict(full, gpus, k, t, &unjoined);
+    diag_free(&unjoined);
+    return st;
+}
+
 /* The planned classes tuned (unless sim is NULL), and one warning for the sets without a ring;
  * out is freed where this fails. */
 BK_MUST_USE
@@ -151,13 +161,9 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
                 gpus[k++] = g;
         if (k < 2)
             continue;
-        /* A set the topology does not join is no allocation: skip it quietly. */
         struct topo *t = &out->topos[out->n];
-        struct diag unjoined;
-        diag_init(&unjoined);
-        st = topo_restrict(full, gpus, k, t, &unjoined);
-        diag_free(&unjoined);
-        if (st == BK_EINPUT) {
+        st = allocation_restrict(full, gpus, k, t);
+        if (st == BK_EINPUT) { /* not joined: no allocation */
             st = BK_OK;
             continue;
         }

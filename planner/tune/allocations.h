@@ -55,6 +55,12 @@ enum bk_status plan_allocations(const struct topo *full, const struct plan_opts 
                                 struct diag *d);
 void allocations_free(struct allocations *a);
 
+/* full restricted to gpus[0..k) into t, quietly: BK_EINPUT where the topology does not join
+ * them (such a set is no allocation, and is skipped without a word). */
+BK_MUST_USE
+enum bk_status allocation_restrict(const struct topo *full, const int *gpus, int k,
+                                   struct topo *t);
+
 /* alloc_classes.c: plan_allocations above ALLOCATIONS_MAX_GPUS, before tuning: out's classes
  * planned, their blocks by device. */
 BK_MUST_USE

@@ -33,11 +33,13 @@ static int relabelled(const struct blink_plan *p)
     return 0;
 }
 
-/* Whether map[0..n) is a permutation of the ranks. */
+/* 1 where map[0..n) is a permutation of the ranks, 0 where not, -1 out of memory. */
 static int permutes(const int *map, int n)
 {
     unsigned char *seen = calloc((size_t)n + 1, 1);
-    int ok = seen != NULL;
+    if (!seen)
+        return -1;
+    int ok = 1;
     for (int q = 0; q < n && ok; q++) {
         ok = map[q] >= 0 && map[q] < n && !seen[map[q]];
         if (ok)
@@ -85,7 +87,10 @@ static blinkResult_t check_root_relabel(const struct blink_plan *p, int i, size_
         const int *map = s->root_relabel[r];
         if (!map)
             continue;
-        int from = permutes(map, n) ? preimage(map, n, r) : n;
+        int perm = permutes(map, n);
+        if (perm < 0)
+            return bk_error(blinkSystemError, "%s: out of memory", fn);
+        int from = perm ? preimage(map, n, r) : n;
         int k = from < n && !s->root_relabel[from] ? trees_from(s, from) : 0;
         if (k < 1 || trees_from(s, r) > 0)
             return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d maps rank %d's "
@@ -111,17 +116,9 @@ static blinkResult_t check_relabel(const struct blink_plan *p, int i, const char
         return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d relabels schedule %d, "
                         "which is not one of the same collective with trees of its own (or "
                         "has trees itself)", fn, i, j);
-    unsigned char *seen = calloc((size_t)n + 1, 1);
-    if (!seen)
+    int ok = permutes(s->relabel, n);
+    if (ok < 0)
         return bk_error(blinkSystemError, "%s: out of memory", fn);
-    int ok = 1;
-    for (int q = 0; q < n && ok; q++) {
-        int v = s->relabel[q];
-        ok = v >= 0 && v < n && !seen[v];
-        if (ok)
-            seen[v] = 1;
-    }
-    free(seen);
     if (ok)
         ok = from->root < 0 ? s->root < 0 : from->root < n && s->relabel[from->root] == s->root;
     return ok ? blinkSuccess

@@ -230,15 +230,10 @@ Test(determinism, simulation_threads_change_nothing, .timeout = 300)
 {
     char dir[] = "/tmp/blinkc-jobs-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "topology sw6\nnvswitch nvs0\n");
-    for (int g = 0; g < 6; g++)
-        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=3\n", g,
-                  g);
+    char *text = tu_nvswitch_text("sw6", 6, 3);
     char *topo = bk_asprintf("%s/sw6.topo", dir);
     FILE *f = fopen(topo, "w");
-    cr_assert(f && fputs(sb.data, f) >= 0 && fclose(f) == 0);
+    cr_assert(f && fputs(text, f) >= 0 && fclose(f) == 0);
     const char *one[] = {"--explain", "--gpus", "0,1,2,4,5", "builtin:dgx1v"};
     const char *lib[] = {"--all-allocations", topo};
     char *a1 = run_jobs("1", one, 4, dir), *a3 = run_jobs("3", one, 4, dir);
@@ -250,5 +245,5 @@ Test(determinism, simulation_threads_change_nothing, .timeout = 300)
     unlink(topo);
     free(topo);
     rmdir(dir);
-    sb_free(&sb);
+    free(text);
 }

@@ -286,13 +286,8 @@ Test(symmetry, library_allocations_hold_the_plans_they_share, .timeout = 300)
  * the library holds 8178 plans but one schedule table per size. */
 Test(symmetry, library_of_thirteen_gpus_plans_one_class_per_size, .timeout = 120)
 {
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "topology sw13\nnvswitch nvs0\n");
-    for (int g = 0; g < 13; g++)
-        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=2\n", g,
-                  g);
-    char *topo = tu_temp_file(".topo", sb.data, sb.len), *out = tu_temp_file(".cu", "", 0);
+    char *text = tu_nvswitch_text("sw13", 13, 2);
+    char *topo = tu_temp_file(".topo", text, strlen(text)), *out = tu_temp_file(".cu", "", 0);
     struct tu_run r;
     tu_run_blinkc(&r, (const char *const[]){"-q", "--all-allocations", "--no-tune", "-o", out,
                                             topo, NULL});
@@ -312,7 +307,7 @@ Test(symmetry, library_of_thirteen_gpus_plans_one_class_per_size, .timeout = 120
     unlink(out);
     free(topo);
     free(out);
-    sb_free(&sb);
+    free(text);
 }
 
 static void expect_twins(const struct topo *t, const int *want)
@@ -456,22 +451,17 @@ Test(symmetry, gpu_blocks_are_proven_by_automorphisms)
     cr_expect_eq(nb, 0, "pair 2 is unlike the others");
     topo_free(&t);
 
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "topology sw13\nnvswitch nvs0\n");
-    for (int g = 0; g < 13; g++)
-        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=2\n", g,
-                  g);
+    char *text = tu_nvswitch_text("sw13", 13, 2);
     struct diag d;
     diag_init(&d);
-    cr_assert_eq(tu_read_string("sw13.topo", sb.data, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
+    cr_assert_eq(tu_read_string("sw13.topo", text, TOPO_FMT_TEXT, NULL, &t, &d), BK_OK);
     cr_assert_eq(topo_gpu_blocks(&t, block, &nb), BK_OK);
     cr_expect_eq(nb, 1);
     for (int g = 0; g < 13; g++)
         cr_expect_eq(block[g], 0);
     topo_free(&t);
     diag_free(&d);
-    sb_free(&sb);
+    free(text);
 }
 
 /* Above 16 GPUs a library holds one plan per class: on 9 Grace pairs, p full pairs and s single

@@ -233,6 +233,19 @@ void tu_run_free(struct tu_run *r)
     free(r->err);
 }
 
+char *tu_nvswitch_text(const char *name, int ngpus, int count)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_printf(&sb, "topology %s\nnvswitch nvs0\n", name);
+    for (int g = 0; g < ngpus; g++)
+        sb_printf(&sb, "gpu gpu%d model=\"NVIDIA H100 80GB HBM3\"\nlink gpu%d nvs0 count=%d\n",
+                  g, g, count);
+    char *text = sb_take(&sb);
+    cr_assert_not_null(text);
+    return text;
+}
+
 char *tu_temp_file(const char *suffix, const char *text, size_t len)
 {
     char *path = bk_asprintf("/tmp/blinkc-test-XXXXXX%s", suffix);

@@ -68,6 +68,10 @@ void tu_run_blinkc(struct tu_run *r, const char *const *args);
 void tu_run_argv(struct tu_run *r, const char *const *argv);
 void tu_run_free(struct tu_run *r);
 
+/* The .topo text of `name`: ngpus H100s, each with `count` NVLinks to one NVSwitch (caller
+ * frees). */
+char *tu_nvswitch_text(const char *name, int ngpus, int count);
+
 /* Write text to a fresh temporary file and return its path (caller frees and unlinks). */
 char *tu_temp_file(const char *suffix, const char *text, size_t len);
 
