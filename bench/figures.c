@@ -85,7 +85,7 @@ static int run_fig7(struct strbuf *sb, const struct sim_params *p, struct strbuf
     struct fig7_row rows[6];
     if (!fig7_dgx1v(FIG_BYTES, p, rows, err))
         return 0;
-    fig7_table(sb, FIG_BYTES, PLAN_DEFAULT_TDPA_US, rows);
+    fig7_table(sb, FIG_BYTES, rows);
     return 1;
 }
 

@@ -46,10 +46,12 @@ int fig6_dgx1v(double bytes, const struct sim_params *p, struct fig6_row *rows,
  * allocation of 3-8 GPUs, means per GPU count. */
 struct fig7_row {
     int gpus, allocs;
-    int hybrid_allocs;   /* allocations whose plan splits data onto PCIe at this size */
+    int hybrid_allocs;   /* allocations whose plan has a PCIe tree set */
     double nvl_gbps;     /* mean algbw, NVLink trees alone */
     double hybrid_gbps;  /* mean algbw, NVLink and PCIe trees in parallel */
     double gain;         /* mean of hybrid/NVLink-alone throughput ratios */
+    int hybrid_wins;     /* allocations where the hybrid is faster by the tuner's 2% margin */
+    double code_gain;    /* the same mean where the code keeps the hybrid only there */
     double pcie_share;   /* mean fraction of the bytes sent over PCIe */
 };
 /* rows[k] for k + 3 GPUs. 1 on success (else a message in err). */
@@ -88,7 +90,7 @@ int fig9_point(int servers, double nic_gbps, double bytes, int simulate,
 void fig5_table(struct strbuf *sb, const char *const boxes[], const struct fig5_row rows[][6],
                 int nboxes);
 void fig6_table(struct strbuf *sb, double bytes, const struct fig6_row *rows, int n);
-void fig7_table(struct strbuf *sb, double bytes, double tdpa_us, const struct fig7_row rows[6]);
+void fig7_table(struct strbuf *sb, double bytes, const struct fig7_row rows[6]);
 void fig9_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, int n);
 /* Figure 9b extended to HGX H100: every row simulated, speedups over each NCCL algorithm. */
 void fig9x_table(struct strbuf *sb, double bytes, const struct fig9_row *rows, int n);

@@ -136,9 +136,13 @@ int fig6_dgx1v(double bytes, const struct sim_params *p, struct fig6_row *rows,
     return ok ? nrows : -1;
 }
 
-/* Hybrid and NVLink-alone times of broadcast from rank 0 on one allocation. */
+/* NVLink-alone and hybrid times of broadcast from rank 0 on one allocation, as the generated
+ * code runs them: the plan's trees, and its trees with its PCIe trees as one set (their edges
+ * host-staged: paths through the CPUs' memory), each at its best chunk. *pcie_share: the PCIe
+ * trees' part of the data (their weight); 0 where the plan has none, and the hybrid time is
+ * then the NVLink time. */
 static int fig7_alloc(const struct topo *t, double bytes, const struct sim_params *p,
-                      double *nvl_us, double *hyb_us, double *pcie_bytes, struct strbuf *err)
+                      double *nvl_us, double *hyb_us, double *pcie_share, struct strbuf *err)
 {
     struct plan_set ps;
     if (!plan_bcast(t, 0, 1, &ps, err))
@@ -148,19 +152,14 @@ static int fig7_alloc(const struct topo *t, double bytes, const struct sim_param
     sim_job_plan(&j, &ps, pl);
     int ok = best_time(&j, bytes, p, nvl_us, err);
     *hyb_us = *nvl_us;
-    *pcie_bytes = plan_hybrid_pcie_bytes(pl, ps.tdpa_us, bytes);
-    if (ok && *pcie_bytes > 0) {
-        /* The plan's own split: NVLink trees carry the rest while the PCIe trees carry
-         * pcie_bytes after T_dpa; the two tiers share no link, so they run side by side and
-         * the slower one sets the time. */
-        double main_us, pcie_us;
-        ok = best_time(&j, bytes - *pcie_bytes, p, &main_us, err);
-        struct sim_job jp = j;
-        jp.g = pl->pcie.g;
-        jp.trees = &pl->pcie.trees;
-        ok = ok && best_time(&jp, *pcie_bytes, p, &pcie_us, err);
-        if (ok)
-            *hyb_us = fmax(main_us, pcie_us + ps.tdpa_us);
+    *pcie_share = 0;
+    if (ok && pl->has_hybrid && pl->pcie.trees.n > 0) {
+        struct ptree_set both;
+        ok = plan_hybrid_set(&ps, pl, &j.g, &both) == BK_OK;
+        j.trees = &both;
+        ok = ok && best_time(&j, bytes, p, hyb_us, err);
+        ptree_set_free(&both);
+        *pcie_share = pl->pcie.algbw / (pl->main.algbw + pl->pcie.algbw);
     }
     plan_set_free(&ps);
     return ok;
@@ -185,22 +184,26 @@ int fig7_dgx1v(double bytes, const struct sim_params *p, struct fig7_row rows[6]
             struct topo t;
             if (!alloc_restrict_mask(&full, mask, &t))
                 continue;
-            double nvl_us, hyb_us, dp;
-            ok = fig7_alloc(&t, bytes, p, &nvl_us, &hyb_us, &dp, err);
+            double nvl_us, hyb_us, share;
+            ok = fig7_alloc(&t, bytes, p, &nvl_us, &hyb_us, &share, err);
             topo_free(&t);
             if (!ok)
                 break;
             r->allocs++;
-            r->hybrid_allocs += dp > 0;
+            r->hybrid_allocs += share > 0;
             r->nvl_gbps += bytes / nvl_us / 1e3;
             r->hybrid_gbps += bytes / hyb_us / 1e3;
             r->gain += nvl_us / hyb_us;
-            r->pcie_share += dp / bytes;
+            int wins = hyb_us * 1.02 <= nvl_us; /* plan_tune.c's TREE_MARGIN */
+            r->hybrid_wins += wins;
+            r->code_gain += wins ? nvl_us / hyb_us : 1;
+            r->pcie_share += share;
         }
         if (r->allocs) {
             r->nvl_gbps /= r->allocs;
             r->hybrid_gbps /= r->allocs;
             r->gain /= r->allocs;
+            r->code_gain /= r->allocs;
             r->pcie_share /= r->allocs;
         }
     }

@@ -26,173 +26,189 @@ static const int blinkgen_a8[] = { -1, 0, 1, 2, 6, 7, 5, 3 };
 static const int blinkgen_a9[] = { 0, 1, 2, 3, 7, 5, 6, 4 };
 static const int blinkgen_a10[] = { -1, 2, 0, 7, 5, 1, 4, 6 };
 static const int blinkgen_a11[] = { 0, 2, 1, 5, 4, 6, 7, 3 };
-static const int blinkgen_a12[] = { 1, 0, 2, 3, 5, 4, 6, 7 };
-static const int blinkgen_a13[] = { 4, -1, 1, 2, 6, 7, 5, 3 };
-static const int blinkgen_a14[] = { 1, 2, 3, 7, 5, 6, 4, 0 };
-static const int blinkgen_a15[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_a16[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
-static const int blinkgen_a17[] = { 2, 3, 0, 1, 6, 7, 4, 5 };
-static const int blinkgen_a18[] = { 4, 0, -1, 2, 6, 7, 5, 3 };
-static const int blinkgen_a19[] = { 2, 3, 7, 5, 6, 4, 0, 1 };
-static const int blinkgen_a20[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_a21[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
-static const int blinkgen_a22[] = { 3, 2, 0, 1, 7, 6, 4, 5 };
-static const int blinkgen_a23[] = { 4, 0, 1, -1, 6, 7, 5, 3 };
-static const int blinkgen_a24[] = { 3, 7, 5, 6, 4, 0, 1, 2 };
-static const int blinkgen_a25[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_a26[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
-static const int blinkgen_a27[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
-static const int blinkgen_a28[] = { 4, 0, 1, 2, -1, 7, 5, 3 };
-static const int blinkgen_a29[] = { 4, 0, 1, 2, 3, 7, 5, 6 };
-static const int blinkgen_a30[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_a31[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
-static const int blinkgen_a32[] = { 5, 4, 6, 7, 1, 0, 2, 3 };
-static const int blinkgen_a33[] = { 4, 0, 1, 2, 6, -1, 5, 3 };
-static const int blinkgen_a34[] = { 5, 6, 4, 0, 1, 2, 3, 7 };
-static const int blinkgen_a35[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_a36[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
-static const int blinkgen_a37[] = { 6, 7, 4, 5, 2, 3, 0, 1 };
-static const int blinkgen_a38[] = { 4, 0, 1, 2, 6, 7, -1, 3 };
-static const int blinkgen_a39[] = { 6, 4, 0, 1, 2, 3, 7, 5 };
-static const int blinkgen_a40[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_a41[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
-static const int blinkgen_a42[] = { 7, 6, 4, 5, 3, 2, 0, 1 };
-static const int blinkgen_a43[] = { 4, 0, 1, 2, 6, 7, 5, -1 };
-static const int blinkgen_a44[] = { 7, 5, 6, 4, 0, 1, 2, 3 };
-static const int blinkgen_a45[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_a46[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
-static const int blinkgen_a47[] = { -1, 2, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_a48[] = { 0, 4, 6, 5, 7, 3, 2, 1 };
-static const int blinkgen_a49[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a50[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_a51[] = { 1, -1, 3, 7, 0, 6, 4, 5 };
-static const int blinkgen_a52[] = { 1, 0, 4, 6, 5, 7, 3, 2 };
-static const int blinkgen_a53[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a54[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_a55[] = { 1, 2, -1, 7, 0, 6, 4, 5 };
-static const int blinkgen_a56[] = { 2, 1, 0, 4, 6, 5, 7, 3 };
-static const int blinkgen_a57[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a58[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_a59[] = { 1, 2, 3, -1, 0, 6, 4, 5 };
-static const int blinkgen_a60[] = { 3, 2, 1, 0, 4, 6, 5, 7 };
-static const int blinkgen_a61[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_a62[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_a63[] = { 1, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_a64[] = { 4, 6, 5, 7, 3, 2, 1, 0 };
-static const int blinkgen_a65[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_a66[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_a67[] = { 1, 2, 3, 7, 0, -1, 4, 5 };
-static const int blinkgen_a68[] = { 5, 7, 3, 2, 1, 0, 4, 6 };
-static const int blinkgen_a69[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_a70[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_a71[] = { 1, 2, 3, 7, 0, 6, -1, 5 };
-static const int blinkgen_a72[] = { 6, 5, 7, 3, 2, 1, 0, 4 };
-static const int blinkgen_a73[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_a74[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_a75[] = { 1, 2, 3, 7, 0, 6, 4, -1 };
-static const int blinkgen_a76[] = { 7, 3, 2, 1, 0, 4, 6, 5 };
-static const int blinkgen_a77[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_a78[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
-static const int blinkgen_a79[] = { -1, 0, 1, 7, 5, 1, 7, 4 };
-static const int blinkgen_a80[] = { 0, 1, 2, 5, 4, 7, 3, 6 };
-static const int blinkgen_a81[] = { -1, 5, 6, 1, 0, 6, 4, 5 };
-static const int blinkgen_a82[] = { 0, 4, 6, 2, 5, 1, 7, 3 };
-static const int blinkgen_a83[] = { -1, 2, 6, 2, 0, 4, 7, 4 };
-static const int blinkgen_a84[] = { 0, 4, 5, 7, 6, 2, 1, 3 };
-static const int blinkgen_a85[] = { -1, 5, 3, 1, 0, 4, 7, 4 };
-static const int blinkgen_a86[] = { 0, 4, 5, 7, 1, 6, 3, 2 };
-static const int blinkgen_a87[] = { 2, -1, 6, 2, 5, 1, 7, 4 };
-static const int blinkgen_a88[] = { 1, 5, 4, 7, 6, 2, 0, 3 };
-static const int blinkgen_a89[] = { 1, -1, 0, 0, 7, 6, 2, 5 };
-static const int blinkgen_a90[] = { 1, 0, 2, 3, 6, 5, 7, 4 };
-static const int blinkgen_a91[] = { 2, -1, 1, 2, 0, 6, 4, 5 };
-static const int blinkgen_a92[] = { 1, 2, 0, 3, 4, 6, 5, 7 };
-static const int blinkgen_a93[] = { 3, -1, 1, 7, 7, 4, 2, 6 };
-static const int blinkgen_a94[] = { 1, 2, 6, 7, 3, 4, 0, 5 };
-static const int blinkgen_a95[] = { 4, -1, 1, 2, 5, 6, 2, 4 };
-static const int blinkgen_a96[] = { 1, 2, 3, 6, 5, 4, 0, 7 };
-static const int blinkgen_a97[] = { 4, 2, -1, 1, 7, 4, 5, 3 };
-static const int blinkgen_a98[] = { 2, 1, 3, 7, 4, 0, 5, 6 };
-static const int blinkgen_a99[] = { 4, 0, -1, 2, 6, 7, 2, 6 };
-static const int blinkgen_a100[] = { 2, 3, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_a101[] = { 2, 5, -1, 1, 0, 6, 4, 5 };
-static const int blinkgen_a102[] = { 2, 0, 4, 6, 5, 1, 7, 3 };
-static const int blinkgen_a103[] = { 3, 2, 0, -1, 6, 1, 2, 4 };
-static const int blinkgen_a104[] = { 3, 0, 2, 1, 6, 5, 4, 7 };
-static const int blinkgen_a105[] = { 3, 0, 0, -1, 0, 7, 5, 3 };
-static const int blinkgen_a106[] = { 3, 0, 7, 1, 2, 4, 5, 6 };
-static const int blinkgen_a107[] = { 3, 0, 1, -1, 0, 6, 4, 5 };
-static const int blinkgen_a108[] = { 3, 0, 1, 4, 2, 6, 5, 7 };
-static const int blinkgen_a109[] = { 4, 0, 3, -1, 6, 7, 2, 6 };
-static const int blinkgen_a110[] = { 3, 2, 6, 4, 7, 0, 5, 1 };
-static const int blinkgen_a111[] = { 1, 3, 3, 7, -1, 6, 4, 6 };
-static const int blinkgen_a112[] = { 4, 6, 5, 7, 3, 1, 2, 0 };
-static const int blinkgen_a113[] = { 3, 5, 1, 2, -1, 4, 7, 3 };
-static const int blinkgen_a114[] = { 4, 5, 1, 2, 3, 0, 7, 6 };
-static const int blinkgen_a115[] = { 2, 3, 3, 7, -1, 6, 2, 4 };
-static const int blinkgen_a116[] = { 4, 7, 3, 1, 2, 0, 6, 5 };
-static const int blinkgen_a117[] = { 4, 2, 3, 0, -1, 6, 2, 6 };
-static const int blinkgen_a118[] = { 4, 0, 3, 2, 1, 6, 5, 7 };
-static const int blinkgen_a119[] = { 1, 3, 3, 7, 5, -1, 5, 6 };
-static const int blinkgen_a120[] = { 5, 4, 6, 7, 3, 1, 2, 0 };
-static const int blinkgen_a121[] = { 3, 3, 6, 2, 6, -1, 7, 5 };
-static const int blinkgen_a122[] = { 5, 7, 6, 2, 4, 3, 0, 1 };
-static const int blinkgen_a123[] = { 2, 5, 3, 1, 7, -1, 2, 6 };
-static const int blinkgen_a124[] = { 5, 1, 3, 2, 0, 6, 7, 4 };
-static const int blinkgen_a125[] = { 1, 5, 0, 0, 6, 4, -1, 5 };
-static const int blinkgen_a126[] = { 6, 4, 5, 1, 7, 0, 2, 3 };
-static const int blinkgen_a127[] = { 2, 0, 6, 0, 0, 7, -1, 3 };
-static const int blinkgen_a128[] = { 6, 2, 0, 1, 3, 4, 7, 5 };
-static const int blinkgen_a129[] = { 3, 3, 6, 2, 6, 7, -1, 6 };
-static const int blinkgen_a130[] = { 6, 2, 4, 7, 3, 5, 0, 1 };
-static const int blinkgen_a131[] = { 1, 2, 6, 2, 7, 4, -1, 3 };
-static const int blinkgen_a132[] = { 6, 2, 1, 3, 0, 7, 4, 5 };
-static const int blinkgen_a133[] = { 2, 5, 1, 1, 0, 7, 4, -1 };
-static const int blinkgen_a134[] = { 7, 5, 1, 2, 3, 0, 4, 6 };
-static const int blinkgen_a135[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_a136[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
-static const int blinkgen_a137[] = { 4, 3, 0, 0, 5, 7, 4, -1 };
-static const int blinkgen_a138[] = { 7, 5, 4, 0, 6, 2, 3, 1 };
-static const int blinkgen_a139[] = { 1, 5, 0, 0, 6, 7, 2, -1 };
-static const int blinkgen_a140[] = { 7, 5, 1, 0, 2, 3, 6, 4 };
-static const int blinkgen_a141[] = { 4, 0, 0, 1, 7, 1, 5, -1 };
-static const int blinkgen_a142[] = { 7, 4, 0, 1, 2, 3, 5, 6 };
-static const int blinkgen_a143[] = { -1, 2, 0, 0, 7, 7, 7, 3 };
-static const int blinkgen_a144[] = { 0, 2, 3, 1, 7, 4, 5, 6 };
-static const int blinkgen_a145[] = { -1, 2, 0, 2, 0, 6, 4, 4 };
-static const int blinkgen_a146[] = { 0, 2, 4, 1, 3, 6, 7, 5 };
-static const int blinkgen_a147[] = { -1, 0, 6, 1, 5, 1, 5, 6 };
-static const int blinkgen_a148[] = { 0, 1, 3, 5, 4, 6, 2, 7 };
-static const int blinkgen_a149[] = { -1, 3, 6, 2, 0, 4, 4, 4 };
-static const int blinkgen_a150[] = { 0, 4, 5, 6, 7, 2, 3, 1 };
-static const int blinkgen_a151[] = { -1, 0, 1, 0, 5, 1, 2, 5 };
-static const int blinkgen_a152[] = { 0, 1, 3, 2, 5, 6, 4, 7 };
-static const int blinkgen_a153[] = { -1, 3, 3, 0, 0, 6, 4, 3 };
-static const int blinkgen_a154[] = { 0, 3, 4, 1, 2, 7, 6, 5 };
-static const int blinkgen_a155[] = { -1, 0, 0, 7, 6, 1, 5, 5 };
-static const int blinkgen_a156[] = { 0, 1, 2, 5, 6, 7, 4, 3 };
-static const int blinkgen_a157[] = { -1, 3, 3, 0, 0, 1, 2, 6 };
-static const int blinkgen_a158[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
-static const int blinkgen_a159[] = { -1, 0, 0, 2, 5, 7, 7, 3 };
-static const int blinkgen_a160[] = { -1, 5, 1, 1, 0, 4, 4, 4 };
-static const int blinkgen_a161[] = { 0, 4, 5, 6, 7, 1, 2, 3 };
-static const int blinkgen_a162[] = { -1, 0, 6, 1, 5, 1, 5, 5 };
-static const int blinkgen_a163[] = { 0, 1, 3, 5, 4, 6, 7, 2 };
-static const int blinkgen_a164[] = { -1, 0, 1, 0, 7, 7, 7, 3 };
-static const int blinkgen_a165[] = { 0, 1, 3, 2, 7, 4, 5, 6 };
-static const int blinkgen_a166[] = { -1, 0, 0, 0, 0, 1, 2, 3 };
-static const int blinkgen_a167[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a168[] = { -1, 0, 1, 7, 6, 6, 2, 6 };
-static const int blinkgen_a169[] = { 0, 1, 2, 6, 4, 5, 7, 3 };
-static const int blinkgen_a170[] = { -1, 0, 1, 1, 0, 4, 4, 4 };
-static const int blinkgen_a171[] = { 0, 1, 4, 2, 3, 5, 6, 7 };
-static const int blinkgen_a172[] = { -1, 2, 0, 0, 0, 7, 2, 4 };
-static const int blinkgen_a173[] = { 0, 2, 3, 4, 1, 6, 7, 5 };
+static const int blinkgen_a12[] = { -1, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a13[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a14[] = { 1, 0, 2, 3, 5, 4, 6, 7 };
+static const int blinkgen_a15[] = { 4, -1, 1, 2, 6, 7, 5, 3 };
+static const int blinkgen_a16[] = { 1, 2, 3, 7, 5, 6, 4, 0 };
+static const int blinkgen_a17[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a18[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_a19[] = { 2, 3, 0, 1, 6, 7, 4, 5 };
+static const int blinkgen_a20[] = { 4, 0, -1, 2, 6, 7, 5, 3 };
+static const int blinkgen_a21[] = { 2, 3, 7, 5, 6, 4, 0, 1 };
+static const int blinkgen_a22[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_a23[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_a24[] = { 3, 2, 0, 1, 7, 6, 4, 5 };
+static const int blinkgen_a25[] = { 4, 0, 1, -1, 6, 7, 5, 3 };
+static const int blinkgen_a26[] = { 3, 7, 5, 6, 4, 0, 1, 2 };
+static const int blinkgen_a27[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_a28[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_a29[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
+static const int blinkgen_a30[] = { 4, 0, 1, 2, -1, 7, 5, 3 };
+static const int blinkgen_a31[] = { 4, 0, 1, 2, 3, 7, 5, 6 };
+static const int blinkgen_a32[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_a33[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_a34[] = { 5, 4, 6, 7, 1, 0, 2, 3 };
+static const int blinkgen_a35[] = { 4, 0, 1, 2, 6, -1, 5, 3 };
+static const int blinkgen_a36[] = { 5, 6, 4, 0, 1, 2, 3, 7 };
+static const int blinkgen_a37[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_a38[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_a39[] = { 6, 7, 4, 5, 2, 3, 0, 1 };
+static const int blinkgen_a40[] = { 4, 0, 1, 2, 6, 7, -1, 3 };
+static const int blinkgen_a41[] = { 6, 4, 0, 1, 2, 3, 7, 5 };
+static const int blinkgen_a42[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_a43[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_a44[] = { 7, 6, 4, 5, 3, 2, 0, 1 };
+static const int blinkgen_a45[] = { 4, 0, 1, 2, 6, 7, 5, -1 };
+static const int blinkgen_a46[] = { 7, 5, 6, 4, 0, 1, 2, 3 };
+static const int blinkgen_a47[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_a48[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_a49[] = { -1, 2, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_a50[] = { 0, 4, 6, 5, 7, 3, 2, 1 };
+static const int blinkgen_a51[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a52[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_a53[] = { 1, -1, 3, 7, 0, 6, 4, 5 };
+static const int blinkgen_a54[] = { 1, 0, 4, 6, 5, 7, 3, 2 };
+static const int blinkgen_a55[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a56[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_a57[] = { 1, 2, -1, 7, 0, 6, 4, 5 };
+static const int blinkgen_a58[] = { 2, 1, 0, 4, 6, 5, 7, 3 };
+static const int blinkgen_a59[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a60[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_a61[] = { 1, 2, 3, -1, 0, 6, 4, 5 };
+static const int blinkgen_a62[] = { 3, 2, 1, 0, 4, 6, 5, 7 };
+static const int blinkgen_a63[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_a64[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_a65[] = { 1, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_a66[] = { 4, 6, 5, 7, 3, 2, 1, 0 };
+static const int blinkgen_a67[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_a68[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_a69[] = { 1, 2, 3, 7, 0, -1, 4, 5 };
+static const int blinkgen_a70[] = { 5, 7, 3, 2, 1, 0, 4, 6 };
+static const int blinkgen_a71[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_a72[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_a73[] = { 1, 2, 3, 7, 0, 6, -1, 5 };
+static const int blinkgen_a74[] = { 6, 5, 7, 3, 2, 1, 0, 4 };
+static const int blinkgen_a75[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_a76[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_a77[] = { 1, 2, 3, 7, 0, 6, 4, -1 };
+static const int blinkgen_a78[] = { 7, 3, 2, 1, 0, 4, 6, 5 };
+static const int blinkgen_a79[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_a80[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_a81[] = { -1, 0, 1, 7, 5, 1, 7, 4 };
+static const int blinkgen_a82[] = { 0, 1, 2, 5, 4, 7, 3, 6 };
+static const int blinkgen_a83[] = { -1, 5, 6, 1, 0, 6, 4, 5 };
+static const int blinkgen_a84[] = { 0, 4, 6, 2, 5, 1, 7, 3 };
+static const int blinkgen_a85[] = { -1, 2, 6, 2, 0, 4, 7, 4 };
+static const int blinkgen_a86[] = { 0, 4, 5, 7, 6, 2, 1, 3 };
+static const int blinkgen_a87[] = { -1, 5, 3, 1, 0, 4, 7, 4 };
+static const int blinkgen_a88[] = { 0, 4, 5, 7, 1, 6, 3, 2 };
+static const int blinkgen_a89[] = { 2, -1, 6, 2, 5, 1, 7, 4 };
+static const int blinkgen_a90[] = { 1, 5, 4, 7, 6, 2, 0, 3 };
+static const int blinkgen_a91[] = { 1, -1, 0, 0, 7, 6, 2, 5 };
+static const int blinkgen_a92[] = { 1, 0, 2, 3, 6, 5, 7, 4 };
+static const int blinkgen_a93[] = { 2, -1, 1, 2, 0, 6, 4, 5 };
+static const int blinkgen_a94[] = { 1, 2, 0, 3, 4, 6, 5, 7 };
+static const int blinkgen_a95[] = { 3, -1, 1, 7, 7, 4, 2, 6 };
+static const int blinkgen_a96[] = { 1, 2, 6, 7, 3, 4, 0, 5 };
+static const int blinkgen_a97[] = { 4, -1, 1, 2, 5, 6, 2, 4 };
+static const int blinkgen_a98[] = { 1, 2, 3, 6, 5, 4, 0, 7 };
+static const int blinkgen_a99[] = { 4, 2, -1, 1, 7, 4, 5, 3 };
+static const int blinkgen_a100[] = { 2, 1, 3, 7, 4, 0, 5, 6 };
+static const int blinkgen_a101[] = { 4, 0, -1, 2, 6, 7, 2, 6 };
+static const int blinkgen_a102[] = { 2, 3, 6, 4, 7, 0, 5, 1 };
+static const int blinkgen_a103[] = { 2, 5, -1, 1, 0, 6, 4, 5 };
+static const int blinkgen_a104[] = { 2, 0, 4, 6, 5, 1, 7, 3 };
+static const int blinkgen_a105[] = { 3, 2, 0, -1, 6, 1, 2, 4 };
+static const int blinkgen_a106[] = { 3, 0, 2, 1, 6, 5, 4, 7 };
+static const int blinkgen_a107[] = { 3, 0, 0, -1, 0, 7, 5, 3 };
+static const int blinkgen_a108[] = { 3, 0, 7, 1, 2, 4, 5, 6 };
+static const int blinkgen_a109[] = { 3, 0, 1, -1, 0, 6, 4, 5 };
+static const int blinkgen_a110[] = { 3, 0, 1, 4, 2, 6, 5, 7 };
+static const int blinkgen_a111[] = { 4, 0, 3, -1, 6, 7, 2, 6 };
+static const int blinkgen_a112[] = { 3, 2, 6, 4, 7, 0, 5, 1 };
+static const int blinkgen_a113[] = { 1, 3, 3, 7, -1, 6, 4, 6 };
+static const int blinkgen_a114[] = { 4, 6, 5, 7, 3, 1, 2, 0 };
+static const int blinkgen_a115[] = { 3, 5, 1, 2, -1, 4, 7, 3 };
+static const int blinkgen_a116[] = { 4, 5, 1, 2, 3, 0, 7, 6 };
+static const int blinkgen_a117[] = { 2, 3, 3, 7, -1, 6, 2, 4 };
+static const int blinkgen_a118[] = { 4, 7, 3, 1, 2, 0, 6, 5 };
+static const int blinkgen_a119[] = { 4, 2, 3, 0, -1, 6, 2, 6 };
+static const int blinkgen_a120[] = { 4, 0, 3, 2, 1, 6, 5, 7 };
+static const int blinkgen_a121[] = { 1, 3, 3, 7, 5, -1, 5, 6 };
+static const int blinkgen_a122[] = { 5, 4, 6, 7, 3, 1, 2, 0 };
+static const int blinkgen_a123[] = { 3, 3, 6, 2, 6, -1, 7, 5 };
+static const int blinkgen_a124[] = { 5, 7, 6, 2, 4, 3, 0, 1 };
+static const int blinkgen_a125[] = { 2, 5, 3, 1, 7, -1, 2, 6 };
+static const int blinkgen_a126[] = { 5, 1, 3, 2, 0, 6, 7, 4 };
+static const int blinkgen_a127[] = { 1, 5, 0, 0, 6, 4, -1, 5 };
+static const int blinkgen_a128[] = { 6, 4, 5, 1, 7, 0, 2, 3 };
+static const int blinkgen_a129[] = { 2, 0, 6, 0, 0, 7, -1, 3 };
+static const int blinkgen_a130[] = { 6, 2, 0, 1, 3, 4, 7, 5 };
+static const int blinkgen_a131[] = { 3, 3, 6, 2, 6, 7, -1, 6 };
+static const int blinkgen_a132[] = { 6, 2, 4, 7, 3, 5, 0, 1 };
+static const int blinkgen_a133[] = { 1, 2, 6, 2, 7, 4, -1, 3 };
+static const int blinkgen_a134[] = { 6, 2, 1, 3, 0, 7, 4, 5 };
+static const int blinkgen_a135[] = { 2, 5, 1, 1, 0, 7, 4, -1 };
+static const int blinkgen_a136[] = { 7, 5, 1, 2, 3, 0, 4, 6 };
+static const int blinkgen_a137[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_a138[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const int blinkgen_a139[] = { 4, 3, 0, 0, 5, 7, 4, -1 };
+static const int blinkgen_a140[] = { 7, 5, 4, 0, 6, 2, 3, 1 };
+static const int blinkgen_a141[] = { 1, 5, 0, 0, 6, 7, 2, -1 };
+static const int blinkgen_a142[] = { 7, 5, 1, 0, 2, 3, 6, 4 };
+static const int blinkgen_a143[] = { 4, 0, 0, 1, 7, 1, 5, -1 };
+static const int blinkgen_a144[] = { 7, 4, 0, 1, 2, 3, 5, 6 };
+static const int blinkgen_a145[] = { -1, 0, 1, 1, 5, 1, 5, 5 };
+static const int blinkgen_a146[] = { 1, -1, 1, 1, 5, 1, 5, 5 };
+static const int blinkgen_a147[] = { 2, 0, -1, 0, 0, 4, 4, 4 };
+static const int blinkgen_a148[] = { 2, 0, 1, 3, 4, 5, 6, 7 };
+static const int blinkgen_a149[] = { 3, 3, 3, -1, 7, 7, 7, 3 };
+static const int blinkgen_a150[] = { 3, 0, 1, 2, 7, 4, 5, 6 };
+static const int blinkgen_a151[] = { 3, 3, 3, 7, -1, 7, 7, 4 };
+static const int blinkgen_a152[] = { 4, 7, 3, 5, 6, 0, 1, 2 };
+static const int blinkgen_a153[] = { 4, 0, 0, 0, 5, -1, 4, 4 };
+static const int blinkgen_a154[] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_a155[] = { 3, 3, 3, 7, 7, 7, -1, 6 };
+static const int blinkgen_a156[] = { 6, 7, 3, 4, 5, 0, 1, 2 };
+static const int blinkgen_a157[] = { 3, 3, 3, 7, 7, 7, 7, -1 };
+static const int blinkgen_a158[] = { 7, 3, 4, 5, 6, 0, 1, 2 };
+static const int blinkgen_a159[] = { -1, 2, 0, 0, 7, 7, 7, 3 };
+static const int blinkgen_a160[] = { 0, 2, 3, 1, 7, 4, 5, 6 };
+static const int blinkgen_a161[] = { -1, 2, 0, 2, 0, 6, 4, 4 };
+static const int blinkgen_a162[] = { 0, 2, 4, 1, 3, 6, 7, 5 };
+static const int blinkgen_a163[] = { -1, 0, 6, 1, 5, 1, 5, 6 };
+static const int blinkgen_a164[] = { 0, 1, 3, 5, 4, 6, 2, 7 };
+static const int blinkgen_a165[] = { -1, 3, 6, 2, 0, 4, 4, 4 };
+static const int blinkgen_a166[] = { 0, 4, 5, 6, 7, 2, 3, 1 };
+static const int blinkgen_a167[] = { -1, 0, 1, 0, 5, 1, 2, 5 };
+static const int blinkgen_a168[] = { 0, 1, 3, 2, 5, 6, 4, 7 };
+static const int blinkgen_a169[] = { -1, 3, 3, 0, 0, 6, 4, 3 };
+static const int blinkgen_a170[] = { 0, 3, 4, 1, 2, 7, 6, 5 };
+static const int blinkgen_a171[] = { -1, 0, 0, 7, 6, 1, 5, 5 };
+static const int blinkgen_a172[] = { 0, 1, 2, 5, 6, 7, 4, 3 };
+static const int blinkgen_a173[] = { -1, 3, 3, 0, 0, 1, 2, 6 };
+static const int blinkgen_a174[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
+static const int blinkgen_a175[] = { -1, 0, 0, 2, 5, 7, 7, 3 };
+static const int blinkgen_a176[] = { -1, 5, 1, 1, 0, 4, 4, 4 };
+static const int blinkgen_a177[] = { 0, 4, 5, 6, 7, 1, 2, 3 };
+static const int blinkgen_a178[] = { -1, 0, 6, 1, 5, 1, 5, 5 };
+static const int blinkgen_a179[] = { 0, 1, 3, 5, 4, 6, 7, 2 };
+static const int blinkgen_a180[] = { -1, 0, 1, 0, 7, 7, 7, 3 };
+static const int blinkgen_a181[] = { 0, 1, 3, 2, 7, 4, 5, 6 };
+static const int blinkgen_a182[] = { -1, 0, 0, 0, 0, 1, 2, 3 };
+static const int blinkgen_a183[] = { -1, 0, 1, 7, 6, 6, 2, 6 };
+static const int blinkgen_a184[] = { 0, 1, 2, 6, 4, 5, 7, 3 };
+static const int blinkgen_a185[] = { -1, 0, 1, 1, 0, 4, 4, 4 };
+static const int blinkgen_a186[] = { 0, 1, 4, 2, 3, 5, 6, 7 };
+static const int blinkgen_a187[] = { -1, 2, 0, 0, 0, 7, 2, 4 };
+static const int blinkgen_a188[] = { 0, 2, 3, 4, 1, 6, 7, 5 };
+static const int blinkgen_a189[] = { -1, 0, 0, 0, 0, 4, 4, 4 };
 
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
-/* broadcast from rank 0: 4 trees, 2 ring chains */
+/* broadcast from rank 0: 4 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s0_trees[4] = {
     { 0, 200000u, blinkgen_a0, blinkgen_a1 }, /* 20.0 GB/s */
     { 0, 200000u, blinkgen_a2, blinkgen_a3 }, /* 20.0 GB/s */
@@ -203,61 +219,65 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 100000u, blinkgen_a8, blinkgen_a9 }, /* 10.0 GB/s */
     { 0, 200000u, blinkgen_a10, blinkgen_a11 }, /* 20.0 GB/s */
 };
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s0_pcie_trees[1] = {
+    { 0, 60000u, blinkgen_a12, blinkgen_a13 }, /* 6.0 GB/s */
+};
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.3 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.1 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.0 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.7 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.0 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 43.3 us, NCCL 29.6 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 53.1 us, NCCL 35.1 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 78.0 us, NCCL 56.8 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 149.7 us, NCCL 126.5 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 380.0 us, NCCL 308.4 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1188.9 us, NCCL 1004.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 4199.7 us, NCCL 3790.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 15793.0 us, NCCL 14934.3 us */
 };
 
 /* broadcast from rank 1: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
-    { 1, 100000u, blinkgen_a13, blinkgen_a14 }, /* 10.0 GB/s */
-    { 1, 200000u, blinkgen_a15, blinkgen_a16 }, /* 20.0 GB/s */
+    { 1, 100000u, blinkgen_a15, blinkgen_a16 }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_a17, blinkgen_a18 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 2: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
-    { 2, 100000u, blinkgen_a18, blinkgen_a19 }, /* 10.0 GB/s */
-    { 2, 200000u, blinkgen_a20, blinkgen_a21 }, /* 20.0 GB/s */
+    { 2, 100000u, blinkgen_a20, blinkgen_a21 }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_a22, blinkgen_a23 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 3: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
-    { 3, 100000u, blinkgen_a23, blinkgen_a24 }, /* 10.0 GB/s */
-    { 3, 200000u, blinkgen_a25, blinkgen_a26 }, /* 20.0 GB/s */
+    { 3, 100000u, blinkgen_a25, blinkgen_a26 }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_a27, blinkgen_a28 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 4: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
-    { 4, 100000u, blinkgen_a28, blinkgen_a29 }, /* 10.0 GB/s */
-    { 4, 200000u, blinkgen_a30, blinkgen_a31 }, /* 20.0 GB/s */
+    { 4, 100000u, blinkgen_a30, blinkgen_a31 }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_a32, blinkgen_a33 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 5: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
-    { 5, 100000u, blinkgen_a33, blinkgen_a34 }, /* 10.0 GB/s */
-    { 5, 200000u, blinkgen_a35, blinkgen_a36 }, /* 20.0 GB/s */
+    { 5, 100000u, blinkgen_a35, blinkgen_a36 }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_a37, blinkgen_a38 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 6: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
-    { 6, 100000u, blinkgen_a38, blinkgen_a39 }, /* 10.0 GB/s */
-    { 6, 200000u, blinkgen_a40, blinkgen_a41 }, /* 20.0 GB/s */
+    { 6, 100000u, blinkgen_a40, blinkgen_a41 }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_a42, blinkgen_a43 }, /* 20.0 GB/s */
 };
 
 /* broadcast from rank 7: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
-    { 7, 100000u, blinkgen_a43, blinkgen_a44 }, /* 10.0 GB/s */
-    { 7, 200000u, blinkgen_a45, blinkgen_a46 }, /* 20.0 GB/s */
+    { 7, 100000u, blinkgen_a45, blinkgen_a46 }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_a47, blinkgen_a48 }, /* 20.0 GB/s */
 };
 
-/* reduce from rank 0: 4 trees, 2 ring chains */
+/* reduce from rank 0: 4 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s8_trees[4] = {
     { 0, 200000u, blinkgen_a0, blinkgen_a1 }, /* 20.0 GB/s */
     { 0, 200000u, blinkgen_a2, blinkgen_a3 }, /* 20.0 GB/s */
@@ -265,347 +285,398 @@ static const struct blink_plan_tree blinkgen_p0s8_trees[4] = {
     { 0, 200000u, blinkgen_a6, blinkgen_a7 }, /* 20.0 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
-    { 0, 100000u, blinkgen_a47, blinkgen_a48 }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_a49, blinkgen_a50 }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a49, blinkgen_a50 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a51, blinkgen_a52 }, /* 20.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s8_pcie_trees[1] = {
+    { 0, 60000u, blinkgen_a12, blinkgen_a13 }, /* 6.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[8] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 43.4 us, NCCL 29.6 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 53.2 us, NCCL 35.1 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.2 us, NCCL 56.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.1 us, NCCL 126.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 380.9 us, NCCL 308.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 43.4 us, NCCL 29.6 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 53.2 us, NCCL 35.1 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 78.2 us, NCCL 56.8 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 150.1 us, NCCL 126.5 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 380.9 us, NCCL 308.4 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1190.7 us, NCCL 1004.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 4203.2 us, NCCL 3790.7 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 15800.0 us, NCCL 14934.3 us */
 };
 
 /* reduce from rank 1: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
-    { 1, 100000u, blinkgen_a51, blinkgen_a52 }, /* 10.0 GB/s */
-    { 1, 200000u, blinkgen_a53, blinkgen_a54 }, /* 20.0 GB/s */
+    { 1, 100000u, blinkgen_a53, blinkgen_a54 }, /* 10.0 GB/s */
+    { 1, 200000u, blinkgen_a55, blinkgen_a56 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 2: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
-    { 2, 100000u, blinkgen_a55, blinkgen_a56 }, /* 10.0 GB/s */
-    { 2, 200000u, blinkgen_a57, blinkgen_a58 }, /* 20.0 GB/s */
+    { 2, 100000u, blinkgen_a57, blinkgen_a58 }, /* 10.0 GB/s */
+    { 2, 200000u, blinkgen_a59, blinkgen_a60 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 3: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
-    { 3, 100000u, blinkgen_a59, blinkgen_a60 }, /* 10.0 GB/s */
-    { 3, 200000u, blinkgen_a61, blinkgen_a62 }, /* 20.0 GB/s */
+    { 3, 100000u, blinkgen_a61, blinkgen_a62 }, /* 10.0 GB/s */
+    { 3, 200000u, blinkgen_a63, blinkgen_a64 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 4: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
-    { 4, 100000u, blinkgen_a63, blinkgen_a64 }, /* 10.0 GB/s */
-    { 4, 200000u, blinkgen_a65, blinkgen_a66 }, /* 20.0 GB/s */
+    { 4, 100000u, blinkgen_a65, blinkgen_a66 }, /* 10.0 GB/s */
+    { 4, 200000u, blinkgen_a67, blinkgen_a68 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 5: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
-    { 5, 100000u, blinkgen_a67, blinkgen_a68 }, /* 10.0 GB/s */
-    { 5, 200000u, blinkgen_a69, blinkgen_a70 }, /* 20.0 GB/s */
+    { 5, 100000u, blinkgen_a69, blinkgen_a70 }, /* 10.0 GB/s */
+    { 5, 200000u, blinkgen_a71, blinkgen_a72 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 6: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
-    { 6, 100000u, blinkgen_a71, blinkgen_a72 }, /* 10.0 GB/s */
-    { 6, 200000u, blinkgen_a73, blinkgen_a74 }, /* 20.0 GB/s */
+    { 6, 100000u, blinkgen_a73, blinkgen_a74 }, /* 10.0 GB/s */
+    { 6, 200000u, blinkgen_a75, blinkgen_a76 }, /* 20.0 GB/s */
 };
 
 /* reduce from rank 7: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
-    { 7, 100000u, blinkgen_a75, blinkgen_a76 }, /* 10.0 GB/s */
-    { 7, 200000u, blinkgen_a77, blinkgen_a78 }, /* 20.0 GB/s */
+    { 7, 100000u, blinkgen_a77, blinkgen_a78 }, /* 10.0 GB/s */
+    { 7, 200000u, blinkgen_a79, blinkgen_a80 }, /* 20.0 GB/s */
 };
 
-/* allgather: 32 trees, 16 ring chains */
+/* allgather: 32 trees, 16 ring chains, 8 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s16_trees[32] = {
-    { 0, 71809u, blinkgen_a79, blinkgen_a80 }, /* 7.1809 GB/s */
-    { 0, 34824u, blinkgen_a81, blinkgen_a82 }, /* 3.4824 GB/s */
-    { 0, 7120u, blinkgen_a83, blinkgen_a84 }, /* 0.712 GB/s */
-    { 0, 531u, blinkgen_a85, blinkgen_a86 }, /* 0.0531 GB/s */
-    { 1, 51740u, blinkgen_a87, blinkgen_a88 }, /* 5.174 GB/s */
-    { 1, 26038u, blinkgen_a89, blinkgen_a90 }, /* 2.6038 GB/s */
-    { 1, 20830u, blinkgen_a91, blinkgen_a92 }, /* 2.083 GB/s */
-    { 1, 12470u, blinkgen_a93, blinkgen_a94 }, /* 1.247 GB/s */
-    { 1, 3206u, blinkgen_a95, blinkgen_a96 }, /* 0.3206 GB/s */
-    { 2, 90656u, blinkgen_a97, blinkgen_a98 }, /* 9.0656 GB/s */
-    { 2, 19360u, blinkgen_a99, blinkgen_a100 }, /* 1.936 GB/s */
-    { 2, 4268u, blinkgen_a101, blinkgen_a102 }, /* 0.4268 GB/s */
-    { 3, 45452u, blinkgen_a103, blinkgen_a104 }, /* 4.5452 GB/s */
-    { 3, 32167u, blinkgen_a105, blinkgen_a106 }, /* 3.2167 GB/s */
-    { 3, 24621u, blinkgen_a107, blinkgen_a108 }, /* 2.4621 GB/s */
-    { 3, 12044u, blinkgen_a109, blinkgen_a110 }, /* 1.2044 GB/s */
-    { 4, 49402u, blinkgen_a111, blinkgen_a112 }, /* 4.9402 GB/s */
-    { 4, 28075u, blinkgen_a113, blinkgen_a114 }, /* 2.8075 GB/s */
-    { 4, 20139u, blinkgen_a115, blinkgen_a116 }, /* 2.0139 GB/s */
-    { 4, 16668u, blinkgen_a117, blinkgen_a118 }, /* 1.6668 GB/s */
-    { 5, 46178u, blinkgen_a119, blinkgen_a120 }, /* 4.6178 GB/s */
-    { 5, 40722u, blinkgen_a121, blinkgen_a122 }, /* 4.0722 GB/s */
-    { 5, 27384u, blinkgen_a123, blinkgen_a124 }, /* 2.7384 GB/s */
-    { 6, 48693u, blinkgen_a125, blinkgen_a126 }, /* 4.8693 GB/s */
-    { 6, 36648u, blinkgen_a127, blinkgen_a128 }, /* 3.6648 GB/s */
-    { 6, 16491u, blinkgen_a129, blinkgen_a130 }, /* 1.6491 GB/s */
-    { 6, 12452u, blinkgen_a131, blinkgen_a132 }, /* 1.2452 GB/s */
-    { 7, 38986u, blinkgen_a133, blinkgen_a134 }, /* 3.8986 GB/s */
-    { 7, 27650u, blinkgen_a135, blinkgen_a136 }, /* 2.765 GB/s */
-    { 7, 27065u, blinkgen_a137, blinkgen_a138 }, /* 2.7065 GB/s */
-    { 7, 17234u, blinkgen_a139, blinkgen_a140 }, /* 1.7234 GB/s */
-    { 7, 3347u, blinkgen_a141, blinkgen_a142 }, /* 0.3347 GB/s */
+    { 0, 71809u, blinkgen_a81, blinkgen_a82 }, /* 7.1809 GB/s */
+    { 0, 34824u, blinkgen_a83, blinkgen_a84 }, /* 3.4824 GB/s */
+    { 0, 7120u, blinkgen_a85, blinkgen_a86 }, /* 0.712 GB/s */
+    { 0, 531u, blinkgen_a87, blinkgen_a88 }, /* 0.0531 GB/s */
+    { 1, 51740u, blinkgen_a89, blinkgen_a90 }, /* 5.174 GB/s */
+    { 1, 26038u, blinkgen_a91, blinkgen_a92 }, /* 2.6038 GB/s */
+    { 1, 20830u, blinkgen_a93, blinkgen_a94 }, /* 2.083 GB/s */
+    { 1, 12470u, blinkgen_a95, blinkgen_a96 }, /* 1.247 GB/s */
+    { 1, 3206u, blinkgen_a97, blinkgen_a98 }, /* 0.3206 GB/s */
+    { 2, 90656u, blinkgen_a99, blinkgen_a100 }, /* 9.0656 GB/s */
+    { 2, 19360u, blinkgen_a101, blinkgen_a102 }, /* 1.936 GB/s */
+    { 2, 4268u, blinkgen_a103, blinkgen_a104 }, /* 0.4268 GB/s */
+    { 3, 45452u, blinkgen_a105, blinkgen_a106 }, /* 4.5452 GB/s */
+    { 3, 32167u, blinkgen_a107, blinkgen_a108 }, /* 3.2167 GB/s */
+    { 3, 24621u, blinkgen_a109, blinkgen_a110 }, /* 2.4621 GB/s */
+    { 3, 12044u, blinkgen_a111, blinkgen_a112 }, /* 1.2044 GB/s */
+    { 4, 49402u, blinkgen_a113, blinkgen_a114 }, /* 4.9402 GB/s */
+    { 4, 28075u, blinkgen_a115, blinkgen_a116 }, /* 2.8075 GB/s */
+    { 4, 20139u, blinkgen_a117, blinkgen_a118 }, /* 2.0139 GB/s */
+    { 4, 16668u, blinkgen_a119, blinkgen_a120 }, /* 1.6668 GB/s */
+    { 5, 46178u, blinkgen_a121, blinkgen_a122 }, /* 4.6178 GB/s */
+    { 5, 40722u, blinkgen_a123, blinkgen_a124 }, /* 4.0722 GB/s */
+    { 5, 27384u, blinkgen_a125, blinkgen_a126 }, /* 2.7384 GB/s */
+    { 6, 48693u, blinkgen_a127, blinkgen_a128 }, /* 4.8693 GB/s */
+    { 6, 36648u, blinkgen_a129, blinkgen_a130 }, /* 3.6648 GB/s */
+    { 6, 16491u, blinkgen_a131, blinkgen_a132 }, /* 1.6491 GB/s */
+    { 6, 12452u, blinkgen_a133, blinkgen_a134 }, /* 1.2452 GB/s */
+    { 7, 38986u, blinkgen_a135, blinkgen_a136 }, /* 3.8986 GB/s */
+    { 7, 27650u, blinkgen_a137, blinkgen_a138 }, /* 2.765 GB/s */
+    { 7, 27065u, blinkgen_a139, blinkgen_a140 }, /* 2.7065 GB/s */
+    { 7, 17234u, blinkgen_a141, blinkgen_a142 }, /* 1.7234 GB/s */
+    { 7, 3347u, blinkgen_a143, blinkgen_a144 }, /* 0.3347 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 0, 100000u, blinkgen_a8, blinkgen_a9 }, /* 10.0 GB/s */
-    { 1, 100000u, blinkgen_a13, blinkgen_a14 }, /* 10.0 GB/s */
-    { 2, 100000u, blinkgen_a18, blinkgen_a19 }, /* 10.0 GB/s */
-    { 3, 100000u, blinkgen_a23, blinkgen_a24 }, /* 10.0 GB/s */
-    { 4, 100000u, blinkgen_a28, blinkgen_a29 }, /* 10.0 GB/s */
-    { 5, 100000u, blinkgen_a33, blinkgen_a34 }, /* 10.0 GB/s */
-    { 6, 100000u, blinkgen_a38, blinkgen_a39 }, /* 10.0 GB/s */
-    { 7, 100000u, blinkgen_a43, blinkgen_a44 }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_a15, blinkgen_a16 }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_a20, blinkgen_a21 }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_a25, blinkgen_a26 }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_a30, blinkgen_a31 }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_a35, blinkgen_a36 }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_a40, blinkgen_a41 }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_a45, blinkgen_a46 }, /* 10.0 GB/s */
     { 0, 200000u, blinkgen_a10, blinkgen_a11 }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_a15, blinkgen_a16 }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_a20, blinkgen_a21 }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_a25, blinkgen_a26 }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_a30, blinkgen_a31 }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_a35, blinkgen_a36 }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_a40, blinkgen_a41 }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_a45, blinkgen_a46 }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_a17, blinkgen_a18 }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_a22, blinkgen_a23 }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_a27, blinkgen_a28 }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_a32, blinkgen_a33 }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_a37, blinkgen_a38 }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_a42, blinkgen_a43 }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_a47, blinkgen_a48 }, /* 20.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s16_pcie_trees[8] = {
+    { 0, 8571u, blinkgen_a145, blinkgen_a1 }, /* 0.8571 GB/s */
+    { 1, 8571u, blinkgen_a146, blinkgen_a14 }, /* 0.8571 GB/s */
+    { 2, 8571u, blinkgen_a147, blinkgen_a148 }, /* 0.8571 GB/s */
+    { 3, 8571u, blinkgen_a149, blinkgen_a150 }, /* 0.8571 GB/s */
+    { 4, 8571u, blinkgen_a151, blinkgen_a152 }, /* 0.8571 GB/s */
+    { 5, 8571u, blinkgen_a153, blinkgen_a154 }, /* 0.8571 GB/s */
+    { 6, 8571u, blinkgen_a155, blinkgen_a156 }, /* 0.8571 GB/s */
+    { 7, 8571u, blinkgen_a157, blinkgen_a158 }, /* 0.8571 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[12] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.4 us, NCCL 28.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.1 us, NCCL 29.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 32.9 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 69.7 us, NCCL 52.0 us */
-    { 2097152u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.8 us, NCCL 77.4 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 126.8 us, NCCL 114.8 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 311.2 us, NCCL 272.5 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 559.0 us, NCCL 475.7 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2020.5 us, NCCL 1694.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3951.7 us, NCCL 3319.6 us */
-    { 536870912u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7823.2 us, NCCL 6569.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15589.6 us, NCCL 13070.2 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.4 us, NCCL 28.2 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 47.1 us, NCCL 29.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 50.9 us, NCCL 32.9 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 69.7 us, NCCL 52.0 us */
+    { 2097152u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 91.8 us, NCCL 77.4 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 126.8 us, NCCL 114.8 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 311.2 us, NCCL 272.5 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 559.0 us, NCCL 475.7 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2020.5 us, NCCL 1694.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 3951.7 us, NCCL 3319.6 us */
+    { 536870912u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 7823.2 us, NCCL 6569.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 15589.6 us, NCCL 13070.2 us */
 };
 
-/* reducescatter: 32 trees, 16 ring chains */
+/* reducescatter: 32 trees, 16 ring chains, 8 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s17_trees[32] = {
-    { 0, 71809u, blinkgen_a79, blinkgen_a80 }, /* 7.1809 GB/s */
-    { 0, 34824u, blinkgen_a81, blinkgen_a82 }, /* 3.4824 GB/s */
-    { 0, 7120u, blinkgen_a83, blinkgen_a84 }, /* 0.712 GB/s */
-    { 0, 531u, blinkgen_a85, blinkgen_a86 }, /* 0.0531 GB/s */
-    { 1, 51740u, blinkgen_a87, blinkgen_a88 }, /* 5.174 GB/s */
-    { 1, 26038u, blinkgen_a89, blinkgen_a90 }, /* 2.6038 GB/s */
-    { 1, 20830u, blinkgen_a91, blinkgen_a92 }, /* 2.083 GB/s */
-    { 1, 12470u, blinkgen_a93, blinkgen_a94 }, /* 1.247 GB/s */
-    { 1, 3206u, blinkgen_a95, blinkgen_a96 }, /* 0.3206 GB/s */
-    { 2, 90656u, blinkgen_a97, blinkgen_a98 }, /* 9.0656 GB/s */
-    { 2, 19360u, blinkgen_a99, blinkgen_a100 }, /* 1.936 GB/s */
-    { 2, 4268u, blinkgen_a101, blinkgen_a102 }, /* 0.4268 GB/s */
-    { 3, 45452u, blinkgen_a103, blinkgen_a104 }, /* 4.5452 GB/s */
-    { 3, 32167u, blinkgen_a105, blinkgen_a106 }, /* 3.2167 GB/s */
-    { 3, 24621u, blinkgen_a107, blinkgen_a108 }, /* 2.4621 GB/s */
-    { 3, 12044u, blinkgen_a109, blinkgen_a110 }, /* 1.2044 GB/s */
-    { 4, 49402u, blinkgen_a111, blinkgen_a112 }, /* 4.9402 GB/s */
-    { 4, 28075u, blinkgen_a113, blinkgen_a114 }, /* 2.8075 GB/s */
-    { 4, 20139u, blinkgen_a115, blinkgen_a116 }, /* 2.0139 GB/s */
-    { 4, 16668u, blinkgen_a117, blinkgen_a118 }, /* 1.6668 GB/s */
-    { 5, 46178u, blinkgen_a119, blinkgen_a120 }, /* 4.6178 GB/s */
-    { 5, 40722u, blinkgen_a121, blinkgen_a122 }, /* 4.0722 GB/s */
-    { 5, 27384u, blinkgen_a123, blinkgen_a124 }, /* 2.7384 GB/s */
-    { 6, 48693u, blinkgen_a125, blinkgen_a126 }, /* 4.8693 GB/s */
-    { 6, 36648u, blinkgen_a127, blinkgen_a128 }, /* 3.6648 GB/s */
-    { 6, 16491u, blinkgen_a129, blinkgen_a130 }, /* 1.6491 GB/s */
-    { 6, 12452u, blinkgen_a131, blinkgen_a132 }, /* 1.2452 GB/s */
-    { 7, 38986u, blinkgen_a133, blinkgen_a134 }, /* 3.8986 GB/s */
-    { 7, 27650u, blinkgen_a135, blinkgen_a136 }, /* 2.765 GB/s */
-    { 7, 27065u, blinkgen_a137, blinkgen_a138 }, /* 2.7065 GB/s */
-    { 7, 17234u, blinkgen_a139, blinkgen_a140 }, /* 1.7234 GB/s */
-    { 7, 3347u, blinkgen_a141, blinkgen_a142 }, /* 0.3347 GB/s */
+    { 0, 71809u, blinkgen_a81, blinkgen_a82 }, /* 7.1809 GB/s */
+    { 0, 34824u, blinkgen_a83, blinkgen_a84 }, /* 3.4824 GB/s */
+    { 0, 7120u, blinkgen_a85, blinkgen_a86 }, /* 0.712 GB/s */
+    { 0, 531u, blinkgen_a87, blinkgen_a88 }, /* 0.0531 GB/s */
+    { 1, 51740u, blinkgen_a89, blinkgen_a90 }, /* 5.174 GB/s */
+    { 1, 26038u, blinkgen_a91, blinkgen_a92 }, /* 2.6038 GB/s */
+    { 1, 20830u, blinkgen_a93, blinkgen_a94 }, /* 2.083 GB/s */
+    { 1, 12470u, blinkgen_a95, blinkgen_a96 }, /* 1.247 GB/s */
+    { 1, 3206u, blinkgen_a97, blinkgen_a98 }, /* 0.3206 GB/s */
+    { 2, 90656u, blinkgen_a99, blinkgen_a100 }, /* 9.0656 GB/s */
+    { 2, 19360u, blinkgen_a101, blinkgen_a102 }, /* 1.936 GB/s */
+    { 2, 4268u, blinkgen_a103, blinkgen_a104 }, /* 0.4268 GB/s */
+    { 3, 45452u, blinkgen_a105, blinkgen_a106 }, /* 4.5452 GB/s */
+    { 3, 32167u, blinkgen_a107, blinkgen_a108 }, /* 3.2167 GB/s */
+    { 3, 24621u, blinkgen_a109, blinkgen_a110 }, /* 2.4621 GB/s */
+    { 3, 12044u, blinkgen_a111, blinkgen_a112 }, /* 1.2044 GB/s */
+    { 4, 49402u, blinkgen_a113, blinkgen_a114 }, /* 4.9402 GB/s */
+    { 4, 28075u, blinkgen_a115, blinkgen_a116 }, /* 2.8075 GB/s */
+    { 4, 20139u, blinkgen_a117, blinkgen_a118 }, /* 2.0139 GB/s */
+    { 4, 16668u, blinkgen_a119, blinkgen_a120 }, /* 1.6668 GB/s */
+    { 5, 46178u, blinkgen_a121, blinkgen_a122 }, /* 4.6178 GB/s */
+    { 5, 40722u, blinkgen_a123, blinkgen_a124 }, /* 4.0722 GB/s */
+    { 5, 27384u, blinkgen_a125, blinkgen_a126 }, /* 2.7384 GB/s */
+    { 6, 48693u, blinkgen_a127, blinkgen_a128 }, /* 4.8693 GB/s */
+    { 6, 36648u, blinkgen_a129, blinkgen_a130 }, /* 3.6648 GB/s */
+    { 6, 16491u, blinkgen_a131, blinkgen_a132 }, /* 1.6491 GB/s */
+    { 6, 12452u, blinkgen_a133, blinkgen_a134 }, /* 1.2452 GB/s */
+    { 7, 38986u, blinkgen_a135, blinkgen_a136 }, /* 3.8986 GB/s */
+    { 7, 27650u, blinkgen_a137, blinkgen_a138 }, /* 2.765 GB/s */
+    { 7, 27065u, blinkgen_a139, blinkgen_a140 }, /* 2.7065 GB/s */
+    { 7, 17234u, blinkgen_a141, blinkgen_a142 }, /* 1.7234 GB/s */
+    { 7, 3347u, blinkgen_a143, blinkgen_a144 }, /* 0.3347 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
-    { 0, 100000u, blinkgen_a47, blinkgen_a48 }, /* 10.0 GB/s */
-    { 1, 100000u, blinkgen_a51, blinkgen_a52 }, /* 10.0 GB/s */
-    { 2, 100000u, blinkgen_a55, blinkgen_a56 }, /* 10.0 GB/s */
-    { 3, 100000u, blinkgen_a59, blinkgen_a60 }, /* 10.0 GB/s */
-    { 4, 100000u, blinkgen_a63, blinkgen_a64 }, /* 10.0 GB/s */
-    { 5, 100000u, blinkgen_a67, blinkgen_a68 }, /* 10.0 GB/s */
-    { 6, 100000u, blinkgen_a71, blinkgen_a72 }, /* 10.0 GB/s */
-    { 7, 100000u, blinkgen_a75, blinkgen_a76 }, /* 10.0 GB/s */
-    { 0, 200000u, blinkgen_a49, blinkgen_a50 }, /* 20.0 GB/s */
-    { 1, 200000u, blinkgen_a53, blinkgen_a54 }, /* 20.0 GB/s */
-    { 2, 200000u, blinkgen_a57, blinkgen_a58 }, /* 20.0 GB/s */
-    { 3, 200000u, blinkgen_a61, blinkgen_a62 }, /* 20.0 GB/s */
-    { 4, 200000u, blinkgen_a65, blinkgen_a66 }, /* 20.0 GB/s */
-    { 5, 200000u, blinkgen_a69, blinkgen_a70 }, /* 20.0 GB/s */
-    { 6, 200000u, blinkgen_a73, blinkgen_a74 }, /* 20.0 GB/s */
-    { 7, 200000u, blinkgen_a77, blinkgen_a78 }, /* 20.0 GB/s */
+    { 0, 100000u, blinkgen_a49, blinkgen_a50 }, /* 10.0 GB/s */
+    { 1, 100000u, blinkgen_a53, blinkgen_a54 }, /* 10.0 GB/s */
+    { 2, 100000u, blinkgen_a57, blinkgen_a58 }, /* 10.0 GB/s */
+    { 3, 100000u, blinkgen_a61, blinkgen_a62 }, /* 10.0 GB/s */
+    { 4, 100000u, blinkgen_a65, blinkgen_a66 }, /* 10.0 GB/s */
+    { 5, 100000u, blinkgen_a69, blinkgen_a70 }, /* 10.0 GB/s */
+    { 6, 100000u, blinkgen_a73, blinkgen_a74 }, /* 10.0 GB/s */
+    { 7, 100000u, blinkgen_a77, blinkgen_a78 }, /* 10.0 GB/s */
+    { 0, 200000u, blinkgen_a51, blinkgen_a52 }, /* 20.0 GB/s */
+    { 1, 200000u, blinkgen_a55, blinkgen_a56 }, /* 20.0 GB/s */
+    { 2, 200000u, blinkgen_a59, blinkgen_a60 }, /* 20.0 GB/s */
+    { 3, 200000u, blinkgen_a63, blinkgen_a64 }, /* 20.0 GB/s */
+    { 4, 200000u, blinkgen_a67, blinkgen_a68 }, /* 20.0 GB/s */
+    { 5, 200000u, blinkgen_a71, blinkgen_a72 }, /* 20.0 GB/s */
+    { 6, 200000u, blinkgen_a75, blinkgen_a76 }, /* 20.0 GB/s */
+    { 7, 200000u, blinkgen_a79, blinkgen_a80 }, /* 20.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s17_pcie_trees[8] = {
+    { 0, 8571u, blinkgen_a145, blinkgen_a1 }, /* 0.8571 GB/s */
+    { 1, 8571u, blinkgen_a146, blinkgen_a14 }, /* 0.8571 GB/s */
+    { 2, 8571u, blinkgen_a147, blinkgen_a148 }, /* 0.8571 GB/s */
+    { 3, 8571u, blinkgen_a149, blinkgen_a150 }, /* 0.8571 GB/s */
+    { 4, 8571u, blinkgen_a151, blinkgen_a152 }, /* 0.8571 GB/s */
+    { 5, 8571u, blinkgen_a153, blinkgen_a154 }, /* 0.8571 GB/s */
+    { 6, 8571u, blinkgen_a155, blinkgen_a156 }, /* 0.8571 GB/s */
+    { 7, 8571u, blinkgen_a157, blinkgen_a158 }, /* 0.8571 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.7 us, NCCL 28.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.6 us, NCCL 29.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.0 us, NCCL 32.9 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 91.6 us, NCCL 77.4 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 328.3 us, NCCL 272.5 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1044.8 us, NCCL 881.9 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2063.9 us, NCCL 1694.5 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7981.8 us, NCCL 6569.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15886.3 us, NCCL 13070.2 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.7 us, NCCL 28.2 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 47.6 us, NCCL 29.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 52.0 us, NCCL 32.9 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 91.6 us, NCCL 77.4 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 328.3 us, NCCL 272.5 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1044.8 us, NCCL 881.9 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2063.9 us, NCCL 1694.5 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 7981.8 us, NCCL 6569.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 15886.3 us, NCCL 13070.2 us */
 };
 
-/* allreduce: 16 trees, 16 ring chains */
+/* allreduce: 16 trees, 16 ring chains, 2 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s18_trees[16] = {
-    { 0, 68253u, blinkgen_a143, blinkgen_a144 }, /* 6.8253 GB/s */
-    { 0, 53968u, blinkgen_a145, blinkgen_a146 }, /* 5.3968 GB/s */
-    { 0, 52380u, blinkgen_a147, blinkgen_a148 }, /* 5.238 GB/s */
-    { 0, 46031u, blinkgen_a149, blinkgen_a150 }, /* 4.6031 GB/s */
-    { 0, 39682u, blinkgen_a151, blinkgen_a152 }, /* 3.9682 GB/s */
-    { 0, 38095u, blinkgen_a153, blinkgen_a154 }, /* 3.8095 GB/s */
-    { 0, 36507u, blinkgen_a155, blinkgen_a156 }, /* 3.6507 GB/s */
-    { 0, 31746u, blinkgen_a157, blinkgen_a158 }, /* 3.1746 GB/s */
-    { 0, 30158u, blinkgen_a159, blinkgen_a9 }, /* 3.0158 GB/s */
-    { 0, 17460u, blinkgen_a160, blinkgen_a161 }, /* 1.746 GB/s */
-    { 0, 12698u, blinkgen_a162, blinkgen_a163 }, /* 1.2698 GB/s */
-    { 0, 11111u, blinkgen_a164, blinkgen_a165 }, /* 1.1111 GB/s */
-    { 0, 9523u, blinkgen_a166, blinkgen_a167 }, /* 0.9523 GB/s */
-    { 0, 6349u, blinkgen_a168, blinkgen_a169 }, /* 0.6349 GB/s */
-    { 0, 1587u, blinkgen_a170, blinkgen_a171 }, /* 0.1587 GB/s */
-    { 0, 1587u, blinkgen_a172, blinkgen_a173 }, /* 0.1587 GB/s */
+    { 0, 68253u, blinkgen_a159, blinkgen_a160 }, /* 6.8253 GB/s */
+    { 0, 53968u, blinkgen_a161, blinkgen_a162 }, /* 5.3968 GB/s */
+    { 0, 52380u, blinkgen_a163, blinkgen_a164 }, /* 5.238 GB/s */
+    { 0, 46031u, blinkgen_a165, blinkgen_a166 }, /* 4.6031 GB/s */
+    { 0, 39682u, blinkgen_a167, blinkgen_a168 }, /* 3.9682 GB/s */
+    { 0, 38095u, blinkgen_a169, blinkgen_a170 }, /* 3.8095 GB/s */
+    { 0, 36507u, blinkgen_a171, blinkgen_a172 }, /* 3.6507 GB/s */
+    { 0, 31746u, blinkgen_a173, blinkgen_a174 }, /* 3.1746 GB/s */
+    { 0, 30158u, blinkgen_a175, blinkgen_a9 }, /* 3.0158 GB/s */
+    { 0, 17460u, blinkgen_a176, blinkgen_a177 }, /* 1.746 GB/s */
+    { 0, 12698u, blinkgen_a178, blinkgen_a179 }, /* 1.2698 GB/s */
+    { 0, 11111u, blinkgen_a180, blinkgen_a181 }, /* 1.1111 GB/s */
+    { 0, 9523u, blinkgen_a182, blinkgen_a13 }, /* 0.9523 GB/s */
+    { 0, 6349u, blinkgen_a183, blinkgen_a184 }, /* 0.6349 GB/s */
+    { 0, 1587u, blinkgen_a185, blinkgen_a186 }, /* 0.1587 GB/s */
+    { 0, 1587u, blinkgen_a187, blinkgen_a188 }, /* 0.1587 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
-    { 0, 12500u, blinkgen_a47, blinkgen_a48 }, /* 1.25 GB/s */
-    { 1, 12500u, blinkgen_a51, blinkgen_a52 }, /* 1.25 GB/s */
-    { 2, 12500u, blinkgen_a55, blinkgen_a56 }, /* 1.25 GB/s */
-    { 3, 12500u, blinkgen_a59, blinkgen_a60 }, /* 1.25 GB/s */
-    { 4, 12500u, blinkgen_a63, blinkgen_a64 }, /* 1.25 GB/s */
-    { 5, 12500u, blinkgen_a67, blinkgen_a68 }, /* 1.25 GB/s */
-    { 6, 12500u, blinkgen_a71, blinkgen_a72 }, /* 1.25 GB/s */
-    { 7, 12500u, blinkgen_a75, blinkgen_a76 }, /* 1.25 GB/s */
-    { 0, 25000u, blinkgen_a49, blinkgen_a50 }, /* 2.5 GB/s */
-    { 1, 25000u, blinkgen_a53, blinkgen_a54 }, /* 2.5 GB/s */
-    { 2, 25000u, blinkgen_a57, blinkgen_a58 }, /* 2.5 GB/s */
-    { 3, 25000u, blinkgen_a61, blinkgen_a62 }, /* 2.5 GB/s */
-    { 4, 25000u, blinkgen_a65, blinkgen_a66 }, /* 2.5 GB/s */
-    { 5, 25000u, blinkgen_a69, blinkgen_a70 }, /* 2.5 GB/s */
-    { 6, 25000u, blinkgen_a73, blinkgen_a74 }, /* 2.5 GB/s */
-    { 7, 25000u, blinkgen_a77, blinkgen_a78 }, /* 2.5 GB/s */
+    { 0, 12500u, blinkgen_a49, blinkgen_a50 }, /* 1.25 GB/s */
+    { 1, 12500u, blinkgen_a53, blinkgen_a54 }, /* 1.25 GB/s */
+    { 2, 12500u, blinkgen_a57, blinkgen_a58 }, /* 1.25 GB/s */
+    { 3, 12500u, blinkgen_a61, blinkgen_a62 }, /* 1.25 GB/s */
+    { 4, 12500u, blinkgen_a65, blinkgen_a66 }, /* 1.25 GB/s */
+    { 5, 12500u, blinkgen_a69, blinkgen_a70 }, /* 1.25 GB/s */
+    { 6, 12500u, blinkgen_a73, blinkgen_a74 }, /* 1.25 GB/s */
+    { 7, 12500u, blinkgen_a77, blinkgen_a78 }, /* 1.25 GB/s */
+    { 0, 25000u, blinkgen_a51, blinkgen_a52 }, /* 2.5 GB/s */
+    { 1, 25000u, blinkgen_a55, blinkgen_a56 }, /* 2.5 GB/s */
+    { 2, 25000u, blinkgen_a59, blinkgen_a60 }, /* 2.5 GB/s */
+    { 3, 25000u, blinkgen_a63, blinkgen_a64 }, /* 2.5 GB/s */
+    { 4, 25000u, blinkgen_a67, blinkgen_a68 }, /* 2.5 GB/s */
+    { 5, 25000u, blinkgen_a71, blinkgen_a72 }, /* 2.5 GB/s */
+    { 6, 25000u, blinkgen_a75, blinkgen_a76 }, /* 2.5 GB/s */
+    { 7, 25000u, blinkgen_a79, blinkgen_a80 }, /* 2.5 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s18_pcie_trees[2] = {
+    { 0, 17142u, blinkgen_a189, blinkgen_a13 }, /* 1.7142 GB/s */
+    { 0, 17142u, blinkgen_a4, blinkgen_a5 }, /* 1.7142 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 35.1 us, NCCL 38.2 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 63.7 us, NCCL 41.3 us */
-    { 1048576u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.6 us, NCCL 85.8 us */
-    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 212.1 us, NCCL 196.6 us */
-    { 33554432u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1042.6 us, NCCL 929.5 us */
-    { 134217728u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3819.2 us, NCCL 3367.2 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7605.0 us, NCCL 6617.4 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 15145.7 us, NCCL 13117.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 30194.0 us, NCCL 26118.6 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 35.1 us, NCCL 38.2 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 63.7 us, NCCL 41.3 us */
+    { 1048576u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 103.6 us, NCCL 85.8 us */
+    { 4194304u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 212.1 us, NCCL 196.6 us */
+    { 33554432u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1042.6 us, NCCL 929.5 us */
+    { 134217728u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 3819.2 us, NCCL 3367.2 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 7605.0 us, NCCL 6617.4 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 15145.7 us, NCCL 13117.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 30194.0 us, NCCL 26118.6 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
  * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none), maps
- * of the ranks whose trees are their orbit's first rank's (NULL: none) }. */
+ * of the ranks whose trees are their orbit's first rank's (NULL: none), the hybrid's PCIe
+ * trees and their table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 4, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
       8, blinkgen_p0s0_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s0_pcie_trees },
     { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       2, blinkgen_p0s1_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a12, 0,
-      NULL },
+      blinkgen_a14, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 2, 0, NULL,
       2, blinkgen_p0s2_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a17, 0,
-      NULL },
+      blinkgen_a19, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       2, blinkgen_p0s3_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a22, 0,
-      NULL },
+      blinkgen_a24, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       2, blinkgen_p0s4_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a27, 0,
-      NULL },
+      blinkgen_a29, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       2, blinkgen_p0s5_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a32, 0,
-      NULL },
+      blinkgen_a34, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       2, blinkgen_p0s6_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a37, 0,
-      NULL },
+      blinkgen_a39, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       2, blinkgen_p0s7_ring_trees,
       8, blinkgen_p0s0_ranges,
-      blinkgen_a42, 0,
-      NULL },
+      blinkgen_a44, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 0, 4, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
       8, blinkgen_p0s8_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s8_pcie_trees },
     { BLINK_PLAN_REDUCE, 1, 0, NULL,
       2, blinkgen_p0s9_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a12, 8,
-      NULL },
+      blinkgen_a14, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 2, 0, NULL,
       2, blinkgen_p0s10_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a17, 8,
-      NULL },
+      blinkgen_a19, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 3, 0, NULL,
       2, blinkgen_p0s11_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a22, 8,
-      NULL },
+      blinkgen_a24, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 4, 0, NULL,
       2, blinkgen_p0s12_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a27, 8,
-      NULL },
+      blinkgen_a29, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 5, 0, NULL,
       2, blinkgen_p0s13_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a32, 8,
-      NULL },
+      blinkgen_a34, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 6, 0, NULL,
       2, blinkgen_p0s14_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a37, 8,
-      NULL },
+      blinkgen_a39, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 7, 0, NULL,
       2, blinkgen_p0s15_ring_trees,
       8, blinkgen_p0s8_ranges,
-      blinkgen_a42, 8,
-      NULL },
+      blinkgen_a44, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_ALLGATHER, -1, 32, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       12, blinkgen_p0s16_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      8, blinkgen_p0s16_pcie_trees },
     { BLINK_PLAN_REDUCESCATTER, -1, 32, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
       9, blinkgen_p0s17_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      8, blinkgen_p0s17_pcie_trees },
     { BLINK_PLAN_ALLREDUCE, -1, 16, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      2, blinkgen_p0s18_pcie_trees },
 };
 
 static const struct blink_plan blinkgen_p0 = {

@@ -30,145 +30,164 @@ static const int blinkgen_a12[] = { -1, 2, 0, 7, 5, 1, 4, 6 };
 static const int blinkgen_a13[] = { 0, 2, 1, 5, 4, 6, 7, 3 };
 static const int blinkgen_a14[] = { -1, 5, 1, 2, 0, 6, 7, 4 };
 static const int blinkgen_a15[] = { 0, 4, 7, 6, 5, 1, 2, 3 };
-static const int blinkgen_a16[] = { 1, 0, 3, 2, 5, 4, 7, 6 };
-static const int blinkgen_a17[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
-static const int blinkgen_a18[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
-static const int blinkgen_a19[] = { 3, -1, 1, 2, 0, 6, 7, 4 };
-static const int blinkgen_a20[] = { 1, 2, 3, 0, 4, 7, 6, 5 };
-static const int blinkgen_a21[] = { 1, 2, -1, 0, 0, 7, 5, 4 };
-static const int blinkgen_a22[] = { 2, 1, 0, 3, 4, 7, 5, 6 };
-static const int blinkgen_a23[] = { 2, 0, -1, 0, 0, 4, 4, 4 };
-static const int blinkgen_a24[] = { 2, 0, 1, 3, 4, 5, 6, 7 };
-static const int blinkgen_a25[] = { 3, 2, -1, 1, 5, 1, 5, 6 };
-static const int blinkgen_a26[] = { 2, 1, 3, 5, 0, 4, 6, 7 };
-static const int blinkgen_a27[] = { 3, 3, -1, 2, 7, 1, 7, 5 };
-static const int blinkgen_a28[] = { 2, 3, 0, 1, 5, 7, 4, 6 };
-static const int blinkgen_a29[] = { 4, 5, -1, 2, 7, 6, 7, 3 };
-static const int blinkgen_a30[] = { 2, 3, 7, 4, 6, 0, 5, 1 };
-static const int blinkgen_a31[] = { 4, 5, -1, 7, 6, 6, 2, 6 };
-static const int blinkgen_a32[] = { 2, 6, 4, 5, 7, 0, 1, 3 };
-static const int blinkgen_a33[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
-static const int blinkgen_a34[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
-static const int blinkgen_a35[] = { 3, 5, -1, 2, 0, 6, 7, 4 };
-static const int blinkgen_a36[] = { 2, 3, 0, 4, 7, 6, 5, 1 };
-static const int blinkgen_a37[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
-static const int blinkgen_a38[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
-static const int blinkgen_a39[] = { 3, 5, 1, -1, 0, 6, 7, 4 };
-static const int blinkgen_a40[] = { 3, 0, 4, 7, 6, 5, 1, 2 };
-static const int blinkgen_a41[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
-static const int blinkgen_a42[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
-static const int blinkgen_a43[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
-static const int blinkgen_a44[] = { 3, 5, 1, 2, -1, 6, 7, 4 };
-static const int blinkgen_a45[] = { 4, 7, 6, 5, 1, 2, 3, 0 };
-static const int blinkgen_a46[] = { 5, 4, 7, 6, 1, 0, 3, 2 };
-static const int blinkgen_a47[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
-static const int blinkgen_a48[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
-static const int blinkgen_a49[] = { 3, 5, 1, 2, 0, -1, 7, 4 };
-static const int blinkgen_a50[] = { 5, 1, 2, 3, 0, 4, 7, 6 };
-static const int blinkgen_a51[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
-static const int blinkgen_a52[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
-static const int blinkgen_a53[] = { 3, 5, 1, 2, 0, 6, -1, 4 };
-static const int blinkgen_a54[] = { 6, 5, 1, 2, 3, 0, 4, 7 };
-static const int blinkgen_a55[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
-static const int blinkgen_a56[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
-static const int blinkgen_a57[] = { 3, 5, 1, 2, 0, 6, 7, -1 };
-static const int blinkgen_a58[] = { 7, 6, 5, 1, 2, 3, 0, 4 };
-static const int blinkgen_a59[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a60[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
-static const int blinkgen_a61[] = { -1, 2, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_a62[] = { 0, 3, 2, 1, 5, 6, 7, 4 };
-static const int blinkgen_a63[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a64[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
-static const int blinkgen_a65[] = { 4, -1, 3, 0, 7, 1, 5, 6 };
-static const int blinkgen_a66[] = { 1, 5, 6, 7, 4, 0, 3, 2 };
-static const int blinkgen_a67[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
-static const int blinkgen_a68[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
-static const int blinkgen_a69[] = { 4, 2, -1, 0, 7, 1, 5, 6 };
-static const int blinkgen_a70[] = { 2, 1, 5, 6, 7, 4, 0, 3 };
-static const int blinkgen_a71[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
-static const int blinkgen_a72[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
-static const int blinkgen_a73[] = { 4, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_a74[] = { 3, 2, 1, 5, 6, 7, 4, 0 };
-static const int blinkgen_a75[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
-static const int blinkgen_a76[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
-static const int blinkgen_a77[] = { 4, 2, 3, 0, -1, 1, 5, 6 };
-static const int blinkgen_a78[] = { 4, 0, 3, 2, 1, 5, 6, 7 };
-static const int blinkgen_a79[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
-static const int blinkgen_a80[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
-static const int blinkgen_a81[] = { 4, 2, 3, 0, 7, -1, 5, 6 };
-static const int blinkgen_a82[] = { 5, 6, 7, 4, 0, 3, 2, 1 };
-static const int blinkgen_a83[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
-static const int blinkgen_a84[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
-static const int blinkgen_a85[] = { 4, 2, 3, 0, 7, 1, -1, 6 };
-static const int blinkgen_a86[] = { 6, 7, 4, 0, 3, 2, 1, 5 };
-static const int blinkgen_a87[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
-static const int blinkgen_a88[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
-static const int blinkgen_a89[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
-static const int blinkgen_a90[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
-static const int blinkgen_a91[] = { -1, 3, 0, 7, 6, 4, 2, 5 };
-static const int blinkgen_a92[] = { 0, 2, 6, 4, 5, 7, 3, 1 };
-static const int blinkgen_a93[] = { 3, -1, 1, 2, 0, 7, 7, 4 };
-static const int blinkgen_a94[] = { 1, 2, 3, 0, 4, 7, 5, 6 };
-static const int blinkgen_a95[] = { 2, 2, -1, 1, 0, 6, 2, 3 };
-static const int blinkgen_a96[] = { 2, 0, 1, 6, 4, 3, 5, 7 };
-static const int blinkgen_a97[] = { 1, 3, -1, 7, 6, 4, 2, 5 };
-static const int blinkgen_a98[] = { 2, 6, 4, 5, 7, 3, 1, 0 };
-static const int blinkgen_a99[] = { 1, 2, 3, -1, 7, 1, 5, 6 };
-static const int blinkgen_a100[] = { 3, 2, 1, 0, 5, 6, 7, 4 };
-static const int blinkgen_a101[] = { 3, 5, 3, -1, 0, 6, 7, 4 };
-static const int blinkgen_a102[] = { 3, 0, 2, 4, 7, 6, 5, 1 };
-static const int blinkgen_a103[] = { 2, 2, 3, -1, 0, 6, 2, 3 };
-static const int blinkgen_a104[] = { 3, 2, 7, 0, 1, 6, 4, 5 };
-static const int blinkgen_a105[] = { 2, 5, 6, -1, 5, 7, 4, 3 };
-static const int blinkgen_a106[] = { 3, 7, 5, 1, 4, 6, 2, 0 };
-static const int blinkgen_a107[] = { 4, 0, 3, -1, 6, 4, 2, 5 };
-static const int blinkgen_a108[] = { 3, 2, 6, 4, 0, 5, 1, 7 };
-static const int blinkgen_a109[] = { 1, 3, 0, -1, 6, 4, 2, 5 };
-static const int blinkgen_a110[] = { 3, 1, 0, 2, 6, 4, 5, 7 };
-static const int blinkgen_a111[] = { 2, 2, 3, 7, -1, 6, 4, 5 };
-static const int blinkgen_a112[] = { 4, 6, 5, 7, 3, 2, 0, 1 };
-static const int blinkgen_a113[] = { 3, 5, 1, 2, 0, -1, 4, 4 };
-static const int blinkgen_a114[] = { 5, 1, 2, 3, 0, 4, 6, 7 };
-static const int blinkgen_a115[] = { 4, 0, 0, 1, 5, -1, 2, 3 };
-static const int blinkgen_a116[] = { 5, 4, 0, 1, 2, 3, 6, 7 };
-static const int blinkgen_a117[] = { 2, 3, 6, 0, 5, -1, 4, 3 };
-static const int blinkgen_a118[] = { 5, 4, 6, 2, 0, 3, 1, 7 };
-static const int blinkgen_a119[] = { 3, 5, 1, 2, 7, -1, 5, 6 };
-static const int blinkgen_a120[] = { 5, 1, 6, 2, 7, 3, 4, 0 };
-static const int blinkgen_a121[] = { 1, 3, 0, 7, 6, 4, -1, 5 };
-static const int blinkgen_a122[] = { 6, 4, 5, 7, 3, 1, 0, 2 };
-static const int blinkgen_a123[] = { 2, 0, 6, 0, 0, 1, -1, 3 };
-static const int blinkgen_a124[] = { 6, 2, 0, 1, 3, 4, 5, 7 };
-static const int blinkgen_a125[] = { 4, 0, 6, 1, 5, 7, 4, -1 };
-static const int blinkgen_a126[] = { 7, 5, 4, 0, 6, 1, 2, 3 };
-static const int blinkgen_a127[] = { 3, 5, 1, 2, 5, 6, 7, -1 };
-static const int blinkgen_a128[] = { 7, 6, 5, 1, 4, 2, 3, 0 };
-static const int blinkgen_a129[] = { 1, 3, 0, 7, 6, 4, 2, -1 };
-static const int blinkgen_a130[] = { 7, 3, 1, 0, 2, 6, 4, 5 };
-static const int blinkgen_a131[] = { -1, 0, 0, 0, 6, 4, 2, 3 };
-static const int blinkgen_a132[] = { 0, 1, 2, 3, 6, 7, 4, 5 };
-static const int blinkgen_a133[] = { -1, 3, 3, 0, 0, 7, 5, 4 };
-static const int blinkgen_a134[] = { 0, 3, 4, 1, 2, 7, 5, 6 };
-static const int blinkgen_a135[] = { -1, 0, 0, 1, 6, 4, 2, 3 };
-static const int blinkgen_a136[] = { -1, 0, 0, 1, 6, 7, 2, 6 };
-static const int blinkgen_a137[] = { 0, 1, 2, 3, 6, 4, 7, 5 };
-static const int blinkgen_a138[] = { -1, 2, 3, 0, 0, 1, 5, 6 };
-static const int blinkgen_a139[] = { 0, 3, 4, 2, 1, 5, 6, 7 };
-static const int blinkgen_a140[] = { -1, 2, 3, 0, 0, 1, 7, 4 };
-static const int blinkgen_a141[] = { 0, 3, 4, 2, 7, 1, 6, 5 };
-static const int blinkgen_a142[] = { -1, 2, 3, 0, 5, 1, 7, 5 };
-static const int blinkgen_a143[] = { 0, 3, 2, 1, 5, 4, 7, 6 };
-static const int blinkgen_a144[] = { -1, 3, 1, 0, 0, 1, 5, 5 };
-static const int blinkgen_a145[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
-static const int blinkgen_a146[] = { -1, 5, 1, 0, 0, 6, 7, 4 };
-static const int blinkgen_a147[] = { 0, 3, 4, 7, 6, 5, 1, 2 };
-static const int blinkgen_a148[] = { -1, 5, 1, 0, 7, 7, 7, 3 };
-static const int blinkgen_a149[] = { 0, 3, 7, 4, 5, 6, 1, 2 };
+static const int blinkgen_a16[] = { -1, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a17[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a18[] = { 1, 0, 3, 2, 5, 4, 7, 6 };
+static const int blinkgen_a19[] = { 3, -1, 0, 7, 5, 1, 4, 6 };
+static const int blinkgen_a20[] = { 1, 5, 4, 6, 7, 3, 0, 2 };
+static const int blinkgen_a21[] = { 3, -1, 1, 2, 0, 6, 7, 4 };
+static const int blinkgen_a22[] = { 1, 2, 3, 0, 4, 7, 6, 5 };
+static const int blinkgen_a23[] = { 1, 2, -1, 0, 0, 7, 5, 4 };
+static const int blinkgen_a24[] = { 2, 1, 0, 3, 4, 7, 5, 6 };
+static const int blinkgen_a25[] = { 2, 0, -1, 0, 0, 4, 4, 4 };
+static const int blinkgen_a26[] = { 2, 0, 1, 3, 4, 5, 6, 7 };
+static const int blinkgen_a27[] = { 3, 2, -1, 1, 5, 1, 5, 6 };
+static const int blinkgen_a28[] = { 2, 1, 3, 5, 0, 4, 6, 7 };
+static const int blinkgen_a29[] = { 3, 3, -1, 2, 7, 1, 7, 5 };
+static const int blinkgen_a30[] = { 2, 3, 0, 1, 5, 7, 4, 6 };
+static const int blinkgen_a31[] = { 4, 5, -1, 2, 7, 6, 7, 3 };
+static const int blinkgen_a32[] = { 2, 3, 7, 4, 6, 0, 5, 1 };
+static const int blinkgen_a33[] = { 4, 5, -1, 7, 6, 6, 2, 6 };
+static const int blinkgen_a34[] = { 2, 6, 4, 5, 7, 0, 1, 3 };
+static const int blinkgen_a35[] = { 3, 2, -1, 7, 5, 1, 4, 6 };
+static const int blinkgen_a36[] = { 2, 1, 5, 4, 6, 7, 3, 0 };
+static const int blinkgen_a37[] = { 3, 5, -1, 2, 0, 6, 7, 4 };
+static const int blinkgen_a38[] = { 2, 3, 0, 4, 7, 6, 5, 1 };
+static const int blinkgen_a39[] = { 2, 0, -1, 1, 3, 4, 5, 6 };
+static const int blinkgen_a40[] = { 3, 2, 0, -1, 5, 1, 4, 6 };
+static const int blinkgen_a41[] = { 3, 0, 2, 1, 5, 4, 6, 7 };
+static const int blinkgen_a42[] = { 3, 5, 1, -1, 0, 6, 7, 4 };
+static const int blinkgen_a43[] = { 3, 0, 4, 7, 6, 5, 1, 2 };
+static const int blinkgen_a44[] = { 4, 5, 6, 7, 0, 1, 2, 3 };
+static const int blinkgen_a45[] = { 3, 2, 0, 7, -1, 1, 4, 6 };
+static const int blinkgen_a46[] = { 4, 6, 7, 3, 0, 2, 1, 5 };
+static const int blinkgen_a47[] = { 3, 5, 1, 2, -1, 6, 7, 4 };
+static const int blinkgen_a48[] = { 4, 7, 6, 5, 1, 2, 3, 0 };
+static const int blinkgen_a49[] = { 5, 4, 7, 6, 1, 0, 3, 2 };
+static const int blinkgen_a50[] = { 3, 2, 0, 7, 5, -1, 4, 6 };
+static const int blinkgen_a51[] = { 5, 4, 6, 7, 3, 0, 2, 1 };
+static const int blinkgen_a52[] = { 3, 5, 1, 2, 0, -1, 7, 4 };
+static const int blinkgen_a53[] = { 5, 1, 2, 3, 0, 4, 7, 6 };
+static const int blinkgen_a54[] = { 3, 2, 0, 7, 5, 1, -1, 6 };
+static const int blinkgen_a55[] = { 6, 7, 3, 0, 2, 1, 5, 4 };
+static const int blinkgen_a56[] = { 3, 5, 1, 2, 0, 6, -1, 4 };
+static const int blinkgen_a57[] = { 6, 5, 1, 2, 3, 0, 4, 7 };
+static const int blinkgen_a58[] = { 3, 2, 0, 7, 5, 1, 4, -1 };
+static const int blinkgen_a59[] = { 7, 3, 0, 2, 1, 5, 4, 6 };
+static const int blinkgen_a60[] = { 3, 5, 1, 2, 0, 6, 7, -1 };
+static const int blinkgen_a61[] = { 7, 6, 5, 1, 2, 3, 0, 4 };
+static const int blinkgen_a62[] = { -1, 5, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a63[] = { 0, 3, 7, 6, 4, 5, 1, 2 };
+static const int blinkgen_a64[] = { -1, 2, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_a65[] = { 0, 3, 2, 1, 5, 6, 7, 4 };
+static const int blinkgen_a66[] = { 2, -1, 1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a67[] = { 1, 2, 0, 3, 7, 6, 4, 5 };
+static const int blinkgen_a68[] = { 4, -1, 3, 0, 7, 1, 5, 6 };
+static const int blinkgen_a69[] = { 1, 5, 6, 7, 4, 0, 3, 2 };
+static const int blinkgen_a70[] = { 2, 5, -1, 0, 6, 4, 7, 3 };
+static const int blinkgen_a71[] = { 2, 0, 3, 7, 6, 4, 5, 1 };
+static const int blinkgen_a72[] = { 4, 2, -1, 0, 7, 1, 5, 6 };
+static const int blinkgen_a73[] = { 2, 1, 5, 6, 7, 4, 0, 3 };
+static const int blinkgen_a74[] = { 2, 5, 1, -1, 6, 4, 7, 3 };
+static const int blinkgen_a75[] = { 3, 7, 6, 4, 5, 1, 2, 0 };
+static const int blinkgen_a76[] = { 4, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_a77[] = { 3, 2, 1, 5, 6, 7, 4, 0 };
+static const int blinkgen_a78[] = { 2, 5, 1, 0, -1, 4, 7, 3 };
+static const int blinkgen_a79[] = { 4, 5, 1, 2, 0, 3, 7, 6 };
+static const int blinkgen_a80[] = { 4, 2, 3, 0, -1, 1, 5, 6 };
+static const int blinkgen_a81[] = { 4, 0, 3, 2, 1, 5, 6, 7 };
+static const int blinkgen_a82[] = { 2, 5, 1, 0, 6, -1, 7, 3 };
+static const int blinkgen_a83[] = { 5, 1, 2, 0, 3, 7, 6, 4 };
+static const int blinkgen_a84[] = { 4, 2, 3, 0, 7, -1, 5, 6 };
+static const int blinkgen_a85[] = { 5, 6, 7, 4, 0, 3, 2, 1 };
+static const int blinkgen_a86[] = { 2, 5, 1, 0, 6, 4, -1, 3 };
+static const int blinkgen_a87[] = { 6, 4, 5, 1, 2, 0, 3, 7 };
+static const int blinkgen_a88[] = { 4, 2, 3, 0, 7, 1, -1, 6 };
+static const int blinkgen_a89[] = { 6, 7, 4, 0, 3, 2, 1, 5 };
+static const int blinkgen_a90[] = { 2, 5, 1, 0, 6, 4, 7, -1 };
+static const int blinkgen_a91[] = { 7, 6, 4, 5, 1, 2, 0, 3 };
+static const int blinkgen_a92[] = { 4, 2, 3, 0, 7, 1, 5, -1 };
+static const int blinkgen_a93[] = { 7, 4, 0, 3, 2, 1, 5, 6 };
+static const int blinkgen_a94[] = { -1, 3, 0, 7, 6, 4, 2, 5 };
+static const int blinkgen_a95[] = { 0, 2, 6, 4, 5, 7, 3, 1 };
+static const int blinkgen_a96[] = { 3, -1, 1, 2, 0, 7, 7, 4 };
+static const int blinkgen_a97[] = { 1, 2, 3, 0, 4, 7, 5, 6 };
+static const int blinkgen_a98[] = { 2, 2, -1, 1, 0, 6, 2, 3 };
+static const int blinkgen_a99[] = { 2, 0, 1, 6, 4, 3, 5, 7 };
+static const int blinkgen_a100[] = { 1, 3, -1, 7, 6, 4, 2, 5 };
+static const int blinkgen_a101[] = { 2, 6, 4, 5, 7, 3, 1, 0 };
+static const int blinkgen_a102[] = { 1, 2, 3, -1, 7, 1, 5, 6 };
+static const int blinkgen_a103[] = { 3, 2, 1, 0, 5, 6, 7, 4 };
+static const int blinkgen_a104[] = { 3, 5, 3, -1, 0, 6, 7, 4 };
+static const int blinkgen_a105[] = { 3, 0, 2, 4, 7, 6, 5, 1 };
+static const int blinkgen_a106[] = { 2, 2, 3, -1, 0, 6, 2, 3 };
+static const int blinkgen_a107[] = { 3, 2, 7, 0, 1, 6, 4, 5 };
+static const int blinkgen_a108[] = { 2, 5, 6, -1, 5, 7, 4, 3 };
+static const int blinkgen_a109[] = { 3, 7, 5, 1, 4, 6, 2, 0 };
+static const int blinkgen_a110[] = { 4, 0, 3, -1, 6, 4, 2, 5 };
+static const int blinkgen_a111[] = { 3, 2, 6, 4, 0, 5, 1, 7 };
+static const int blinkgen_a112[] = { 1, 3, 0, -1, 6, 4, 2, 5 };
+static const int blinkgen_a113[] = { 3, 1, 0, 2, 6, 4, 5, 7 };
+static const int blinkgen_a114[] = { 2, 2, 3, 7, -1, 6, 4, 5 };
+static const int blinkgen_a115[] = { 4, 6, 5, 7, 3, 2, 0, 1 };
+static const int blinkgen_a116[] = { 3, 5, 1, 2, 0, -1, 4, 4 };
+static const int blinkgen_a117[] = { 5, 1, 2, 3, 0, 4, 6, 7 };
+static const int blinkgen_a118[] = { 4, 0, 0, 1, 5, -1, 2, 3 };
+static const int blinkgen_a119[] = { 5, 4, 0, 1, 2, 3, 6, 7 };
+static const int blinkgen_a120[] = { 2, 3, 6, 0, 5, -1, 4, 3 };
+static const int blinkgen_a121[] = { 5, 4, 6, 2, 0, 3, 1, 7 };
+static const int blinkgen_a122[] = { 3, 5, 1, 2, 7, -1, 5, 6 };
+static const int blinkgen_a123[] = { 5, 1, 6, 2, 7, 3, 4, 0 };
+static const int blinkgen_a124[] = { 1, 3, 0, 7, 6, 4, -1, 5 };
+static const int blinkgen_a125[] = { 6, 4, 5, 7, 3, 1, 0, 2 };
+static const int blinkgen_a126[] = { 2, 0, 6, 0, 0, 1, -1, 3 };
+static const int blinkgen_a127[] = { 6, 2, 0, 1, 3, 4, 5, 7 };
+static const int blinkgen_a128[] = { 4, 0, 6, 1, 5, 7, 4, -1 };
+static const int blinkgen_a129[] = { 7, 5, 4, 0, 6, 1, 2, 3 };
+static const int blinkgen_a130[] = { 3, 5, 1, 2, 5, 6, 7, -1 };
+static const int blinkgen_a131[] = { 7, 6, 5, 1, 4, 2, 3, 0 };
+static const int blinkgen_a132[] = { 1, 3, 0, 7, 6, 4, 2, -1 };
+static const int blinkgen_a133[] = { 7, 3, 1, 0, 2, 6, 4, 5 };
+static const int blinkgen_a134[] = { -1, 0, 1, 1, 5, 1, 5, 5 };
+static const int blinkgen_a135[] = { 1, -1, 1, 1, 5, 1, 5, 5 };
+static const int blinkgen_a136[] = { 1, 0, 2, 3, 5, 4, 6, 7 };
+static const int blinkgen_a137[] = { 3, 3, 3, -1, 7, 7, 7, 3 };
+static const int blinkgen_a138[] = { 3, 0, 1, 2, 7, 4, 5, 6 };
+static const int blinkgen_a139[] = { 3, 3, 3, 7, -1, 7, 7, 4 };
+static const int blinkgen_a140[] = { 4, 7, 3, 5, 6, 0, 1, 2 };
+static const int blinkgen_a141[] = { 4, 0, 0, 0, 5, -1, 4, 4 };
+static const int blinkgen_a142[] = { 5, 4, 0, 6, 7, 1, 2, 3 };
+static const int blinkgen_a143[] = { 3, 3, 3, 7, 7, 7, -1, 6 };
+static const int blinkgen_a144[] = { 6, 7, 3, 4, 5, 0, 1, 2 };
+static const int blinkgen_a145[] = { 3, 3, 3, 7, 7, 7, 7, -1 };
+static const int blinkgen_a146[] = { 7, 3, 4, 5, 6, 0, 1, 2 };
+static const int blinkgen_a147[] = { -1, 0, 0, 0, 6, 4, 2, 3 };
+static const int blinkgen_a148[] = { 0, 1, 2, 3, 6, 7, 4, 5 };
+static const int blinkgen_a149[] = { -1, 3, 3, 0, 0, 7, 5, 4 };
+static const int blinkgen_a150[] = { 0, 3, 4, 1, 2, 7, 5, 6 };
+static const int blinkgen_a151[] = { -1, 0, 0, 1, 6, 4, 2, 3 };
+static const int blinkgen_a152[] = { -1, 0, 0, 1, 6, 7, 2, 6 };
+static const int blinkgen_a153[] = { 0, 1, 2, 3, 6, 4, 7, 5 };
+static const int blinkgen_a154[] = { -1, 2, 3, 0, 0, 1, 5, 6 };
+static const int blinkgen_a155[] = { 0, 3, 4, 2, 1, 5, 6, 7 };
+static const int blinkgen_a156[] = { -1, 2, 3, 0, 0, 1, 7, 4 };
+static const int blinkgen_a157[] = { 0, 3, 4, 2, 7, 1, 6, 5 };
+static const int blinkgen_a158[] = { -1, 2, 3, 0, 5, 1, 7, 5 };
+static const int blinkgen_a159[] = { 0, 3, 2, 1, 5, 4, 7, 6 };
+static const int blinkgen_a160[] = { -1, 3, 1, 0, 0, 1, 5, 5 };
+static const int blinkgen_a161[] = { 0, 3, 4, 1, 2, 5, 6, 7 };
+static const int blinkgen_a162[] = { -1, 5, 1, 0, 0, 6, 7, 4 };
+static const int blinkgen_a163[] = { 0, 3, 4, 7, 6, 5, 1, 2 };
+static const int blinkgen_a164[] = { -1, 5, 1, 0, 7, 7, 7, 3 };
+static const int blinkgen_a165[] = { 0, 3, 7, 4, 5, 6, 1, 2 };
+static const int blinkgen_a166[] = { -1, 0, 0, 0, 0, 4, 4, 4 };
+static const int blinkgen_a167[] = { -1, 3, 3, 0, 7, 7, 7, 3 };
+static const int blinkgen_a168[] = { 0, 3, 1, 2, 7, 4, 5, 6 };
 
 /* Plan p0: 8 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
-/* broadcast from rank 0: 6 trees, 2 ring chains */
+/* broadcast from rank 0: 6 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_a2, blinkgen_a3 }, /* 25.0 GB/s */
@@ -181,85 +200,93 @@ static const struct blink_plan_tree blinkgen_p0s0_ring_trees[2] = {
     { 0, 218750u, blinkgen_a12, blinkgen_a13 }, /* 21.875 GB/s */
     { 0, 187500u, blinkgen_a14, blinkgen_a15 }, /* 18.75 GB/s */
 };
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s0_pcie_trees[1] = {
+    { 0, 60000u, blinkgen_a16, blinkgen_a17 }, /* 6.0 GB/s */
+};
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 52.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.8 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 243.1 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 698.3 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 52.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 85.8 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 243.1 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 698.3 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2348.4 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8623.5 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 1: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[2] = {
-    { 1, 218750u, blinkgen_a17, blinkgen_a18 }, /* 21.875 GB/s */
-    { 1, 187500u, blinkgen_a19, blinkgen_a20 }, /* 18.75 GB/s */
+    { 1, 218750u, blinkgen_a19, blinkgen_a20 }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_a21, blinkgen_a22 }, /* 18.75 GB/s */
 };
 
-/* broadcast from rank 2: 6 trees, 2 ring chains */
+/* broadcast from rank 2: 6 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s2_trees[6] = {
-    { 2, 250000u, blinkgen_a21, blinkgen_a22 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a23, blinkgen_a24 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a25, blinkgen_a26 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a27, blinkgen_a28 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a29, blinkgen_a30 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a31, blinkgen_a32 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a33, blinkgen_a34 }, /* 25.0 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[2] = {
-    { 2, 218750u, blinkgen_a33, blinkgen_a34 }, /* 21.875 GB/s */
-    { 2, 187500u, blinkgen_a35, blinkgen_a36 }, /* 18.75 GB/s */
+    { 2, 218750u, blinkgen_a35, blinkgen_a36 }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_a37, blinkgen_a38 }, /* 18.75 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s2_pcie_trees[1] = {
+    { 2, 60000u, blinkgen_a39, blinkgen_a26 }, /* 6.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s2_ranges[11] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.5 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.9 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.6 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 87.3 us, NCCL 80.2 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.3 us, NCCL 97.0 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 709.5 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.5 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 50.9 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 59.6 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 87.3 us, NCCL 80.2 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 115.3 us, NCCL 97.0 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 250.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 709.5 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2367.3 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8657.9 us, NCCL 8000.5 us */
 };
 
 /* broadcast from rank 3: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[2] = {
-    { 3, 218750u, blinkgen_a37, blinkgen_a38 }, /* 21.875 GB/s */
-    { 3, 187500u, blinkgen_a39, blinkgen_a40 }, /* 18.75 GB/s */
+    { 3, 218750u, blinkgen_a40, blinkgen_a41 }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_a42, blinkgen_a43 }, /* 18.75 GB/s */
 };
 
 /* broadcast from rank 4: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[2] = {
-    { 4, 218750u, blinkgen_a42, blinkgen_a43 }, /* 21.875 GB/s */
-    { 4, 187500u, blinkgen_a44, blinkgen_a45 }, /* 18.75 GB/s */
+    { 4, 218750u, blinkgen_a45, blinkgen_a46 }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_a47, blinkgen_a48 }, /* 18.75 GB/s */
 };
 
 /* broadcast from rank 5: the trees of schedule 0, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[2] = {
-    { 5, 218750u, blinkgen_a47, blinkgen_a48 }, /* 21.875 GB/s */
-    { 5, 187500u, blinkgen_a49, blinkgen_a50 }, /* 18.75 GB/s */
+    { 5, 218750u, blinkgen_a50, blinkgen_a51 }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_a52, blinkgen_a53 }, /* 18.75 GB/s */
 };
 
 /* broadcast from rank 6: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[2] = {
-    { 6, 218750u, blinkgen_a51, blinkgen_a52 }, /* 21.875 GB/s */
-    { 6, 187500u, blinkgen_a53, blinkgen_a54 }, /* 18.75 GB/s */
+    { 6, 218750u, blinkgen_a54, blinkgen_a55 }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_a56, blinkgen_a57 }, /* 18.75 GB/s */
 };
 
 /* broadcast from rank 7: the trees of schedule 2, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[2] = {
-    { 7, 218750u, blinkgen_a55, blinkgen_a56 }, /* 21.875 GB/s */
-    { 7, 187500u, blinkgen_a57, blinkgen_a58 }, /* 18.75 GB/s */
+    { 7, 218750u, blinkgen_a58, blinkgen_a59 }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_a60, blinkgen_a61 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 0: 6 trees, 2 ring chains */
+/* reduce from rank 0: 6 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_a2, blinkgen_a3 }, /* 25.0 GB/s */
@@ -269,354 +296,409 @@ static const struct blink_plan_tree blinkgen_p0s8_trees[6] = {
     { 0, 250000u, blinkgen_a10, blinkgen_a11 }, /* 25.0 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[2] = {
-    { 0, 218750u, blinkgen_a59, blinkgen_a60 }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_a61, blinkgen_a62 }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a62, blinkgen_a63 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a64, blinkgen_a65 }, /* 18.75 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s8_pcie_trees[1] = {
+    { 0, 60000u, blinkgen_a16, blinkgen_a17 }, /* 6.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s8_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.4 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.6 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 51.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.8 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 53.2 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.1 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 250.9 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 710.1 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 44.4 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.6 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 51.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 57.8 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 53.2 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 84.1 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 250.9 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 710.1 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2369.6 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8660.2 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 1: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[2] = {
-    { 1, 218750u, blinkgen_a63, blinkgen_a64 }, /* 21.875 GB/s */
-    { 1, 187500u, blinkgen_a65, blinkgen_a66 }, /* 18.75 GB/s */
+    { 1, 218750u, blinkgen_a66, blinkgen_a67 }, /* 21.875 GB/s */
+    { 1, 187500u, blinkgen_a68, blinkgen_a69 }, /* 18.75 GB/s */
 };
 
-/* reduce from rank 2: 6 trees, 2 ring chains */
+/* reduce from rank 2: 6 trees, 2 ring chains, 1 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s10_trees[6] = {
-    { 2, 250000u, blinkgen_a21, blinkgen_a22 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a23, blinkgen_a24 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a25, blinkgen_a26 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a27, blinkgen_a28 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a29, blinkgen_a30 }, /* 25.0 GB/s */
     { 2, 250000u, blinkgen_a31, blinkgen_a32 }, /* 25.0 GB/s */
+    { 2, 250000u, blinkgen_a33, blinkgen_a34 }, /* 25.0 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[2] = {
-    { 2, 218750u, blinkgen_a67, blinkgen_a68 }, /* 21.875 GB/s */
-    { 2, 187500u, blinkgen_a69, blinkgen_a70 }, /* 18.75 GB/s */
+    { 2, 218750u, blinkgen_a70, blinkgen_a71 }, /* 21.875 GB/s */
+    { 2, 187500u, blinkgen_a72, blinkgen_a73 }, /* 18.75 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s10_pcie_trees[1] = {
+    { 2, 60000u, blinkgen_a39, blinkgen_a26 }, /* 6.0 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s10_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.2 us, NCCL 29.5 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 46.1 us, NCCL 31.2 us */
-    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 50.1 us, NCCL 34.5 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 57.0 us, NCCL 41.2 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL }, /* simulated: trees 51.8 us, NCCL 54.7 us */
-    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 82.0 us, NCCL 80.2 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 239.3 us, NCCL 198.0 us */
-    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 687.4 us, NCCL 571.5 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 44.2 us, NCCL 29.5 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 46.1 us, NCCL 31.2 us */
+    { 262144u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 50.1 us, NCCL 34.5 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 57.0 us, NCCL 41.2 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 51.8 us, NCCL 54.7 us */
+    { 2097152u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 82.0 us, NCCL 80.2 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 239.3 us, NCCL 198.0 us */
+    { 67108864u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 687.4 us, NCCL 571.5 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2325.5 us, NCCL 2057.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8579.4 us, NCCL 8000.5 us */
 };
 
 /* reduce from rank 3: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[2] = {
-    { 3, 218750u, blinkgen_a71, blinkgen_a72 }, /* 21.875 GB/s */
-    { 3, 187500u, blinkgen_a73, blinkgen_a74 }, /* 18.75 GB/s */
+    { 3, 218750u, blinkgen_a74, blinkgen_a75 }, /* 21.875 GB/s */
+    { 3, 187500u, blinkgen_a76, blinkgen_a77 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 4: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[2] = {
-    { 4, 218750u, blinkgen_a75, blinkgen_a76 }, /* 21.875 GB/s */
-    { 4, 187500u, blinkgen_a77, blinkgen_a78 }, /* 18.75 GB/s */
+    { 4, 218750u, blinkgen_a78, blinkgen_a79 }, /* 21.875 GB/s */
+    { 4, 187500u, blinkgen_a80, blinkgen_a81 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 5: the trees of schedule 8, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[2] = {
-    { 5, 218750u, blinkgen_a79, blinkgen_a80 }, /* 21.875 GB/s */
-    { 5, 187500u, blinkgen_a81, blinkgen_a82 }, /* 18.75 GB/s */
+    { 5, 218750u, blinkgen_a82, blinkgen_a83 }, /* 21.875 GB/s */
+    { 5, 187500u, blinkgen_a84, blinkgen_a85 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 6: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[2] = {
-    { 6, 218750u, blinkgen_a83, blinkgen_a84 }, /* 21.875 GB/s */
-    { 6, 187500u, blinkgen_a85, blinkgen_a86 }, /* 18.75 GB/s */
+    { 6, 218750u, blinkgen_a86, blinkgen_a87 }, /* 21.875 GB/s */
+    { 6, 187500u, blinkgen_a88, blinkgen_a89 }, /* 18.75 GB/s */
 };
 
 /* reduce from rank 7: the trees of schedule 10, relabelled; 2 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[2] = {
-    { 7, 218750u, blinkgen_a87, blinkgen_a88 }, /* 21.875 GB/s */
-    { 7, 187500u, blinkgen_a89, blinkgen_a90 }, /* 18.75 GB/s */
+    { 7, 218750u, blinkgen_a90, blinkgen_a91 }, /* 21.875 GB/s */
+    { 7, 187500u, blinkgen_a92, blinkgen_a93 }, /* 18.75 GB/s */
 };
 
-/* allgather: 27 trees, 16 ring chains */
+/* allgather: 27 trees, 16 ring chains, 8 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s16_trees[27] = {
-    { 0, 107142u, blinkgen_a61, blinkgen_a62 }, /* 10.7142 GB/s */
+    { 0, 107142u, blinkgen_a64, blinkgen_a65 }, /* 10.7142 GB/s */
     { 0, 57142u, blinkgen_a14, blinkgen_a15 }, /* 5.7142 GB/s */
-    { 0, 50000u, blinkgen_a91, blinkgen_a92 }, /* 5.0 GB/s */
-    { 1, 135714u, blinkgen_a65, blinkgen_a66 }, /* 13.5714 GB/s */
-    { 1, 78571u, blinkgen_a93, blinkgen_a94 }, /* 7.8571 GB/s */
-    { 2, 128571u, blinkgen_a69, blinkgen_a70 }, /* 12.8571 GB/s */
-    { 2, 78571u, blinkgen_a95, blinkgen_a96 }, /* 7.8571 GB/s */
-    { 2, 7142u, blinkgen_a97, blinkgen_a98 }, /* 0.7142 GB/s */
-    { 3, 64285u, blinkgen_a99, blinkgen_a100 }, /* 6.4285 GB/s */
-    { 3, 57142u, blinkgen_a101, blinkgen_a102 }, /* 5.7142 GB/s */
-    { 3, 50000u, blinkgen_a103, blinkgen_a104 }, /* 5.0 GB/s */
-    { 3, 21428u, blinkgen_a105, blinkgen_a106 }, /* 2.1428 GB/s */
-    { 3, 14285u, blinkgen_a107, blinkgen_a108 }, /* 1.4285 GB/s */
-    { 3, 7142u, blinkgen_a109, blinkgen_a110 }, /* 0.7142 GB/s */
-    { 4, 192857u, blinkgen_a44, blinkgen_a45 }, /* 19.2857 GB/s */
-    { 4, 21428u, blinkgen_a111, blinkgen_a112 }, /* 2.1428 GB/s */
-    { 5, 71428u, blinkgen_a49, blinkgen_a50 }, /* 7.1428 GB/s */
-    { 5, 50000u, blinkgen_a81, blinkgen_a82 }, /* 5.0 GB/s */
-    { 5, 42857u, blinkgen_a113, blinkgen_a114 }, /* 4.2857 GB/s */
-    { 5, 21428u, blinkgen_a115, blinkgen_a116 }, /* 2.1428 GB/s */
-    { 5, 14285u, blinkgen_a117, blinkgen_a118 }, /* 1.4285 GB/s */
-    { 5, 14285u, blinkgen_a119, blinkgen_a120 }, /* 1.4285 GB/s */
-    { 6, 150000u, blinkgen_a121, blinkgen_a122 }, /* 15.0 GB/s */
-    { 6, 64285u, blinkgen_a123, blinkgen_a124 }, /* 6.4285 GB/s */
-    { 7, 150000u, blinkgen_a125, blinkgen_a126 }, /* 15.0 GB/s */
-    { 7, 42857u, blinkgen_a127, blinkgen_a128 }, /* 4.2857 GB/s */
-    { 7, 21428u, blinkgen_a129, blinkgen_a130 }, /* 2.1428 GB/s */
+    { 0, 50000u, blinkgen_a94, blinkgen_a95 }, /* 5.0 GB/s */
+    { 1, 135714u, blinkgen_a68, blinkgen_a69 }, /* 13.5714 GB/s */
+    { 1, 78571u, blinkgen_a96, blinkgen_a97 }, /* 7.8571 GB/s */
+    { 2, 128571u, blinkgen_a72, blinkgen_a73 }, /* 12.8571 GB/s */
+    { 2, 78571u, blinkgen_a98, blinkgen_a99 }, /* 7.8571 GB/s */
+    { 2, 7142u, blinkgen_a100, blinkgen_a101 }, /* 0.7142 GB/s */
+    { 3, 64285u, blinkgen_a102, blinkgen_a103 }, /* 6.4285 GB/s */
+    { 3, 57142u, blinkgen_a104, blinkgen_a105 }, /* 5.7142 GB/s */
+    { 3, 50000u, blinkgen_a106, blinkgen_a107 }, /* 5.0 GB/s */
+    { 3, 21428u, blinkgen_a108, blinkgen_a109 }, /* 2.1428 GB/s */
+    { 3, 14285u, blinkgen_a110, blinkgen_a111 }, /* 1.4285 GB/s */
+    { 3, 7142u, blinkgen_a112, blinkgen_a113 }, /* 0.7142 GB/s */
+    { 4, 192857u, blinkgen_a47, blinkgen_a48 }, /* 19.2857 GB/s */
+    { 4, 21428u, blinkgen_a114, blinkgen_a115 }, /* 2.1428 GB/s */
+    { 5, 71428u, blinkgen_a52, blinkgen_a53 }, /* 7.1428 GB/s */
+    { 5, 50000u, blinkgen_a84, blinkgen_a85 }, /* 5.0 GB/s */
+    { 5, 42857u, blinkgen_a116, blinkgen_a117 }, /* 4.2857 GB/s */
+    { 5, 21428u, blinkgen_a118, blinkgen_a119 }, /* 2.1428 GB/s */
+    { 5, 14285u, blinkgen_a120, blinkgen_a121 }, /* 1.4285 GB/s */
+    { 5, 14285u, blinkgen_a122, blinkgen_a123 }, /* 1.4285 GB/s */
+    { 6, 150000u, blinkgen_a124, blinkgen_a125 }, /* 15.0 GB/s */
+    { 6, 64285u, blinkgen_a126, blinkgen_a127 }, /* 6.4285 GB/s */
+    { 7, 150000u, blinkgen_a128, blinkgen_a129 }, /* 15.0 GB/s */
+    { 7, 42857u, blinkgen_a130, blinkgen_a131 }, /* 4.2857 GB/s */
+    { 7, 21428u, blinkgen_a132, blinkgen_a133 }, /* 2.1428 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[16] = {
     { 0, 218750u, blinkgen_a12, blinkgen_a13 }, /* 21.875 GB/s */
-    { 1, 218750u, blinkgen_a17, blinkgen_a18 }, /* 21.875 GB/s */
-    { 2, 218750u, blinkgen_a33, blinkgen_a34 }, /* 21.875 GB/s */
-    { 3, 218750u, blinkgen_a37, blinkgen_a38 }, /* 21.875 GB/s */
-    { 4, 218750u, blinkgen_a42, blinkgen_a43 }, /* 21.875 GB/s */
-    { 5, 218750u, blinkgen_a47, blinkgen_a48 }, /* 21.875 GB/s */
-    { 6, 218750u, blinkgen_a51, blinkgen_a52 }, /* 21.875 GB/s */
-    { 7, 218750u, blinkgen_a55, blinkgen_a56 }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_a19, blinkgen_a20 }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_a35, blinkgen_a36 }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_a40, blinkgen_a41 }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_a45, blinkgen_a46 }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_a50, blinkgen_a51 }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_a54, blinkgen_a55 }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_a58, blinkgen_a59 }, /* 21.875 GB/s */
     { 0, 187500u, blinkgen_a14, blinkgen_a15 }, /* 18.75 GB/s */
-    { 1, 187500u, blinkgen_a19, blinkgen_a20 }, /* 18.75 GB/s */
-    { 2, 187500u, blinkgen_a35, blinkgen_a36 }, /* 18.75 GB/s */
-    { 3, 187500u, blinkgen_a39, blinkgen_a40 }, /* 18.75 GB/s */
-    { 4, 187500u, blinkgen_a44, blinkgen_a45 }, /* 18.75 GB/s */
-    { 5, 187500u, blinkgen_a49, blinkgen_a50 }, /* 18.75 GB/s */
-    { 6, 187500u, blinkgen_a53, blinkgen_a54 }, /* 18.75 GB/s */
-    { 7, 187500u, blinkgen_a57, blinkgen_a58 }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_a21, blinkgen_a22 }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_a37, blinkgen_a38 }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_a42, blinkgen_a43 }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_a47, blinkgen_a48 }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_a52, blinkgen_a53 }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_a56, blinkgen_a57 }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_a60, blinkgen_a61 }, /* 18.75 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s16_pcie_trees[8] = {
+    { 0, 8571u, blinkgen_a134, blinkgen_a1 }, /* 0.8571 GB/s */
+    { 1, 8571u, blinkgen_a135, blinkgen_a136 }, /* 0.8571 GB/s */
+    { 2, 8571u, blinkgen_a25, blinkgen_a26 }, /* 0.8571 GB/s */
+    { 3, 8571u, blinkgen_a137, blinkgen_a138 }, /* 0.8571 GB/s */
+    { 4, 8571u, blinkgen_a139, blinkgen_a140 }, /* 0.8571 GB/s */
+    { 5, 8571u, blinkgen_a141, blinkgen_a142 }, /* 0.8571 GB/s */
+    { 6, 8571u, blinkgen_a143, blinkgen_a144 }, /* 0.8571 GB/s */
+    { 7, 8571u, blinkgen_a145, blinkgen_a146 }, /* 0.8571 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[10] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.3 us, NCCL 28.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 29.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.8 us, NCCL 32.5 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 80.6 us, NCCL 73.7 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 106.6 us, NCCL 89.0 us */
-    { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 150.2 us, NCCL 118.5 us */
-    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 231.2 us, NCCL 177.4 us */
-    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 635.1 us, NCCL 502.8 us */
-    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2263.2 us, NCCL 1802.8 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8628.4 us, NCCL 7003.2 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 47.3 us, NCCL 28.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 49.2 us, NCCL 29.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 52.8 us, NCCL 32.5 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 80.6 us, NCCL 73.7 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 106.6 us, NCCL 89.0 us */
+    { 8388608u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 150.2 us, NCCL 118.5 us */
+    { 16777216u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 231.2 us, NCCL 177.4 us */
+    { 67108864u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 635.1 us, NCCL 502.8 us */
+    { 268435456u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2263.2 us, NCCL 1802.8 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8628.4 us, NCCL 7003.2 us */
 };
 
-/* reducescatter: 27 trees, 16 ring chains */
+/* reducescatter: 27 trees, 16 ring chains, 8 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s17_trees[27] = {
-    { 0, 107142u, blinkgen_a61, blinkgen_a62 }, /* 10.7142 GB/s */
+    { 0, 107142u, blinkgen_a64, blinkgen_a65 }, /* 10.7142 GB/s */
     { 0, 57142u, blinkgen_a14, blinkgen_a15 }, /* 5.7142 GB/s */
-    { 0, 50000u, blinkgen_a91, blinkgen_a92 }, /* 5.0 GB/s */
-    { 1, 135714u, blinkgen_a65, blinkgen_a66 }, /* 13.5714 GB/s */
-    { 1, 78571u, blinkgen_a93, blinkgen_a94 }, /* 7.8571 GB/s */
-    { 2, 128571u, blinkgen_a69, blinkgen_a70 }, /* 12.8571 GB/s */
-    { 2, 78571u, blinkgen_a95, blinkgen_a96 }, /* 7.8571 GB/s */
-    { 2, 7142u, blinkgen_a97, blinkgen_a98 }, /* 0.7142 GB/s */
-    { 3, 64285u, blinkgen_a99, blinkgen_a100 }, /* 6.4285 GB/s */
-    { 3, 57142u, blinkgen_a101, blinkgen_a102 }, /* 5.7142 GB/s */
-    { 3, 50000u, blinkgen_a103, blinkgen_a104 }, /* 5.0 GB/s */
-    { 3, 21428u, blinkgen_a105, blinkgen_a106 }, /* 2.1428 GB/s */
-    { 3, 14285u, blinkgen_a107, blinkgen_a108 }, /* 1.4285 GB/s */
-    { 3, 7142u, blinkgen_a109, blinkgen_a110 }, /* 0.7142 GB/s */
-    { 4, 192857u, blinkgen_a44, blinkgen_a45 }, /* 19.2857 GB/s */
-    { 4, 21428u, blinkgen_a111, blinkgen_a112 }, /* 2.1428 GB/s */
-    { 5, 71428u, blinkgen_a49, blinkgen_a50 }, /* 7.1428 GB/s */
-    { 5, 50000u, blinkgen_a81, blinkgen_a82 }, /* 5.0 GB/s */
-    { 5, 42857u, blinkgen_a113, blinkgen_a114 }, /* 4.2857 GB/s */
-    { 5, 21428u, blinkgen_a115, blinkgen_a116 }, /* 2.1428 GB/s */
-    { 5, 14285u, blinkgen_a117, blinkgen_a118 }, /* 1.4285 GB/s */
-    { 5, 14285u, blinkgen_a119, blinkgen_a120 }, /* 1.4285 GB/s */
-    { 6, 150000u, blinkgen_a121, blinkgen_a122 }, /* 15.0 GB/s */
-    { 6, 64285u, blinkgen_a123, blinkgen_a124 }, /* 6.4285 GB/s */
-    { 7, 150000u, blinkgen_a125, blinkgen_a126 }, /* 15.0 GB/s */
-    { 7, 42857u, blinkgen_a127, blinkgen_a128 }, /* 4.2857 GB/s */
-    { 7, 21428u, blinkgen_a129, blinkgen_a130 }, /* 2.1428 GB/s */
+    { 0, 50000u, blinkgen_a94, blinkgen_a95 }, /* 5.0 GB/s */
+    { 1, 135714u, blinkgen_a68, blinkgen_a69 }, /* 13.5714 GB/s */
+    { 1, 78571u, blinkgen_a96, blinkgen_a97 }, /* 7.8571 GB/s */
+    { 2, 128571u, blinkgen_a72, blinkgen_a73 }, /* 12.8571 GB/s */
+    { 2, 78571u, blinkgen_a98, blinkgen_a99 }, /* 7.8571 GB/s */
+    { 2, 7142u, blinkgen_a100, blinkgen_a101 }, /* 0.7142 GB/s */
+    { 3, 64285u, blinkgen_a102, blinkgen_a103 }, /* 6.4285 GB/s */
+    { 3, 57142u, blinkgen_a104, blinkgen_a105 }, /* 5.7142 GB/s */
+    { 3, 50000u, blinkgen_a106, blinkgen_a107 }, /* 5.0 GB/s */
+    { 3, 21428u, blinkgen_a108, blinkgen_a109 }, /* 2.1428 GB/s */
+    { 3, 14285u, blinkgen_a110, blinkgen_a111 }, /* 1.4285 GB/s */
+    { 3, 7142u, blinkgen_a112, blinkgen_a113 }, /* 0.7142 GB/s */
+    { 4, 192857u, blinkgen_a47, blinkgen_a48 }, /* 19.2857 GB/s */
+    { 4, 21428u, blinkgen_a114, blinkgen_a115 }, /* 2.1428 GB/s */
+    { 5, 71428u, blinkgen_a52, blinkgen_a53 }, /* 7.1428 GB/s */
+    { 5, 50000u, blinkgen_a84, blinkgen_a85 }, /* 5.0 GB/s */
+    { 5, 42857u, blinkgen_a116, blinkgen_a117 }, /* 4.2857 GB/s */
+    { 5, 21428u, blinkgen_a118, blinkgen_a119 }, /* 2.1428 GB/s */
+    { 5, 14285u, blinkgen_a120, blinkgen_a121 }, /* 1.4285 GB/s */
+    { 5, 14285u, blinkgen_a122, blinkgen_a123 }, /* 1.4285 GB/s */
+    { 6, 150000u, blinkgen_a124, blinkgen_a125 }, /* 15.0 GB/s */
+    { 6, 64285u, blinkgen_a126, blinkgen_a127 }, /* 6.4285 GB/s */
+    { 7, 150000u, blinkgen_a128, blinkgen_a129 }, /* 15.0 GB/s */
+    { 7, 42857u, blinkgen_a130, blinkgen_a131 }, /* 4.2857 GB/s */
+    { 7, 21428u, blinkgen_a132, blinkgen_a133 }, /* 2.1428 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[16] = {
-    { 0, 218750u, blinkgen_a59, blinkgen_a60 }, /* 21.875 GB/s */
-    { 1, 218750u, blinkgen_a63, blinkgen_a64 }, /* 21.875 GB/s */
-    { 2, 218750u, blinkgen_a67, blinkgen_a68 }, /* 21.875 GB/s */
-    { 3, 218750u, blinkgen_a71, blinkgen_a72 }, /* 21.875 GB/s */
-    { 4, 218750u, blinkgen_a75, blinkgen_a76 }, /* 21.875 GB/s */
-    { 5, 218750u, blinkgen_a79, blinkgen_a80 }, /* 21.875 GB/s */
-    { 6, 218750u, blinkgen_a83, blinkgen_a84 }, /* 21.875 GB/s */
-    { 7, 218750u, blinkgen_a87, blinkgen_a88 }, /* 21.875 GB/s */
-    { 0, 187500u, blinkgen_a61, blinkgen_a62 }, /* 18.75 GB/s */
-    { 1, 187500u, blinkgen_a65, blinkgen_a66 }, /* 18.75 GB/s */
-    { 2, 187500u, blinkgen_a69, blinkgen_a70 }, /* 18.75 GB/s */
-    { 3, 187500u, blinkgen_a73, blinkgen_a74 }, /* 18.75 GB/s */
-    { 4, 187500u, blinkgen_a77, blinkgen_a78 }, /* 18.75 GB/s */
-    { 5, 187500u, blinkgen_a81, blinkgen_a82 }, /* 18.75 GB/s */
-    { 6, 187500u, blinkgen_a85, blinkgen_a86 }, /* 18.75 GB/s */
-    { 7, 187500u, blinkgen_a89, blinkgen_a90 }, /* 18.75 GB/s */
+    { 0, 218750u, blinkgen_a62, blinkgen_a63 }, /* 21.875 GB/s */
+    { 1, 218750u, blinkgen_a66, blinkgen_a67 }, /* 21.875 GB/s */
+    { 2, 218750u, blinkgen_a70, blinkgen_a71 }, /* 21.875 GB/s */
+    { 3, 218750u, blinkgen_a74, blinkgen_a75 }, /* 21.875 GB/s */
+    { 4, 218750u, blinkgen_a78, blinkgen_a79 }, /* 21.875 GB/s */
+    { 5, 218750u, blinkgen_a82, blinkgen_a83 }, /* 21.875 GB/s */
+    { 6, 218750u, blinkgen_a86, blinkgen_a87 }, /* 21.875 GB/s */
+    { 7, 218750u, blinkgen_a90, blinkgen_a91 }, /* 21.875 GB/s */
+    { 0, 187500u, blinkgen_a64, blinkgen_a65 }, /* 18.75 GB/s */
+    { 1, 187500u, blinkgen_a68, blinkgen_a69 }, /* 18.75 GB/s */
+    { 2, 187500u, blinkgen_a72, blinkgen_a73 }, /* 18.75 GB/s */
+    { 3, 187500u, blinkgen_a76, blinkgen_a77 }, /* 18.75 GB/s */
+    { 4, 187500u, blinkgen_a80, blinkgen_a81 }, /* 18.75 GB/s */
+    { 5, 187500u, blinkgen_a84, blinkgen_a85 }, /* 18.75 GB/s */
+    { 6, 187500u, blinkgen_a88, blinkgen_a89 }, /* 18.75 GB/s */
+    { 7, 187500u, blinkgen_a92, blinkgen_a93 }, /* 18.75 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s17_pcie_trees[8] = {
+    { 0, 8571u, blinkgen_a134, blinkgen_a1 }, /* 0.8571 GB/s */
+    { 1, 8571u, blinkgen_a135, blinkgen_a136 }, /* 0.8571 GB/s */
+    { 2, 8571u, blinkgen_a25, blinkgen_a26 }, /* 0.8571 GB/s */
+    { 3, 8571u, blinkgen_a137, blinkgen_a138 }, /* 0.8571 GB/s */
+    { 4, 8571u, blinkgen_a139, blinkgen_a140 }, /* 0.8571 GB/s */
+    { 5, 8571u, blinkgen_a141, blinkgen_a142 }, /* 0.8571 GB/s */
+    { 6, 8571u, blinkgen_a143, blinkgen_a144 }, /* 0.8571 GB/s */
+    { 7, 8571u, blinkgen_a145, blinkgen_a146 }, /* 0.8571 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s17_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 47.4 us, NCCL 28.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 49.2 us, NCCL 29.5 us */
-    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 52.8 us, NCCL 32.5 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 78.7 us, NCCL 73.7 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 149.8 us, NCCL 118.5 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 361.3 us, NCCL 286.1 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1110.9 us, NCCL 936.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4173.5 us, NCCL 3536.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 8266.1 us, NCCL 7003.2 us */
+    { 0u, BLINK_PLAN_RINGS, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 47.4 us, NCCL 28.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 49.2 us, NCCL 29.5 us */
+    { 262144u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 52.8 us, NCCL 32.5 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 78.7 us, NCCL 73.7 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 149.8 us, NCCL 118.5 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 361.3 us, NCCL 286.1 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1110.9 us, NCCL 936.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 4173.5 us, NCCL 3536.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 8266.1 us, NCCL 7003.2 us */
 };
 
-/* allreduce: 12 trees, 16 ring chains */
+/* allreduce: 12 trees, 16 ring chains, 2 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s18_trees[12] = {
     { 0, 250000u, blinkgen_a14, blinkgen_a15 }, /* 25.0 GB/s */
-    { 0, 142857u, blinkgen_a131, blinkgen_a132 }, /* 14.2857 GB/s */
-    { 0, 107142u, blinkgen_a133, blinkgen_a134 }, /* 10.7142 GB/s */
-    { 0, 71428u, blinkgen_a135, blinkgen_a132 }, /* 7.1428 GB/s */
-    { 0, 35714u, blinkgen_a136, blinkgen_a137 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a138, blinkgen_a139 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a140, blinkgen_a141 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a142, blinkgen_a143 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a61, blinkgen_a62 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a144, blinkgen_a145 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a146, blinkgen_a147 }, /* 3.5714 GB/s */
-    { 0, 35714u, blinkgen_a148, blinkgen_a149 }, /* 3.5714 GB/s */
+    { 0, 142857u, blinkgen_a147, blinkgen_a148 }, /* 14.2857 GB/s */
+    { 0, 107142u, blinkgen_a149, blinkgen_a150 }, /* 10.7142 GB/s */
+    { 0, 71428u, blinkgen_a151, blinkgen_a148 }, /* 7.1428 GB/s */
+    { 0, 35714u, blinkgen_a152, blinkgen_a153 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a154, blinkgen_a155 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a156, blinkgen_a157 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a158, blinkgen_a159 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a64, blinkgen_a65 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a160, blinkgen_a161 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a162, blinkgen_a163 }, /* 3.5714 GB/s */
+    { 0, 35714u, blinkgen_a164, blinkgen_a165 }, /* 3.5714 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[16] = {
-    { 0, 27344u, blinkgen_a59, blinkgen_a60 }, /* 2.7344 GB/s */
-    { 1, 27344u, blinkgen_a63, blinkgen_a64 }, /* 2.7344 GB/s */
-    { 2, 27344u, blinkgen_a67, blinkgen_a68 }, /* 2.7344 GB/s */
-    { 3, 27344u, blinkgen_a71, blinkgen_a72 }, /* 2.7344 GB/s */
-    { 4, 27344u, blinkgen_a75, blinkgen_a76 }, /* 2.7344 GB/s */
-    { 5, 27344u, blinkgen_a79, blinkgen_a80 }, /* 2.7344 GB/s */
-    { 6, 27344u, blinkgen_a83, blinkgen_a84 }, /* 2.7344 GB/s */
-    { 7, 27344u, blinkgen_a87, blinkgen_a88 }, /* 2.7344 GB/s */
-    { 0, 23438u, blinkgen_a61, blinkgen_a62 }, /* 2.3438 GB/s */
-    { 1, 23438u, blinkgen_a65, blinkgen_a66 }, /* 2.3438 GB/s */
-    { 2, 23438u, blinkgen_a69, blinkgen_a70 }, /* 2.3438 GB/s */
-    { 3, 23438u, blinkgen_a73, blinkgen_a74 }, /* 2.3438 GB/s */
-    { 4, 23438u, blinkgen_a77, blinkgen_a78 }, /* 2.3438 GB/s */
-    { 5, 23438u, blinkgen_a81, blinkgen_a82 }, /* 2.3438 GB/s */
-    { 6, 23438u, blinkgen_a85, blinkgen_a86 }, /* 2.3438 GB/s */
-    { 7, 23438u, blinkgen_a89, blinkgen_a90 }, /* 2.3438 GB/s */
+    { 0, 27344u, blinkgen_a62, blinkgen_a63 }, /* 2.7344 GB/s */
+    { 1, 27344u, blinkgen_a66, blinkgen_a67 }, /* 2.7344 GB/s */
+    { 2, 27344u, blinkgen_a70, blinkgen_a71 }, /* 2.7344 GB/s */
+    { 3, 27344u, blinkgen_a74, blinkgen_a75 }, /* 2.7344 GB/s */
+    { 4, 27344u, blinkgen_a78, blinkgen_a79 }, /* 2.7344 GB/s */
+    { 5, 27344u, blinkgen_a82, blinkgen_a83 }, /* 2.7344 GB/s */
+    { 6, 27344u, blinkgen_a86, blinkgen_a87 }, /* 2.7344 GB/s */
+    { 7, 27344u, blinkgen_a90, blinkgen_a91 }, /* 2.7344 GB/s */
+    { 0, 23438u, blinkgen_a64, blinkgen_a65 }, /* 2.3438 GB/s */
+    { 1, 23438u, blinkgen_a68, blinkgen_a69 }, /* 2.3438 GB/s */
+    { 2, 23438u, blinkgen_a72, blinkgen_a73 }, /* 2.3438 GB/s */
+    { 3, 23438u, blinkgen_a76, blinkgen_a77 }, /* 2.3438 GB/s */
+    { 4, 23438u, blinkgen_a80, blinkgen_a81 }, /* 2.3438 GB/s */
+    { 5, 23438u, blinkgen_a84, blinkgen_a85 }, /* 2.3438 GB/s */
+    { 6, 23438u, blinkgen_a88, blinkgen_a89 }, /* 2.3438 GB/s */
+    { 7, 23438u, blinkgen_a92, blinkgen_a93 }, /* 2.3438 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s18_pcie_trees[2] = {
+    { 0, 17142u, blinkgen_a166, blinkgen_a17 }, /* 1.7142 GB/s */
+    { 0, 17142u, blinkgen_a167, blinkgen_a168 }, /* 1.7142 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s18_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 75.4 us, NCCL 37.9 us */
-    { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 81.4 us, NCCL 40.9 us */
-    { 262144u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 93.6 us, NCCL 46.8 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 96.4 us, NCCL 58.5 us */
-    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 109.0 us, NCCL 82.1 us */
-    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 194.7 us, NCCL 145.1 us */
-    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 458.4 us, NCCL 321.7 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 2461.3 us, NCCL 1850.4 us */
-    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 4704.1 us, NCCL 3583.9 us */
+    { 0u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 75.4 us, NCCL 37.9 us */
+    { 131072u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 81.4 us, NCCL 40.9 us */
+    { 262144u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 93.6 us, NCCL 46.8 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 96.4 us, NCCL 58.5 us */
+    { 1048576u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 109.0 us, NCCL 82.1 us */
+    { 4194304u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 194.7 us, NCCL 145.1 us */
+    { 16777216u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 458.4 us, NCCL 321.7 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 2461.3 us, NCCL 1850.4 us */
+    { 268435456u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 4704.1 us, NCCL 3583.9 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
  * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none), maps
- * of the ranks whose trees are their orbit's first rank's (NULL: none) }. */
+ * of the ranks whose trees are their orbit's first rank's (NULL: none), the hybrid's PCIe
+ * trees and their table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[19] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       2, blinkgen_p0s0_ring_trees,
       10, blinkgen_p0s0_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s0_pcie_trees },
     { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       2, blinkgen_p0s1_ring_trees,
       10, blinkgen_p0s0_ranges,
-      blinkgen_a16, 0,
-      NULL },
+      blinkgen_a18, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 2, 6, blinkgen_p0s2_trees,
       2, blinkgen_p0s2_ring_trees,
       11, blinkgen_p0s2_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s2_pcie_trees },
     { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       2, blinkgen_p0s3_ring_trees,
       11, blinkgen_p0s2_ranges,
-      blinkgen_a16, 2,
-      NULL },
+      blinkgen_a18, 2,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       2, blinkgen_p0s4_ring_trees,
       10, blinkgen_p0s0_ranges,
-      blinkgen_a41, 0,
-      NULL },
+      blinkgen_a44, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       2, blinkgen_p0s5_ring_trees,
       10, blinkgen_p0s0_ranges,
-      blinkgen_a46, 0,
-      NULL },
+      blinkgen_a49, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       2, blinkgen_p0s6_ring_trees,
       11, blinkgen_p0s2_ranges,
-      blinkgen_a41, 2,
-      NULL },
+      blinkgen_a44, 2,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       2, blinkgen_p0s7_ring_trees,
       11, blinkgen_p0s2_ranges,
-      blinkgen_a46, 2,
-      NULL },
+      blinkgen_a49, 2,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s8_trees,
       2, blinkgen_p0s8_ring_trees,
       10, blinkgen_p0s8_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s8_pcie_trees },
     { BLINK_PLAN_REDUCE, 1, 0, NULL,
       2, blinkgen_p0s9_ring_trees,
       10, blinkgen_p0s8_ranges,
-      blinkgen_a16, 8,
-      NULL },
+      blinkgen_a18, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 2, 6, blinkgen_p0s10_trees,
       2, blinkgen_p0s10_ring_trees,
       10, blinkgen_p0s10_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      1, blinkgen_p0s10_pcie_trees },
     { BLINK_PLAN_REDUCE, 3, 0, NULL,
       2, blinkgen_p0s11_ring_trees,
       10, blinkgen_p0s10_ranges,
-      blinkgen_a16, 10,
-      NULL },
+      blinkgen_a18, 10,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 4, 0, NULL,
       2, blinkgen_p0s12_ring_trees,
       10, blinkgen_p0s8_ranges,
-      blinkgen_a41, 8,
-      NULL },
+      blinkgen_a44, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 5, 0, NULL,
       2, blinkgen_p0s13_ring_trees,
       10, blinkgen_p0s8_ranges,
-      blinkgen_a46, 8,
-      NULL },
+      blinkgen_a49, 8,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 6, 0, NULL,
       2, blinkgen_p0s14_ring_trees,
       10, blinkgen_p0s10_ranges,
-      blinkgen_a41, 10,
-      NULL },
+      blinkgen_a44, 10,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 7, 0, NULL,
       2, blinkgen_p0s15_ring_trees,
       10, blinkgen_p0s10_ranges,
-      blinkgen_a46, 10,
-      NULL },
+      blinkgen_a49, 10,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_ALLGATHER, -1, 27, blinkgen_p0s16_trees,
       16, blinkgen_p0s16_ring_trees,
       10, blinkgen_p0s16_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      8, blinkgen_p0s16_pcie_trees },
     { BLINK_PLAN_REDUCESCATTER, -1, 27, blinkgen_p0s17_trees,
       16, blinkgen_p0s17_ring_trees,
       9, blinkgen_p0s17_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      8, blinkgen_p0s17_pcie_trees },
     { BLINK_PLAN_ALLREDUCE, -1, 12, blinkgen_p0s18_trees,
       16, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s18_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      2, blinkgen_p0s18_pcie_trees },
 };
 
 static const struct blink_plan blinkgen_p0 = {

@@ -16,88 +16,128 @@
  * chains, and the rank maps of schedules that are others relabelled. */
 static const int blinkgen_a0[] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
 static const int blinkgen_a1[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a2[] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a3[] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a4[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a5[] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a6[] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a7[] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
-static const int blinkgen_a8[] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a9[] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a10[] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
-static const int blinkgen_a11[] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a12[] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a13[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
-static const int blinkgen_a14[] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a15[] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a16[] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
-static const int blinkgen_a17[] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a18[] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a19[] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
-static const int blinkgen_a20[] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
-static const int blinkgen_a21[] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a22[] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
-static const int blinkgen_a23[] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a24[] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a25[] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a26[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a27[] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
-static const int blinkgen_a28[] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a29[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
-static const int blinkgen_a30[] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
-static const int blinkgen_a31[] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a32[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
-static const int blinkgen_a33[] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
-static const int blinkgen_a34[] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a35[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
-static const int blinkgen_a36[] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
-static const int blinkgen_a37[] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a38[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
-static const int blinkgen_a39[] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
-static const int blinkgen_a40[] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a41[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
-static const int blinkgen_a42[] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
-static const int blinkgen_a43[] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
-static const int blinkgen_a44[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
-static const int blinkgen_a45[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
-static const int blinkgen_a46[] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a47[] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
-static const int blinkgen_a48[] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a49[] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
-static const int blinkgen_a50[] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a51[] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
-static const int blinkgen_a52[] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a53[] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
-static const int blinkgen_a54[] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a55[] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
-static const int blinkgen_a56[] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a57[] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
-static const int blinkgen_a58[] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a59[] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
-static const int blinkgen_a60[] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a61[] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
-static const int blinkgen_a62[] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a63[] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
-static const int blinkgen_a64[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
-static const int blinkgen_a65[] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
-static const int blinkgen_a66[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
-static const int blinkgen_a67[] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
-static const int blinkgen_a68[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
-static const int blinkgen_a69[] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
-static const int blinkgen_a70[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
-static const int blinkgen_a71[] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
-static const int blinkgen_a72[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
-static const int blinkgen_a73[] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
-static const int blinkgen_a74[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
-static const int blinkgen_a75[] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
-static const int blinkgen_a76[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
-static const int blinkgen_a77[] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
-static const int blinkgen_a78[] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+static const int blinkgen_a2[] = { -1, 4, 4, 4, 0, 4, 4, 4, 12, 12, 12, 12, 4, 12, 12, 12 };
+static const int blinkgen_a3[] = { 0, 4, 1, 2, 3, 5, 6, 7, 12, 8, 9, 10, 11, 13, 14, 15 };
+static const int blinkgen_a4[] = { -1, 3, 3, 0, 3, 3, 3, 3, 9, 3, 9, 9, 9, 9, 9, 9 };
+static const int blinkgen_a5[] = { 0, 3, 1, 2, 4, 5, 6, 7, 9, 8, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a6[] = { 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a7[] = { 15, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a8[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a9[] = { 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a10[] = { 15, 0, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a11[] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1 };
+static const int blinkgen_a12[] = { 3, 2, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a13[] = { 15, 0, 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a14[] = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2 };
+static const int blinkgen_a15[] = { 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a16[] = { 15, 0, 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a17[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3 };
+static const int blinkgen_a18[] = { 5, 4, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a19[] = { 15, 0, 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a20[] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4 };
+static const int blinkgen_a21[] = { 6, 7, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a22[] = { 15, 0, 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a23[] = { 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5 };
+static const int blinkgen_a24[] = { 7, 6, 4, 5, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a25[] = { 15, 0, 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a26[] = { 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a27[] = { 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a28[] = { 15, 0, 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a29[] = { 9, 8, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a30[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a31[] = { 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+static const int blinkgen_a32[] = { 10, 11, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a33[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14 };
+static const int blinkgen_a34[] = { 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+static const int blinkgen_a35[] = { 11, 10, 8, 9, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a36[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14 };
+static const int blinkgen_a37[] = { 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+static const int blinkgen_a38[] = { 12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a39[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14 };
+static const int blinkgen_a40[] = { 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+static const int blinkgen_a41[] = { 13, 12, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a42[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14 };
+static const int blinkgen_a43[] = { 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+static const int blinkgen_a44[] = { 14, 15, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a45[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14 };
+static const int blinkgen_a46[] = { 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+static const int blinkgen_a47[] = { 15, 14, 12, 13, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a48[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1 };
+static const int blinkgen_a49[] = { 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a50[] = { -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a51[] = { 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+static const int blinkgen_a52[] = { 1, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a53[] = { 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const int blinkgen_a54[] = { 1, 2, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a55[] = { 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3 };
+static const int blinkgen_a56[] = { 1, 2, 3, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a57[] = { 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4 };
+static const int blinkgen_a58[] = { 1, 2, 3, 4, -1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a59[] = { 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5 };
+static const int blinkgen_a60[] = { 1, 2, 3, 4, 5, -1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a61[] = { 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6 };
+static const int blinkgen_a62[] = { 1, 2, 3, 4, 5, 6, -1, 8, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a63[] = { 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7 };
+static const int blinkgen_a64[] = { 1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a65[] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+static const int blinkgen_a66[] = { 1, 2, 3, 4, 5, 6, 7, 8, -1, 10, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a67[] = { 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9 };
+static const int blinkgen_a68[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 11, 12, 13, 14, 15, 0 };
+static const int blinkgen_a69[] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10 };
+static const int blinkgen_a70[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 12, 13, 14, 15, 0 };
+static const int blinkgen_a71[] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11 };
+static const int blinkgen_a72[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 13, 14, 15, 0 };
+static const int blinkgen_a73[] = { 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12 };
+static const int blinkgen_a74[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, 14, 15, 0 };
+static const int blinkgen_a75[] = { 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13 };
+static const int blinkgen_a76[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, 15, 0 };
+static const int blinkgen_a77[] = { 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14 };
+static const int blinkgen_a78[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, 0 };
+static const int blinkgen_a79[] = { 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15 };
+static const int blinkgen_a80[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, -1 };
+static const int blinkgen_a81[] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const int blinkgen_a82[] = { -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+static const int blinkgen_a83[] = { -1, 2, 0, 2, 2, 2, 2, 2, 10, 10, 2, 10, 10, 10, 10, 10 };
+static const int blinkgen_a84[] = { 0, 2, 1, 3, 4, 5, 6, 7, 10, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_a85[] = { 2, -1, 1, 2, 2, 2, 2, 2, 10, 10, 2, 10, 10, 10, 10, 10 };
+static const int blinkgen_a86[] = { 1, 2, 0, 3, 4, 5, 6, 7, 10, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_a87[] = { 2, 2, -1, 2, 2, 2, 2, 2, 10, 10, 2, 10, 10, 10, 10, 10 };
+static const int blinkgen_a88[] = { 2, 0, 1, 3, 4, 5, 6, 7, 10, 8, 9, 11, 12, 13, 14, 15 };
+static const int blinkgen_a89[] = { 1, 3, 1, -1, 1, 1, 1, 1, 9, 1, 9, 9, 9, 9, 9, 9 };
+static const int blinkgen_a90[] = { 3, 1, 0, 2, 4, 5, 6, 7, 9, 8, 10, 11, 12, 13, 14, 15 };
+static const int blinkgen_a91[] = { 7, 7, 7, 7, -1, 7, 7, 4, 15, 15, 15, 15, 15, 15, 15, 7 };
+static const int blinkgen_a92[] = { 4, 7, 0, 1, 2, 3, 5, 6, 15, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a93[] = { 7, 7, 7, 7, 7, -1, 7, 5, 15, 15, 15, 15, 15, 15, 15, 7 };
+static const int blinkgen_a94[] = { 5, 7, 0, 1, 2, 3, 4, 6, 15, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a95[] = { 7, 7, 7, 7, 7, 7, -1, 6, 15, 15, 15, 15, 15, 15, 15, 7 };
+static const int blinkgen_a96[] = { 6, 7, 0, 1, 2, 3, 4, 5, 15, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a97[] = { 7, 7, 7, 7, 7, 7, 7, -1, 15, 15, 15, 15, 15, 15, 15, 7 };
+static const int blinkgen_a98[] = { 7, 0, 1, 2, 3, 4, 5, 6, 15, 8, 9, 10, 11, 12, 13, 14 };
+static const int blinkgen_a99[] = { 7, 7, 7, 7, 7, 7, 7, 15, -1, 15, 15, 15, 15, 15, 15, 8 };
+static const int blinkgen_a100[] = { 8, 15, 7, 9, 10, 11, 12, 13, 14, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a101[] = { 7, 7, 7, 7, 7, 7, 7, 15, 15, -1, 15, 15, 15, 15, 15, 9 };
+static const int blinkgen_a102[] = { 9, 15, 7, 8, 10, 11, 12, 13, 14, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a103[] = { 8, 0, 0, 0, 0, 0, 0, 0, 10, 8, -1, 8, 8, 8, 8, 8 };
+static const int blinkgen_a104[] = { 10, 8, 0, 9, 11, 12, 13, 14, 15, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a105[] = { 8, 0, 0, 0, 0, 0, 0, 0, 11, 8, 8, -1, 8, 8, 8, 8 };
+static const int blinkgen_a106[] = { 11, 8, 0, 9, 10, 12, 13, 14, 15, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a107[] = { 4, 4, 4, 4, 12, 4, 4, 4, 12, 12, 12, 12, -1, 12, 12, 12 };
+static const int blinkgen_a108[] = { 12, 4, 8, 9, 10, 11, 13, 14, 15, 0, 1, 2, 3, 5, 6, 7 };
+static const int blinkgen_a109[] = { 7, 7, 7, 7, 7, 7, 7, 15, 15, 15, 15, 15, 15, -1, 15, 13 };
+static const int blinkgen_a110[] = { 13, 15, 7, 8, 9, 10, 11, 12, 14, 0, 1, 2, 3, 4, 5, 6 };
+static const int blinkgen_a111[] = { 8, 0, 0, 0, 0, 0, 0, 0, 14, 8, 8, 8, 8, 8, -1, 8 };
+static const int blinkgen_a112[] = { 14, 8, 0, 9, 10, 11, 12, 13, 15, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a113[] = { 8, 0, 0, 0, 0, 0, 0, 0, 15, 8, 8, 8, 8, 8, 8, -1 };
+static const int blinkgen_a114[] = { 15, 8, 0, 9, 10, 11, 12, 13, 14, 1, 2, 3, 4, 5, 6, 7 };
+static const int blinkgen_a115[] = { -1, 0, 0, 0, 7, 7, 7, 0, 0, 8, 8, 8, 15, 15, 15, 8 };
+static const int blinkgen_a116[] = { 0, 1, 2, 3, 7, 8, 4, 5, 6, 9, 10, 11, 15, 12, 13, 14 };
+static const int blinkgen_a117[] = { -1, 6, 6, 6, 6, 6, 0, 6, 14, 14, 14, 14, 14, 14, 6, 14 };
+static const int blinkgen_a118[] = { 0, 6, 1, 2, 3, 4, 5, 7, 14, 8, 9, 10, 11, 12, 13, 15 };
 
 /* Plan p0: 16 ranks; rank r runs on device blinkgen_p0_devices[r]. */
 static const int blinkgen_p0_devices[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
-/* broadcast from rank 0: 6 trees, 1 ring chains */
+/* broadcast from rank 0: 6 trees, 1 ring chains, 2 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
@@ -109,95 +149,100 @@ static const struct blink_plan_tree blinkgen_p0s0_trees[6] = {
 static const struct blink_plan_tree blinkgen_p0s0_ring_trees[1] = {
     { 0, 1500000u, blinkgen_a0, blinkgen_a1 }, /* 150.0 GB/s */
 };
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s0_pcie_trees[2] = {
+    { 0, 17142u, blinkgen_a2, blinkgen_a3 }, /* 1.7142 GB/s */
+    { 0, 12857u, blinkgen_a4, blinkgen_a5 }, /* 1.2857 GB/s */
+};
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s0_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.7 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.0 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.1 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.2 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 160.9 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 271.0 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 588.6 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 89.7 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 97.0 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 103.1 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 115.2 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 160.9 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 271.0 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 588.6 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1590.6 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 5085.0 us, NCCL 4092.7 us */
 };
 
 /* broadcast from rank 1: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s1_ring_trees[1] = {
-    { 1, 1500000u, blinkgen_a3, blinkgen_a4 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a7, blinkgen_a8 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 2: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s2_ring_trees[1] = {
-    { 2, 1500000u, blinkgen_a6, blinkgen_a7 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a10, blinkgen_a11 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 3: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s3_ring_trees[1] = {
-    { 3, 1500000u, blinkgen_a9, blinkgen_a10 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a13, blinkgen_a14 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 4: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s4_ring_trees[1] = {
-    { 4, 1500000u, blinkgen_a12, blinkgen_a13 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a16, blinkgen_a17 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 5: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s5_ring_trees[1] = {
-    { 5, 1500000u, blinkgen_a15, blinkgen_a16 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a19, blinkgen_a20 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 6: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s6_ring_trees[1] = {
-    { 6, 1500000u, blinkgen_a18, blinkgen_a19 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a22, blinkgen_a23 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 7: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s7_ring_trees[1] = {
-    { 7, 1500000u, blinkgen_a21, blinkgen_a22 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a25, blinkgen_a26 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 8: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s8_ring_trees[1] = {
-    { 8, 1500000u, blinkgen_a24, blinkgen_a23 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a28, blinkgen_a27 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 9: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s9_ring_trees[1] = {
-    { 9, 1500000u, blinkgen_a26, blinkgen_a27 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a30, blinkgen_a31 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 10: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s10_ring_trees[1] = {
-    { 10, 1500000u, blinkgen_a29, blinkgen_a30 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a33, blinkgen_a34 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 11: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s11_ring_trees[1] = {
-    { 11, 1500000u, blinkgen_a32, blinkgen_a33 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a36, blinkgen_a37 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 12: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s12_ring_trees[1] = {
-    { 12, 1500000u, blinkgen_a35, blinkgen_a36 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a39, blinkgen_a40 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 13: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s13_ring_trees[1] = {
-    { 13, 1500000u, blinkgen_a38, blinkgen_a39 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a42, blinkgen_a43 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 14: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s14_ring_trees[1] = {
-    { 14, 1500000u, blinkgen_a41, blinkgen_a42 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a45, blinkgen_a46 }, /* 150.0 GB/s */
 };
 
 /* broadcast from rank 15: the trees of schedule 0, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s15_ring_trees[1] = {
-    { 15, 1500000u, blinkgen_a44, blinkgen_a45 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
 };
 
-/* reduce from rank 0: 6 trees, 1 ring chains */
+/* reduce from rank 0: 6 trees, 1 ring chains, 2 PCIe trees */
 static const struct blink_plan_tree blinkgen_p0s16_trees[6] = {
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
@@ -207,406 +252,490 @@ static const struct blink_plan_tree blinkgen_p0s16_trees[6] = {
     { 0, 250000u, blinkgen_a0, blinkgen_a1 }, /* 25.0 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s16_ring_trees[1] = {
-    { 0, 1500000u, blinkgen_a46, blinkgen_a47 }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s16_pcie_trees[2] = {
+    { 0, 17142u, blinkgen_a2, blinkgen_a3 }, /* 1.7142 GB/s */
+    { 0, 12857u, blinkgen_a4, blinkgen_a5 }, /* 1.2857 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s16_ranges[9] = {
-    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 89.9 us, NCCL 39.1 us */
-    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 97.3 us, NCCL 40.8 us */
-    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 103.3 us, NCCL 44.1 us */
-    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 115.6 us, NCCL 50.8 us */
-    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 161.3 us, NCCL 91.2 us */
-    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 272.7 us, NCCL 161.1 us */
-    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 590.3 us, NCCL 363.0 us */
-    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
+    { 0u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 89.9 us, NCCL 39.1 us */
+    { 131072u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 97.3 us, NCCL 40.8 us */
+    { 262144u, BLINK_PLAN_RINGS, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 103.3 us, NCCL 44.1 us */
+    { 524288u, BLINK_PLAN_RINGS, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 115.6 us, NCCL 50.8 us */
+    { 2097152u, BLINK_PLAN_RINGS, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 161.3 us, NCCL 91.2 us */
+    { 8388608u, BLINK_PLAN_RINGS, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 272.7 us, NCCL 161.1 us */
+    { 33554432u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 590.3 us, NCCL 363.0 us */
+    { 134217728u, BLINK_PLAN_RINGS, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1597.5 us, NCCL 1121.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 5093.5 us, NCCL 4092.7 us */
 };
 
 /* reduce from rank 1: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s17_ring_trees[1] = {
-    { 1, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 2: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s18_ring_trees[1] = {
-    { 2, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 3: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s19_ring_trees[1] = {
-    { 3, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 4: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s20_ring_trees[1] = {
-    { 4, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 5: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s21_ring_trees[1] = {
-    { 5, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 6: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s22_ring_trees[1] = {
-    { 6, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 7: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s23_ring_trees[1] = {
-    { 7, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 8: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s24_ring_trees[1] = {
-    { 8, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 9: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s25_ring_trees[1] = {
-    { 9, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 10: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s26_ring_trees[1] = {
-    { 10, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 11: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s27_ring_trees[1] = {
-    { 11, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 12: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s28_ring_trees[1] = {
-    { 12, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 13: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s29_ring_trees[1] = {
-    { 13, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 14: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s30_ring_trees[1] = {
-    { 14, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a78, blinkgen_a79 }, /* 150.0 GB/s */
 };
 
 /* reduce from rank 15: the trees of schedule 16, relabelled; 1 ring chains */
 static const struct blink_plan_tree blinkgen_p0s31_ring_trees[1] = {
-    { 15, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a80, blinkgen_a81 }, /* 150.0 GB/s */
 };
 
-/* allgather: 6 trees from the first rank of each orbit, 16 ring chains */
+/* allgather: 6 trees from the first rank of each orbit, 16 ring chains, 16 PCIe trees */
 /* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
-static const int *const blinkgen_p0s32_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const int *const blinkgen_p0s32_roots[16] = { NULL, blinkgen_a6, blinkgen_a9, blinkgen_a12, blinkgen_a15, blinkgen_a18, blinkgen_a21, blinkgen_a24, blinkgen_a27, blinkgen_a29, blinkgen_a32, blinkgen_a35, blinkgen_a38, blinkgen_a41, blinkgen_a44, blinkgen_a47 };
 static const struct blink_plan_tree blinkgen_p0s32_trees[6] = {
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s32_ring_trees[16] = {
     { 0, 1500000u, blinkgen_a0, blinkgen_a1 }, /* 150.0 GB/s */
-    { 1, 1500000u, blinkgen_a3, blinkgen_a4 }, /* 150.0 GB/s */
-    { 2, 1500000u, blinkgen_a6, blinkgen_a7 }, /* 150.0 GB/s */
-    { 3, 1500000u, blinkgen_a9, blinkgen_a10 }, /* 150.0 GB/s */
-    { 4, 1500000u, blinkgen_a12, blinkgen_a13 }, /* 150.0 GB/s */
-    { 5, 1500000u, blinkgen_a15, blinkgen_a16 }, /* 150.0 GB/s */
-    { 6, 1500000u, blinkgen_a18, blinkgen_a19 }, /* 150.0 GB/s */
-    { 7, 1500000u, blinkgen_a21, blinkgen_a22 }, /* 150.0 GB/s */
-    { 8, 1500000u, blinkgen_a24, blinkgen_a23 }, /* 150.0 GB/s */
-    { 9, 1500000u, blinkgen_a26, blinkgen_a27 }, /* 150.0 GB/s */
-    { 10, 1500000u, blinkgen_a29, blinkgen_a30 }, /* 150.0 GB/s */
-    { 11, 1500000u, blinkgen_a32, blinkgen_a33 }, /* 150.0 GB/s */
-    { 12, 1500000u, blinkgen_a35, blinkgen_a36 }, /* 150.0 GB/s */
-    { 13, 1500000u, blinkgen_a38, blinkgen_a39 }, /* 150.0 GB/s */
-    { 14, 1500000u, blinkgen_a41, blinkgen_a42 }, /* 150.0 GB/s */
-    { 15, 1500000u, blinkgen_a44, blinkgen_a45 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a7, blinkgen_a8 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a10, blinkgen_a11 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a13, blinkgen_a14 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a16, blinkgen_a17 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a19, blinkgen_a20 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a22, blinkgen_a23 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a25, blinkgen_a26 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a28, blinkgen_a27 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a30, blinkgen_a31 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a33, blinkgen_a34 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a36, blinkgen_a37 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a39, blinkgen_a40 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a42, blinkgen_a43 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a45, blinkgen_a46 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s32_pcie_trees[16] = {
+    { 0, 2000u, blinkgen_a83, blinkgen_a84 }, /* 0.2 GB/s */
+    { 1, 2000u, blinkgen_a85, blinkgen_a86 }, /* 0.2 GB/s */
+    { 2, 2000u, blinkgen_a87, blinkgen_a88 }, /* 0.2 GB/s */
+    { 3, 2000u, blinkgen_a89, blinkgen_a90 }, /* 0.2 GB/s */
+    { 4, 2000u, blinkgen_a91, blinkgen_a92 }, /* 0.2 GB/s */
+    { 5, 2000u, blinkgen_a93, blinkgen_a94 }, /* 0.2 GB/s */
+    { 6, 2000u, blinkgen_a95, blinkgen_a96 }, /* 0.2 GB/s */
+    { 7, 2000u, blinkgen_a97, blinkgen_a98 }, /* 0.2 GB/s */
+    { 8, 2000u, blinkgen_a99, blinkgen_a100 }, /* 0.2 GB/s */
+    { 9, 2000u, blinkgen_a101, blinkgen_a102 }, /* 0.2 GB/s */
+    { 10, 2000u, blinkgen_a103, blinkgen_a104 }, /* 0.2 GB/s */
+    { 11, 2000u, blinkgen_a105, blinkgen_a106 }, /* 0.2 GB/s */
+    { 12, 2000u, blinkgen_a107, blinkgen_a108 }, /* 0.2 GB/s */
+    { 13, 2000u, blinkgen_a109, blinkgen_a110 }, /* 0.2 GB/s */
+    { 14, 2000u, blinkgen_a111, blinkgen_a112 }, /* 0.2 GB/s */
+    { 15, 2000u, blinkgen_a113, blinkgen_a114 }, /* 0.2 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s32_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 24.1 us, NCCL 37.8 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 29.5 us, NCCL 48.8 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 33.1 us, NCCL 61.4 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 40.4 us, NCCL 86.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 54.9 us, NCCL 121.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 84.0 us, NCCL 153.1 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 141.9 us, NCCL 216.2 us */
-    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 258.1 us, NCCL 342.3 us */
-    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 490.2 us, NCCL 588.1 us */
-    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 954.5 us, NCCL 1052.4 us */
-    { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1883.1 us, NCCL 1981.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3744.4 us, NCCL 3838.3 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 24.1 us, NCCL 37.8 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 29.5 us, NCCL 48.8 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 33.1 us, NCCL 61.4 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 40.4 us, NCCL 86.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 54.9 us, NCCL 121.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 84.0 us, NCCL 153.1 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 141.9 us, NCCL 216.2 us */
+    { 33554432u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 258.1 us, NCCL 342.3 us */
+    { 67108864u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 490.2 us, NCCL 588.1 us */
+    { 134217728u, BLINK_PLAN_TREES, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 954.5 us, NCCL 1052.4 us */
+    { 268435456u, BLINK_PLAN_TREES, 4194304u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 1883.1 us, NCCL 1981.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 3744.4 us, NCCL 3838.3 us */
 };
 
-/* reducescatter: 6 trees from the first rank of each orbit, 16 ring chains */
+/* reducescatter: 6 trees from the first rank of each orbit, 16 ring chains, 16 PCIe trees */
 /* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
-static const int *const blinkgen_p0s33_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const int *const blinkgen_p0s33_roots[16] = { NULL, blinkgen_a6, blinkgen_a9, blinkgen_a12, blinkgen_a15, blinkgen_a18, blinkgen_a21, blinkgen_a24, blinkgen_a27, blinkgen_a29, blinkgen_a32, blinkgen_a35, blinkgen_a38, blinkgen_a41, blinkgen_a44, blinkgen_a47 };
 static const struct blink_plan_tree blinkgen_p0s33_trees[6] = {
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
-    { 0, 16666u, blinkgen_a78, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
+    { 0, 16666u, blinkgen_a82, blinkgen_a1 }, /* 1.6666 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s33_ring_trees[16] = {
-    { 0, 1500000u, blinkgen_a46, blinkgen_a47 }, /* 150.0 GB/s */
-    { 1, 1500000u, blinkgen_a48, blinkgen_a49 }, /* 150.0 GB/s */
-    { 2, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
-    { 3, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
-    { 4, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
-    { 5, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
-    { 6, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
-    { 7, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
-    { 8, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
-    { 9, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
-    { 10, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
-    { 11, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
-    { 12, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
-    { 13, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
-    { 14, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
-    { 15, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
+    { 0, 1500000u, blinkgen_a50, blinkgen_a51 }, /* 150.0 GB/s */
+    { 1, 1500000u, blinkgen_a52, blinkgen_a53 }, /* 150.0 GB/s */
+    { 2, 1500000u, blinkgen_a54, blinkgen_a55 }, /* 150.0 GB/s */
+    { 3, 1500000u, blinkgen_a56, blinkgen_a57 }, /* 150.0 GB/s */
+    { 4, 1500000u, blinkgen_a58, blinkgen_a59 }, /* 150.0 GB/s */
+    { 5, 1500000u, blinkgen_a60, blinkgen_a61 }, /* 150.0 GB/s */
+    { 6, 1500000u, blinkgen_a62, blinkgen_a63 }, /* 150.0 GB/s */
+    { 7, 1500000u, blinkgen_a64, blinkgen_a65 }, /* 150.0 GB/s */
+    { 8, 1500000u, blinkgen_a66, blinkgen_a67 }, /* 150.0 GB/s */
+    { 9, 1500000u, blinkgen_a68, blinkgen_a69 }, /* 150.0 GB/s */
+    { 10, 1500000u, blinkgen_a70, blinkgen_a71 }, /* 150.0 GB/s */
+    { 11, 1500000u, blinkgen_a72, blinkgen_a73 }, /* 150.0 GB/s */
+    { 12, 1500000u, blinkgen_a74, blinkgen_a75 }, /* 150.0 GB/s */
+    { 13, 1500000u, blinkgen_a76, blinkgen_a77 }, /* 150.0 GB/s */
+    { 14, 1500000u, blinkgen_a78, blinkgen_a79 }, /* 150.0 GB/s */
+    { 15, 1500000u, blinkgen_a80, blinkgen_a81 }, /* 150.0 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s33_pcie_trees[16] = {
+    { 0, 2000u, blinkgen_a83, blinkgen_a84 }, /* 0.2 GB/s */
+    { 1, 2000u, blinkgen_a85, blinkgen_a86 }, /* 0.2 GB/s */
+    { 2, 2000u, blinkgen_a87, blinkgen_a88 }, /* 0.2 GB/s */
+    { 3, 2000u, blinkgen_a89, blinkgen_a90 }, /* 0.2 GB/s */
+    { 4, 2000u, blinkgen_a91, blinkgen_a92 }, /* 0.2 GB/s */
+    { 5, 2000u, blinkgen_a93, blinkgen_a94 }, /* 0.2 GB/s */
+    { 6, 2000u, blinkgen_a95, blinkgen_a96 }, /* 0.2 GB/s */
+    { 7, 2000u, blinkgen_a97, blinkgen_a98 }, /* 0.2 GB/s */
+    { 8, 2000u, blinkgen_a99, blinkgen_a100 }, /* 0.2 GB/s */
+    { 9, 2000u, blinkgen_a101, blinkgen_a102 }, /* 0.2 GB/s */
+    { 10, 2000u, blinkgen_a103, blinkgen_a104 }, /* 0.2 GB/s */
+    { 11, 2000u, blinkgen_a105, blinkgen_a106 }, /* 0.2 GB/s */
+    { 12, 2000u, blinkgen_a107, blinkgen_a108 }, /* 0.2 GB/s */
+    { 13, 2000u, blinkgen_a109, blinkgen_a110 }, /* 0.2 GB/s */
+    { 14, 2000u, blinkgen_a111, blinkgen_a112 }, /* 0.2 GB/s */
+    { 15, 2000u, blinkgen_a113, blinkgen_a114 }, /* 0.2 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s33_ranges[12] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 24.2 us, NCCL 37.8 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 29.6 us, NCCL 48.8 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 33.3 us, NCCL 61.4 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 40.7 us, NCCL 86.6 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 55.6 us, NCCL 121.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 85.5 us, NCCL 153.1 us */
-    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 145.3 us, NCCL 216.2 us */
-    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE }, /* simulated: trees 496.8 us, NCCL 588.1 us */
-    { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE }, /* simulated: trees 964.7 us, NCCL 1052.4 us */
-    { 268435456u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 1900.2 us, NCCL 1981.1 us */
-    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3771.5 us, NCCL 3838.3 us */
-    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7476.8 us, NCCL 7552.8 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 24.2 us, NCCL 37.8 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 29.6 us, NCCL 48.8 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 33.3 us, NCCL 61.4 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 40.7 us, NCCL 86.6 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 55.6 us, NCCL 121.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 85.5 us, NCCL 153.1 us */
+    { 16777216u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 145.3 us, NCCL 216.2 us */
+    { 67108864u, BLINK_PLAN_TREES, 524288u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 496.8 us, NCCL 588.1 us */
+    { 134217728u, BLINK_PLAN_TREES, 1048576u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 964.7 us, NCCL 1052.4 us */
+    { 268435456u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 1900.2 us, NCCL 1981.1 us */
+    { 536870912u, BLINK_PLAN_RINGS, 4194304u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 3771.5 us, NCCL 3838.3 us */
+    { 1073741824u, BLINK_PLAN_RINGS, 2097152u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 7476.8 us, NCCL 7552.8 us */
 };
 
-/* allreduce: 6 trees from the first rank of each orbit, 16 ring chains */
+/* allreduce: 6 trees from the first rank of each orbit, 16 ring chains, 2 PCIe trees */
 /* The trees from a rank with a map here are those from its orbit's first rank, relabelled. */
-static const int *const blinkgen_p0s34_roots[16] = { NULL, blinkgen_a2, blinkgen_a5, blinkgen_a8, blinkgen_a11, blinkgen_a14, blinkgen_a17, blinkgen_a20, blinkgen_a23, blinkgen_a25, blinkgen_a28, blinkgen_a31, blinkgen_a34, blinkgen_a37, blinkgen_a40, blinkgen_a43 };
+static const int *const blinkgen_p0s34_roots[16] = { NULL, blinkgen_a6, blinkgen_a9, blinkgen_a12, blinkgen_a15, blinkgen_a18, blinkgen_a21, blinkgen_a24, blinkgen_a27, blinkgen_a29, blinkgen_a32, blinkgen_a35, blinkgen_a38, blinkgen_a41, blinkgen_a44, blinkgen_a47 };
 static const struct blink_plan_tree blinkgen_p0s34_trees[6] = {
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
-    { 0, 8333u, blinkgen_a78, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
+    { 0, 8333u, blinkgen_a82, blinkgen_a1 }, /* 0.8333 GB/s */
 };
 static const struct blink_plan_tree blinkgen_p0s34_ring_trees[16] = {
-    { 0, 93750u, blinkgen_a46, blinkgen_a47 }, /* 9.375 GB/s */
-    { 1, 93750u, blinkgen_a48, blinkgen_a49 }, /* 9.375 GB/s */
-    { 2, 93750u, blinkgen_a50, blinkgen_a51 }, /* 9.375 GB/s */
-    { 3, 93750u, blinkgen_a52, blinkgen_a53 }, /* 9.375 GB/s */
-    { 4, 93750u, blinkgen_a54, blinkgen_a55 }, /* 9.375 GB/s */
-    { 5, 93750u, blinkgen_a56, blinkgen_a57 }, /* 9.375 GB/s */
-    { 6, 93750u, blinkgen_a58, blinkgen_a59 }, /* 9.375 GB/s */
-    { 7, 93750u, blinkgen_a60, blinkgen_a61 }, /* 9.375 GB/s */
-    { 8, 93750u, blinkgen_a62, blinkgen_a63 }, /* 9.375 GB/s */
-    { 9, 93750u, blinkgen_a64, blinkgen_a65 }, /* 9.375 GB/s */
-    { 10, 93750u, blinkgen_a66, blinkgen_a67 }, /* 9.375 GB/s */
-    { 11, 93750u, blinkgen_a68, blinkgen_a69 }, /* 9.375 GB/s */
-    { 12, 93750u, blinkgen_a70, blinkgen_a71 }, /* 9.375 GB/s */
-    { 13, 93750u, blinkgen_a72, blinkgen_a73 }, /* 9.375 GB/s */
-    { 14, 93750u, blinkgen_a74, blinkgen_a75 }, /* 9.375 GB/s */
-    { 15, 93750u, blinkgen_a76, blinkgen_a77 }, /* 9.375 GB/s */
+    { 0, 93750u, blinkgen_a50, blinkgen_a51 }, /* 9.375 GB/s */
+    { 1, 93750u, blinkgen_a52, blinkgen_a53 }, /* 9.375 GB/s */
+    { 2, 93750u, blinkgen_a54, blinkgen_a55 }, /* 9.375 GB/s */
+    { 3, 93750u, blinkgen_a56, blinkgen_a57 }, /* 9.375 GB/s */
+    { 4, 93750u, blinkgen_a58, blinkgen_a59 }, /* 9.375 GB/s */
+    { 5, 93750u, blinkgen_a60, blinkgen_a61 }, /* 9.375 GB/s */
+    { 6, 93750u, blinkgen_a62, blinkgen_a63 }, /* 9.375 GB/s */
+    { 7, 93750u, blinkgen_a64, blinkgen_a65 }, /* 9.375 GB/s */
+    { 8, 93750u, blinkgen_a66, blinkgen_a67 }, /* 9.375 GB/s */
+    { 9, 93750u, blinkgen_a68, blinkgen_a69 }, /* 9.375 GB/s */
+    { 10, 93750u, blinkgen_a70, blinkgen_a71 }, /* 9.375 GB/s */
+    { 11, 93750u, blinkgen_a72, blinkgen_a73 }, /* 9.375 GB/s */
+    { 12, 93750u, blinkgen_a74, blinkgen_a75 }, /* 9.375 GB/s */
+    { 13, 93750u, blinkgen_a76, blinkgen_a77 }, /* 9.375 GB/s */
+    { 14, 93750u, blinkgen_a78, blinkgen_a79 }, /* 9.375 GB/s */
+    { 15, 93750u, blinkgen_a80, blinkgen_a81 }, /* 9.375 GB/s */
+};
+/* The hybrid's PCIe trees: with the trees above, one set by weight, their edges host-staged. */
+static const struct blink_plan_tree blinkgen_p0s34_pcie_trees[2] = {
+    { 0, 14000u, blinkgen_a115, blinkgen_a116 }, /* 1.4 GB/s */
+    { 0, 2000u, blinkgen_a117, blinkgen_a118 }, /* 0.2 GB/s */
 };
 /* Per message size (blinkc's simulator): what runs from min_bytes on, its chunk and protocol. */
 static const struct blink_plan_range blinkgen_p0s34_ranges[8] = {
-    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL }, /* simulated: trees 26.5 us, NCCL 57.4 us */
-    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE }, /* simulated: trees 37.3 us, NCCL 79.4 us */
-    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE }, /* simulated: trees 44.6 us, NCCL 104.6 us */
-    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE }, /* simulated: trees 59.3 us, NCCL 151.3 us */
-    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE }, /* simulated: trees 88.7 us, NCCL 194.5 us */
-    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE }, /* simulated: trees 147.7 us, NCCL 273.2 us */
-    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 3747.7 us, NCCL 3940.3 us */
-    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE }, /* simulated: trees 7462.4 us, NCCL 7654.8 us */
+    { 0u, BLINK_PLAN_TREES, 4096u, BLINK_PLAN_LL, BLINK_PLAN_TREES }, /* simulated: trees 26.5 us, NCCL 57.4 us */
+    { 524288u, BLINK_PLAN_TREES, 8192u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 37.3 us, NCCL 79.4 us */
+    { 1048576u, BLINK_PLAN_TREES, 16384u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 44.6 us, NCCL 104.6 us */
+    { 2097152u, BLINK_PLAN_TREES, 32768u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 59.3 us, NCCL 151.3 us */
+    { 4194304u, BLINK_PLAN_TREES, 65536u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 88.7 us, NCCL 194.5 us */
+    { 8388608u, BLINK_PLAN_TREES, 131072u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 147.7 us, NCCL 273.2 us */
+    { 268435456u, BLINK_PLAN_TREES, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }, /* simulated: trees 3747.7 us, NCCL 3940.3 us */
+    { 536870912u, BLINK_PLAN_RINGS, 262144u, BLINK_PLAN_SIMPLE, BLINK_PLAN_RINGS }, /* simulated: trees 7462.4 us, NCCL 7654.8 us */
 };
 
 /* One schedule per plan: { collective, root (-1: none), trees, tree table, ring chains, their
  * table, ranges, range table, rank map and schedule of a relabelled one (NULL, -1: none), maps
- * of the ranks whose trees are their orbit's first rank's (NULL: none) }. */
+ * of the ranks whose trees are their orbit's first rank's (NULL: none), the hybrid's PCIe
+ * trees and their table }. */
 static const struct blink_plan_schedule blinkgen_p0_schedules[35] = {
     { BLINK_PLAN_BROADCAST, 0, 6, blinkgen_p0s0_trees,
       1, blinkgen_p0s0_ring_trees,
       9, blinkgen_p0s0_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      2, blinkgen_p0s0_pcie_trees },
     { BLINK_PLAN_BROADCAST, 1, 0, NULL,
       1, blinkgen_p0s1_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a2, 0,
-      NULL },
+      blinkgen_a6, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 2, 0, NULL,
       1, blinkgen_p0s2_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a5, 0,
-      NULL },
+      blinkgen_a9, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 3, 0, NULL,
       1, blinkgen_p0s3_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a8, 0,
-      NULL },
+      blinkgen_a12, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 4, 0, NULL,
       1, blinkgen_p0s4_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a11, 0,
-      NULL },
+      blinkgen_a15, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 5, 0, NULL,
       1, blinkgen_p0s5_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a14, 0,
-      NULL },
+      blinkgen_a18, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 6, 0, NULL,
       1, blinkgen_p0s6_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a17, 0,
-      NULL },
+      blinkgen_a21, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 7, 0, NULL,
       1, blinkgen_p0s7_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a20, 0,
-      NULL },
+      blinkgen_a24, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 8, 0, NULL,
       1, blinkgen_p0s8_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a23, 0,
-      NULL },
+      blinkgen_a27, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 9, 0, NULL,
       1, blinkgen_p0s9_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a25, 0,
-      NULL },
+      blinkgen_a29, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 10, 0, NULL,
       1, blinkgen_p0s10_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a28, 0,
-      NULL },
+      blinkgen_a32, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 11, 0, NULL,
       1, blinkgen_p0s11_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a31, 0,
-      NULL },
+      blinkgen_a35, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 12, 0, NULL,
       1, blinkgen_p0s12_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a34, 0,
-      NULL },
+      blinkgen_a38, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 13, 0, NULL,
       1, blinkgen_p0s13_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a37, 0,
-      NULL },
+      blinkgen_a41, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 14, 0, NULL,
       1, blinkgen_p0s14_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a40, 0,
-      NULL },
+      blinkgen_a44, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_BROADCAST, 15, 0, NULL,
       1, blinkgen_p0s15_ring_trees,
       9, blinkgen_p0s0_ranges,
-      blinkgen_a43, 0,
-      NULL },
+      blinkgen_a47, 0,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 0, 6, blinkgen_p0s16_trees,
       1, blinkgen_p0s16_ring_trees,
       9, blinkgen_p0s16_ranges,
       NULL, -1,
-      NULL },
+      NULL,
+      2, blinkgen_p0s16_pcie_trees },
     { BLINK_PLAN_REDUCE, 1, 0, NULL,
       1, blinkgen_p0s17_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a2, 16,
-      NULL },
+      blinkgen_a6, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 2, 0, NULL,
       1, blinkgen_p0s18_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a5, 16,
-      NULL },
+      blinkgen_a9, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 3, 0, NULL,
       1, blinkgen_p0s19_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a8, 16,
-      NULL },
+      blinkgen_a12, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 4, 0, NULL,
       1, blinkgen_p0s20_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a11, 16,
-      NULL },
+      blinkgen_a15, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 5, 0, NULL,
       1, blinkgen_p0s21_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a14, 16,
-      NULL },
+      blinkgen_a18, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 6, 0, NULL,
       1, blinkgen_p0s22_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a17, 16,
-      NULL },
+      blinkgen_a21, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 7, 0, NULL,
       1, blinkgen_p0s23_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a20, 16,
-      NULL },
+      blinkgen_a24, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 8, 0, NULL,
       1, blinkgen_p0s24_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a23, 16,
-      NULL },
+      blinkgen_a27, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 9, 0, NULL,
       1, blinkgen_p0s25_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a25, 16,
-      NULL },
+      blinkgen_a29, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 10, 0, NULL,
       1, blinkgen_p0s26_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a28, 16,
-      NULL },
+      blinkgen_a32, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 11, 0, NULL,
       1, blinkgen_p0s27_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a31, 16,
-      NULL },
+      blinkgen_a35, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 12, 0, NULL,
       1, blinkgen_p0s28_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a34, 16,
-      NULL },
+      blinkgen_a38, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 13, 0, NULL,
       1, blinkgen_p0s29_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a37, 16,
-      NULL },
+      blinkgen_a41, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 14, 0, NULL,
       1, blinkgen_p0s30_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a40, 16,
-      NULL },
+      blinkgen_a44, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_REDUCE, 15, 0, NULL,
       1, blinkgen_p0s31_ring_trees,
       9, blinkgen_p0s16_ranges,
-      blinkgen_a43, 16,
-      NULL },
+      blinkgen_a47, 16,
+      NULL,
+      0, NULL },
     { BLINK_PLAN_ALLGATHER, -1, 6, blinkgen_p0s32_trees,
       16, blinkgen_p0s32_ring_trees,
       12, blinkgen_p0s32_ranges,
       NULL, -1,
-      blinkgen_p0s32_roots },
+      blinkgen_p0s32_roots,
+      16, blinkgen_p0s32_pcie_trees },
     { BLINK_PLAN_REDUCESCATTER, -1, 6, blinkgen_p0s33_trees,
       16, blinkgen_p0s33_ring_trees,
       12, blinkgen_p0s33_ranges,
       NULL, -1,
-      blinkgen_p0s33_roots },
+      blinkgen_p0s33_roots,
+      16, blinkgen_p0s33_pcie_trees },
     { BLINK_PLAN_ALLREDUCE, -1, 6, blinkgen_p0s34_trees,
       16, blinkgen_p0s34_ring_trees,
       8, blinkgen_p0s34_ranges,
       NULL, -1,
-      blinkgen_p0s34_roots },
+      blinkgen_p0s34_roots,
+      2, blinkgen_p0s34_pcie_trees },
 };
 
 static const struct blink_plan blinkgen_p0 = {

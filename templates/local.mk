@@ -120,6 +120,12 @@ tests_unit_test_e2e_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_e2e_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
 tests_unit_test_e2e_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a
+# test_rt_hybrid: bytes per edge kind of the committed DGX-1P and DGX-1V sources' hybrids.
+UNIT_TESTS += tests/unit/test_rt_hybrid
+tests_unit_test_rt_hybrid_CPPFLAGS = $(RT_TEST_CPPFLAGS)
+tests_unit_test_rt_hybrid_LDADD = tests/e2e/dgx1p.o tests/e2e/dgx1v.o $(RT_TEST_LIBS)
+tests_unit_test_rt_hybrid_DEPENDENCIES = tests/e2e/dgx1p.o tests/e2e/dgx1v.o \
+	tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_procs_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_procs_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
 tests_unit_test_rt_procs_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \

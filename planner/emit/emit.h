@@ -44,13 +44,15 @@
  *         parent    an array's id: the parent of each rank (-1 at the root)
  *         order     an array's id: breadth first from the root, children in rank order
  *       nring_trees int;  ring_trees: the same maps, NCCL's rings as chains (single server)
+ *       npcie_trees int;  pcie_trees: the same maps, the hybrid's PCIe trees (empty for a
+ *                   relabelled schedule: its source's, relabelled)
  *       nranges     int;  ranges_of  "p<k>s<j>" (|ident), the schedule whose ranges table
  *                   this one runs (its own, or a copy's source's);  ranges: list of maps, per
  *                   message size (plan_tune.h), empty where ranges_of is another schedule:
- *         min_bytes int (|size)  algo  "BLINK_PLAN_TREES" or "BLINK_PLAN_RINGS" (|ident)
+ *         min_bytes int (|size)  algo  "BLINK_PLAN_TREES", "_RINGS" or "_HYBRID" (|ident)
  *         chunk_bytes int (|size)  proto  "BLINK_PLAN_SIMPLE" or "BLINK_PLAN_LL" (|ident)
+ *         fallback  "BLINK_PLAN_TREES" or "_RINGS" (|ident): what runs where a hybrid cannot
  *         tree_us, ring_us  float, the simulated times
- * Only the main tier's trees are emitted; a plan's hybrid PCIe tree set is not (yet).
  */
 #ifndef BK_EMIT_H
 #define BK_EMIT_H

@@ -27,11 +27,12 @@ const char *const emit_model_keys[] = {
     "schedules", "schedules_of",
     /* a schedule */
     "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
-    "nranges", "ranges", "ranges_of", "relabel", "relabel_of", "root_maps",
+    "nranges", "ranges", "ranges_of", "relabel", "relabel_of", "root_maps", "npcie_trees",
+    "pcie_trees",
     /* a tree */
     "gbps", "weight", "parent", "order",
     /* a range */
-    "min_bytes", "algo", "proto", "tree_us", "ring_us", NULL};
+    "min_bytes", "algo", "proto", "tree_us", "ring_us", "fallback", NULL};
 
 static const char *const coll_enum[COLL_COUNT] = {
     "BLINK_PLAN_BROADCAST", "BLINK_PLAN_REDUCE", "BLINK_PLAN_ALLREDUCE",
@@ -261,8 +262,12 @@ static struct tmpl_value *ranges_model(const struct plan *p)
         if (st == BK_OK)
             st = tv_set(m, "min_bytes", tv_int((long long)r->min_bytes));
         if (st == BK_OK)
-            st = tv_set(m, "algo", tv_string(r->algo == PLAN_ALGO_RINGS ? "BLINK_PLAN_RINGS"
-                                                                       : "BLINK_PLAN_TREES"));
+            st = tv_set(m, "algo", tv_string(r->algo == PLAN_ALGO_RINGS    ? "BLINK_PLAN_RINGS"
+                                             : r->algo == PLAN_ALGO_HYBRID ? "BLINK_PLAN_HYBRID"
+                                                                           : "BLINK_PLAN_TREES"));
+        if (st == BK_OK)
+            st = tv_set(m, "fallback", tv_string(r->fallback == PLAN_ALGO_RINGS
+                                                     ? "BLINK_PLAN_RINGS" : "BLINK_PLAN_TREES"));
         if (st == BK_OK)
             st = tv_set(m, "chunk_bytes", tv_int((long long)r->chunk_bytes));
         if (st == BK_OK)
@@ -293,7 +298,7 @@ static int same_ranges(const struct plan_tuning *a, const struct plan_tuning *b)
         const struct plan_range *x = &a->r[i], *y = &b->r[i];
         if (x->min_bytes != y->min_bytes || x->algo != y->algo ||
             x->chunk_bytes != y->chunk_bytes || x->proto != y->proto ||
-            x->tree_us != y->tree_us || x->ring_us != y->ring_us)
+            x->tree_us != y->tree_us || x->ring_us != y->ring_us || x->fallback != y->fallback)
             return 0;
     }
     return 1;
@@ -373,13 +378,16 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
     int listed = 0;
     for (int j = 0; !src && j < p->main.trees.n; j++)
         listed += !unlisted || !unlisted[p->main.trees.t[j].root];
-    char id[48], rid[52], of[48];
+    char id[48], rid[52], pid[52], of[48];
     snprintf(id, sizeof id, "p%ds%d", k, s);
     snprintf(rid, sizeof rid, "%sr", id);
+    snprintf(pid, sizeof pid, "%sh", id);
     snprintf(of, sizeof of, "p%ds%d", k, src ? (int)(src - ps->v) : s);
     const struct ptree_set *rings = &p->ring_chains; /* planned with the plan (plan.h) */
     struct ptree_set none;
     ptree_set_init(&none);
+    /* A copy's PCIe trees are its source's relabelled, as its trees are. */
+    const struct ptree_set *pcie = !src && p->has_hybrid ? &p->pcie.trees : &none;
     enum bk_status st = tv_set(sched, "id", tv_string(id));
     if (st == BK_OK)
         st = tv_set(sched, "collective", tv_string(collective_name(p->coll)));
@@ -393,6 +401,8 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
         st = tv_set(sched, "ntrees", tv_int(listed));
     if (st == BK_OK)
         st = tv_set(sched, "nring_trees", tv_int(rings->n));
+    if (st == BK_OK)
+        st = tv_set(sched, "npcie_trees", tv_int(pcie->n));
     if (st == BK_OK)
         st = tv_set(sched, "nranges", tv_int(p->tune.n));
     if (st == BK_OK)
@@ -409,6 +419,8 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
                             sched, d);
     if (st == BK_OK)
         st = tree_set_model(in, p, rings, n, rid, "ring_trees", NULL, sched, d);
+    if (st == BK_OK)
+        st = tree_set_model(in, p, pcie, n, pid, "pcie_trees", NULL, sched, d);
     if (st == BK_OK) { /* a copy's ranges are its source's table */
         struct tmpl_value *r = src ? tv_list() : ranges_model(p);
         st = r ? tv_set(sched, "ranges", r) : BK_ENOMEM;

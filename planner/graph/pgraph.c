@@ -3,6 +3,7 @@
  * pgraph.c - building the planning graph from the topology model.
  */
 #include "graph/pgraph.h"
+#include "graph/pgraph_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ void pgraph_free(struct pgraph *g)
     free(g->cap);
     free(g->rev);
     free(g->link);
+    free(g->node);
     free(g->out_off);
     free(g->out_arc);
     free(g->in_off);
@@ -22,7 +24,7 @@ void pgraph_free(struct pgraph *g)
 }
 
 BK_MUST_USE
-static enum bk_status alloc_arrays(struct pgraph *g, int nnodes, int narcs)
+enum bk_status pgraph_alloc_arrays(struct pgraph *g, int nnodes, int narcs)
 {
     size_t na = narcs > 0 ? (size_t)narcs : 1;
     g->nnodes = nnodes;
@@ -45,7 +47,7 @@ static enum bk_status alloc_arrays(struct pgraph *g, int nnodes, int narcs)
 }
 
 /* CSR lists by counting sort: arcs stay in index order within each node's list. */
-static void build_adjacency(struct pgraph *g)
+void pgraph_build_adjacency(struct pgraph *g)
 {
     for (int a = 0; a < g->narcs; a++) {
         g->out_off[g->src[a] + 1]++;
@@ -92,7 +94,7 @@ enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kin
     for (int i = 0; i < t->nlinks; i++)
         if (kinds & PG_KIND(t->links[i].kind))
             narcs++;
-    BK_CHECK(alloc_arrays(g, t->nnodes, narcs));
+    BK_CHECK(pgraph_alloc_arrays(g, t->nnodes, narcs));
     g->ngpus = t->ngpus;
     g->kinds = kinds;
     int a = 0;
@@ -106,7 +108,7 @@ enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kin
         g->link[a] = i;
         a++;
     }
-    build_adjacency(g);
+    pgraph_build_adjacency(g);
     if (!g->out_off)
         return BK_ENOMEM;
     link_reverses(g, t);
@@ -129,7 +131,7 @@ enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigne
         const struct topo_link *l = &t->links[i];
         narcs += (kinds & PG_KIND(l->kind)) && local[l->src] >= 0 && local[l->dst] >= 0;
     }
-    enum bk_status st = alloc_arrays(g, nnodes, narcs);
+    enum bk_status st = pgraph_alloc_arrays(g, nnodes, narcs);
     if (st != BK_OK) {
         free(local);
         return st;
@@ -148,7 +150,7 @@ enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigne
         a++;
     }
     free(local);
-    build_adjacency(g);
+    pgraph_build_adjacency(g);
     link_reverses(g, t);
     return BK_OK;
 }
@@ -156,7 +158,7 @@ enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigne
 enum bk_status pgraph_reverse(struct pgraph *out, const struct pgraph *g)
 {
     memset(out, 0, sizeof *out);
-    BK_CHECK(alloc_arrays(out, g->nnodes, g->narcs));
+    BK_CHECK(pgraph_alloc_arrays(out, g->nnodes, g->narcs));
     out->ngpus = g->ngpus;
     out->kinds = g->kinds;
     for (int a = 0; a < g->narcs; a++) {
@@ -166,7 +168,14 @@ enum bk_status pgraph_reverse(struct pgraph *out, const struct pgraph *g)
         out->link[a] = g->link[a];
         out->rev[a] = g->rev[a];
     }
-    build_adjacency(out);
+    if (g->node) {
+        if (!(out->node = malloc((size_t)g->nnodes * sizeof *out->node))) {
+            pgraph_free(out);
+            return BK_ENOMEM;
+        }
+        memcpy(out->node, g->node, (size_t)g->nnodes * sizeof *out->node);
+    }
+    pgraph_build_adjacency(out);
     return BK_OK;
 }
 

@@ -28,6 +28,8 @@ struct pgraph {
     double *cap;     /* [narcs] GB/s, > 0 */
     int *rev;        /* [narcs] the arc dst->src of the same kind, or -1 */
     int *link;       /* [narcs] index into the topology's links */
+    int *node;       /* [nnodes] the topology node each node stands for; NULL where node v is
+                        the topology's node v (every graph but a staged one) */
     int *out_off, *out_arc; /* node v's out-arcs: out_arc[out_off[v] .. out_off[v+1]) */
     int *in_off, *in_arc;   /* node v's in-arcs, the same way */
 };
@@ -41,6 +43,19 @@ enum bk_status pgraph_build(struct pgraph *g, const struct topo *t, unsigned kin
 BK_MUST_USE
 enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigned kinds,
                                  const int *node, int nnodes, int ngpus);
+
+/* The tier a host-staged edge crosses (pgraph_staged.c): the arcs of t whose kind is in
+ * `kinds`, with every PCIe switch below a CPU split into an up half, which takes the links from
+ * below it and leads towards the CPU, and a down half, which takes the links from above and
+ * leads down. A path from GPU to GPU then turns in a CPU's memory, where a host-staged slot
+ * lives, instead of crossing the switch peer to peer. The down halves are nodes t->nnodes on
+ * (node[] names their switch); arcs keep t's link index, and each arc's reverse is its link's
+ * reverse. Fails only with BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status pgraph_build_staged(struct pgraph *g, const struct topo *t, unsigned kinds);
+
+/* The topology node graph node v stands for. */
+static inline int pgraph_node(const struct pgraph *g, int v) { return g->node ? g->node[v] : v; }
 
 /* The same graph with every arc turned round (reduce and reduce-scatter plan on it). Arc i of
  * out is arc i of g reversed, so loads map one to one. */

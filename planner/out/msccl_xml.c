@@ -24,13 +24,21 @@ struct run {
     enum plan_proto proto;
 };
 
+/* Sizes the trees run alone, or with the hybrid's PCIe trees where they alone would beat NCCL
+ * too: MSCCL's programs cannot name edges through host memory, so they carry the trees alone. */
+static int trees_run(const struct plan_range *r)
+{
+    return r->algo == PLAN_ALGO_TREES ||
+           (r->algo == PLAN_ALGO_HYBRID && r->fallback == PLAN_ALGO_TREES);
+}
+
 static int same_run(const struct plan_range *a, const struct plan_range *b)
 {
-    return a->algo == PLAN_ALGO_TREES && b->algo == PLAN_ALGO_TREES && a->proto == b->proto;
+    return trees_run(a) && trees_run(b) && a->proto == b->proto;
 }
 
 /* Run j of plan p (when out is not NULL); returns how many there are. Sizes where the per-size
- * choice runs NCCL get no file: for a size no file covers, the executors call the library's
+ * choice runs NCCL (or the hybrid, whose fallback is NCCL) get no file: for a size no file covers, the executors call the library's
  * own collective (msccl_lifecycle.cc, mscclFallBackSavedParams), which keeps its LL and LL128
  * protocols where our programs would replace them. Where the trees change protocol a new run,
  * and file, begins: a file names one protocol. */
@@ -44,7 +52,7 @@ static int runs(const struct plan *p, int j, struct run *out)
     int n = 0;
     const struct plan_range *r = p->tune.r;
     for (int i = 0; i < p->tune.n; i++) {
-        if (r[i].algo != PLAN_ALGO_TREES || (i > 0 && same_run(&r[i - 1], &r[i])))
+        if (!trees_run(&r[i]) || (i > 0 && same_run(&r[i - 1], &r[i])))
             continue;
         int e = i + 1;
         while (e < p->tune.n && same_run(&r[i], &r[e]))

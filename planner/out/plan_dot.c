@@ -78,7 +78,8 @@ static void put_edge(struct strbuf *sb, const struct topo *t, const struct plan_
         int a = tr->path_arc[k];
         sb_printf(sb, "  \"%s%s\" -> \"%s%s\" [color=\"%s\", penwidth=%.2f%s, "
                       "tooltip=\"tree %d: %.4f GB/s\"];\n",
-                  t->nodes[m->g->src[a]].id, sfx, t->nodes[m->g->dst[a]].id, sfx, colour, width,
+                  t->nodes[pgraph_node(m->g, m->g->src[a])].id, sfx,
+                  t->nodes[pgraph_node(m->g, m->g->dst[a])].id, sfx, colour, width,
                   dir, i, tr->rate);
     }
 }
@@ -100,7 +101,7 @@ static void put_panel(struct strbuf *sb, const struct topo *t, const struct plan
         sb_printf(sb, "  \"%s%s\" [shape=box, label=\"%s\"%s];\n", t->nodes[v].id, sfx,
                   t->nodes[v].id, v == tr->root ? ", style=bold, penwidth=3" : "");
     for (int k = 0; !collapse && k < tr->path_off[tr->ngpus]; k++) {
-        int u = m->g->dst[tr->path_arc[k]];
+        int u = pgraph_node(m->g, m->g->dst[tr->path_arc[k]]);
         if (t->nodes[u].kind != TOPO_GPU) /* a relay on this tree's paths */
             sb_printf(sb, "  \"%s%s\" [shape=ellipse, fontsize=10, label=\"%s\"];\n",
                       t->nodes[u].id, sfx, t->nodes[u].id);

@@ -55,9 +55,10 @@ static void put_runs(struct strbuf *sb, const struct plan_set *ps, const struct 
         while (j < p->tune.n && p->tune.r[j].algo == a &&
                (a == PLAN_ALGO_RINGS || p->tune.r[j].proto == pr))
             j++;
-        const char *name = a == PLAN_ALGO_RINGS   ? "NCCL"
-                           : pr == PLAN_PROTO_LL ? "trees LL"
-                                                 : "trees";
+        const char *name = a == PLAN_ALGO_RINGS    ? "NCCL"
+                           : a == PLAN_ALGO_HYBRID ? "hybrid"
+                           : pr == PLAN_PROTO_LL   ? "trees LL"
+                                                   : "trees";
         if (i == 0 && j == p->tune.n) {
             sb_printf(sb, "%s at every size", name);
         } else if (j == p->tune.n) {
@@ -152,25 +153,30 @@ static void put_trees(struct strbuf *sb, const struct plan_set *ps, const struct
                 continue;
             sb_printf(sb, " %s", t->nodes[tr->parent[v]].id);
             for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
-                sb_printf(sb, ">%s", t->nodes[m->g->dst[tr->path_arc[k]]].id);
+                sb_printf(sb, ">%s", t->nodes[pgraph_node(m->g, m->g->dst[tr->path_arc[k]])].id);
         }
         sb_putc(sb, '\n');
     }
 }
 
-static void put_hybrid(struct strbuf *sb, const struct plan_set *ps, const struct plan *p)
+static void put_hybrid(struct strbuf *sb, const struct plan *p)
 {
-    double mb = 500e6;
-    double dp = plan_hybrid_pcie_bytes(p, ps->tdpa_us, mb);
-    double bn = p->main.algbw * 1e9;
-    double t_nvl = mb / bn, t_hyb = dp > 0 ? (mb - dp) / bn : t_nvl;
-    sb_printf(sb, "    hybrid: %d PCIe trees at %.1f GB/s (bound %.1f); NVLink alone below %.2f MB; "
-                  "at 500 MB %.1f%% goes over PCIe: %.0f us instead of %.0f us\n",
-              p->pcie.trees.n, p->pcie.algbw, p->pcie.bound, p->switchover_bytes / 1e6,
-              100 * dp / mb, 1e6 * t_hyb, 1e6 * t_nvl);
-    /* Planned and shown, but -o writes the main tier only (emit.h), and --simulate times it. */
-    sb_puts(sb, "    hybrid: not emitted: the generated code and the simulator run the NVLink trees "
-                "alone\n");
+    double both = p->main.algbw + p->pcie.algbw, share = both > 0 ? p->pcie.algbw / both : 0;
+    sb_printf(sb, "    hybrid: %d PCIe tree%s at %.1f GB/s (bound %.1f), edges host-staged, with "
+                  "%.1f%% of the data: ",
+              p->pcie.trees.n, p->pcie.trees.n == 1 ? "" : "s", p->pcie.algbw, p->pcie.bound,
+              100 * share);
+    int from = -1;
+    for (int i = 0; i < p->tune.n && from < 0; i++)
+        from = p->tune.r[i].algo == PLAN_ALGO_HYBRID ? i : -1;
+    if (from >= 0) {
+        sb_puts(sb, "emitted, runs from ");
+        put_short_size(sb, p->tune.r[from].min_bytes);
+        sb_puts(sb, " (simulated)\n");
+    } else {
+        sb_printf(sb, "emitted, runs only with BLINK_ALGO=hybrid (%s)\n",
+                  p->tune.n ? "never faster on the simulator" : "not tuned");
+    }
 }
 
 /* A byte count in binary units, as the runtime's sizes are given (0, 768 KiB, 1.5 MiB),
@@ -199,9 +205,10 @@ static void put_tuning(struct strbuf *sb, const struct plan_set *ps, const struc
         const struct plan_range *r = &p->tune.r[i];
         sb_puts(sb, "      ");
         put_size(sb, r->min_bytes, 11);
-        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS   ? "NCCL rings"
-                               : r->proto == PLAN_PROTO_LL ? "trees LL"
-                                                           : "trees");
+        sb_printf(sb, "%-12s", r->algo == PLAN_ALGO_RINGS    ? "NCCL rings"
+                               : r->algo == PLAN_ALGO_HYBRID ? "hybrid"
+                               : r->proto == PLAN_PROTO_LL   ? "trees LL"
+                                                             : "trees");
         put_size(sb, (double)r->chunk_bytes, 10);
         put_size(sb, r->at_bytes, 10);
         sb_printf(sb, "%12.1f ", r->tree_us);
@@ -275,7 +282,7 @@ void plan_explain(struct strbuf *sb, const struct plan_set *ps, int detail)
                       t->nodes[ps->v[p->relabels - 1].root].id, t->nodes[p->root].id);
         put_solver_line(sb, p, t->ngpus);
         if (p->has_hybrid)
-            put_hybrid(sb, ps, p);
+            put_hybrid(sb, p);
         put_tuning(sb, ps, p);
         put_trees(sb, ps, &p->main);
     }

@@ -71,7 +71,7 @@ static void put_tree(struct strbuf *sb, const struct topo *t, const struct pgrap
         json_put_string(sb, node_id(t, tr->parent[v]));
         for (int i = tr->path_off[v]; i < tr->path_off[v + 1]; i++) {
             sb_puts(sb, ", ");
-            json_put_string(sb, node_id(t, g->dst[tr->path_arc[i]]));
+            json_put_string(sb, node_id(t, pgraph_node(g, g->dst[tr->path_arc[i]])));
         }
         sb_puts(sb, "]}");
     }
@@ -103,11 +103,17 @@ static void put_ranges(struct strbuf *sb, const struct plan_tuning *tu)
         const struct plan_range *r = &tu->r[i];
         sb_printf(sb, "%s\n        {\"min_bytes\": %lld, \"algo\": \"%s\", \"chunk_bytes\": %zu, "
                   "\"proto\": \"%s\", \"tree_us\": ", i ? "," : "", (long long)r->min_bytes,
-                  r->algo == PLAN_ALGO_RINGS ? "rings" : "trees", r->chunk_bytes,
+                  r->algo == PLAN_ALGO_RINGS    ? "rings"
+                  : r->algo == PLAN_ALGO_HYBRID ? "hybrid"
+                                                : "trees",
+                  r->chunk_bytes,
                   r->proto == PLAN_PROTO_LL ? "ll" : "simple");
         sb_put_decimal(sb, r->tree_us, 1);
         sb_puts(sb, ", \"ring_us\": ");
         sb_put_decimal(sb, r->ring_us, 1);
+        if (r->algo == PLAN_ALGO_HYBRID)
+            sb_printf(sb, ", \"fallback\": \"%s\"",
+                      r->fallback == PLAN_ALGO_TREES ? "trees" : "rings");
         sb_putc(sb, '}');
     }
     sb_puts(sb, tu->n ? "\n      ]" : "]");

@@ -100,8 +100,8 @@ static void put_header(struct strbuf *sb, const struct plan_set *ps,
                   "GPU's NVLink rate\n",
               p->nccl_lat_scale, p->nccl_nvls_eff);
     sb_puts(sb, "# sizes in bytes (nccl-tests' S), times in us, bandwidths in GB/s; algo: what the "
-                "plan runs at this size (trees, ll for trees on the LL protocol, or nccl where "
-                "rings win), time_us its time, "
+                "plan runs at this size (trees, ll for trees on the LL protocol, hyb for the NVLink "
+                "and PCIe trees together, or nccl where rings win), time_us its time, "
                 "tree_time_us the trees' at the plan's chunk; speedup = NCCL's faster time / "
                 "time_us\n");
     /* The last header line names the columns, aligned over them. */
@@ -119,14 +119,24 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
     double tree_us;
     /* At the plan's chunk for this size where it was tuned; else the best chunk here. */
     const struct plan_range *pr = plan_range_at(pl, bytes);
+    int hybrid = pr && pr->algo == PLAN_ALGO_HYBRID;
+    struct ptree_set both;
+    ptree_set_init(&both);
     sim_job_plan(&j, ps, pl);
+    if (hybrid) { /* both tree sets, as the runtime runs them in this range */
+        BK_CHECK(plan_hybrid_set(ps, pl, &j.g, &both));
+        j.trees = &both;
+    }
+    enum bk_status st;
     if (pr) {
         chunk = pr->chunk_bytes;
         j.proto = pr->proto == PLAN_PROTO_LL ? SIM_LL : SIM_SIMPLE;
-        BK_CHECK(sim_run(&j, bytes, chunk, &o->params, &tree_us, d));
+        st = sim_run(&j, bytes, chunk, &o->params, &tree_us, d);
     } else {
-        BK_CHECK(sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d));
+        st = sim_best_chunk(&j, bytes, &o->params, &chunk, &tree_us, d);
     }
+    ptree_set_free(&both);
+    BK_CHECK(st);
     struct sim_nccl nc;
     BK_CHECK(sim_rings(ps, pl->coll, bytes, &o->params, &nc, d));
     /* The dbt_time_us column: NCCL's tree, or NVLS where it is faster. */
@@ -142,7 +152,7 @@ static enum bk_status put_row(struct strbuf *sb, const struct plan_set *ps, cons
     else
         sb_printf(sb, "%5s ", "-");
     sb_printf(sb, "%5s %9zu %12.2f %9.2f %9.2f %12.2f %12.2f %10.2f ",
-              rings ? "nccl" : j.proto == SIM_LL ? "ll" : "trees",
+              rings ? "nccl" : hybrid ? "hyb" : j.proto == SIM_LL ? "ll" : "trees",
               chunk, us, algbw, algbw * sim_bus_factor(pl->coll, (int)n), tree_us, ring_us,
               bytes / ring_us / 1e3);
     if (dbt_us > 0)

@@ -71,6 +71,8 @@ void plan_set_free(struct plan_set *s)
     pgraph_free(&s->tier_rev);
     pgraph_free(&s->pcie_tier);
     pgraph_free(&s->pcie_tier_rev);
+    pgraph_free(&s->both_tiers);
+    pgraph_free(&s->both_tiers_rev);
     plan_cluster_free(s->cluster);
     ring_result_free(&s->ring);
     memset(s, 0, sizeof *s);
@@ -109,10 +111,12 @@ static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int
     BK_CHECK(pgraph_reverse(&s->tier_rev, &s->tier));
     if (!hybrid || s->kinds != PG_NVLINK)
         return BK_OK;
-    BK_CHECK(pgraph_build(&s->pcie_tier, t, PG_PCIE_TIER));
+    BK_CHECK(pgraph_build_staged(&s->pcie_tier, t, PG_PCIE_TIER));
     if (!pgraph_gpus_connected(&s->pcie_tier))
         return BK_OK; /* no PCIe path between some GPUs: NVLink alone */
     BK_CHECK(pgraph_reverse(&s->pcie_tier_rev, &s->pcie_tier));
+    BK_CHECK(pgraph_build_staged(&s->both_tiers, t, PG_NVLINK | PG_PCIE_TIER));
+    BK_CHECK(pgraph_reverse(&s->both_tiers_rev, &s->both_tiers));
     s->has_pcie_tier = 1;
     return BK_OK;
 }

@@ -82,7 +82,9 @@ struct plan_trees {
  * runs the trees at every size with its default chunk). */
 enum plan_algo {
     PLAN_ALGO_TREES, /* the plan's trees */
-    PLAN_ALGO_RINGS  /* NCCL's rings (the ring set as chains where NCCL is not there) */
+    PLAN_ALGO_RINGS, /* NCCL's rings (the ring set as chains where NCCL is not there) */
+    PLAN_ALGO_HYBRID /* the trees and the PCIe trees together (plan_hybrid_set), the PCIe
+                        trees' edges host-staged */
 };
 
 /* The protocol of the runtime's trees in a range (blink_plan.h's enum blink_plan_proto). */
@@ -98,6 +100,9 @@ struct plan_range {
     double at_bytes;    /* the simulated size that decided the range, and its times (us) */
     double tree_us, ring_us;
     enum plan_proto proto; /* the trees' protocol (rings ranges: Simple) */
+    enum plan_algo fallback; /* what runs where the hybrid cannot (a runtime without
+                                host-staged edges, MSCCL): the trees where they alone beat NCCL
+                                too, else the rings; algo in other ranges */
 };
 
 struct plan_tuning {
@@ -137,8 +142,11 @@ struct plan_set {
     const struct topo *topo;
     unsigned kinds;           /* main tier */
     struct pgraph tier, tier_rev;         /* the main tier's graph, and reversed */
-    struct pgraph pcie_tier, pcie_tier_rev; /* hybrid: the PCIe tier, and reversed */
-    int has_pcie_tier;        /* both PCIe graphs built: the hybrid can be planned */
+    struct pgraph pcie_tier, pcie_tier_rev; /* hybrid: the PCIe tier (host-staged: paths turn
+                                               in CPU memory, pgraph_build_staged), reversed */
+    struct pgraph both_tiers, both_tiers_rev; /* hybrid: both tiers in one graph, reversed (the
+                                               simulator runs the hybrid set on it) */
+    int has_pcie_tier;        /* the PCIe graphs built: the hybrid can be planned */
     struct ring_result ring;
     struct plan_cluster *cluster; /* several servers: Blink's three phases (plan_cluster.h) */
     double tdpa_us;
@@ -155,6 +163,13 @@ void plan_set_free(struct plan_set *s);
 
 /* The trees in p's main tier, p in s (its source's where p keeps numbers only). */
 int plan_tree_count(const struct plan_set *s, const struct plan *p);
+
+/* The set a plan's hybrid runs, as the runtime builds it: the main trees, then the PCIe trees,
+ * all on ps->both_tiers (both_tiers_rev for a plan on reversed graphs), into out and *g. Only
+ * for a plan with has_hybrid and its trees; errors: BK_ENOMEM. */
+BK_MUST_USE
+enum bk_status plan_hybrid_set(const struct plan_set *ps, const struct plan *pl,
+                               const struct pgraph **g, struct ptree_set *out);
 
 /* Hybrid split for a message of `bytes`: bytes sent over PCIe (0 below the switch-over size). */
 double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes);

@@ -315,20 +315,59 @@ static enum bk_status load_range(struct loader *L, const struct json_value *o, d
     if (after < 0 ? min_bytes != 0 : (double)min_bytes <= after)
         return bad(L, o, "ranges start at 0 bytes and grow");
     BK_CHECK(member(L, o, "algo", JSON_STRING, 1, &algo));
-    int rings = strcmp(algo->string, "rings") == 0;
-    if (!rings && strcmp(algo->string, "trees") != 0)
-        return bad(L, algo, "\"algo\" is \"trees\" or \"rings\"");
+    int rings = strcmp(algo->string, "rings") == 0, hybrid = strcmp(algo->string, "hybrid") == 0;
+    if (!rings && !hybrid && strcmp(algo->string, "trees") != 0)
+        return bad(L, algo, "\"algo\" is \"trees\", \"rings\" or \"hybrid\"");
     BK_CHECK(whole(L, o, "chunk_bytes", 1, 1, INT_MAX, &chunk));
     /* The protocol: "simple" where absent (files written before ranges had one). */
     BK_CHECK(member(L, o, "proto", JSON_STRING, 0, &proto));
     int ll = proto && strcmp(proto->string, "ll") == 0;
     if (proto && !ll && strcmp(proto->string, "simple") != 0)
         return bad(L, proto, "\"proto\" is \"simple\" or \"ll\"");
-    *r = (struct plan_range){(double)min_bytes, rings ? PLAN_ALGO_RINGS : PLAN_ALGO_TREES,
+    *r = (struct plan_range){(double)min_bytes,
+                             rings ? PLAN_ALGO_RINGS : hybrid ? PLAN_ALGO_HYBRID : PLAN_ALGO_TREES,
                              (size_t)chunk, (double)min_bytes, 0, 0,
-                             ll ? PLAN_PROTO_LL : PLAN_PROTO_SIMPLE};
+                             ll ? PLAN_PROTO_LL : PLAN_PROTO_SIMPLE, PLAN_ALGO_TREES};
     BK_CHECK(amount(L, o, "tree_us", 1e15, &r->tree_us));
-    return amount(L, o, "ring_us", 1e15, &r->ring_us);
+    BK_CHECK(amount(L, o, "ring_us", 1e15, &r->ring_us));
+    r->fallback = r->algo;
+    if (!hybrid)
+        return BK_OK;
+    const struct json_value *fb; /* where the hybrid cannot run */
+    BK_CHECK(member(L, o, "fallback", JSON_STRING, 1, &fb));
+    if (strcmp(fb->string, "trees") != 0 && strcmp(fb->string, "rings") != 0)
+        return bad(L, fb, "\"fallback\" is \"trees\" or \"rings\"");
+    r->fallback = fb->string[0] == 't' ? PLAN_ALGO_TREES : PLAN_ALGO_RINGS;
+    return BK_OK;
+}
+
+/* The hybrid's PCIe trees ("hybrid": {"trees": ...}), which the code runs with the trees as one
+ * set: their weights and the trees' must sum below 2^32 together. */
+BK_MUST_USE
+static enum bk_status load_hybrid(struct loader *L, const struct json_value *o, struct plan *p)
+{
+    const struct json_value *hy, *trees;
+    BK_CHECK(member(L, o, "hybrid", JSON_OBJECT, 0, &hy));
+    if (!hy)
+        return BK_OK;
+    BK_CHECK(member(L, hy, "trees", JSON_ARRAY, 1, &trees));
+    if (trees->n == 0)
+        return bad(L, trees, "a hybrid needs at least one PCIe tree");
+    BK_CHECK(load_trees(L, trees, p, &p->pcie.trees));
+    int n = L->t->ngpus, sharded = p->coll == COLL_ALLGATHER || p->coll == COLL_REDUCESCATTER;
+    for (int g = 0; g < (sharded ? n : 1); g++) {
+        long long w = 0;
+        for (int k = 0; k < p->main.trees.n + p->pcie.trees.n; k++) {
+            const struct ptree *tr = k < p->main.trees.n ? &p->main.trees.t[k]
+                                                         : &p->pcie.trees.t[k - p->main.trees.n];
+            w += !sharded || tr->root == g ? llround(tr->rate * 1e4) : 0;
+        }
+        if (w > (long long)UINT_MAX)
+            return bad(L, trees, "the rates of the trees and the PCIe trees sum beyond what the "
+                       "runtime counts (429496.7295 GB/s)");
+    }
+    p->has_hybrid = 1;
+    return BK_OK;
 }
 
 BK_MUST_USE
@@ -352,6 +391,7 @@ static enum bk_status load_plan(struct loader *L, const struct json_value *o, st
     BK_CHECK(member(L, o, "ring_chains", JSON_ARRAY, 0, &chains));
     if (chains)
         BK_CHECK(load_trees(L, chains, p, &p->ring_chains));
+    BK_CHECK(load_hybrid(L, o, p));
     BK_CHECK(member(L, o, "ranges", JSON_ARRAY, 0, &ranges));
     if (!ranges || ranges->n == 0)
         return BK_OK;
@@ -407,9 +447,14 @@ static enum bk_status load_relabels(struct loader *L, const struct json_value *o
         const struct ptree *a = &src->main.trees.t[k], *b = &p->main.trees.t[k];
         same = a->rate == b->rate && ptree_is_relabelled(a, b, map);
     }
+    same = same && src->pcie.trees.n == p->pcie.trees.n;
+    for (int k = 0; same && k < p->pcie.trees.n; k++) {
+        const struct ptree *a = &src->pcie.trees.t[k], *b = &p->pcie.trees.t[k];
+        same = a->rate == b->rate && ptree_is_relabelled(a, b, map);
+    }
     if (!same)
         return bad(L, rel, "the trees of plan %lld, relabelled by \"gpus\", are not this "
-                   "plan's", j);
+                   "plan's (its PCIe trees included)", j);
     dst->relabels = (int)j + 1;
     return BK_OK;
 }

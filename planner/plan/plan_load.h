@@ -6,8 +6,8 @@
  * searching (NCCL_GRAPH_FILE); a blinkc plan file plays the same part for code generation. The
  * file gives back what the code generator reads and nothing more: the topology (nodes in the
  * order written, ids, servers, ranks, links), and per plan the collective, its root, its trees
- * (parent of every GPU and rate), its ring chains and its per-size ranges. Paths, bounds,
- * solver numbers and the hybrid tier are read past. A plan written with -o in the same run
+ * (parent of every GPU and rate), its ring chains, the hybrid's PCIe trees and its per-size
+ * ranges. Paths, bounds and solver numbers are read past. A plan written with -o in the same run
  * therefore renders the same bytes again (tests/unit/test_from_plan.c checks every fixture).
  *
  * Everything is checked as input, with FILE:LINE:COL at the value refused: the format and
@@ -31,7 +31,7 @@
 #define PLAN_FILE_VERSION 1
 
 /* Read `in` into *t (a finalized-like topology: ids, ranks, servers set) and *ps (its plans,
- * ps->topo = t; graphs, bounds and hybrid tiers empty). On failure both are empty. Errors:
+ * ps->topo = t; graphs and bounds empty). On failure both are empty. Errors:
  * BK_EINPUT with a diagnostic, BK_ENOMEM. */
 BK_MUST_USE
 enum bk_status plan_load(const struct input *in, struct topo *t, struct plan_set *ps,

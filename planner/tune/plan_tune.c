@@ -24,7 +24,17 @@ struct sample {
     int ll;         /* LL was timed here (PLAN_TUNE_LL_MAX_BYTES and below, while it can win) */
     size_t ll_chunk; /* the same three for the LL protocol */
     double ll_us, ll_next_us;
+    int hy;         /* the hybrid set was timed here (PLAN_TUNE_HYBRID_MIN_BYTES and up) */
+    size_t hy_chunk; /* the same three for the hybrid set */
+    double hy_us, hy_next_us;
     double nccl_us; /* 0: no rings to compare with */
+};
+
+/* What the samples time: the plan's trees, and its hybrid set where it has one (hy.trees.n). */
+struct jobs {
+    struct sim_job trees, ll, hy;
+    struct sim_seen seen, hy_seen;
+    struct ptree_set hy_trees;
 };
 
 static int trees_win(double tree_us, double nccl_us)
@@ -37,46 +47,59 @@ static enum bk_status add_range(struct plan_tuning *tu, const struct plan_range 
 {
     struct plan_range *last = tu->n ? &tu->r[tu->n - 1] : NULL;
     if (last && last->algo == r->algo && last->chunk_bytes == r->chunk_bytes &&
-        last->proto == r->proto)
+        last->proto == r->proto && last->fallback == r->fallback)
         return BK_OK;
     BK_CHECK(bk_grow_int((void **)&tu->r, &tu->cap, tu->n, sizeof *tu->r));
     tu->r[tu->n++] = *r;
     return BK_OK;
 }
 
+/* The hybrid set's best chunk and time at sample k, and at the next size with that chunk. */
+BK_MUST_USE
+static enum bk_status sample_hybrid(struct jobs *jb, const struct sim_params *p,
+                                    struct sample *sm, int k, int ns, size_t *chunk,
+                                    struct diag *d)
+{
+    sm[k].hy = 1;
+    BK_CHECK(sim_chunk_near(&jb->hy, sm[k].bytes, p, *chunk, PLAN_TUNE_MAX_CHUNK, chunk,
+                            &sm[k].hy_us, d));
+    sm[k].hy_chunk = *chunk;
+    /* Beyond the last sample, as for the trees: the time one size below at the last chunk. */
+    double other = k + 1 < ns ? PLAN_TUNE_MIN_BYTES * pow(2, k + 1) : sm[k - 1].bytes;
+    return sim_run(&jb->hy, other, *chunk, p, &sm[k].hy_next_us, d);
+}
+
 /* The samples: the trees' best chunk and time at each size, the same chunk's time at the next
- * size, and NCCL's time; for each protocol. LL is timed from the smallest size up to
+ * size, and NCCL's time; for each protocol, and for the hybrid set from
+ * PLAN_TUNE_HYBRID_MIN_BYTES up. LL is timed from the smallest size up to
  * PLAN_TUNE_LL_MAX_BYTES and only until it is slower than Simple: its lines double every
  * byte, so past that size it only falls further behind, and its small chunks are the most
  * expensive to simulate. */
 BK_MUST_USE
 static enum bk_status sample_with(const struct plan_set *ps, const struct plan *pl,
-                                  struct sim_seen *seen, const struct sim_params *p,
+                                  struct jobs *jb, const struct sim_params *p,
                                   struct sample *sm, int ns, struct diag *d)
 {
-    struct sim_job j, jl;
-    sim_job_plan(&j, ps, pl);
-    j.seen = seen;
-    jl = j;
-    jl.proto = SIM_LL;
-    size_t chunk = SIM_CHUNK_MIN, ll_chunk = SIM_CHUNK_MIN;
+    size_t chunk = SIM_CHUNK_MIN, ll_chunk = SIM_CHUNK_MIN, hy_chunk = SIM_CHUNK_MIN;
     int ll = 1;
     for (int k = 0; k < ns; k++) {
         sm[k].bytes = PLAN_TUNE_MIN_BYTES * pow(2, k);
-        BK_CHECK(sim_chunk_near(&j, sm[k].bytes, p, chunk, PLAN_TUNE_MAX_CHUNK, &chunk,
+        BK_CHECK(sim_chunk_near(&jb->trees, sm[k].bytes, p, chunk, PLAN_TUNE_MAX_CHUNK, &chunk,
                                 &sm[k].tree_us, d));
         sm[k].chunk = chunk;
         ll = ll && sm[k].bytes <= PLAN_TUNE_LL_MAX_BYTES;
         sm[k].ll = ll;
         if (ll) {
-            BK_CHECK(sim_chunk_near(&jl, sm[k].bytes, p, ll_chunk, SIM_LL_CHUNK_MAX, &ll_chunk,
-                                    &sm[k].ll_us, d));
+            BK_CHECK(sim_chunk_near(&jb->ll, sm[k].bytes, p, ll_chunk, SIM_LL_CHUNK_MAX,
+                                    &ll_chunk, &sm[k].ll_us, d));
             sm[k].ll_chunk = ll_chunk;
             ll = sm[k].ll_us <= sm[k].tree_us;
             if (k + 1 < ns)
-                BK_CHECK(sim_run(&jl, PLAN_TUNE_MIN_BYTES * pow(2, k + 1), ll_chunk, p,
+                BK_CHECK(sim_run(&jb->ll, PLAN_TUNE_MIN_BYTES * pow(2, k + 1), ll_chunk, p,
                                  &sm[k].ll_next_us, d));
         }
+        if (jb->hy_trees.n > 0 && k > 0 && sm[k].bytes >= PLAN_TUNE_HYBRID_MIN_BYTES)
+            BK_CHECK(sample_hybrid(jb, p, sm, k, ns, &hy_chunk, d));
         sm[k].nccl_us = 0;
         if (ps->ring.nrings > 0) {
             struct sim_nccl nc;
@@ -85,11 +108,12 @@ static enum bk_status sample_with(const struct plan_set *ps, const struct plan *
         }
     }
     for (int k = 0; k + 1 < ns; k++)
-        BK_CHECK(sim_run(&j, sm[k + 1].bytes, sm[k].chunk, p, &sm[k].next_us, d));
+        BK_CHECK(sim_run(&jb->trees, sm[k + 1].bytes, sm[k].chunk, p, &sm[k].next_us, d));
     /* Beyond the last sample the times are extrapolated linearly from the last two at the last
      * chunk: next_us of the last sample holds the trees' time there at the one before. */
     if (ns > 1)
-        BK_CHECK(sim_run(&j, sm[ns - 2].bytes, sm[ns - 1].chunk, p, &sm[ns - 1].next_us, d));
+        BK_CHECK(sim_run(&jb->trees, sm[ns - 2].bytes, sm[ns - 1].chunk, p, &sm[ns - 1].next_us,
+                         d));
     return BK_OK;
 }
 
@@ -100,10 +124,41 @@ static enum bk_status take_samples(const struct plan_set *ps, const struct plan 
                                    const struct sim_params *p, struct sample *sm, int ns,
                                    struct diag *d)
 {
-    struct sim_seen seen = {0};
-    enum bk_status st = sample_with(ps, pl, &seen, p, sm, ns, d);
-    sim_seen_free(&seen);
+    struct jobs jb = {0};
+    sim_job_plan(&jb.trees, ps, pl);
+    jb.trees.seen = &jb.seen;
+    jb.ll = jb.trees;
+    jb.ll.proto = SIM_LL;
+    enum bk_status st = BK_OK;
+    ptree_set_init(&jb.hy_trees);
+    if (pl->has_hybrid && pl->pcie.trees.n > 0 && pl->main.trees.n > 0) {
+        jb.hy = jb.trees;
+        jb.hy.seen = &jb.hy_seen;
+        st = plan_hybrid_set(ps, pl, &jb.hy.g, &jb.hy_trees);
+        jb.hy.trees = &jb.hy_trees;
+    }
+    if (st == BK_OK)
+        st = sample_with(ps, pl, &jb, p, sm, ns, d);
+    sim_seen_free(&jb.seen);
+    sim_seen_free(&jb.hy_seen);
+    ptree_set_free(&jb.hy_trees);
     return st;
+}
+
+/* The hybrid set takes interval k where it beats NCCL and, by the same margin, the trees at
+ * both ends (Simple at the chunk each found; LL never reaches these sizes). The open-ended last
+ * interval asks, as for the trees, that its time grow no faster than theirs and NCCL's. */
+static int hybrid_wins(const struct sample *sm, int k, int ns)
+{
+    const struct sample *s = &sm[k];
+    if (!s->hy || !trees_win(s->hy_us, s->nccl_us) || !trees_win(s->hy_us, s->tree_us))
+        return 0;
+    if (k + 1 < ns)
+        return sm[k + 1].hy && trees_win(s->hy_next_us, sm[k + 1].nccl_us) &&
+               trees_win(s->hy_next_us, s->next_us);
+    double hy_slope = s->hy_us - s->hy_next_us, tree_slope = s->tree_us - s->next_us;
+    double nccl_slope = s->nccl_us - sm[k - 1].nccl_us;
+    return hy_slope <= tree_slope && (s->nccl_us <= 0 || hy_slope <= nccl_slope);
 }
 
 BK_MUST_USE
@@ -121,7 +176,7 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
     for (int k = 0; st == BK_OK && k < ns; k++) {
         const struct sample *s = &sm[k];
         struct plan_range r = {k == 0 ? 0 : s->bytes, PLAN_ALGO_RINGS, s->chunk, s->bytes,
-                               s->tree_us, s->nccl_us, PLAN_PROTO_SIMPLE};
+                               s->tree_us, s->nccl_us, PLAN_PROTO_SIMPLE, PLAN_ALGO_RINGS};
         int win = trees_win(s->tree_us, s->nccl_us);
         if (k + 1 < ns) {
             win = win && trees_win(s->next_us, sm[k + 1].nccl_us);
@@ -142,7 +197,13 @@ static enum bk_status tune_one(const struct plan_set *ps, struct plan *pl,
             win = 1;
         }
         if (win)
-            r.algo = PLAN_ALGO_TREES;
+            r.algo = r.fallback = PLAN_ALGO_TREES;
+        if (hybrid_wins(sm, k, ns)) {
+            r.algo = PLAN_ALGO_HYBRID;
+            r.chunk_bytes = s->hy_chunk;
+            r.tree_us = s->hy_us;
+            r.proto = PLAN_PROTO_SIMPLE;
+        }
         st = add_range(&tu, &r);
     }
     free(sm);

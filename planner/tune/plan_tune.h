@@ -42,6 +42,9 @@
  * chunks per tree, where the runtime allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before
  * it falls back to Simple. */
 #define PLAN_TUNE_LL_MAX_BYTES ((double)(2 << 20))
+/* The hybrid set (a plan's NVLink and PCIe trees together, plan_hybrid_set) is timed from this
+ * size up: below it the host-staged edges' hand-overs cost more than the PCIe share saves. */
+#define PLAN_TUNE_HYBRID_MIN_BYTES ((double)(1 << 20))
 
 /* Fill in every plan's tune (replacing what was there). Plans of several servers stay untuned
  * for now (trees at every size, the runtime's default chunk): simulating their 32 and more

@@ -33,8 +33,12 @@
  *    allgather and reduce-scatter) the schedule's ranges say what runs: the trees, or NCCL's
  *    rings where blinkc's simulator found them faster, the chunk size and the protocol (Simple
  *    or LL). The last range whose min_bytes is at most S applies; without ranges, the trees
- *    with the plan's chunk_bytes and Simple. BLINK_ALGO=trees|rings, BLINK_CHUNK_BYTES=N and
- *    BLINK_PROTO=simple|ll in the environment override them.
+ *    with the plan's chunk_bytes and Simple. BLINK_ALGO=trees|rings|hybrid, BLINK_CHUNK_BYTES=N
+ *    and BLINK_PROTO=simple|ll in the environment override them.
+ *  - The hybrid (Blink's PCIe + NVLink split): the schedule's trees and its pcie_trees run as
+ *    one set, the data cut among all of them by weight in that order (trees first). The PCIe
+ *    trees move their chunks through slots in host memory (host-staged edges), so their bytes
+ *    cross PCIe and the CPUs even between GPUs that NVLink joins.
  *  - Rings go to NCCL where the runtime loaded one (nccl_real.h). Elsewhere the runtime runs
  *    the schedule's ring_trees itself: NCCL's ring algorithms as chains round each ring of the
  *    planner's ring set, under the same rules as the trees.
@@ -52,7 +56,7 @@
 extern "C" {
 #endif
 
-#define BLINK_PLAN_ABI 4
+#define BLINK_PLAN_ABI 5
 
 /* The same order as blinkc's collectives. */
 enum blink_plan_coll {
@@ -73,7 +77,10 @@ struct blink_plan_tree {
 
 enum blink_plan_algo {
     BLINK_PLAN_TREES = 0, /* the schedule's trees */
-    BLINK_PLAN_RINGS = 1  /* NCCL's rings (ring_trees where NCCL is not there) */
+    BLINK_PLAN_RINGS = 1, /* NCCL's rings (ring_trees where NCCL is not there) */
+    BLINK_PLAN_HYBRID = 2 /* the trees and the pcie_trees as one set, the PCIe trees' edges
+                             host-staged (the trees alone where the schedule has no PCIe trees,
+                             or the backend cannot stage edges in host memory) */
 };
 
 /* How the runtime's own trees and rings hand a chunk over an edge. */
@@ -88,8 +95,10 @@ struct blink_plan_range {
     size_t min_bytes;      /* from this message size up to the next range's */
     int algo;              /* enum blink_plan_algo */
     size_t chunk_bytes;    /* pipeline chunk of the runtime's own trees or rings (data bytes) */
-    int proto;             /* enum blink_plan_proto (last, so sources written before it was
-                              added keep their meaning: SIMPLE) */
+    int proto;             /* enum blink_plan_proto */
+    int fallback;          /* enum blink_plan_algo: what runs where this range's BLINK_PLAN_HYBRID
+                              cannot (TREES or RINGS: the trees where they alone beat NCCL too);
+                              the range's algo otherwise */
 };
 
 struct blink_plan_schedule {
@@ -113,6 +122,9 @@ struct blink_plan_schedule {
                               onto r (s's own are in trees), each rank q renamed
                               root_relabel[r][q], in order; init appends them to the table,
                               rank by rank */
+    int npcie_trees;       /* the hybrid's PCIe trees (0: none); a relabelled schedule's are its
+                              source's, relabelled */
+    const struct blink_plan_tree *pcie_trees;
 };
 
 struct blink_plan {
@@ -172,6 +184,10 @@ struct blinkrt_stats {
     unsigned long long last_call_ops; /* backend operations the last call issued on the host */
     int plan_index;                /* the plan init chose: its index in the library's plans (the
                                       same in every process of one program); -1: none */
+    unsigned long long last_call_edge_bytes[2]; /* data bytes this rank handed to its parents
+                                      and children in its last finished call of the plan's
+                                      trees: [0] over direct edges (peer memory), [1] over
+                                      host-staged ones (a hybrid's PCIe trees); host backend */
 };
 blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *stats);
 

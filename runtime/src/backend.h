@@ -39,6 +39,10 @@ struct bk_backend {
     /* Non-zero where a registered output in memory other processes map takes its data
      * straight from its parent (proto.h, Registered): the host backend. */
     int registered;
+    /* Non-zero where a hybrid set's PCIe trees can move their chunks through host memory
+     * (host-staged edges): the host backend, whose every edge is in host memory. Elsewhere a
+     * hybrid range runs the trees alone. */
+    int host_staged;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
     /* The physical device the calling thread's rank runs on, or -1 to take the topology's. */

@@ -184,7 +184,7 @@ static blinkResult_t rank_init(blinkComm_t c)
     pthread_mutex_init(&be->mu, NULL);
     int n = c->nranks, T = c->layout.ntrees, me = c->prank;
     be->dev = c->peer[me].phys_dev;
-    int nsets = 2 * c->plan->nschedules;
+    int nsets = BK_SETS * c->plan->nschedules;
     be->opened = (void **)calloc((size_t)n, sizeof *be->opened);
     be->hreach = (unsigned char *)calloc((size_t)n, 1);
     unsigned char *hatom = (unsigned char *)calloc((size_t)n, 1);
@@ -279,7 +279,7 @@ static blinkResult_t rank_init(blinkComm_t c)
         long fit = (long)sms * occ / (sharing > 0 ? sharing : 1);
         be->max_blocks = fit < 1 ? 1 : fit < MAX_BLOCKS ? (int)fit : MAX_BLOCKS;
         for (int i = 0; i < nsets; i++) {
-            int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / 2].coll);
+            int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / BK_SETS].coll);
             c->nworkers = b > c->nworkers ? b : c->nworkers;
         }
     }
@@ -651,7 +651,7 @@ static blinkResult_t async_error(blinkComm_t c)
 static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 0, 1, 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "cuda", 0, 0, 1, 1, 0, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

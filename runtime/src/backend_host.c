@@ -424,7 +424,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend host_backend = {
-    "host", 1, 1, 0, 0, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "host", 1, 1, 0, 0, 1, 1, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

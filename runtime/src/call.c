@@ -73,7 +73,10 @@ static void trace_plan(blinkComm_t c, const struct bk_args *a, const char *fn,
 {
     char runs[160];
     snprintf(runs, sizeof runs, "blinkc's plan, call %u, %s%d %s%s, %zu-byte chunks%s%s", c->seq,
-             ch->ring_set ? "the rings as " : "", ch->ntrees, ch->ring_set ? "chain" : "tree",
+             ch->set == BK_SET_RINGS    ? "the rings as "
+             : ch->set == BK_SET_HYBRID ? "hybrid, "
+                                        : "",
+             ch->ntrees, ch->set == BK_SET_RINGS ? "chain" : "tree",
              ch->ntrees == 1 ? "" : "s", chunk, ch->proto == BLINK_PLAN_LL ? ", LL" : "",
              direct ? ", direct" : "");
     bk_trace_call(c, a, fn, runs);
@@ -147,20 +150,23 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     size_t chunk = fit_chunk(c, a, &ch);
     /* Direct (proto.h): Simple calls of ranks that all share this process, where a peer's
      * output pointer is an address here too; every rank of the communicator decides alike. */
-    int direct = ch.proto != BLINK_PLAN_LL && c->one_process && !c->nremote && c->env.direct;
-    uint64_t algo = (ch.ring_set ? BK_ALGO_RING_SET : 0u) |
+    /* A hybrid call's edges go through staging, host-staged ones included: no direct writes. */
+    int staged = ch.set == BK_SET_HYBRID;
+    int direct = ch.proto != BLINK_PLAN_LL && c->one_process && !c->nremote && c->env.direct &&
+                 !staged;
+    uint64_t algo = (ch.set == BK_SET_RINGS ? BK_ALGO_RING_SET : 0u) |
+                    (staged ? BK_ALGO_HYBRID_SET : 0u) |
                     (ch.proto == BLINK_PLAN_LL ? BK_ALGO_LL : 0u) | (direct ? BK_ALGO_DIRECT : 0u);
+    int set = BK_SETS * (int)(sch - c->plan->schedules) + ch.set;
     struct bk_launch L = {{c->seq, (uint64_t)a->coll, (uint64_t)(int64_t)root, (uint64_t)a->dt,
                            (uint64_t)a->op, a->count, algo, chunk},
-                          a->send, a->recv,
-                          &c->sets[2 * (sch - c->plan->schedules) + ch.ring_set],
-                          (int)(2 * (sch - c->plan->schedules) + ch.ring_set),
+                          a->send, a->recv, &c->sets[set], set,
                           chunk / es ? chunk / es : 1, {0, 0, 0, 0, 0}};
     /* Registered (proto.h): a Simple call across processes of one server whose output the
      * other processes can map gets it straight from its parent (a parent on another server
      * sends through the staging). */
     size_t out_elems = a->coll == BLINK_PLAN_ALLGATHER ? a->count * (size_t)c->nranks : a->count;
-    if (ch.proto != BLINK_PLAN_LL && !direct && be->registered && c->env.direct &&
+    if (ch.proto != BLINK_PLAN_LL && !direct && !staged && be->registered && c->env.direct &&
         !c->nremote && a->recv)
         bk_reg_find(c, a->recv, out_elems * es, &L.reg);
     if (too_many_chunks(&L)) {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * choose.c - what a call runs: the range of its schedule that covers the message size (blinkc
- * put the simulator's choice there: trees or NCCL's rings, and the chunk), then the
- * environment's overrides. A plan that hands sizes to NCCL does it visibly: BLINK_DEBUG=INFO
- * (subsystem COLL) says what runs, once per schedule and range, and BLINK_DEBUG=WARN says where
- * rings were planned but this runtime has no NCCL, so it runs the rings itself.
+ * put the simulator's choice there: trees, the hybrid or NCCL's rings, and the chunk), then the
+ * environment's overrides. A hybrid range runs its fallback (the trees alone, or NCCL) on a
+ * backend without host-staged edges. A plan that hands sizes to NCCL does it visibly:
+ * BLINK_DEBUG=INFO (subsystem COLL) says what runs, once per schedule and range, and
+ * BLINK_DEBUG=WARN says where rings were planned but this runtime has no NCCL, so it runs the
+ * rings itself.
  * With NCCL (nccl_call.c) ring sizes go to NCCL, which picks its own rings; BLINK_ALGO=nccl
  * hands every size to it.
  */
@@ -50,6 +52,10 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     for (int i = 0; i < sch->nranges && sch->ranges[i].min_bytes <= bytes; i++)
         ri = i;
     int algo = ri >= 0 ? sch->ranges[ri].algo : BLINK_PLAN_TREES;
+    int can_hybrid = sch->npcie_trees > 0 && bk_backend()->host_staged;
+    int fell_back = algo == BLINK_PLAN_HYBRID && !can_hybrid && c->env.algo_env < 0;
+    if (fell_back)
+        algo = sch->ranges[ri].fallback; /* the trees, or NCCL where they alone lose */
     if (c->env.algo_env >= 0)
         algo = c->env.algo_env;
     size_t chunk = ri >= 0 ? sch->ranges[ri].chunk_bytes : c->chunk_bytes;
@@ -59,10 +65,11 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     if (c->env.proto_env >= 0)
         proto = c->env.proto_env;
     int rings = algo == BLINK_PLAN_RINGS && !c->nccl && sch->nring_trees > 0;
+    int hybrid = algo == BLINK_PLAN_HYBRID && can_hybrid;
     out->algo = algo;
-    out->proto = proto;
-    out->ring_set = rings;
-    out->ntrees = rings ? sch->nring_trees : sch->ntrees;
+    out->proto = hybrid ? BLINK_PLAN_SIMPLE : proto; /* host-staged edges move whole chunks */
+    out->set = rings ? BK_SET_RINGS : hybrid ? BK_SET_HYBRID : BK_SET_TREES;
+    out->ntrees = rings ? sch->nring_trees : hybrid ? sch->ntrees + sch->npcie_trees : sch->ntrees;
     out->chunk_bytes = chunk;
 
     int si = (int)(sch - c->plan->schedules);
@@ -76,7 +83,10 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     const char *coll = bk_coll_name(sch->coll);
     const char *rooted = sch->root >= 0 ? " (rooted)" : "";
     const char *by = c->env.algo_env >= 0 || c->env.chunk_env || c->env.proto_env >= 0
-                     ? "set by the environment" : "the plan's per-size choice";
+                     ? "set by the environment"
+                     : fell_back ? "the plan's per-size choice, where its hybrid cannot run: no "
+                                   "host-staged edges on this backend"
+                                 : "the plan's per-size choice";
     const char *ll = proto == BLINK_PLAN_LL ? ", LL" : "";
     int dev = bk_log_dev(c);
     if (algo == BK_ALGO_NCCL || (algo == BLINK_PLAN_RINGS && c->nccl)) {
@@ -92,6 +102,15 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
                "NCCL (%s), so it runs %s itself (%d chains, %s chunks%s)", coll, rooted, from,
                bk_nccl_missing(c), rings ? "the rings" : "the trees (no ring set)",
                out->ntrees, ch, ll);
+    else if (algo == BLINK_PLAN_HYBRID && !hybrid && bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
+        bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, %d trees, %s chunks%s (%s; the "
+               "hybrid's PCIe trees need host-staged edges, which %s)", coll, rooted, from,
+               out->ntrees, ch, ll, by, sch->npcie_trees > 0
+               ? "this backend does not have yet" : "the plan has none for");
+    else if (hybrid && bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
+        bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, hybrid: %d trees and %d PCIe trees "
+               "on host-staged edges, %s chunks (%s)", coll, rooted, from, sch->ntrees,
+               sch->npcie_trees, ch, by);
     else if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
         bk_log(BK_LOG_INFO, dev, "%s%s from %s: blinkc's plan, %d trees, %s chunks%s (%s)",
                coll, rooted, from, out->ntrees, ch, ll, by);

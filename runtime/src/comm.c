@@ -40,7 +40,7 @@ _Static_assert(sizeof(struct seg_rec) <= BK_RV_REC, "round 1's record must fit")
 static uint64_t channel_print(blinkComm_t c)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < 2 * c->plan->nschedules; i++)
+    for (int i = 0; i < BK_SETS * c->plan->nschedules; i++)
         for (int ti = -1; ti < c->sets[i].ntrees; ti++) {
             h ^= (uint64_t)(uint32_t)(ti < 0 ? c->sets[i].ntrees : c->sets[i].tree_of[ti]);
             h *= 0x100000001b3ull;
@@ -609,5 +609,7 @@ blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *s)
     s->staging_bytes = comm->layout.seg_bytes[comm->prank];
     s->slot_bytes = comm->layout.slot_bytes;
     s->last_call_ops = comm->ops;
+    s->last_call_edge_bytes[0] = comm->edge_bytes[0];
+    s->last_call_edge_bytes[1] = comm->edge_bytes[1];
     return blinkSuccess;
 }

@@ -113,11 +113,13 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
             e->algo_env = BLINK_PLAN_TREES;
         else if (!strcmp(env, "rings"))
             e->algo_env = BLINK_PLAN_RINGS;
+        else if (!strcmp(env, "hybrid"))
+            e->algo_env = BLINK_PLAN_HYBRID;
         else if (!strcmp(env, "nccl"))
             e->algo_env = BK_ALGO_NCCL;
         else
-            return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees', 'rings' "
-                            "or 'nccl'", fn, env);
+            return bk_error(blinkInvalidArgument, "%s: BLINK_ALGO='%s' is not 'trees', 'rings', "
+                            "'hybrid' or 'nccl'", fn, env);
     }
     env = getenv("BLINK_PROTO");
     if (env && *env) {

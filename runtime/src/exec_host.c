@@ -72,6 +72,8 @@ struct worker {
     struct bk_ll_dst *ll_dst;  /* [fmax] an LL down pass's children */
     unsigned char *ll_tile;    /* 2 * BK_LL_TILE bytes */
     unsigned char **into;      /* [fmax] a down pass's children's outputs, where it writes them */
+    unsigned long long sent[2]; /* this call's data bytes handed over direct and host-staged
+                                   edges (comm->edge_bytes) */
 };
 
 struct bk_hx {
@@ -279,7 +281,10 @@ static void describe(const uint64_t *d, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, " root (plan rank) %lld", (long long)d[2]);
     if (n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ", %s%s%s, chunk %llu",
-                 d[6] & BK_ALGO_RING_SET ? "rings" : "trees", d[6] & BK_ALGO_LL ? ", LL" : "",
+                 d[6] & BK_ALGO_RING_SET     ? "rings"
+                 : d[6] & BK_ALGO_HYBRID_SET ? "hybrid"
+                                             : "trees",
+                 d[6] & BK_ALGO_LL ? ", LL" : "",
                  d[6] & BK_ALGO_DIRECT ? ", direct" : "", (unsigned long long)d[7]);
 }
 
@@ -495,6 +500,12 @@ static int gone(blinkComm_t c, int q);
 static void waited_for(const struct bk_hx *x, int q, char *buf, size_t len);
 
 static int ll_call(const struct bk_launch *L) { return (L->d.algo & BK_ALGO_LL) != 0; }
+/* Tree slot ti's edges: 1 host-staged (a hybrid's PCIe tree), 0 direct. On this backend both
+ * kinds are the same shared memory; the count says what a GPU would move over each. */
+static int staged_edge(const struct bk_launch *L, int ti)
+{
+    return L->set->tree_of[ti] >= L->set->staged_from;
+}
 static int direct_call(const struct bk_launch *L) { return (L->d.algo & BK_ALGO_DIRECT) != 0; }
 static const uint64_t *ll_in(blinkComm_t c, size_t off) { return word(c, c->prank, off); }
 
@@ -654,6 +665,8 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
         st(word(c, t->parent, bk_off_up_ready(lay, t->parent, ti, t->kpos)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
+    if (!root)
+        w->sent[staged_edge(L, ti)] += m * es;
     for (int j = 0; j < t->nkids; j++) {
         if (remote(c, kids[j]))
             continue; /* its next receive is posted when chunk ch + 1 is awaited */
@@ -752,6 +765,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
         st(word(c, t->parent, bk_off_down_freed(lay, t->parent, ti, me)), bk_tag(seq, ch + 1));
         ring(c, t->parent);
     }
+    w->sent[staged_edge(L, ti)] += (unsigned long long)t->nkids * m * es;
     TRACE(w, BK_TR_DOWN_POST, ti, ch, t->parent);
     s->down++;
     return 1;
@@ -1030,7 +1044,7 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
                                   calloc((size_t)maxt, sizeof(struct tree_state)), 0, "",
                                   calloc(fm, sizeof(struct bk_ll_src)),
                                   calloc(fm, sizeof(struct bk_ll_dst)), malloc(2 * BK_LL_TILE),
-                                  calloc(fm, sizeof(unsigned char *))};
+                                  calloc(fm, sizeof(unsigned char *)), {0, 0}};
         if (!x->w[i].checked || !x->w[i].ts || !x->w[i].ll_src || !x->w[i].ll_dst ||
             !x->w[i].ll_tile || !x->w[i].into) {
             x->nthreads = i + 1;
@@ -1269,6 +1283,8 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
     __atomic_store_n(&x->failed, 0, __ATOMIC_RELEASE);
     x->finished = 0;
     x->gen++;
+    for (int i = 0; i < x->nthreads; i++)
+        x->w[i].sent[0] = x->w[i].sent[1] = 0;
     pthread_cond_broadcast(&x->go);
     pthread_mutex_unlock(&x->mu);
     work(&x->w[0]);
@@ -1277,7 +1293,16 @@ blinkResult_t bk_hx_run(struct bk_hx *x, const struct bk_launch *L, char *msg, s
         pthread_cond_wait(&x->done, &x->mu);
     blinkResult_t r = x->res;
     snprintf(msg, len, "%s", x->msg);
+    c->edge_bytes[0] = c->edge_bytes[1] = 0;
+    for (int i = 0; i < x->nthreads; i++)
+        for (int k = 0; k < 2; k++)
+            c->edge_bytes[k] += x->w[i].sent[k];
     pthread_mutex_unlock(&x->mu);
+    if (r == blinkSuccess && (L->d.algo & BK_ALGO_HYBRID_SET) &&
+        bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
+        bk_log(BK_LOG_INFO, bk_log_dev(c), "%s call %u (hybrid): %llu bytes over direct edges, "
+               "%llu host-staged", bk_coll_name((int)L->d.coll), seq, c->edge_bytes[0],
+               c->edge_bytes[1]);
     if (c->nremote)
         r = settle_descs(x, r, msg, len);
     return r;

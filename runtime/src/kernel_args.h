@@ -40,7 +40,7 @@ struct ktables {
     const char *timeout_str;
     struct kctl *ctl;
     struct kset *sets;            /* [nsets] (host memory) */
-    int nsets;                    /* 2 * nschedules */
+    int nsets;                    /* BK_SETS * nschedules */
 };
 
 /* The tables' image in host memory: bytes in all, and where each table lies. */
@@ -67,7 +67,7 @@ static void kimage_free(struct kimage *im)
 static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
                                   const unsigned char *atom, struct kimage *im)
 {
-    int n = c->nranks, nsets = 2 * c->plan->nschedules;
+    int n = c->nranks, nsets = BK_SETS * c->plan->nschedules;
     size_t cells = (size_t)n * (size_t)c->layout.ntrees, at = 0;
     memset(im, 0, sizeof *im);
     im->fanin = at; at = kalign_up(at + cells * sizeof(int), 16);
@@ -144,7 +144,7 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
 static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsigned char *b,
                                    struct ktables *t)
 {
-    t->nsets = 2 * c->plan->nschedules;
+    t->nsets = BK_SETS * c->plan->nschedules;
     t->sets = (struct kset *)calloc((size_t)t->nsets + 1, sizeof *t->sets);
     if (!t->sets)
         return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);

@@ -96,6 +96,41 @@ static blinkResult_t check_tree_set(const struct blink_plan *plan, int si, const
     return blinkSuccess;
 }
 
+/* The hybrid's PCIe trees: trees of the schedule's kind whose weights, with the trees', still
+ * sum below 2^32 in every group (the trees alone already cover every group). */
+static blinkResult_t check_pcie_trees(const struct blink_plan *plan, int si, int *pos)
+{
+    const struct blink_plan_schedule *s = &plan->schedules[si];
+    if (s->npcie_trees < 0 || (s->npcie_trees > 0 && !s->pcie_trees))
+        return PLAN_ERR("schedule %d (%s): %d PCIe trees", si, bk_coll_name(s->coll),
+                        s->npcie_trees);
+    int n = plan->nranks;
+    int sharded = s->coll == BLINK_PLAN_ALLGATHER || s->coll == BLINK_PLAN_REDUCESCATTER;
+    for (int ti = 0; ti < s->npcie_trees; ti++) {
+        const struct blink_plan_tree *t = &s->pcie_trees[ti];
+        blinkResult_t r = check_tree(plan, si, "PCIe tree", ti, t, pos);
+        if (r != blinkSuccess)
+            return r;
+        if (s->root >= 0 && t->root != s->root)
+            return PLAN_ERR("schedule %d (%s root %d): PCIe tree %d is rooted at %d", si,
+                            bk_coll_name(s->coll), s->root, ti, t->root);
+    }
+    for (int g = 0; s->npcie_trees > 0 && g < (sharded ? n : 1); g++) {
+        uint64_t w = 0;
+        for (int ti = 0; ti < s->ntrees + s->npcie_trees; ti++) {
+            const struct blink_plan_tree *t =
+                ti < s->ntrees ? &s->trees[ti] : &s->pcie_trees[ti - s->ntrees];
+            w += !sharded || t->root == g ? t->weight : 0;
+        }
+        if (w >= ((uint64_t)1 << 32))
+            return PLAN_ERR("schedule %d (%s): the weights of its trees and PCIe trees %s%d sum "
+                            "to %llu (must be below 2^32)", si, bk_coll_name(s->coll),
+                            sharded ? "rooted at rank " : "of group ", g,
+                            (unsigned long long)w);
+    }
+    return blinkSuccess;
+}
+
 static blinkResult_t check_ranges(const struct blink_plan *plan, int si)
 {
     const struct blink_plan_schedule *s = &plan->schedules[si];
@@ -109,9 +144,12 @@ static blinkResult_t check_ranges(const struct blink_plan *plan, int si)
         if (i > 0 && r->min_bytes <= s->ranges[i - 1].min_bytes)
             return PLAN_ERR("schedule %d: range %d starts at %zu bytes; each must start after "
                             "the last", si, i, r->min_bytes);
-        if ((r->algo != BLINK_PLAN_TREES && r->algo != BLINK_PLAN_RINGS) || r->chunk_bytes == 0)
-            return PLAN_ERR("schedule %d: range %d has algorithm %d and chunk %zu", si, i,
-                            r->algo, r->chunk_bytes);
+        if ((r->algo != BLINK_PLAN_TREES && r->algo != BLINK_PLAN_RINGS &&
+             r->algo != BLINK_PLAN_HYBRID) || r->chunk_bytes == 0 ||
+            (r->algo == BLINK_PLAN_HYBRID && r->fallback != BLINK_PLAN_TREES &&
+             r->fallback != BLINK_PLAN_RINGS))
+            return PLAN_ERR("schedule %d: range %d has algorithm %d (fallback %d) and chunk %zu",
+                            si, i, r->algo, r->fallback, r->chunk_bytes);
     }
     return blinkSuccess;
 }
@@ -137,6 +175,8 @@ static blinkResult_t check_schedule(const struct blink_plan *plan, int si, int *
     blinkResult_t r = check_tree_set(plan, si, "tree", s->trees, s->ntrees, pos);
     if (r == blinkSuccess && s->nring_trees > 0)
         r = check_tree_set(plan, si, "ring tree", s->ring_trees, s->nring_trees, pos);
+    if (r == blinkSuccess)
+        r = check_pcie_trees(plan, si, pos);
     return r == blinkSuccess ? check_ranges(plan, si) : r;
 }
 

@@ -112,7 +112,8 @@ static blinkResult_t check_relabel(const struct blink_plan *p, int i, const char
                         "which is not an earlier one", fn, i, j);
     const struct blink_plan_schedule *from = &p->schedules[j];
     if (from->relabel || from->ntrees < 1 || !from->trees || from->coll != s->coll ||
-        s->ntrees != 0 || s->trees)
+        s->ntrees != 0 || s->trees || s->npcie_trees != 0 || s->pcie_trees ||
+        from->npcie_trees < 0 || (from->npcie_trees > 0 && !from->pcie_trees))
         return bk_error(blinkInvalidUsage, "%s: the plan's schedule %d relabels schedule %d, "
                         "which is not one of the same collective with trees of its own (or "
                         "has trees itself)", fn, i, j);
@@ -172,7 +173,8 @@ static blinkResult_t expand(const struct blink_plan *p, const char *fn, struct e
                                             : blinkSuccess;
         if (r != blinkSuccess)
             return r;
-        ntrees += s->relabel ? (size_t)p->schedules[s->relabel_of].ntrees : k;
+        const struct blink_plan_schedule *from = &p->schedules[s->relabel ? s->relabel_of : i];
+        ntrees += s->relabel ? (size_t)from->ntrees + (size_t)from->npcie_trees : k;
     }
     size_t n = (size_t)p->nranks;
     struct expanded *e = calloc(1, sizeof *e);
@@ -218,6 +220,11 @@ static blinkResult_t expand(const struct blink_plan *p, const char *fn, struct e
         s->trees = e->trees + at;
         for (int k = 0; k < from->ntrees; k++, at++)
             relabel_tree(&from->trees[k], s->relabel, (int)n, &e->trees[at],
+                         e->ints + 2 * n * at);
+        s->npcie_trees = from->npcie_trees;
+        s->pcie_trees = from->npcie_trees > 0 ? e->trees + at : NULL;
+        for (int k = 0; k < from->npcie_trees; k++, at++)
+            relabel_tree(&from->pcie_trees[k], s->relabel, (int)n, &e->trees[at],
                          e->ints + 2 * n * at);
         s->relabel = NULL;
         s->relabel_of = 0;

@@ -294,6 +294,7 @@ static inline BK_HD size_t bk_off_ll_down_slot(const struct bk_layout *L, int v,
 #define BK_ALGO_RING_SET 1u
 #define BK_ALGO_LL 2u
 #define BK_ALGO_DIRECT 4u /* down pass into the children's outputs (Direct, above) */
+#define BK_ALGO_HYBRID_SET 8u /* the hybrid set: the trees and the PCIe trees */
 
 /*
  * Where a tree's share of a data group starts: of n elements of es bytes, the first element

@@ -16,11 +16,30 @@ static int sharded(int coll)
     return coll == BLINK_PLAN_ALLGATHER || coll == BLINK_PLAN_REDUCESCATTER;
 }
 
-static const struct blink_plan_tree *set_trees(const struct blink_plan_schedule *s, int set,
-                                               int *nt)
+/* The plan trees of set `set` of s into rs->trees, plan_trees and staged_from: the hybrid's
+ * are a table of its own, the trees then the PCIe trees (none where s has no PCIe trees, or
+ * the backend cannot stage edges in host memory: no layout is spent on it then). */
+static blinkResult_t set_trees(const struct blink_plan_schedule *s, int set,
+                               struct bk_roleset *rs)
 {
-    *nt = set ? s->nring_trees : s->ntrees;
-    return set ? s->ring_trees : s->trees;
+    rs->trees = set == BK_SET_RINGS ? s->ring_trees : s->trees;
+    rs->plan_trees = set == BK_SET_RINGS ? s->nring_trees : s->ntrees;
+    rs->staged_from = rs->plan_trees;
+    if (set != BK_SET_HYBRID)
+        return blinkSuccess;
+    if (s->npcie_trees <= 0 || !bk_backend()->host_staged) {
+        rs->trees = NULL;
+        rs->plan_trees = rs->staged_from = 0;
+        return blinkSuccess;
+    }
+    size_t nt = (size_t)s->ntrees + (size_t)s->npcie_trees;
+    if (!(rs->own = malloc(nt * sizeof *rs->own)))
+        return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+    memcpy(rs->own, s->trees, (size_t)s->ntrees * sizeof *rs->own);
+    memcpy(rs->own + s->ntrees, s->pcie_trees, (size_t)s->npcie_trees * sizeof *rs->own);
+    rs->trees = rs->own;
+    rs->plan_trees = (int)nt;
+    return blinkSuccess;
 }
 
 int bk_channels(uint64_t weight, double gbps, int forced)
@@ -75,10 +94,13 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *s, int set,
                                struct bk_roleset *rs)
 {
-    int nt, n = c->nranks, me = c->prank, nkids_all = 0, ns = 0;
-    const struct blink_plan_tree *t = set_trees(s, set, &nt);
-    rs->plan_trees = nt;
+    int n = c->nranks, me = c->prank, nkids_all = 0, ns = 0;
     rs->ntrees = 0;
+    blinkResult_t res = set_trees(s, set, rs);
+    if (res != blinkSuccess)
+        return res;
+    int nt = rs->plan_trees;
+    const struct blink_plan_tree *t = rs->trees;
     if (nt == 0)
         return blinkSuccess;
     int *C = malloc((size_t)nt * sizeof *C);
@@ -145,12 +167,13 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
 blinkResult_t bk_roles_build(blinkComm_t c)
 {
     int ns = c->plan->nschedules;
-    c->sets = calloc((size_t)ns * 2 + 1, sizeof *c->sets);
+    c->sets = calloc((size_t)ns * BK_SETS + 1, sizeof *c->sets);
     if (!c->sets)
         return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
     for (int i = 0; i < ns; i++)
-        for (int set = 0; set < 2; set++) {
-            blinkResult_t r = build_set(c, &c->plan->schedules[i], set, &c->sets[2 * i + set]);
+        for (int set = 0; set < BK_SETS; set++) {
+            blinkResult_t r = build_set(c, &c->plan->schedules[i], set,
+                                        &c->sets[BK_SETS * i + set]);
             if (r != blinkSuccess)
                 return r;
         }
@@ -160,7 +183,8 @@ blinkResult_t bk_roles_build(blinkComm_t c)
 void bk_roles_free(blinkComm_t c)
 {
     if (c->sets)
-        for (int i = 0; i < 2 * c->plan->nschedules; i++) {
+        for (int i = 0; i < BK_SETS * c->plan->nschedules; i++) {
+            free(c->sets[i].own);
             free(c->sets[i].roles);
             free(c->sets[i].kids);
             free(c->sets[i].tree_of);
@@ -191,7 +215,7 @@ static size_t largest_chunk(blinkComm_t c)
 blinkResult_t bk_layout_build(blinkComm_t c)
 {
     const struct blink_plan *plan = c->plan;
-    int n = c->nranks, T = 1, nsets = 2 * plan->nschedules;
+    int n = c->nranks, T = 1, nsets = BK_SETS * plan->nschedules;
     for (int i = 0; i < nsets; i++)
         T = c->sets[i].ntrees > T ? c->sets[i].ntrees : T;
     size_t cells = (size_t)n * (size_t)T;
@@ -210,8 +234,7 @@ blinkResult_t bk_layout_build(blinkComm_t c)
     /* Tree slot ti of a set is a channel of plan tree tree_of[ti]: its fan-in is that tree's. */
     for (int i = 0; i < nsets; i++) {
         const struct bk_roleset *rs = &c->sets[i];
-        int nt;
-        const struct blink_plan_tree *t = set_trees(&plan->schedules[i / 2], i % 2, &nt);
+        const struct blink_plan_tree *t = rs->trees;
         for (int ti = 0; ti < rs->ntrees; ti++) {
             const struct blink_plan_tree *tr = &t[rs->tree_of[ti]];
             memset(kids, 0, (size_t)n * sizeof *kids);
@@ -247,8 +270,7 @@ blinkResult_t bk_layout_build(blinkComm_t c)
             return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
         size_t *base = rs->slot_mem;
         int *sfan = (int *)(base + cells + 1);
-        int nt;
-        const struct blink_plan_tree *t = set_trees(&plan->schedules[i / 2], i % 2, &nt);
+        const struct blink_plan_tree *t = rs->trees;
         for (int ti = 0; ti < rs->ntrees; ti++)
             for (int v = 0; v < n; v++)
                 if (t[rs->tree_of[ti]].parent[v] >= 0)

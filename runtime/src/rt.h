@@ -39,6 +39,14 @@ const char *bk_dtype_name(blinkDataType_t dt);
 const char *bk_op_name(blinkRedOp_t op);
 const char *bk_coll_name(int coll);
 
+/* A schedule's tree sets (roles.c): comm->sets[BK_SETS * schedule + set]. */
+enum bk_set {
+    BK_SET_TREES,  /* its trees */
+    BK_SET_RINGS,  /* its ring trees (NCCL's rings as chains) */
+    BK_SET_HYBRID, /* its trees, then its PCIe trees, whose edges are host-staged */
+    BK_SETS
+};
+
 /* One schedule's tree set as this rank plays it (roles.c): every plan tree cut into channels,
  * tree slots of their own (proto.h), tree 0's channels first. */
 struct bk_roleset {
@@ -46,6 +54,10 @@ struct bk_roleset {
     struct bk_role *roles;   /* [ntrees] */
     int *kids;               /* children (plan ranks) of every role, at roles[t].kids_at */
     int plan_trees;          /* the plan's trees */
+    const struct blink_plan_tree *trees; /* [plan_trees] (the schedule's, or own) */
+    struct blink_plan_tree *own; /* the hybrid's: the trees and the PCIe trees in one table */
+    int staged_from;         /* plan trees from this one on are PCIe trees: their edges are
+                                host-staged (plan_trees where there are none) */
     int *tree_of;            /* [ntrees] the plan tree of each slot */
     struct bk_layout lay;    /* the staging layout as this set's calls see it (roles.c): the
                                 communicator's flags, the set's own data slots */
@@ -106,7 +118,7 @@ static inline int bk_logs(const struct bk_env *e, int level, unsigned sub)
 }
 
 /* BLINK_ALGO=nccl: hand every call to NCCL (not a plan's algo, so outside blink_plan_algo). */
-#define BK_ALGO_NCCL 2
+#define BK_ALGO_NCCL 3
 
 struct bk_be;                /* the backend's per-rank state */
 struct bk_net_comm;          /* the MPI communicator of a cluster plan's ranks (net.h) */
@@ -121,13 +133,15 @@ struct blinkComm {
     struct bk_peer *peer;    /* [nranks] by plan rank */
     struct bk_layout layout;
     void *layout_mem;        /* what layout's arrays point into */
-    struct bk_roleset *sets; /* [nschedules * 2]: trees, ring trees */
+    struct bk_roleset *sets; /* [nschedules * BK_SETS] (enum bk_set) */
     struct bk_env env;
     size_t chunk_bytes;      /* the plan's default chunk */
     unsigned char *said;     /* [nschedules * said_stride] choice already logged */
     int said_stride;
     uint32_t seq;            /* the last call's number */
     unsigned long long ops;  /* backend operations the last call issued */
+    unsigned long long edge_bytes[2]; /* data bytes this rank handed over edges in its last
+                                         finished call: direct, host-staged */
     int nstreams, nworkers;  /* what rank_init made: streams, threads (threadblocks on CUDA) */
     struct bk_nccl *nccl;
     char plan_why[BK_MSG_MAX]; /* why plan is NULL */
@@ -172,12 +186,12 @@ static inline int bk_has_op(int coll)
     return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
 }
 
-/* What one call runs (choose.c): the trees or the ring trees of its schedule, the chunk and the
- * protocol, by the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES /
- * BLINK_PROTO; said once per schedule and range under BLINK_DEBUG. */
+/* What one call runs (choose.c): a tree set of its schedule, the chunk and the protocol, by
+ * the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES / BLINK_PROTO;
+ * said once per schedule and range under BLINK_DEBUG. */
 struct bk_choice {
     int algo;          /* enum blink_plan_algo */
-    int ring_set;      /* runs the schedule's ring trees */
+    int set;           /* enum bk_set: the set it runs */
     int ntrees;
     size_t chunk_bytes;
     int proto;         /* enum blink_plan_proto */

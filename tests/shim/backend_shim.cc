@@ -108,8 +108,8 @@ static blinkResult_t rank_init(blinkComm_t c)
     pthread_mutex_unlock(&knob_mu);
     c->nstreams = 1;
     c->nworkers = 1;
-    for (int i = 0; i < 2 * c->plan->nschedules; i++) {
-        int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / 2].coll);
+    for (int i = 0; i < BK_SETS * c->plan->nschedules; i++) {
+        int b = kblocks_for(be->max_blocks, c->sets[i].ntrees, c->plan->schedules[i / BK_SETS].coll);
         c->nworkers = b > c->nworkers ? b : c->nworkers;
     }
     /* Every peer is reachable with native atomics: one process. */
@@ -278,7 +278,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 0, 1, 1, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "shim", 1, 0, 1, 1, 0, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

@@ -553,7 +553,7 @@ long rt_down_slot_writes(blinkComm_t *comms, int n, const struct rt_case *c, cha
         blinkComm_t m = comms[v];
         int root = bk_is_rooted(c->coll) ? m->plan_of[c->root] : -1;
         const struct blink_plan_schedule *sch = bk_schedule(m->plan, c->coll, root);
-        const struct bk_roleset *set = &m->sets[2 * (sch - m->plan->schedules)];
+        const struct bk_roleset *set = &m->sets[BK_SETS * (sch - m->plan->schedules)];
         for (int ti = 0; ti < set->ntrees; ti++)
             for (int k = 0; k < BK_SLOTS; k++) {
                 const unsigned char *s =

@@ -358,7 +358,7 @@ static void expected_runs(const struct json_value *ranges, struct strbuf *sb)
         int j = i;
         while (j < ranges->n && strcmp(json_get(&ranges->items[j], "algo")->string, algo) == 0)
             j++;
-        const char *name = strcmp(algo, "rings") == 0 ? "NCCL" : "trees";
+        const char *name = strcmp(algo, "rings") == 0 ? "NCCL" : algo; /* trees, hybrid */
         double at = json_get(&ranges->items[j < ranges->n ? j : i], "min_bytes")->number;
         const char *unit = at >= 1 << 30 ? "G" : at >= 1 << 20 ? "M" : at >= 1 << 10 ? "K" : "";
         double scaled = at / (*unit == 'G' ? 1 << 30 : *unit == 'M' ? 1 << 20 : *unit ? 1 << 10 : 1);

@@ -70,31 +70,58 @@ static int sweep(blinkComm_t *comms, int n, const char *label)
     return runs;
 }
 
-/* A fixture runs its trees, then (with_rings) the rings it hands small sizes to, as chains,
- * since the host runtime has no NCCL. Plans of several servers have no rings (plan_tune.h). */
-static void run_fixture(const char *name, init_fn init, int n, int with_rings)
+/* A fixture runs its trees, then the rings it hands small sizes to, as chains, since the host
+ * runtime has no NCCL (plans of several servers have no rings, plan_tune.h), then the hybrid:
+ * its trees with its PCIe trees (where it has none, the trees again). */
+enum { TREES = 1, RINGS = 2, HYBRID = 4 };
+static void run_fixture(const char *name, init_fn init, int n, unsigned algos)
 {
+    static const char *const algo[] = {"trees", "rings", "hybrid"};
     blinkComm_t comms[32];
     setenv("BLINK_CHUNK_BYTES", CHUNK_BYTES, 1);
-    for (int rings = 0; rings <= with_rings; rings++) {
+    for (int a = 0; a < 3; a++) {
+        if (!(algos & (1u << a)))
+            continue;
         char label[64];
-        snprintf(label, sizeof label, "%s, %s", name, rings ? "rings" : "trees");
-        setenv("BLINK_ALGO", rings ? "rings" : "trees", 1);
+        snprintf(label, sizeof label, "%s, %s", name, algo[a]);
+        setenv("BLINK_ALGO", algo[a], 1);
         cr_assert_eq(init(comms, n, NULL), blinkSuccess, "%s: %s", label,
                      blinkGetLastError(NULL));
-        cr_expect_eq(sweep(comms, n, label), 2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps);
+        cr_expect_eq(sweep(comms, n, label),
+                     2 * blinkNumTypes + 3 * blinkNumTypes * blinkNumOps);
         for (int v = 0; v < n; v++)
             cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
     }
 }
 
-Test(e2e, dgx1p, .timeout = 120) { run_fixture("dgx1p", e2e_init_dgx1p, 8, 1); }
-Test(e2e, dgx1v, .timeout = 120) { run_fixture("dgx1v", e2e_init_dgx1v, 8, 1); }
-Test(e2e, dgx2, .timeout = 300) { run_fixture("dgx2", e2e_init_dgx2, 16, 1); }
-Test(e2e, dgx_a100, .timeout = 120) { run_fixture("dgx-a100", e2e_init_dgx_a100, 8, 1); }
-Test(e2e, hgx_h100, .timeout = 120) { run_fixture("hgx-h100", e2e_init_hgx_h100, 8, 1); }
-Test(e2e, pcie8, .timeout = 120) { run_fixture("pcie8", e2e_init_pcie8, 8, 1); }
-Test(e2e, cluster_4x_dgx1v, .timeout = 300) { run_fixture("cluster", e2e_init_cluster, 32, 0); }
+Test(e2e, dgx1p, .timeout = 120)
+{
+    run_fixture("dgx1p", e2e_init_dgx1p, 8, TREES | RINGS | HYBRID);
+}
+Test(e2e, dgx1v, .timeout = 120)
+{
+    run_fixture("dgx1v", e2e_init_dgx1v, 8, TREES | RINGS | HYBRID);
+}
+Test(e2e, dgx2, .timeout = 300)
+{
+    run_fixture("dgx2", e2e_init_dgx2, 16, TREES | RINGS);
+}
+Test(e2e, dgx_a100, .timeout = 120)
+{
+    run_fixture("dgx-a100", e2e_init_dgx_a100, 8, TREES | RINGS);
+}
+Test(e2e, hgx_h100, .timeout = 120)
+{
+    run_fixture("hgx-h100", e2e_init_hgx_h100, 8, TREES | RINGS);
+}
+Test(e2e, pcie8, .timeout = 120)
+{
+    run_fixture("pcie8", e2e_init_pcie8, 8, TREES | RINGS);
+}
+Test(e2e, cluster_4x_dgx1v, .timeout = 300)
+{
+    run_fixture("cluster", e2e_init_cluster, 32, TREES);
+}
 
 /* The committed DGX-1V source carries blinkc's per-size choice: on the full machine rings
  * cannot be beaten for allreduce's bandwidth (test_tune.c), and NCCL 2.18 and later (the
@@ -136,8 +163,9 @@ static int run_allocations(int k)
             continue;
         blinkComm_t comms[8];
         char label[64];
-        /* Every other allocation runs its rings (as chains) instead of its trees. */
-        const char *algo = allocations % 2 ? "rings" : "trees";
+        /* In turn, allocations run their trees, their rings (as chains) and their hybrid (the
+         * trees with the PCIe trees, where the allocation has a PCIe set). */
+        const char *algo = (const char *[]){"trees", "rings", "hybrid"}[allocations % 3];
         setenv("BLINK_ALGO", algo, 1);
         snprintf(label, sizeof label, "DGX-1V GPUs 0x%02x, %s", mask, algo);
         cr_assert_eq(e2e_init_dgx1v_all(comms, n, dev), blinkSuccess, "%s: %s", label,

@@ -229,10 +229,18 @@ Test(from_plan, rates_and_ranges_the_runtime_cannot_carry_are_refused)
          "ranges start at 0 bytes and grow"},
         {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"nvls\", "
          "\"chunk_bytes\": 1, \"tree_us\": 1, \"ring_us\": 1}], \"ring_chains\": [",
-         "\"algo\" is \"trees\" or \"rings\""},
+         "\"algo\" is \"trees\", \"rings\" or \"hybrid\""},
         {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"trees\", "
          "\"chunk_bytes\": 1, \"proto\": \"LL128\", \"tree_us\": 1, \"ring_us\": 1}], "
          "\"ring_chains\": [", "\"proto\" is \"simple\" or \"ll\""},
+        {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"hybrid\", "
+         "\"chunk_bytes\": 1, \"tree_us\": 1, \"ring_us\": 1, \"fallback\": \"nccl\"}], "
+         "\"ring_chains\": [", "\"fallback\" is \"trees\" or \"rings\""},
+        {"\"ring_chains\": [", "\"ranges\": [{\"min_bytes\": 0, \"algo\": \"hybrid\", "
+         "\"chunk_bytes\": 1, \"tree_us\": 1, \"ring_us\": 1}], \"ring_chains\": [",
+         "\"fallback\""},
+        {"\"ring_chains\": [", "\"hybrid\": {\"trees\": []}, \"ring_chains\": [",
+         "a hybrid needs at least one PCIe tree"},
     };
     for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++)
         expect_refused(&cases[i]);
@@ -252,6 +260,21 @@ static char *remove_all(const char *s, const char *find)
 /* The protocol of each range: written to the plan file and read back (the code renders LL
  * where the tuner chose it, as -o did); a file without it (written before ranges had one)
  * reads as Simple everywhere; a range whose "proto" is gone no longer renders LL. */
+/* The hybrid's PCIe trees and its ranges (with their fallback) render the same code again. */
+Test(from_plan, the_hybrid_comes_back, .timeout = 120)
+{
+    const char *const args[] = {"--gpus", "0,2,3", "builtin:dgx1v", NULL};
+    check_round_trip("hybrid ranges", args);
+    struct tu_run r;
+    tu_run_blinkc(&r, (const char *const[]){"-q", "-o", "-", "--gpus", "0,2,3", "builtin:dgx1v",
+                                            NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "_pcie_trees["), "the source carries PCIe trees");
+    cr_expect(strstr(r.out, "BLINK_PLAN_HYBRID, 4194304u, BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }"),
+              "a hybrid range whose trees alone beat NCCL too");
+    tu_run_free(&r);
+}
+
 Test(from_plan, the_protocol_of_a_range_comes_back, .timeout = 120)
 {
     const char *const args[] = {"--gpus", "0,1,2,4,5", "--collective", "allreduce",
@@ -269,7 +292,7 @@ Test(from_plan, the_protocol_of_a_range_comes_back, .timeout = 120)
     cr_assert(json && code);
     cr_expect(strstr(json, "\"proto\": \"ll\""), "the tuner picks LL here: %s", json);
     cr_expect(strstr(json, "\"proto\": \"simple\""));
-    cr_expect(strstr(code, "BLINK_PLAN_LL }"));
+    cr_expect(strstr(code, "BLINK_PLAN_LL, BLINK_PLAN_TREES }"));
     /* Without the member every range reads as Simple. */
     char *bare = remove_all(json, "\"proto\": \"simple\", ");
     char *none = remove_all(bare, "\"proto\": \"ll\", ");
@@ -281,7 +304,7 @@ Test(from_plan, the_protocol_of_a_range_comes_back, .timeout = 120)
     char *again = tu_slurp(b, &n);
     cr_assert_not_null(again);
     cr_expect(!strstr(again, "BLINK_PLAN_LL"), "a range without \"proto\" is Simple");
-    cr_expect(strstr(again, "BLINK_PLAN_SIMPLE }"));
+    cr_expect(strstr(again, "BLINK_PLAN_SIMPLE, BLINK_PLAN_TREES }"));
     unlink(a), unlink(p), unlink(q), unlink(b);
     free(a), free(p), free(q), free(b), free(json), free(code), free(bare), free(none);
     free(again);

@@ -352,7 +352,7 @@ static const struct bk_roleset *set_of(blinkComm_t c, int coll, int root, int ri
 {
     for (int i = 0; i < c->plan->nschedules; i++)
         if (c->plan->schedules[i].coll == coll && c->plan->schedules[i].root == root)
-            return &c->sets[2 * i + ring];
+            return &c->sets[BK_SETS * i + ring];
     return NULL;
 }
 

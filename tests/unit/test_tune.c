@@ -32,22 +32,31 @@ static double nccl_us(const struct plan_set *ps, const struct plan *pl, double b
     return nc.best_us;
 }
 
-/* What the plan runs at this size, and its time; *trees says whether that is the trees. */
+/* What the plan runs at this size, and its time; *trees says whether that is the trees (alone,
+ * or with the hybrid's PCIe trees). */
 static double plan_us(const struct plan_set *ps, const struct plan *pl, double bytes,
                       const struct sim_params *sp, int *trees)
 {
     const struct plan_range *r = plan_range_at(pl, bytes);
     cr_assert_not_null(r);
-    *trees = r->algo == PLAN_ALGO_TREES;
+    *trees = r->algo != PLAN_ALGO_RINGS;
     if (!*trees)
         return nccl_us(ps, pl, bytes, sp);
     double us;
     struct diag d;
     diag_init(&d);
     struct sim_job j;
+    struct ptree_set both;
+    ptree_set_init(&both);
     sim_job_plan(&j, ps, pl);
+    if (r->algo == PLAN_ALGO_HYBRID) {
+        cr_assert_eq(plan_hybrid_set(ps, pl, &j.g, &both), BK_OK);
+        cr_assert_eq(both.n, pl->main.trees.n + pl->pcie.trees.n);
+        j.trees = &both;
+    }
     j.proto = r->proto == PLAN_PROTO_LL ? SIM_LL : SIM_SIMPLE;
     cr_assert_eq(sim_run(&j, bytes, r->chunk_bytes, sp, &us, &d), BK_OK);
+    ptree_set_free(&both);
     diag_free(&d);
     return us;
 }
@@ -135,8 +144,8 @@ Test(tune, rings_where_theory_says_so_trees_where_they_have_bandwidth, .timeout 
     topo_free(&t);
     plan_tuned((const int[]){0, 2, 3}, 3, ar, &t, &ps, &sp);
     pl = tu_find_plan(&ps, COLL_ALLREDUCE, -1);
-    for (double b = 4 << 20; b <= (double)(1u << 31); b *= 2)
-        cr_expect_eq(plan_range_at(pl, b)->algo, PLAN_ALGO_TREES, "{0,2,3} at %.0f", b);
+    for (double b = 4 << 20; b <= (double)(1u << 31); b *= 2) /* alone, or with PCIe trees */
+        cr_expect_neq(plan_range_at(pl, b)->algo, PLAN_ALGO_RINGS, "{0,2,3} at %.0f", b);
     plan_set_free(&ps);
     topo_free(&t);
 }

@@ -315,7 +315,7 @@ void tu_check_trees(const struct topo *t, const struct plan_trees *pt, int c)
                 continue;
             int at = tr->parent[v];
             for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++) {
-                int next = pt->g->dst[tr->path_arc[k]];
+                int next = pgraph_node(pt->g, pt->g->dst[tr->path_arc[k]]);
                 cr_assert(k == tr->path_off[v] || t->nodes[at].kind != TOPO_GPU,
                           "a path passes through a GPU");
                 /* Data flows parent to child, or child to parent for reduce-like collectives. */
