@@ -712,6 +712,7 @@ static const struct blink_plan blinkgen_p0 = {
     blinkgen_p0_schedules,
     1, /* servers */
     NULL,
+    0, /* edges host-staged: GPUs without peer access over PCIe */
 };
 
 /* Every plan of this source; init picks the one for the job's set of devices. */

@@ -55,9 +55,10 @@ tests_unit_test_emit_cli_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.
 E2E_CC = $(CC) -std=c11 $(CFLAGS) $(SAN_CFLAGS) -I$(top_srcdir)/runtime/include -x c -c
 E2E_OBJS = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/dgx2.o tests/e2e/dgx_a100.o \
 	tests/e2e/hgx_h100.o tests/e2e/pcie8.o tests/e2e/cluster.o tests/e2e/dgx1v_all.o \
-	tests/e2e/nvl18_pairs.o
+	tests/e2e/nvl18_pairs.o tests/e2e/rtx4090x8.o tests/e2e/pcie8_no_p2p.o
 E2E_GEN = tests/e2e/dgx_a100.cu tests/e2e/hgx_h100.cu tests/e2e/pcie8.cu tests/e2e/cluster.cu \
-	tests/e2e/dgx1v_all.cu tests/e2e/nvl18_pairs.cu
+	tests/e2e/dgx1v_all.cu tests/e2e/nvl18_pairs.cu tests/e2e/rtx4090x8.cu \
+	tests/e2e/pcie8_no_p2p.cu
 
 tests/e2e/dgx_a100.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:dgx-a100 -o $@
@@ -65,6 +66,11 @@ tests/e2e/hgx_h100.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:hgx-h100 -o $@
 tests/e2e/pcie8.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:pcie8 -o $@
+# GPUs without peer access: a published 8 x RTX 4090 box, and pcie8 with --no-p2p.
+tests/e2e/rtx4090x8.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:rtx4090x8 -o $@
+tests/e2e/pcie8_no_p2p.cu: planner/blinkc
+	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q --no-p2p builtin:pcie8 -o $@
 tests/e2e/cluster.cu: planner/blinkc
 	$(AM_V_GEN)mkdir -p tests/e2e && planner/blinkc -q builtin:cluster-4x-dgx1v -o $@
 # --no-tune: the test sets the chunk and the algorithm itself, and tuning the 247 plans (73
@@ -104,6 +110,10 @@ tests/e2e/dgx_a100.o: tests/e2e/dgx_a100.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_dgx_a100 -DblinkCommInitRank=e2e_rank_dgx_a100 -DblinkPlanLibrary=e2e_lib_dgx_a100 -o $@ tests/e2e/dgx_a100.cu
 tests/e2e/hgx_h100.o: tests/e2e/hgx_h100.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_hgx_h100 -DblinkCommInitRank=e2e_rank_hgx_h100 -DblinkPlanLibrary=e2e_lib_hgx_h100 -o $@ tests/e2e/hgx_h100.cu
+tests/e2e/rtx4090x8.o: tests/e2e/rtx4090x8.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_rtx4090x8 -DblinkCommInitRank=e2e_rank_rtx4090x8 -DblinkPlanLibrary=e2e_lib_rtx4090x8 -o $@ tests/e2e/rtx4090x8.cu
+tests/e2e/pcie8_no_p2p.o: tests/e2e/pcie8_no_p2p.cu $(E2E_INCLUDES)
+	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_pcie8_no_p2p -DblinkCommInitRank=e2e_rank_pcie8_no_p2p -DblinkPlanLibrary=e2e_lib_pcie8_no_p2p -o $@ tests/e2e/pcie8_no_p2p.cu
 tests/e2e/pcie8.o: tests/e2e/pcie8.cu $(E2E_INCLUDES)
 	$(AM_V_CC)$(E2E_CC) -DblinkCommInitAll=e2e_init_pcie8 -DblinkCommInitRank=e2e_rank_pcie8 -DblinkPlanLibrary=e2e_lib_pcie8 -o $@ tests/e2e/pcie8.cu
 tests/e2e/cluster.o: tests/e2e/cluster.cu $(E2E_INCLUDES)
@@ -120,11 +130,13 @@ tests_unit_test_e2e_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_e2e_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
 tests_unit_test_e2e_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a
-# test_rt_hybrid: bytes per edge kind of the committed DGX-1P and DGX-1V sources' hybrids.
+# test_rt_hybrid: bytes per edge kind of the committed DGX-1P and DGX-1V sources' hybrids, and
+# of the RTX 4090 box whose GPUs have no peer access.
 UNIT_TESTS += tests/unit/test_rt_hybrid
 tests_unit_test_rt_hybrid_CPPFLAGS = $(RT_TEST_CPPFLAGS)
-tests_unit_test_rt_hybrid_LDADD = tests/e2e/dgx1p.o tests/e2e/dgx1v.o $(RT_TEST_LIBS)
-tests_unit_test_rt_hybrid_DEPENDENCIES = tests/e2e/dgx1p.o tests/e2e/dgx1v.o \
+tests_unit_test_rt_hybrid_LDADD = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
+	$(RT_TEST_LIBS)
+tests_unit_test_rt_hybrid_DEPENDENCIES = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
 	tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
 tests_unit_test_rt_procs_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_procs_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)

@@ -36,6 +36,7 @@ enum opt_id {
     OPT_TIME_LIMIT,
     OPT_TDPA,
     OPT_NO_HYBRID,
+    OPT_NO_P2P,
     OPT_NO_TUNE,
     OPT_EXPLAIN,
     OPT_DUMP_ILP,
@@ -78,6 +79,8 @@ static const struct cli_option options[] = {
      "GPU where the input names none: P100 ... GB300, RTX 3090, A40 (blinkc-topology(5))"},
     {"link-rate", OPT_LINK_RATE, required_argument, G_INPUT, "KEY=GBPS",
      "override a default rate (nvlink1-5, pcie1-6, smp, net)"},
+    {"no-p2p", OPT_NO_P2P, no_argument, G_INPUT, NULL,
+     "the GPUs have no peer access (RTX 4090/5090, VMs): PCIe paths via host memory"},
     {"collective", OPT_COLLECTIVE, required_argument, G_OPTIM, "NAME",
      "plan only NAME (broadcast, reduce, allreduce, allgather, reducescatter); repeatable"},
     {"root", OPT_ROOT, required_argument, G_OPTIM, "RANK|gpuN",
@@ -505,6 +508,7 @@ enum bk_status cli_parse(struct cli *c, int argc, char **argv, char *buf, size_t
                 return BK_EUSAGE;
             break;
         case OPT_NO_HYBRID: c->plan.hybrid = 0; break;
+        case OPT_NO_P2P: c->read.no_p2p = 1; break;
         case OPT_NO_TUNE: c->tune = 0; break;
         case OPT_EXPLAIN: c->explain = 1; break;
         case OPT_DUMP_ILP: c->dump_ilp = optarg; break;

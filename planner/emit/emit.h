@@ -25,6 +25,8 @@
  *     nranks        int;  devices: list of int, the allocation's GPU numbers in rank order
  *                   (cluster plans: each GPU's number within its server)
  *     nservers      int;  servers: list of int, each rank's server (empty on one server)
+ *     host_staged   bool, the plan's tree sets run over PCIe between GPUs without peer access,
+ *                   so every edge of them is host-staged
  *     schedules_of  "p<j>" (|ident) when the plan runs plan j's schedules (a symmetry of the
  *                   server takes j's GPUs onto its own, devices then in j's rank order; its own
  *                   schedules list is empty), else ""

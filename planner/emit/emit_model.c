@@ -24,7 +24,7 @@ const char *const emit_model_keys[] = {
     "blinkc_version", "topology", "nplans", "plans", "arrays", "values", "ndevices", "blocks",
     /* a plan */
     "id", "fingerprint", "nranks", "devices", "nservers", "servers", "chunk_bytes", "nschedules",
-    "schedules", "schedules_of",
+    "schedules", "schedules_of", "host_staged",
     /* a schedule */
     "collective", "coll", "rooted", "root", "ntrees", "trees", "nring_trees", "ring_trees",
     "nranges", "ranges", "ranges_of", "relabel", "relabel_of", "root_maps", "npcie_trees",
@@ -46,8 +46,8 @@ void emit_fingerprint(const struct topo *t, char out[17])
     sb_puts(&sb, "blink-fingerprint 1\n");
     for (int i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
-        sb_printf(&sb, "node %s %s %d %d\n", n->id, topo_node_kind_name(n->kind), n->server,
-                  n->rank);
+        sb_printf(&sb, "node %s %s %d %d%s\n", n->id, topo_node_kind_name(n->kind), n->server,
+                  n->rank, n->no_p2p ? " no-p2p" : "");
     }
     for (int i = 0; i < t->nlinks; i++) {
         const struct topo_link *l = &t->links[i];
@@ -429,6 +429,22 @@ static enum bk_status schedule_model(struct emit_intern *in, const struct plan_s
     return st;
 }
 
+/* Whether the plan's trees run over PCIe between GPUs without peer access, so that every edge
+ * is host-staged: some GPU has none (topo_no_p2p) and NVLink does not join them all (the planner
+ * then plans over every link kind, plan.c). */
+BK_MUST_USE
+static enum bk_status host_staged(const struct topo *t, int *staged)
+{
+    *staged = 0;
+    if (!topo_no_p2p(t))
+        return BK_OK;
+    struct pgraph g;
+    BK_CHECK(pgraph_build(&g, t, PG_NVLINK));
+    *staged = !pgraph_gpus_connected(&g);
+    pgraph_free(&g);
+    return BK_OK;
+}
+
 /* One allocation's plan: the map of emit.h's plans list, for allocation k. */
 BK_MUST_USE
 static enum bk_status plan_model(struct emit_intern *in, const struct emit_alloc *allocs, int k,
@@ -467,6 +483,11 @@ static enum bk_status plan_model(struct emit_intern *in, const struct emit_alloc
         st = tv_set(root, "devices", tv_int_list(dev, n));
     if (st == BK_OK)
         st = tv_set(root, "nservers", tv_int(nservers));
+    int staged = 0;
+    if (st == BK_OK)
+        st = host_staged(t, &staged);
+    if (st == BK_OK)
+        st = tv_set(root, "host_staged", tv_bool(staged));
     if (st == BK_OK) /* empty on one server: the template then names no table */
         st = tv_set(root, "servers", tv_int_list(srv, nservers > 1 ? n : 0));
     if (st == BK_OK)

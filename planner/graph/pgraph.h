@@ -54,6 +54,12 @@ enum bk_status pgraph_build_part(struct pgraph *g, const struct topo *t, unsigne
 BK_MUST_USE
 enum bk_status pgraph_build_staged(struct pgraph *g, const struct topo *t, unsigned kinds);
 
+/* The graph a tree set of link kinds `kinds` may use: pgraph_build's, or where PCIe links are
+ * among the kinds and some GPU of t has no peer access (topo_no_p2p), pgraph_build_staged's, so
+ * that every path between GPUs over PCIe turns in host memory as the runtime moves it. */
+BK_MUST_USE
+enum bk_status pgraph_build_tier(struct pgraph *g, const struct topo *t, unsigned kinds);
+
 /* The topology node graph node v stands for. */
 static inline int pgraph_node(const struct pgraph *g, int v) { return g->node ? g->node[v] : v; }
 

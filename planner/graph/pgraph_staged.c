@@ -46,6 +46,13 @@ static void reverses_by_links(struct pgraph *g, const struct topo *t)
     }
 }
 
+enum bk_status pgraph_build_tier(struct pgraph *g, const struct topo *t, unsigned kinds)
+{
+    if ((kinds & PG_KIND(TOPO_PCIE)) && topo_no_p2p(t))
+        return pgraph_build_staged(g, t, kinds);
+    return pgraph_build(g, t, kinds);
+}
+
 enum bk_status pgraph_build_staged(struct pgraph *g, const struct topo *t, unsigned kinds)
 {
     struct pgraph flat;

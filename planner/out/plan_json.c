@@ -19,6 +19,7 @@ static void indent_to(struct strbuf *sb, int level)
 }
 
 /* In a cluster a GPU's "local_gpu" is its number within its server: the device it runs on.
+ * "p2p": false marks a GPU without peer access over PCIe.
  * "part" names the GPU part of the parts table whose NVLink rate was used, and "part_assumed"
  * says the input named none, so the rate rests on the reader's guess (blinkc-topology(5)). */
 static void put_node(struct strbuf *sb, const struct topo *t, const struct topo_node *n)
@@ -31,6 +32,8 @@ static void put_node(struct strbuf *sb, const struct topo *t, const struct topo_
         sb_printf(sb, ", \"rank\": %d", n->rank);
     if (n->kind == TOPO_GPU && t->nservers > 1)
         sb_printf(sb, ", \"local_gpu\": %d", n->local_gpu);
+    if (n->kind == TOPO_GPU && n->no_p2p) /* PCIe traffic to other GPUs through host memory */
+        sb_puts(sb, ", \"p2p\": false");
     sb_printf(sb, ", \"server\": %d, \"name\": ", n->server);
     json_put_string(sb, n->name);
     if (n->busid) {

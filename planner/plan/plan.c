@@ -101,7 +101,7 @@ static enum bk_status build_graphs(struct plan_set *s, const struct topo *t, int
     BK_CHECK(pgraph_build(&s->tier, t, PG_NVLINK));
     if (!pgraph_gpus_connected(&s->tier)) {
         pgraph_free(&s->tier);
-        BK_CHECK(pgraph_build(&s->tier, t, PG_ALL_KINDS));
+        BK_CHECK(pgraph_build_tier(&s->tier, t, PG_ALL_KINDS));
         if (!pgraph_gpus_connected(&s->tier))
             return diag_error(d, t->source, DIAG_NOWHERE,
                               "the GPUs of the allocation cannot all reach each other over the "

@@ -104,7 +104,7 @@ BK_MUST_USE
 static enum bk_status load_node(struct loader *L, const struct json_value *o, int i, int nnodes)
 {
     struct topo *t = L->t;
-    const struct json_value *id, *kind, *name, *busid, *model;
+    const struct json_value *id, *kind, *name, *busid, *model, *p2p;
     BK_CHECK(member(L, o, "id", JSON_STRING, 1, &id));
     BK_CHECK(member(L, o, "kind", JSON_STRING, 1, &kind));
     BK_CHECK(member(L, o, "name", JSON_STRING, 0, &name));
@@ -124,6 +124,9 @@ static enum bk_status load_node(struct loader *L, const struct json_value *o, in
             return bad(L, o, "GPUs come first, in rank order (this should be rank %d)", i);
         BK_CHECK(whole(L, o, "local_gpu", 0, 0, INT_MAX, &local));
     }
+    BK_CHECK(member(L, o, "p2p", JSON_BOOL, 0, &p2p));
+    if (p2p && k != TOPO_GPU)
+        return bad(L, p2p, "only GPUs have \"p2p\"");
     int node;
     BK_CHECK(topo_add_node(t, k, id->string, (int)server, o->loc, &node));
     struct topo_node *n = &t->nodes[node];
@@ -132,6 +135,7 @@ static enum bk_status load_node(struct loader *L, const struct json_value *o, in
         return BK_ENOMEM;
     n->rank = (int)rank;
     n->local_gpu = (int)local;
+    n->no_p2p = p2p && !p2p->boolean;
     if (k == TOPO_GPU)
         t->ngpus++;
     if (server + 1 > t->nservers)

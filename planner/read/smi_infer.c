@@ -482,6 +482,7 @@ enum bk_status smi_build(struct smi *s)
             if (pass)
                 continue;
             t->nodes[c->node].gpu_order = c->gpu;
+            t->nodes[c->node].no_p2p = c->no_p2p;
             t->nodes[c->node].nvlink_gen = gen;
             const struct listed_gpu *named = listed_of(s, i);
             if (s->rd.o->gpu_model || named)

@@ -35,6 +35,8 @@ struct col {
     struct diag_loc row_loc;
     char *trail[T_KINDS]; /* this row's affinity values, NULL when absent */
     char *dev;            /* device name from the NIC Legend */
+    int no_p2p;           /* a GPU that nvidia-smi topo -p2p shows without peer access to some
+                             other (smi_p2p.c) */
     struct diag_loc dev_loc;
     int node;             /* topo node index */
 };
@@ -86,6 +88,18 @@ BK_MUST_USE
 enum bk_status smi_read_legend(struct smi *s, int in_nic_legend);
 BK_MUST_USE
 enum bk_status smi_check_matrix(struct smi *s);
+/* The column of label p[0..n), or -1. */
+int smi_find_col(const struct smi *s, const char *p, size_t n);
+
+/* A pasted `nvidia-smi topo -p2p` matrix (smi_p2p.c): its columns, read from its header. */
+#define SMI_P2P_MAX 256
+struct smi_p2p {
+    int ncols;
+    int col[SMI_P2P_MAX]; /* the topology matrix's column of each */
+};
+/* One line below the matrix: a P2P matrix's header or row (1; rows mark the GPUs of pairs
+ * without peer access), or anything else (0). */
+int smi_p2p_line(struct smi *s, const struct line *l, struct smi_p2p *p);
 /* The graph (smi_infer.c): NVLink, PCIe switches, CPUs. */
 BK_MUST_USE
 enum bk_status smi_build(struct smi *s);

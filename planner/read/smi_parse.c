@@ -519,7 +519,7 @@ enum bk_status smi_read_header(struct smi *s)
     return BK_OK;
 }
 
-static int find_col(const struct smi *s, const char *p, size_t n)
+int smi_find_col(const struct smi *s, const char *p, size_t n)
 {
     for (int i = 0; i < s->ncols; i++)
         if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
@@ -539,7 +539,7 @@ static enum bk_status wrapped_rest(struct smi *s, int cells, int *more)
     BK_CHECK(read_line(s, &got));
     size_t pos = 0, st, n = got && !s->ln.too_long ? next_tok(&s->ln, &pos, &st) : 0;
     const char *p = s->ln.s + st;
-    if (n && find_col(s, p, n) < 0)
+    if (n && smi_find_col(s, p, n) < 0)
         *more = cells ? parse_code(p, n, &nv) != C_NONE
                       : isdigit((unsigned char)p[0]) || p[0] == ',' ||
                             (n == 3 && memcmp(p, "N/A", 3) == 0);
@@ -643,7 +643,7 @@ enum bk_status smi_read_rows(struct smi *s, int *nic_legend)
         if (is_legend(l, nic_legend))
             return BK_OK;
         size_t pos2 = pos, n2 = next_tok(l, &pos2, &st2);
-        int r = find_col(s, l->s + st, n);
+        int r = smi_find_col(s, l->s + st, n);
         if (r < 0) {
             if (n2 && parse_code(l->s + st2, n2, &nv) != C_NONE)
                 return diag_error(s->rd.d, s->rd.in->name, loc_at(l, st),
@@ -662,18 +662,20 @@ enum bk_status smi_read_rows(struct smi *s, int *nic_legend)
     }
 }
 
-/* "NIC Legend:" entries, "NIC0: mlx5_0"; everything else after the matrix is ignored. */
+/* "NIC Legend:" entries, "NIC0: mlx5_0", and a pasted P2P matrix (smi_p2p.c); everything else
+ * after the matrix is ignored. */
 BK_MUST_USE
 enum bk_status smi_read_legend(struct smi *s, int in_nic_legend)
 {
     int got;
+    struct smi_p2p p2p = {0};
     for (;;) {
         BK_CHECK(read_line(s, &got));
         if (!got)
             return BK_OK;
         const struct line *l = &s->ln;
         int nic;
-        if (l->too_long)
+        if (l->too_long || smi_p2p_line(s, l, &p2p))
             continue;
         if (is_legend(l, &nic)) {
             in_nic_legend = nic;
@@ -691,7 +693,7 @@ enum bk_status smi_read_legend(struct smi *s, int in_nic_legend)
         if (j >= l->n || l->s[j] != ':')
             continue;
         size_t pos = j + 1, st, n = next_tok(l, &pos, &st);
-        int c = find_col(s, l->s + i, ll);
+        int c = smi_find_col(s, l->s + i, ll);
         if (!n || c < 0 || s->cols[c].dev)
             continue;
         if (!(s->cols[c].dev = bk_strndup(l->s + st, n)))

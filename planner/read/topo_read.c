@@ -220,5 +220,8 @@ enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o,
     case TOPO_FMT_CLUSTER: st = topo_read_cluster(&r); break;
     default: return BK_EINTERNAL;
     }
-    return reader_finish(&r, f, st);
+    st = reader_finish(&r, f, st);
+    for (int i = 0; st == BK_OK && o->no_p2p && i < t->nnodes; i++)
+        t->nodes[i].no_p2p |= t->nodes[i].kind == TOPO_GPU;
+    return st;
 }

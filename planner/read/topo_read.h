@@ -33,6 +33,7 @@ typedef enum bk_status (*topo_open_fn)(void *ctx, const char *path, struct input
 struct topo_read_opts {
     enum topo_format format;    /* TOPO_FMT_AUTO: detect from the content */
     const char *gpu_model;      /* --gpu-model, or NULL: GPU model where the input names none */
+    int no_p2p;                 /* --no-p2p: every GPU without peer access over PCIe */
     struct topo_rates rates;    /* per-link defaults, after --link-rate overrides */
     topo_open_fn open_file;     /* topo_open_file (NULL means it too); tests read from memory */
     void *open_ctx;

@@ -26,16 +26,16 @@
 
 enum attr {
     AT_MODEL, AT_BUS, AT_SOCKET, AT_VENDOR, AT_FAMILY, AT_CPUMODEL, AT_ARCH, AT_SPEED,
-    AT_KIND, AT_COUNT, AT_GEN, AT_WIDTH, AT_BW, AT_BWREV, AT_N
+    AT_KIND, AT_COUNT, AT_GEN, AT_WIDTH, AT_BW, AT_BWREV, AT_P2P, AT_N
 };
 static const char *const attr_names[AT_N] = {
     "model", "bus", "socket", "vendor", "family", "cpumodel", "arch", "speed",
-    "kind", "count", "gen", "width", "bw", "bw-rev"};
+    "kind", "count", "gen", "width", "bw", "bw-rev", "p2p"};
 
 #define BIT(a) (1u << (a))
 /* Attributes each node kind accepts, indexed by enum topo_node_kind. */
 static const unsigned node_attrs[TOPO_NODE_KINDS] = {
-    BIT(AT_MODEL) | BIT(AT_BUS),
+    BIT(AT_MODEL) | BIT(AT_BUS) | BIT(AT_P2P),
     BIT(AT_BUS),
     BIT(AT_BUS),
     BIT(AT_SOCKET) | BIT(AT_MODEL) | BIT(AT_VENDOR) | BIT(AT_FAMILY) | BIT(AT_CPUMODEL) |
@@ -366,7 +366,7 @@ BK_MUST_USE
 static enum bk_status stmt_node(struct text_reader *r, enum topo_node_kind kind)
 {
     static const char *const usage[TOPO_NODE_KINDS] = {
-        "gpu NAME [model=TEXT] [bus=BUSID]",
+        "gpu NAME [model=TEXT] [bus=BUSID] [p2p=yes|no]",
         "nvswitch NAME [bus=BUSID]",
         "pcie-switch NAME [bus=BUSID]",
         "cpu NAME [socket=N] [model=TEXT] [vendor=TEXT] [family=N] [cpumodel=N] [arch=TEXT]",
@@ -406,6 +406,13 @@ static enum bk_status stmt_node(struct text_reader *r, enum topo_node_kind kind)
     double speed = 0;
     if (a.at[AT_SPEED])
         BK_CHECK(bw_attr(r, a.at[AT_SPEED], &speed));
+    int no_p2p = 0;
+    if (a.at[AT_P2P]) {
+        const char *v = lex_value(a.at[AT_P2P]);
+        if (strcmp(v, "no") != 0 && strcmp(v, "yes") != 0)
+            return err(r, a.at[AT_P2P]->vcol, "p2p=%s: expected p2p=yes or p2p=no", v);
+        no_p2p = strcmp(v, "no") == 0;
+    }
 
     struct extra *x = bk_grow(r->extra, &r->extra_cap, (size_t)r->rd.t->nnodes + 1, sizeof *x);
     if (!x)
@@ -423,6 +430,7 @@ static enum bk_status stmt_node(struct text_reader *r, enum topo_node_kind kind)
     n->nic_gbps = speed; /* 0: unknown */
     if (kind == TOPO_GPU) {
         n->gpu_order = r->ngpus++;
+        n->no_p2p = no_p2p;
         n->nvlink_gen = topo_gpu_model_gen(model);
         /* --gpu-model stands in for a missing or unknown model; without it the generation is
            only assumed (with a warning) if an NVLink needs it. */

@@ -32,7 +32,7 @@
 static int has_nvswitch(const struct topo *t, const struct pgraph *g)
 {
     for (int a = 0; a < g->narcs; a++)
-        if (t->nodes[g->src[a]].kind == TOPO_NVSWITCH)
+        if (t->nodes[pgraph_node(g, g->src[a])].kind == TOPO_NVSWITCH)
             return 1;
     return 0;
 }
@@ -76,7 +76,7 @@ enum bk_status ring_best(const struct topo *t, struct ring_result *r, struct dia
     for (size_t p = 0; p < BK_ARRAY_LEN(passes); p++) {
         struct pgraph g;
         enum bk_status st = BK_OK;
-        BK_CHECK(pgraph_build(&g, t, passes[p]));
+        BK_CHECK(pgraph_build_tier(&g, t, passes[p]));
         ring_result_free(r);
         r->kinds = passes[p];
         r->exhaustive = 1;

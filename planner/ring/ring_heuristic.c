@@ -48,7 +48,7 @@ static int hop_nodes(const struct topo *t, const struct pgraph *g, int i, int j,
             continue;
         for (int p = g->out_off[u]; p < g->out_off[u + 1]; p++) {
             int v = g->dst[g->out_arc[p]];
-            if (!fwd[v] && (v == j || (v >= g->ngpus && relay_ok(t, v, si, sj)))) {
+            if (!fwd[v] && (v == j || (v >= g->ngpus && relay_ok(t, g, v, si, sj)))) {
                 fwd[v] = 1;
                 queue[tail++] = v;
             }
@@ -152,7 +152,7 @@ static enum bk_status flow_lp(const struct topo *t, const struct pgraph *g,
             split[h] = 0;
             src_row[h] = -1;
             for (int k = 0; k < nu; k++)
-                split[h] |= u[k] >= g->ngpus && t->nodes[u[k]].kind == TOPO_NVSWITCH;
+                split[h] |= u[k] >= g->ngpus && t->nodes[pgraph_node(g, u[k])].kind == TOPO_NVSWITCH;
             if (!split[h]) {
                 ok = widest_path(g, g->cap, i, j, path, &len, sc) > 0;
                 for (int k = 0; k < len; k++)

@@ -63,7 +63,7 @@ struct orders {
     int *v;            /* [cap * n] */
 };
 
-int relay_ok(const struct topo *t, int v, int si, int sj);
+int relay_ok(const struct topo *t, const struct pgraph *g, int v, int si, int sj);
 /* qsort's comparison of ints, ascending. */
 int ring_cmp_int(const void *a, const void *b);
 BK_MUST_USE

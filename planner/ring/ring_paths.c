@@ -16,11 +16,12 @@
  * servers. NCCL never routes through a third server's PCIe, nor loops a hop inside one server
  * out through the network.
  */
-int relay_ok(const struct topo *t, int v, int si, int sj)
+int relay_ok(const struct topo *t, const struct pgraph *g, int v, int si, int sj)
 {
-    if (t->nodes[v].kind == TOPO_NET_SWITCH)
+    const struct topo_node *x = &t->nodes[pgraph_node(g, v)];
+    if (x->kind == TOPO_NET_SWITCH)
         return si != sj;
-    return t->nodes[v].server == si || t->nodes[v].server == sj;
+    return x->server == si || x->server == sj;
 }
 
 int ring_cmp_int(const void *a, const void *b)
@@ -94,7 +95,7 @@ void widest_from(const struct pgraph *g, const double *c, int src, int sj,
             int a = g->out_arc[i];
             double b = s->bw[u] < c[a] ? s->bw[u] : c[a];
             int v = g->dst[a];
-            if (v >= g->ngpus && !relay_ok(s->t, v, si, sj))
+            if (v >= g->ngpus && !relay_ok(s->t, g, v, si, sj))
                 continue;
             if (c[a] > RING_EPS && b > s->bw[v]) {
                 if (s->bw[v] == 0) { /* newly labelled (a done node is never widened) */
@@ -130,7 +131,7 @@ double widest_path(const struct pgraph *g, const double *c, int src, int dst, in
             continue;
         for (int i = g->out_off[u]; i < g->out_off[u + 1]; i++) {
             int a = g->out_arc[i], v = g->dst[a];
-            if (c[a] >= w && s->pred[v] == -2 && (v < g->ngpus || relay_ok(s->t, v, si, sj))) {
+            if (c[a] >= w && s->pred[v] == -2 && (v < g->ngpus || relay_ok(s->t, g, v, si, sj))) {
                 s->pred[v] = a;
                 s->queue[tail++] = v;
             }

@@ -138,7 +138,7 @@ static enum bk_status build(struct sim_hops *h, const struct topo *t, unsigned k
     h->topo = t;
     h->kinds = kinds;
     h->n = t->ngpus;
-    BK_CHECK(pgraph_build(&h->h, t, kinds));
+    BK_CHECK(pgraph_build_tier(&h->h, t, kinds));
     int n = h->n, V = h->h.nnodes;
     h->maxlen = V > 0 ? V : 1;
     double *wd = malloc(((size_t)V + 1) * sizeof *wd);

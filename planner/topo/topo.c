@@ -227,6 +227,14 @@ int topo_gpu_node(const struct topo *t, int k)
     return k;
 }
 
+int topo_no_p2p(const struct topo *t)
+{
+    for (int i = 0; i < t->nnodes; i++)
+        if (t->nodes[i].kind == TOPO_GPU && t->nodes[i].no_p2p)
+            return 1;
+    return 0;
+}
+
 int topo_gpu_number(const char *id)
 {
     if (!id || strncmp(id, "gpu", 3) != 0 || id[3] < '0' || id[3] > '9')
@@ -272,6 +280,7 @@ enum bk_status topo_copy(const struct topo *in, struct topo *out)
         n->part_assumed = s->part_assumed;
         n->local_gpu = s->local_gpu;
         n->nic_gbps = s->nic_gbps;
+        n->no_p2p = s->no_p2p;
         if ((s->id && !(n->id = strdup(s->id))) ||
             (s->busid && !(n->busid = strdup(s->busid))) ||
             (s->model && !(n->model = strdup(s->model))))

@@ -58,6 +58,9 @@ struct topo_node {
                          part and rate), or from an NCCL sm without a known PCI device id (sm
                          gives generation and rate; the part is the sm's most common); else 0 */
     double nic_gbps; /* NICs: line rate in GB/s per direction when the input gives one, else 0 */
+    int no_p2p;     /* GPUs: 1 where the GPU has no peer access over PCIe (consumer cards, some
+                       sockets and VMs: nvidia-smi topo -p2p, p2p=no, --no-p2p), so its PCIe
+                       traffic to other GPUs goes through host memory; else 0 */
     char *busid;    /* PCI bus id "dddd:bb:dd.f" when known, else NULL */
     char *model;    /* GPU or CPU model text when known, else NULL (untrusted) */
     struct diag_loc loc; /* where the input declared it */
@@ -176,6 +179,9 @@ int topo_gpu_node(const struct topo *t, int k);
 
 /* The N of a canonical GPU id "gpuN" (0 to INT_MAX), or -1 for any other id or NULL. */
 int topo_gpu_number(const char *id);
+
+/* 1 when some GPU of t has no peer access over PCIe (topo_node.no_p2p). */
+int topo_no_p2p(const struct topo *t);
 
 /* The device rank k runs on, as the generated code names it: in a cluster its number within
  * its server (local_gpu, when set); else the N of its canonical id gpuN (the allocation's GPU

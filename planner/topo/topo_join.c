@@ -73,6 +73,7 @@ static enum bk_status add_server(struct topo *out, const struct topo_join_server
         n->socket = src->socket;
         n->nvlink_gen = src->nvlink_gen;
         n->nic_gbps = src->nic_gbps;
+        n->no_p2p = src->no_p2p;
         BK_CHECK(topo_node_set_busid(out, k, src->busid));
         BK_CHECK(topo_node_set_model(out, k, src->model));
         n->part = src->part; /* as read or assumed in the server's own file */

@@ -268,6 +268,12 @@ void topo_print_summary(struct strbuf *sb, const struct topo *t)
               "  links: %d nvlink pairs (%d NVLinks), %d pcie, %d smp, %d net (full duplex)\n",
               pairs[TOPO_NVLINK], links[TOPO_NVLINK], pairs[TOPO_PCIE], pairs[TOPO_SMP],
               pairs[TOPO_NET]);
+    int no_p2p = 0;
+    for (int i = 0; i < t->nnodes; i++)
+        no_p2p += t->nodes[i].kind == TOPO_GPU && t->nodes[i].no_p2p;
+    if (no_p2p)
+        sb_printf(sb, "  peer access: none over PCIe for %d of %d GPUs: PCIe paths between GPUs "
+                      "turn in host memory (host-staged)\n", no_p2p, nodes[TOPO_GPU]);
     sb_puts(sb, "  GPU      model                        NVLinks  NVLink GB/s out  PCIe GB/s out\n");
     for (int g = 0; g < t->nnodes; g++) {
         const struct topo_node *n = &t->nodes[g];

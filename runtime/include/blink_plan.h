@@ -139,6 +139,9 @@ struct blink_plan {
     int nservers;            /* 0 or 1: one server; otherwise a cluster plan */
     const int *servers;      /* [nranks] server of each rank (NULL on one server); devices are
                                 then numbered within each server */
+    int host_staged;         /* 1: the GPUs have no peer access over PCIe, and the trees and
+                                rings run over PCIe, so every edge of them is host-staged (its
+                                slot in host memory); 0: their edges are direct */
 };
 
 /* Every plan of a generated source: one, or one per allocation (blinkc --all-allocations), so a

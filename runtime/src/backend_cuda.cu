@@ -247,8 +247,9 @@ static blinkResult_t rank_init(blinkComm_t c)
                 if (q >= 0 && !be->hreach[q])
                     r = bk_error(blinkSystemError, "CUDA backend: rank %d's device %d cannot "
                                  "access rank %d's device %d directly (cudaDeviceCanAccessPeer "
-                                 "says no), but a tree of the plan connects them", c->rank,
-                                 be->dev, c->user_of[q], ldev[q]);
+                                 "says no), but a tree of the plan connects them, and this "
+                                 "backend has no host-staged edges yet (the host backend runs "
+                                 "such plans)", c->rank, be->dev, c->user_of[q], ldev[q]);
             }
         }
 

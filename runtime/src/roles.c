@@ -18,13 +18,14 @@ static int sharded(int coll)
 
 /* The plan trees of set `set` of s into rs->trees, plan_trees and staged_from: the hybrid's
  * are a table of its own, the trees then the PCIe trees (none where s has no PCIe trees, or
- * the backend cannot stage edges in host memory: no layout is spent on it then). */
-static blinkResult_t set_trees(const struct blink_plan_schedule *s, int set,
-                               struct bk_roleset *rs)
+ * the backend cannot stage edges in host memory: no layout is spent on it then). A plan of
+ * GPUs without peer access has every edge host-staged. */
+static blinkResult_t set_trees(const struct blink_plan *plan, const struct blink_plan_schedule *s,
+                               int set, struct bk_roleset *rs)
 {
     rs->trees = set == BK_SET_RINGS ? s->ring_trees : s->trees;
     rs->plan_trees = set == BK_SET_RINGS ? s->nring_trees : s->ntrees;
-    rs->staged_from = rs->plan_trees;
+    rs->staged_from = plan->host_staged ? 0 : rs->plan_trees;
     if (set != BK_SET_HYBRID)
         return blinkSuccess;
     if (s->npcie_trees <= 0 || !bk_backend()->host_staged) {
@@ -96,7 +97,7 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
 {
     int n = c->nranks, me = c->prank, nkids_all = 0, ns = 0;
     rs->ntrees = 0;
-    blinkResult_t res = set_trees(s, set, rs);
+    blinkResult_t res = set_trees(c->plan, s, set, rs);
     if (res != blinkSuccess)
         return res;
     int nt = rs->plan_trees;

@@ -40,6 +40,7 @@ static const struct hf_fixture hf_fixtures[] = {
     {"topologies/hgx-h200.topo", 0, 0},
     {"topologies/mi250.topo", 0, 2},
     {"topologies/pcie8.topo", 0, 0},
+    {"topologies/rtx4090x8.topo", 0, 0},
     {"fixtures/hwloc/nvidiaDGX2.xml", 1, 1},
     {"fixtures/hwloc/power8gpudistances.xml", 1, 0},
 };
@@ -50,7 +51,7 @@ static const struct hf_fixture hf_fixtures[] = {
     X(cluster_4x_a100_forestcoll, 0) X(cluster_4x_dgx1v, 1) X(cluster_8x_hgx_h100, 2)              \
     X(dgx_a100, 3) X(dgx1p, 4) X(dgx1v_hwloc, 5) X(dgx1v_nccl, 6) X(dgx1v_smi, 7) X(dgx1v, 8)      \
     X(dgx2, 9) X(gb200_nvl72, 10) X(hgx_b200, 11) X(hgx_h100, 12) X(hgx_h200, 13) X(mi250, 14)     \
-    X(pcie8, 15) X(shared_nvidia_dgx2, 16) X(shared_power8, 17)
+    X(pcie8, 15) X(rtx4090x8, 16) X(shared_nvidia_dgx2, 17) X(shared_power8, 18)
 #define HF_NFIXTURES ((int)(sizeof hf_fixtures / sizeof hf_fixtures[0]))
 /* How many HF_EACH names; the tests check it against HF_NFIXTURES. */
 #define HF_COUNT_ONE(name, k) +1

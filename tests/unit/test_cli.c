@@ -181,7 +181,7 @@ Test(cli, help_values_and_ranges_match_the_man_page)
         if (!dd || (nl && dd > nl) || strncmp(line, "  ", 2) != 0)
             continue;
         char name[40], arg[40] = "", rest[200] = "";
-        if (sscanf(dd + 2, "%39[a-z-] %39[A-Z|a-zN=_]", name, arg) < 1)
+        if (sscanf(dd + 2, "%39[a-z0-9-] %39[A-Z|a-zN=_]", name, arg) < 1)
             continue;
         snprintf(rest, sizeof rest, "%.*s", nl ? (int)(nl - dd) : 199, dd);
         char *para = man_paragraph(man, name);

@@ -30,6 +30,8 @@ blinkResult_t e2e_init_pcie8(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_cluster(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_dgx1v_all(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_nvl18_pairs(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_rtx4090x8(blinkComm_t *, int, const int *);
+blinkResult_t e2e_init_pcie8_no_p2p(blinkComm_t *, int, const int *);
 const struct blink_plan_library *e2e_lib_nvl18_pairs(void);
 
 /* 4-byte chunks of a float are 16 bytes: a count of a few hundred crosses dozens of chunks. */
@@ -117,6 +119,15 @@ Test(e2e, hgx_h100, .timeout = 120)
 Test(e2e, pcie8, .timeout = 120)
 {
     run_fixture("pcie8", e2e_init_pcie8, 8, TREES | RINGS);
+}
+/* GPUs without peer access: every PCIe path between GPUs planned through host memory. */
+Test(e2e, rtx4090x8, .timeout = 120)
+{
+    run_fixture("rtx4090x8", e2e_init_rtx4090x8, 8, TREES | RINGS);
+}
+Test(e2e, pcie8_no_p2p, .timeout = 120)
+{
+    run_fixture("pcie8 --no-p2p", e2e_init_pcie8_no_p2p, 8, TREES | RINGS);
 }
 Test(e2e, cluster_4x_dgx1v, .timeout = 300)
 {

@@ -384,3 +384,45 @@ Test(plan, tree_depth_of_chains_stars_and_brooms)
     cr_expect_eq(depth_of(N, parent), 100);
     free(parent);
 }
+
+/* GPUs without peer access (the published 8 x RTX 4090 box): every tree path between GPUs
+ * turns in a CPU's memory, so a switch's four GPUs each take their copy down its one 24 GB/s
+ * link: broadcast runs at 24 / 4 = 6 GB/s. The same box with peer access forwards inside each
+ * switch, and only the 10 GB/s between the sockets limits it. */
+Test(plan, gpus_without_peer_access_go_through_host_memory)
+{
+    struct topo t;
+    struct plan_set ps;
+    tu_plan_alloc("rtx4090x8.topo", NULL, 0, 1u << COLL_BROADCAST, 0, &t, &ps);
+    const struct plan *b = tu_find_plan(&ps, COLL_BROADCAST, 0);
+    /* Valid trees within every link's rate; the max-flow bound (10) lets a switch copy data to
+     * its GPUs, which a host-staged copy per edge cannot, so it is not reached here. */
+    tu_check_trees(ps.topo, &b->main, b->coll);
+    for (int i = 0; i < b->main.trees.n; i++) {
+        const struct ptree *tr = &b->main.trees.t[i];
+        for (int v = 0; v < tr->ngpus; v++) {
+            int cpu = 0;
+            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
+                cpu |= t.nodes[pgraph_node(b->main.g, b->main.g->dst[tr->path_arc[k]])].kind ==
+                       TOPO_CPU;
+            cr_expect(v == tr->root || cpu, "tree %d: the path to gpu%d skips the CPUs", i, v);
+        }
+    }
+    cr_expect(NEAR(b->main.algbw, 6.0), "%g", b->main.algbw);
+    cr_expect(NEAR(ps.ring.gbps, 6.0), "rings through host memory: %g", ps.ring.gbps);
+    plan_set_free(&ps);
+    for (int g = 0; g < t.nnodes; g++)
+        t.nodes[g].no_p2p = 0;
+    struct plan_opts o;
+    plan_opts_default(&o);
+    o.collectives = 1u << COLL_BROADCAST;
+    o.root = 0;
+    struct diag d;
+    diag_init(&d);
+    cr_assert_eq(plan_all(&t, &o, &ps, &d), BK_OK);
+    diag_free(&d);
+    b = tu_find_plan(&ps, COLL_BROADCAST, 0);
+    cr_expect(NEAR(b->main.algbw, 10.0), "with peer access: %g", b->main.algbw);
+    plan_set_free(&ps);
+    topo_free(&t);
+}

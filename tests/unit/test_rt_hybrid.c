@@ -5,19 +5,23 @@
  * backend) each rank's bytes per edge kind after a call equal what the plan's tables put on
  * each kind: every tree's share cut by the contract's split rule (written here from
  * blink_plan.h's text, not taken from the runtime), one copy per tree edge the rank sends on.
- * test_e2e runs every collective, datatype and op on the hybrid against the reference.
+ * test_e2e runs every collective, datatype and op on the hybrid against the reference. A plan
+ * of GPUs without peer access (the 8 x RTX 4090 box) has every edge host-staged.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt.h"
 #include "rt_testutil.h"
 
 blinkResult_t e2e_init_dgx1p(blinkComm_t *, int, const int *);
 blinkResult_t e2e_init_dgx1v(blinkComm_t *, int, const int *);
 const struct blink_plan_library *e2e_lib_dgx1p(void);
 const struct blink_plan_library *e2e_lib_dgx1v(void);
+blinkResult_t e2e_init_rtx4090x8(blinkComm_t *, int, const int *);
+const struct blink_plan_library *e2e_lib_rtx4090x8(void);
 
 /* Element where the tree after prefix weight s of w starts, for n elements of es bytes: the
  * floor of n * s / w, to the nearest 256-byte unit (halves up), down where up passes n. */
@@ -191,4 +195,39 @@ Test(rt_hybrid, info_lines_give_bytes_per_edge_kind, .timeout = 120)
     cr_expect_eq(got[0], want[0]);
     cr_expect_eq(got[1], want[1]);
     cr_expect_gt(got[1], 0);
+}
+
+/* GPUs without peer access: the source says so, and every byte of every collective goes over
+ * host-staged edges, as many as the plan's trees put there. */
+Test(rt_hybrid, no_peer_access_stages_every_edge, .timeout = 300)
+{
+    const struct blink_plan *p = e2e_lib_rtx4090x8()->plans[0];
+    cr_assert_eq(p->host_staged, 1);
+    setenv("BLINK_ALGO", "trees", 1);
+    unsetenv("BLINK_CHUNK_BYTES");
+    for (int coll = 0; coll < BLINK_PLAN_COLLS; coll++) {
+        blinkComm_t comms[8];
+        cr_assert_eq(e2e_init_rtx4090x8(comms, 8, NULL), blinkSuccess, "%s",
+                     blinkGetLastError(NULL));
+        /* The schedule as init expanded it (its roots' trees relabelled back into tables). */
+        int root = bk_is_rooted(coll) ? comms[0]->plan_of[0] : -1;
+        const struct blink_plan_schedule *s = bk_schedule(comms[0]->plan, coll, root);
+        cr_assert(s && !s->relabel && !s->root_relabel, "coll %d", coll);
+        size_t count = coll == BLINK_PLAN_ALLGATHER || coll == BLINK_PLAN_REDUCESCATTER ? 4099
+                                                                                        : 32771;
+        struct rt_case c = {coll, 0, blinkFloat32, blinkSum, count, 0, RT_THREADS, 0, 0, 0};
+        char why[512] = "";
+        cr_assert_eq(rt_run_check(comms, 8, &c, why, sizeof why), 0, "%s", why);
+        for (int v = 0; v < 8; v++) {
+            struct blinkrt_stats st;
+            unsigned long long want[2];
+            cr_assert_eq(blinkrtCommStats(comms[v], &st), blinkSuccess);
+            expected(s, s->trees, s->ntrees, 0, 8, st.plan_rank, count, sizeof(float), want);
+            cr_expect_eq(st.last_call_edge_bytes[0], 0, "coll %d rank %d", coll, v);
+            cr_expect_eq(st.last_call_edge_bytes[1], want[1], "coll %d rank %d: %llu, plan %llu",
+                         coll, st.plan_rank, st.last_call_edge_bytes[1], want[1]);
+            cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+        }
+    }
+    unsetenv("BLINK_ALGO");
 }

@@ -529,6 +529,42 @@ Test(smi, rtx3090_bridge_pair)
     }
 }
 
+/* `nvidia-smi topo -p2p r` pasted below the matrix and its legend: both GPUs of each pair it
+ * shows without peer access (NS, CNS, GNS, TNS, DR, U) lose it; OK keeps it. The planner then
+ * takes every PCIe path between them through a CPU. */
+Test(smi, p2p_matrix_marks_gpus_without_peer_access)
+{
+    static const char *const matrix = "        GPU0    GPU1    GPU2    CPU Affinity    NUMA Affinity\n"
+                                      "GPU0     X      PIX     SYS     0-15    0\n"
+                                      "GPU1    PIX      X      SYS     0-15    0\n"
+                                      "GPU2    SYS     SYS      X      16-31   1\n"
+                                      "\nLegend:\n\n  X    = Self\n  PIX  = Connection traversing "
+                                      "at most a single PCIe bridge\n\n";
+    static const char *const p2p[] = {
+        "        GPU0    GPU1    GPU2\n GPU0   X       NS      OK\n GPU1   NS      X       OK\n"
+        " GPU2   OK      OK      X\n\nLegend:\n\n  X    = Self\n  OK   = Status Ok\n"
+        "  NS   = Not supported\n",
+        "\tGPU0\tGPU1\tGPU2\nGPU0\tX\tOK\tOK\nGPU1\tOK\tX\tCNS\nGPU2\tOK\tCNS\tX\n",
+        "",
+    };
+    static const int want[][3] = {{1, 1, 0}, {0, 1, 1}, {0, 0, 0}};
+    for (size_t k = 0; k < BK_ARRAY_LEN(p2p); k++) {
+        char *text = bk_asprintf("%s%s", matrix, p2p[k]);
+        struct topo t;
+        struct diag d;
+        read_str_ok(text, NULL, &t, &d);
+        for (int g = 0; g < 3; g++) {
+            char id[8];
+            snprintf(id, sizeof id, "gpu%d", g);
+            cr_expect_eq(t.nodes[tu_node(&t, id)].no_p2p, want[k][g], "case %zu gpu%d", k, g);
+        }
+        cr_expect_eq(topo_no_p2p(&t), k < 2);
+        topo_free(&t);
+        diag_free(&d);
+        free(text);
+    }
+}
+
 /* A100 has 12 NVLinks: as an HGX A100 4-GPU mesh (NV4 per pair), as bridged PCIe pairs (NV12),
  * and as the 8-GPU board's plane with the model given. */
 Test(smi, a100_twelve_links)

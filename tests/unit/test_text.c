@@ -393,6 +393,24 @@ Test(text, pcie8_has_no_nvlink)
     topo_free(&t);
 }
 
+/* A published 8 x RTX 4090 box: a switch of four GPUs per socket, none with peer access. */
+Test(text, rtx4090x8_has_no_peer_access)
+{
+    struct topo t;
+    read_fixture("rtx4090x8.topo", &t);
+    expect_counts(&t, 8, 0, 2, 2, 1, 0);
+    cr_assert_eq(tu_count_links(&t, TOPO_NVLINK), 0);
+    cr_assert(topo_no_p2p(&t));
+    for (int g = 0; g < 8; g++) {
+        cr_expect(t.nodes[g].no_p2p, "gpu%d", g);
+        cr_expect_eq(pcie_peer(&t, g, TOPO_PCIE_SWITCH), pcie_peer(&t, g ^ 3, TOPO_PCIE_SWITCH));
+    }
+    topo_free(&t);
+    read_fixture("pcie8.topo", &t);
+    cr_expect(!topo_no_p2p(&t), "p2p=yes is the default");
+    topo_free(&t);
+}
+
 Test(text, cluster_of_four_dgx1v)
 {
     struct topo t;
@@ -665,7 +683,9 @@ Test(text, syntax_errors)
     expect_error("gpu \"\"", 1, 5, "empty name");
     expect_error("gpu a\n\n  switch s0", 3, 3, "unknown statement 'switch'");
     expect_error("gpu g0 colour=red", 1, 8,
-                 "unknown attribute 'colour' for gpu (known: model, bus)");
+                 "unknown attribute 'colour' for gpu (known: model, bus, p2p)");
+    expect_error("gpu g0 p2p=maybe", 1, 12, "p2p=maybe: expected p2p=yes or p2p=no");
+    expect_error("cpu c0 p2p=no", 1, 8, "unknown attribute 'p2p' for cpu");
     expect_error("net-switch x speed=1", 1, 14, "takes no attributes");
     expect_error("gpu g0 extra", 1, 8, "unexpected 'extra'");
     expect_error("topology a b", 1, 12, "unexpected 'b'");
