@@ -136,8 +136,9 @@ tests_unit_test_rt_shim_SOURCES = tests/unit/test_rt_shim.c tests/shim/backend_s
 	tests/shim/cuda_shim.h
 tests_unit_test_rt_shim_CPPFLAGS = $(RT_TEST_CPPFLAGS) -DBK_KERNEL_SHIM -I$(top_srcdir)/tests/shim
 tests_unit_test_rt_shim_CXXFLAGS = -std=c++17 $(WARN_CXXFLAGS) $(SAN_CFLAGS)
-tests_unit_test_rt_shim_LDADD = tests/e2e/dgx1v.o $(RT_TEST_LIBS)
-tests_unit_test_rt_shim_DEPENDENCIES = tests/e2e/dgx1v.o tests/unit/rt_testutil.$(OBJEXT) \
+tests_unit_test_rt_shim_LDADD = tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o $(RT_TEST_LIBS)
+tests_unit_test_rt_shim_DEPENDENCIES = tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
+	tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a
 
 # make check-tsan: the same kernel under ThreadSanitizer (tests/shim/tsan_main.c, no Criterion:

@@ -39,9 +39,10 @@ struct bk_backend {
     /* Non-zero where a registered output in memory other processes map takes its data
      * straight from its parent (proto.h, Registered): the host backend. */
     int registered;
-    /* Non-zero where a hybrid set's PCIe trees can move their chunks through host memory
-     * (host-staged edges): the host backend, whose every edge is in host memory. Elsewhere a
-     * hybrid range runs the trees alone. */
+    /* Whether edges can be host-staged (a hybrid's PCIe trees, GPUs without peer access): 1
+     * always (the host backend, whose every edge is in host memory); 2 where BLINK_HOST_STAGED=1
+     * asks (the CUDA kernel's, not yet run on a GPU); 0 never. Without them a hybrid range runs
+     * its fallback (bk_host_staged). */
     int host_staged;
     /* Read the backend's environment (called by every init). */
     blinkResult_t (*configure)(void);
@@ -77,6 +78,13 @@ struct bk_backend {
 };
 
 const struct bk_backend *bk_backend(void);
+
+/* Whether c's calls may run host-staged edges (bk_backend.host_staged). */
+static inline int bk_host_staged(blinkComm_t c)
+{
+    int h = bk_backend()->host_staged;
+    return h == 1 || (h == 2 && c->env.host_staged == 1);
+}
 
 #ifdef __cplusplus
 }

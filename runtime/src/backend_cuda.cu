@@ -10,8 +10,12 @@
  * Memory: each rank's segment is one cudaMalloc on its device, exported with a CUDA IPC handle;
  * a peer in another process maps it with cudaIpcOpenMemHandle, a peer in this process uses the
  * owner's pointer (an IPC handle cannot be opened by the process that made it). Peer access is
- * enabled at init wherever cudaDeviceCanAccessPeer allows, and every tree edge must have it
- * (init fails otherwise); a peer this device cannot reach is left unmapped and never touched.
+ * enabled at init wherever cudaDeviceCanAccessPeer allows, and every direct tree edge must have
+ * it (init fails otherwise); a peer this device cannot reach is left unmapped and never touched.
+ * Host-staged edges (with BLINK_HOST_STAGED=1; not yet run on a GPU) have their flags and slots
+ * in a segment of POSIX shared memory, NAME.h, that every rank maps and registers with
+ * cudaHostRegister, so the kernel stores and loads it over PCIe: beside the device segment for
+ * a hybrid's PCIe trees, and in its place for a plan of GPUs without peer access.
  *
  * Execution: rank_init makes everything a call needs: device copies of every tree set's roles
  * and of the staging layout, the table of mapped peer segments, and a pinned, mapped status
@@ -33,12 +37,15 @@
  * in the last error. Each function leaves the caller's current device as it found it.
  */
 #include <cuda_runtime.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +69,12 @@ struct hscratch {
     char msg[sizeof(((struct bk_seg_header *)0)->abort_msg)];
 };
 
+/* A segment in pinned host memory, mapped and registered here (host-staged edges). */
+struct hostseg {
+    void *host;
+    size_t bytes;
+};
+
 struct bk_be {
     int dev;
     cudaStream_t aux;             /* the host's abort copies (no call runs on it) */
@@ -77,6 +90,7 @@ struct bk_be {
     struct hscratch *scratch;
     unsigned char *own;           /* this rank's segment (cudaFree at the end) */
     void **opened;                /* [nranks] what cudaIpcOpenMemHandle mapped, or NULL */
+    struct hostseg *hs;           /* [nranks] host segments mapped here (this rank's own too) */
     unsigned char *hreach;        /* [nranks] host copy of reach */
     pthread_mutex_t mu;           /* the scratch */
     double last_gone_check;
@@ -186,10 +200,11 @@ static blinkResult_t rank_init(blinkComm_t c)
     be->dev = c->peer[me].phys_dev;
     int nsets = BK_SETS * c->plan->nschedules;
     be->opened = (void **)calloc((size_t)n, sizeof *be->opened);
+    be->hs = (struct hostseg *)calloc((size_t)n, sizeof *be->hs);
     be->hreach = (unsigned char *)calloc((size_t)n, 1);
     unsigned char *hatom = (unsigned char *)calloc((size_t)n, 1);
     int *ldev = (int *)calloc((size_t)n, sizeof *ldev);
-    if (!be->opened || !be->hreach || !hatom || !ldev) {
+    if (!be->opened || !be->hs || !be->hreach || !hatom || !ldev) {
         free(hatom);
         free(ldev);
         return bk_error(blinkSystemError, "CUDA backend: out of memory");
@@ -204,9 +219,16 @@ static blinkResult_t rank_init(blinkComm_t c)
         e = cudaSetDevice(be->dev);
     blinkResult_t r = e == cudaSuccess ? blinkSuccess : cuda_fail(e, "cudaSetDevice", __LINE__);
 
-    /* Which peers this device reaches, and enable peer access to them. */
+    /* Which peers this device reaches, and enable peer access to them. Segments in host memory
+     * (a plan of GPUs without peer access) every device reaches, without native atomics. */
+    int in_host = c->plan->host_staged && bk_host_staged(c);
     for (int q = 0; q < n && r == blinkSuccess; q++) {
         ldev[q] = q == me ? be->dev : local_device(c, q);
+        if (in_host) {
+            be->hreach[q] = 1;
+            hatom[q] = 0;
+            continue;
+        }
         if (ldev[q] == be->dev) {
             be->hreach[q] = hatom[q] = 1;
             continue;
@@ -238,18 +260,22 @@ static blinkResult_t rank_init(blinkComm_t c)
         be->hreach[q] = (unsigned char)can;
         hatom[q] = (unsigned char)(can && atom);
     }
-    /* Every tree edge must be reachable: the kernel loads and stores across it. */
+    /* Every direct tree edge must be reachable: the kernel loads and stores across it (a
+     * host-staged one goes through host memory instead). */
     for (int i = 0; i < nsets && r == blinkSuccess; i++)
         for (int ti = 0; ti < c->sets[i].ntrees && r == blinkSuccess; ti++) {
+            if (c->sets[i].tree_of[ti] >= c->sets[i].staged_from && bk_host_staged(c))
+                continue;
             const struct bk_role *t = &c->sets[i].roles[ti];
             for (int j = -1; j < t->nkids && r == blinkSuccess; j++) {
                 int q = j < 0 ? t->parent : c->sets[i].kids[t->kids_at + j];
                 if (q >= 0 && !be->hreach[q])
                     r = bk_error(blinkSystemError, "CUDA backend: rank %d's device %d cannot "
                                  "access rank %d's device %d directly (cudaDeviceCanAccessPeer "
-                                 "says no), but a tree of the plan connects them, and this "
-                                 "backend has no host-staged edges yet (the host backend runs "
-                                 "such plans)", c->rank, be->dev, c->user_of[q], ldev[q]);
+                                 "says no), but a tree of the plan connects them (BLINK_HOST_STAGED"
+                                 "=1 runs a plan of GPUs without peer access through host memory, "
+                                 "not yet tried on a GPU)", c->rank, be->dev, c->user_of[q],
+                                 ldev[q]);
             }
         }
 
@@ -338,6 +364,7 @@ static blinkResult_t rank_init(blinkComm_t c)
 }
 
 static blinkResult_t finish_last(blinkComm_t c);
+static void host_seg_unmap(struct hostseg *hs);
 
 /* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
 static void write_trace(blinkComm_t c)
@@ -372,6 +399,8 @@ static void rank_free(blinkComm_t c)
     for (int q = 0; q < c->nranks && be->opened; q++)
         if (be->opened[q])
             quiet(cudaIpcCloseMemHandle(be->opened[q]));
+    for (int q = 0; q < c->nranks && be->hs; q++)
+        host_seg_unmap(&be->hs[q]);
     if (be->own)
         quiet(cudaFree(be->own));
     if (be->tables)
@@ -384,6 +413,7 @@ static void rank_free(blinkComm_t c)
     pthread_mutex_destroy(&be->mu);
     free(be->k.sets);
     free(be->opened);
+    free(be->hs);
     free(be->hreach);
     free(be);
     c->be = NULL;
@@ -391,27 +421,111 @@ static void rank_free(blinkComm_t c)
 
 /* ------------------------------------------------------------------ segments */
 
+/* Where host-staged edges lie (kernel_args.h): nowhere, beside the device segment (a hybrid's
+ * PCIe trees), or in its place (GPUs without peer access: every edge). */
+enum { HS_NONE, HS_BESIDE, HS_INSTEAD };
+static int host_seg_use(blinkComm_t c)
+{
+    return c->plan->host_staged && bk_host_staged(c) ? HS_INSTEAD
+           : kneeds_hseg(c)                          ? HS_BESIDE
+                                                     : HS_NONE;
+}
+
+static void host_seg_name(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.h", name);
+}
+
+/* Map the host segment NAME.h of `bytes` (create: make it, zeroed) and register it: *dev is
+ * the address the kernel uses. A failure leaves nothing mapped, and nothing named if it made
+ * it. */
+static blinkResult_t host_seg_map(const char *name, size_t bytes, int create, struct hostseg *hs,
+                                  unsigned char **dev)
+{
+    char hn[96];
+    host_seg_name(name, hn, sizeof hn);
+    int fd = shm_open(hn, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+    if (fd < 0)
+        return bk_error(blinkSystemError, "CUDA backend: shm_open %s: %s", hn, strerror(errno));
+    void *m = MAP_FAILED;
+    if (!create || ftruncate(fd, (off_t)bytes) == 0)
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int er = errno;
+    close(fd);
+    cudaError_t e = cudaSuccess;
+    void *d = NULL;
+    if (m != MAP_FAILED &&
+        (e = cudaHostRegister(m, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable)) ==
+            cudaSuccess &&
+        (e = cudaHostGetDevicePointer(&d, m, 0)) != cudaSuccess)
+        quiet(cudaHostUnregister(m));
+    if (m == MAP_FAILED || e != cudaSuccess) {
+        if (m != MAP_FAILED)
+            munmap(m, bytes);
+        if (create)
+            shm_unlink(hn);
+        return m == MAP_FAILED ? bk_error(blinkSystemError, "CUDA backend: mapping %s (%zu "
+                                          "bytes): %s", hn, bytes, strerror(er))
+                               : cuda_fail(e, "cudaHostRegister", __LINE__);
+    }
+    hs->host = m;
+    hs->bytes = bytes;
+    *dev = (unsigned char *)d;
+    return blinkSuccess;
+}
+
+static void host_seg_unmap(struct hostseg *hs)
+{
+    if (!hs->host)
+        return;
+    quiet(cudaHostUnregister(hs->host));
+    munmap(hs->host, hs->bytes);
+    hs->host = NULL;
+}
+
+static void put_header(blinkComm_t c, struct bk_seg_header *h)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = BK_SEG_MAGIC;
+    h->rank = (uint32_t)c->prank;
+    h->nranks = (uint32_t)c->nranks;
+}
+
 static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
                                 void *handle)
 {
-    (void)name; /* the IPC handle names it */
     struct bk_be *be = c->be;
+    int use = host_seg_use(c);
+    unsigned char *hdev = NULL;
+    memset(handle, 0, BK_HANDLE_BYTES);
     ENTER(be->dev);
+    if (use != HS_NONE) {
+        blinkResult_t r = host_seg_map(name, bytes, 1, &be->hs[c->prank], &hdev);
+        if (r != blinkSuccess) {
+            cudaSetDevice(old_);
+            return r;
+        }
+        if (use == HS_INSTEAD) { /* the segment itself: named, so no IPC handle */
+            put_header(c, (struct bk_seg_header *)be->hs[c->prank].host);
+            CU(cudaMemcpy(&be->k.seg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
+            CU(cudaMemcpy(&be->k.hseg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
+            *seg = hdev;
+            LEAVE();
+        }
+    }
     void *p = NULL;
     CU(cudaMalloc(&p, bytes));
     be->own = (unsigned char *)p;
     CU(cudaMemset(p, 0, bytes));
     struct bk_seg_header h;
-    memset(&h, 0, sizeof h);
-    h.magic = BK_SEG_MAGIC;
-    h.rank = (uint32_t)c->prank;
-    h.nranks = (uint32_t)c->nranks;
+    put_header(c, &h);
     CU(cudaMemcpy(p, &h, sizeof h, cudaMemcpyHostToDevice));
     cudaIpcMemHandle_t ipc;
     CU(cudaIpcGetMemHandle(&ipc, p));
-    memset(handle, 0, BK_HANDLE_BYTES);
     memcpy(handle, &ipc, sizeof ipc);
     CU(cudaMemcpy(&be->k.seg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
+    void *hp = use == HS_BESIDE ? (void *)hdev : p;
+    CU(cudaMemcpy(&be->k.hseg[c->prank], &hp, sizeof hp, cudaMemcpyHostToDevice));
     *seg = p;
     LEAVE();
 }
@@ -419,35 +533,53 @@ static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, v
 static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
                               size_t bytes, int same_process, void *seg_ptr, void **seg)
 {
-    (void)name;
     struct bk_be *be = c->be;
+    int use = host_seg_use(c);
     void *p = seg_ptr;
-    if (!same_process && !be->hreach[peer]) {
+    if (use != HS_INSTEAD && !same_process && !be->hreach[peer]) {
         /* No tree edge leads there (rank_init checked) and this device cannot reach it: leave
          * it unmapped; the host's abort skips it, the kernel never touches it. */
         *seg = NULL;
         return blinkSuccess;
     }
     ENTER(be->dev);
-    if (!same_process) {
+    unsigned char *hdev = NULL;
+    if (use != HS_NONE) { /* every process maps the host segment itself, registered here */
+        blinkResult_t r = host_seg_map(name, bytes, 0, &be->hs[peer], &hdev);
+        if (r != blinkSuccess) {
+            cudaSetDevice(old_);
+            return r;
+        }
+    }
+    if (use == HS_INSTEAD) {
+        p = hdev;
+    } else if (!same_process) {
         cudaIpcMemHandle_t ipc;
         memcpy(&ipc, handle, sizeof ipc);
         CU(cudaIpcOpenMemHandle(&p, ipc, cudaIpcMemLazyEnablePeerAccess));
         be->opened[peer] = p; /* closed by rank_free, whatever happens next */
     }
     struct bk_seg_header h;
-    CU(cudaMemcpy(&h, p, sizeof h, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(&h, p, sizeof h, cudaMemcpyDefault));
     if (h.magic != BK_SEG_MAGIC || h.rank != (uint32_t)peer || h.nranks != (uint32_t)c->nranks) {
         cudaSetDevice(old_);
         return bk_error(blinkSystemError, "CUDA backend: the segment rank %d exported (%zu "
                         "bytes) is not its segment", c->user_of[peer], bytes);
     }
     CU(cudaMemcpy(&be->k.seg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
+    void *hp = use == HS_NONE ? p : (void *)hdev;
+    CU(cudaMemcpy(&be->k.hseg[peer], &hp, sizeof hp, cudaMemcpyHostToDevice));
     *seg = p;
     LEAVE();
 }
 
-static void seg_unlink(const char *name) { (void)name; /* nothing has a name */ }
+/* Host segments have names; device segments none (their IPC handles name them). */
+static void seg_unlink(const char *name)
+{
+    char hn[96];
+    host_seg_name(name, hn, sizeof hn);
+    shm_unlink(hn); /* none where the plan has no host-staged edges */
+}
 
 /* ------------------------------------------------------------------ calls */
 
@@ -652,7 +784,7 @@ static blinkResult_t async_error(blinkComm_t c)
 static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 0, 1, 1, 0, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "cuda", 0, 0, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

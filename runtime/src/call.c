@@ -150,8 +150,9 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     size_t chunk = fit_chunk(c, a, &ch);
     /* Direct (proto.h): Simple calls of ranks that all share this process, where a peer's
      * output pointer is an address here too; every rank of the communicator decides alike. */
-    /* A hybrid call's edges go through staging, host-staged ones included: no direct writes. */
-    int staged = ch.set == BK_SET_HYBRID;
+    /* A hybrid call's edges go through staging, host-staged ones included, and GPUs without
+     * peer access cannot write into each other's outputs: no direct writes. */
+    int staged = ch.set == BK_SET_HYBRID || c->plan->host_staged;
     int direct = ch.proto != BLINK_PLAN_LL && c->one_process && !c->nremote && c->env.direct &&
                  !staged;
     uint64_t algo = (ch.set == BK_SET_RINGS ? BK_ALGO_RING_SET : 0u) |

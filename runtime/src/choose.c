@@ -52,7 +52,7 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     for (int i = 0; i < sch->nranges && sch->ranges[i].min_bytes <= bytes; i++)
         ri = i;
     int algo = ri >= 0 ? sch->ranges[ri].algo : BLINK_PLAN_TREES;
-    int can_hybrid = sch->npcie_trees > 0 && bk_backend()->host_staged;
+    int can_hybrid = sch->npcie_trees > 0 && bk_host_staged(c);
     int fell_back = algo == BLINK_PLAN_HYBRID && !can_hybrid && c->env.algo_env < 0;
     if (fell_back)
         algo = sch->ranges[ri].fallback; /* the trees, or NCCL where they alone lose */

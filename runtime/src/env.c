@@ -19,6 +19,9 @@
  *   BLINK_CHECK_CALLS=0|1     1: every rank compares whole call descriptions, not their hashes
  *   BLINK_DIRECT=0|1          0: ranks of one process go down through the staging too, not
  *                             straight into each other's outputs (default 1; proto.h, Direct)
+ *   BLINK_HOST_STAGED=0|1     1: the CUDA backend runs host-staged edges (the hybrid's PCIe
+ *                             trees, GPUs without peer access), not yet run on a GPU (default 0;
+ *                             the host backend always runs them)
  *   BLINK_CHANNEL_GBPS=R      the rate one channel carries (roles.c): a tree of the plan is cut
  *                             into ceil(rate / R) channels, 1 to 16 (default 20, NCCL's)
  *   BLINK_NCHANNELS=N         cut every tree into N channels (1 to 16), whatever its rate
@@ -170,7 +173,8 @@ blinkResult_t bk_read_env(struct bk_env *e, const char *fn)
         memcpy(e->trace_dir, env, strlen(env) + 1);
     }
     if ((r = parse_switch("BLINK_CHECK_CALLS", &e->check_calls, fn)) != blinkSuccess ||
-        (r = parse_switch("BLINK_DIRECT", &e->direct, fn)) != blinkSuccess)
+        (r = parse_switch("BLINK_DIRECT", &e->direct, fn)) != blinkSuccess ||
+        (r = parse_switch("BLINK_HOST_STAGED", &e->host_staged, fn)) != blinkSuccess)
         return r;
     if ((env = getenv("BLINK_DEBUG_SEQ_START")) != NULL && *env) {
         char *end;

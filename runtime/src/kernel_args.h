@@ -28,6 +28,7 @@ struct kset {
     const size_t *slot_base;      /* device: the set's slots (proto.h, bk_roleset.lay) */
     const int *slot_fanin;        /* device */
     int ntrees;
+    int staged_slot;              /* the first slot whose edges are host-staged (ntrees: none) */
 };
 
 /* One rank's tables, as the kernel sees them: pointers into one device allocation. */
@@ -35,6 +36,8 @@ struct ktables {
     struct bk_layout lay;         /* device copies of c->layout's arrays (seg_bytes NULL; the
                                    * slot tables are each set's, in sets) */
     unsigned char **seg;          /* [nranks]: the backend stores the mapped segments there */
+    unsigned char **hseg;         /* [nranks]: and the segments of host-staged edges (the same
+                                   * as seg where the plan has none, or seg is in host memory) */
     const unsigned char *reach, *atom;
     const int *user_of, *topo_dev;
     const char *timeout_str;
@@ -47,7 +50,7 @@ struct ktables {
 struct kimage {
     unsigned char *host;
     size_t bytes;
-    size_t fanin, flag, foff, soff, lloff, user, topo, reach, atom, seg, tmo, ctl;
+    size_t fanin, flag, foff, soff, lloff, user, topo, reach, atom, seg, hseg, tmo, ctl;
     size_t *roles, *kids, *sbase, *sfan; /* [nsets] */
 };
 
@@ -80,6 +83,7 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     im->reach = at; at = kalign_up(at + (size_t)n, 16);
     im->atom = at; at = kalign_up(at + (size_t)n, 16);
     im->seg = at; at = kalign_up(at + (size_t)n * sizeof(void *), 16);
+    im->hseg = at; at = kalign_up(at + (size_t)n * sizeof(void *), 16);
     im->tmo = at; at = kalign_up(at + KTIMEOUT_CHARS, 16);
     im->ctl = at; at = kalign_up(at + sizeof(struct kctl), 16);
     im->roles = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
@@ -165,6 +169,7 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
     t->reach = b + im->reach;
     t->atom = b + im->atom;
     t->seg = (unsigned char **)(b + im->seg);
+    t->hseg = (unsigned char **)(b + im->hseg);
     t->timeout_str = (const char *)(b + im->tmo);
     t->ctl = (struct kctl *)(b + im->ctl);
     for (int i = 0; i < t->nsets; i++) {
@@ -173,8 +178,25 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
         t->sets[i].slot_base = (const size_t *)(b + im->sbase[i]);
         t->sets[i].slot_fanin = (const int *)(b + im->sfan[i]);
         t->sets[i].ntrees = c->sets[i].ntrees;
+        int ti = 0; /* slots come tree by tree, the host-staged trees last (roles.c) */
+        while (ti < c->sets[i].ntrees && c->sets[i].tree_of[ti] < c->sets[i].staged_from)
+            ti++;
+        t->sets[i].staged_slot = ti;
     }
     return blinkSuccess;
+}
+
+/* Whether c's calls move any edge through a segment of host-staged edges apart from its own
+ * (a hybrid's PCIe trees on a plan whose other edges are direct): the backend then makes one. */
+static int kneeds_hseg(blinkComm_t c)
+{
+    if (c->plan->host_staged && bk_host_staged(c)) /* every edge: the segment is in host memory */
+        return 0;
+    for (int i = 0; i < BK_SETS * c->plan->nschedules; i++)
+        for (int ti = 0; ti < c->sets[i].ntrees; ti++)
+            if (c->sets[i].tree_of[ti] >= c->sets[i].staged_from)
+                return 1;
+    return 0;
 }
 
 /* Dynamic shared memory of a block that plays tpb work items among nranks. */
@@ -222,6 +244,8 @@ static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables 
     p->lay.slot_base = s->slot_base; /* the set's own slots (proto.h) */
     p->lay.slot_fanin = s->slot_fanin;
     p->seg = t->seg;
+    p->hseg = t->hseg;
+    p->staged_slot = s->staged_slot;
     p->reach = t->reach;
     p->atom = t->atom;
     p->user_of = t->user_of;

@@ -112,6 +112,9 @@ struct kparams {
     struct bk_layout lay;        /* the staging layout: device copies of the call's set's view
                                   * (seg_bytes NULL: the kernel never needs it) */
     unsigned char *const *seg;   /* [nranks] every rank's segment, mapped here */
+    unsigned char *const *hseg;  /* [nranks] the segments in pinned host memory of host-staged
+                                  * edges (d_segs), or the same as seg */
+    int staged_slot;             /* tree slots from this one on are host-staged (ntrees: none) */
     const unsigned char *reach;  /* [nranks] 1: this device can load and store there */
     const unsigned char *atom;   /* [nranks] 1: and has native atomics there */
     const int *user_of;          /* [nranks] */
@@ -122,6 +125,14 @@ struct kparams {
     struct kctl *ctl;
     struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
 };
+
+/* Where tree slot ti's flags and slots lie: every rank's segment, or for a tree whose edges are
+ * host-staged (from slot staged_slot on: a hybrid's PCIe trees) every rank's segment in pinned
+ * host memory. Headers (entered, description, abort, output) stay in the segment. */
+__device__ __forceinline__ unsigned char *const *d_segs(const kparams &p, int ti)
+{
+    return ti >= p.staged_slot ? p.hseg : p.seg;
+}
 
 /* A work item's progress in this launch (block-shared, written by thread 0 only): a tree
  * slot's passes, or one of them (the other marked done). */
@@ -948,7 +959,7 @@ static __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32
 {
     const bk_role &t = p.roles[ti];
     const int *kids = p.kids + t.kids_at;
-    const unsigned char *me = p.seg[p.prank];
+    const unsigned char *me = d_segs(p, ti)[p.prank];
     uint32_t ch = s->up;
     if (ch >= s->nchunks || !d_has_up(p.d[1]))
         return 0;
@@ -986,7 +997,7 @@ static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint
 {
     const bk_role &t = p.roles[ti];
     const int *kids = p.kids + t.kids_at;
-    const unsigned char *me = p.seg[p.prank];
+    const unsigned char *me = d_segs(p, ti)[p.prank];
     uint32_t ch = s->down;
     if (ch >= s->nchunks || !d_has_down(p.d[1]))
         return 0;
@@ -1055,6 +1066,7 @@ static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
     }
     __syncthreads();
     int dec = *dec_sh;
+    unsigned char *const *sg = d_segs(p, ti); /* host-staged trees: slots in host memory */
     if (dec == 1) {
         const bk_role &t = p.roles[ti];
         uint32_t ch = s->up;
@@ -1065,15 +1077,15 @@ static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
         const unsigned char *in = d_in_at(p, t, x0);
         unsigned char *dst = root ? d_out_at(p, t, x0)
-                                  : p.seg[t.parent] +
+                                  : sg[t.parent] +
                                         bk_off_up_slot(&p.lay, t.parent, ti, t.kpos, k);
-        const unsigned char *k0 = p.seg[p.prank] + bk_off_up_slot(&p.lay, p.prank, ti, 0, k);
+        const unsigned char *k0 = sg[p.prank] + bk_off_up_slot(&p.lay, p.prank, ti, 0, k);
         int avg = p.d[4] == blinkAvg, divd = root && avg ? p.nranks : 0;
         if (p.d[6] & BK_ALGO_LL) {
-            unsigned char *line = root ? NULL : p.seg[t.parent] + bk_off_ll_up_slot(
+            unsigned char *line = root ? NULL : sg[t.parent] + bk_off_ll_up_slot(
                                                     &p.lay, t.parent, ti, t.kpos, k);
             ll_up_pass_op<T>(avg ? blinkSum : (int)p.d[4], p, root ? dst : NULL, line, in,
-                             p.seg[p.prank] + bk_off_ll_up_slot(&p.lay, p.prank, ti, 0, k),
+                             sg[p.prank] + bk_off_ll_up_slot(&p.lay, p.prank, ti, 0, k),
                              (size_t)BK_SLOTS * p.lay.ll_slot_bytes, p.kids + t.kids_at, t.nkids,
                              m * d_dtype_size(p.d[3]), divd, bk_ll_flag(seq, ch), &ksh().llfail);
         } else if (t.nkids == 0 && !divd) {
@@ -1098,14 +1110,14 @@ static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
         if (!(p.d[6] & BK_ALGO_LL) || self) {
             fence_acq_rel_sys(); /* release: the block's moves (barrier above) before the flags */
             if (t.parent >= 0)
-                st_relaxed_sys64(p.seg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
+                st_relaxed_sys64(sg[t.parent] + bk_off_up_ready(&p.lay, t.parent, ti, t.kpos),
                                  bk_tag(seq, ch + 1));
             else if (self)
-                st_relaxed_sys64(p.seg[p.prank] + bk_off_down_ready(&p.lay, p.prank, ti),
+                st_relaxed_sys64(sg[p.prank] + bk_off_down_ready(&p.lay, p.prank, ti),
                                  bk_tag(seq, ch + 1));
         }
         for (int j = 0; j < t.nkids; j++)
-            st_relaxed_sys64(p.seg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
+            st_relaxed_sys64(sg[kids[j]] + bk_off_up_freed(&p.lay, kids[j], ti, p.prank),
                              bk_tag(seq, ch + 1));
         d_trace(p, seq, BK_TR_UP_POST, ti, ch, t.parent);
         s->up = ch + 1;
@@ -1124,6 +1136,7 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
     }
     __syncthreads();
     int dec = *dec_sh;
+    unsigned char *const *sg = d_segs(p, ti); /* host-staged trees: slots in host memory */
     if (dec == 1) {
         const bk_role &t = p.roles[ti];
         const int *kids = p.kids + t.kids_at;
@@ -1139,10 +1152,10 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
         if (root)
             src = p.d[1] == BLINK_PLAN_ALLREDUCE ? out : d_in_at(p, t, x0);
         else /* direct: the parent wrote the output itself */
-            src = direct ? out : p.seg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
+            src = direct ? out : sg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
         if (p.d[6] & BK_ALGO_LL) {
             ll_down_pass(p, ti, k, root ? src : NULL,
-                         p.seg[p.prank] + bk_off_ll_down_slot(&p.lay, p.prank, ti, k), out, kids,
+                         sg[p.prank] + bk_off_ll_down_slot(&p.lay, p.prank, ti, k), out, kids,
                          t.nkids, m * es, bk_ll_flag(seq, ch), t.parent, &ksh().llfail);
         } else {
             if (out != src)
@@ -1151,7 +1164,7 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
              * stored before the entered word that down_ready's acquire load saw. */
             for (int j = 0; j < t.nkids; j++)
                 copy_bytes(direct ? (unsigned char *)ld64(p.seg[kids[j]] + H_OUT) + (out - p.recv)
-                                  : p.seg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k),
+                                  : sg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k),
                            src, m * es);
         }
     }
@@ -1165,11 +1178,11 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
         if (!(p.d[6] & BK_ALGO_LL)) {
             fence_acq_rel_sys(); /* release, as in up_step */
             for (int j = 0; j < t.nkids; j++)
-                st_relaxed_sys64(p.seg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
+                st_relaxed_sys64(sg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
                                  bk_tag(seq, ch + 1));
         }
         if (t.parent >= 0 && !(p.d[6] & BK_ALGO_DIRECT))
-            st_relaxed_sys64(p.seg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
+            st_relaxed_sys64(sg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
                              bk_tag(seq, ch + 1));
         d_trace(p, seq, BK_TR_DOWN_POST, ti, ch, t.parent);
         s->down = ch + 1;
@@ -1209,9 +1222,13 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
      * (the LL lines are megabytes). The barrier, then the release before entered, publish it. */
     if (blockIdx.x == 0 && bk_ll_cleans(seq_sh)) {
         size_t from = bk_seq_cleans(seq_sh) ? p.lay.flags_off[p.prank] : p.lay.ll_off[p.prank];
+        unsigned char *hme = p.hseg[p.prank]; /* host-staged edges' words, where apart */
         for (size_t o = from + 8 * (size_t)tid; o < p.lay.slots_off[p.prank];
-             o += 8 * (size_t)blockDim.x)
+             o += 8 * (size_t)blockDim.x) {
             st64(me + o, 0);
+            if (hme != me)
+                st64(hme + o, 0);
+        }
     }
     __syncthreads();
     if (tid == 0) {

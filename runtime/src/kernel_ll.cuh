@@ -187,6 +187,7 @@ static __device__ void ll_down_pass(const kparams &p, int ti, int k, const unsig
                                     const unsigned char *mine, unsigned char *out, const int *kids,
                                     int nk, size_t m, uint32_t flag, int parent, volatile int *fail)
 {
+    unsigned char *const *sg = d_segs(p, ti); /* the children's slots (host-staged or not) */
     size_t nlines = (m + 7) / 8;
     for (size_t i = threadIdx.x; i < nlines; i += blockDim.x) {
         size_t n = m - 8 * i < 8 ? m - 8 * i : 8;
@@ -200,8 +201,7 @@ static __device__ void ll_down_pass(const kparams &p, int ti, int k, const unsig
         if (out != src)
             ll_put(out + 8 * i, a, n);
         for (int j = 0; j < nk; j++)
-            ll_store(p.seg[kids[j]] + bk_off_ll_down_slot(&p.lay, kids[j], ti, k) + 16 * i, a,
-                     flag);
+            ll_store(sg[kids[j]] + bk_off_ll_down_slot(&p.lay, kids[j], ti, k) + 16 * i, a, flag);
     }
 }
 

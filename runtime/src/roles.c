@@ -20,15 +20,16 @@ static int sharded(int coll)
  * are a table of its own, the trees then the PCIe trees (none where s has no PCIe trees, or
  * the backend cannot stage edges in host memory: no layout is spent on it then). A plan of
  * GPUs without peer access has every edge host-staged. */
-static blinkResult_t set_trees(const struct blink_plan *plan, const struct blink_plan_schedule *s,
-                               int set, struct bk_roleset *rs)
+static blinkResult_t set_trees(blinkComm_t c, const struct blink_plan_schedule *s, int set,
+                               struct bk_roleset *rs)
 {
+    const struct blink_plan *plan = c->plan;
     rs->trees = set == BK_SET_RINGS ? s->ring_trees : s->trees;
     rs->plan_trees = set == BK_SET_RINGS ? s->nring_trees : s->ntrees;
-    rs->staged_from = plan->host_staged ? 0 : rs->plan_trees;
+    rs->staged_from = plan->host_staged && bk_host_staged(c) ? 0 : rs->plan_trees;
     if (set != BK_SET_HYBRID)
         return blinkSuccess;
-    if (s->npcie_trees <= 0 || !bk_backend()->host_staged) {
+    if (s->npcie_trees <= 0 || !bk_host_staged(c)) {
         rs->trees = NULL;
         rs->plan_trees = rs->staged_from = 0;
         return blinkSuccess;
@@ -97,7 +98,7 @@ static blinkResult_t build_set(blinkComm_t c, const struct blink_plan_schedule *
 {
     int n = c->nranks, me = c->prank, nkids_all = 0, ns = 0;
     rs->ntrees = 0;
-    blinkResult_t res = set_trees(c->plan, s, set, rs);
+    blinkResult_t res = set_trees(c, s, set, rs);
     if (res != blinkSuccess)
         return res;
     int nt = rs->plan_trees;

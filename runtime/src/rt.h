@@ -108,6 +108,8 @@ struct bk_env {
     int nchannels;           /* BLINK_NCHANNELS: channels per tree, or 0 (by rate) */
     int min_channels;        /* BLINK_MIN_NCHANNELS: a set's fewest channels (bk_channel_fill) */
     int direct;              /* BLINK_DIRECT: 0 keeps every down pass in the staging (default 1) */
+    int host_staged;         /* BLINK_HOST_STAGED: 1 asks a backend that can for host-staged edges
+                                (default 0) */
 };
 
 /* Whether e says lines of this level and subsystem: a compare, so a line that is off costs

@@ -5,7 +5,10 @@
  * drives the CUDA backend, and the kernel's arguments are built by the CUDA backend's own code
  * (kernel_args.h: the table image, the launch arguments, the shared memory size). Segments are
  * ordinary process memory (ranks are threads of one process); the "device" tables are a
- * malloc'ed copy of the image; a launch is gridDim x blockDim OS threads.
+ * malloc'ed copy of the image; a launch is gridDim x blockDim OS threads. Where the plan has
+ * host-staged edges beside direct ones (a hybrid's PCIe trees, with BLINK_HOST_STAGED=1), each
+ * segment has a second one after it that stands for its pinned host memory: every flag and
+ * slot of a host-staged tree must be found there by its writer and its reader alike.
  *
  * Test knobs (read at every init; this library is never installed):
  *   BK_SHIM_THREADS=N      threads per block (default 32: one warp)
@@ -170,16 +173,18 @@ static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, v
 {
     (void)name;
     struct bk_be *be = c->be;
-    be->own = (unsigned char *)aligned_alloc(4096, kalign_up(bytes, 4096));
+    size_t room = kalign_up(bytes, 4096), all = kneeds_hseg(c) ? 2 * room : room;
+    be->own = (unsigned char *)aligned_alloc(4096, all);
     if (!be->own)
         return bk_error(blinkSystemError, "shim backend: out of memory");
-    memset(be->own, 0, bytes);
+    memset(be->own, 0, all);
     struct bk_seg_header *h = (struct bk_seg_header *)be->own;
     h->magic = BK_SEG_MAGIC;
     h->rank = (uint32_t)c->prank;
     h->nranks = (uint32_t)c->nranks;
     memset(handle, 0, BK_HANDLE_BYTES);
     be->k.seg[c->prank] = be->own;
+    be->k.hseg[c->prank] = all > room ? be->own + room : be->own;
     SEG_PUBLISHED(be->own);
     *seg = be->own;
     return blinkSuccess;
@@ -197,6 +202,7 @@ static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const v
         return bk_error(blinkSystemError, "shim backend: rank %d's segment (%zu bytes) is not "
                         "in this process", c->user_of[peer], bytes);
     c->be->k.seg[peer] = (unsigned char *)seg_ptr;
+    c->be->k.hseg[peer] = (unsigned char *)seg_ptr + (kneeds_hseg(c) ? kalign_up(bytes, 4096) : 0);
     *seg = seg_ptr;
     return blinkSuccess;
 }
@@ -278,7 +284,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 0, 1, 1, 0, 0, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "shim", 1, 0, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

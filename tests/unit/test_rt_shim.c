@@ -668,3 +668,75 @@ Test(rt_shim, staged_two_trees_two_blocks, .timeout = 120)
           N(counts));
     unsetenv("BLINK_DIRECT");
 }
+
+/* ------------------------------------------------------------------ host-staged edges */
+
+blinkResult_t e2e_init_rtx4090x8(blinkComm_t *comms, int ndev, const int *devlist);
+
+/* Every collective on comms[8] (64-byte chunks, so many chunks cross every edge). */
+static void every_collective(blinkComm_t *comms, const char *what)
+{
+    const struct rt_case cases[] = {
+        {BLINK_PLAN_ALLREDUCE, 0, blinkFloat32, blinkSum, 2111, 0, RT_THREADS, 0, 0, 0},
+        {BLINK_PLAN_BROADCAST, 3, blinkBfloat16, blinkSum, 377, 1, RT_GROUP, 0, 0, 0},
+        {BLINK_PLAN_REDUCE, 5, blinkFloat16, blinkAvg, 377, 0, RT_THREADS, 1, 0, 0},
+        {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 97, 1, RT_THREADS, 0, 0, 0},
+        {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 97, 0, RT_GROUP, 0, 0, 0},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char why[512] = "";
+        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "%s, case %zu: %s",
+                     what, i, why);
+    }
+}
+
+/* The kernel's hybrid (BLINK_HOST_STAGED=1): the DGX-1V plan's PCIe trees keep their flags and
+ * slots in each rank's second segment (the shim's stand-in for pinned host memory), writer and
+ * reader alike, or the calls would wait for flags that never come; the trees keep theirs in the
+ * segment. After an allreduce the host segments hold flags, and only from the hybrid set. */
+Test(rt_shim, host_staged_hybrid, .timeout = 240)
+{
+    blinkComm_t comms[8];
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    setenv("BK_SHIM_MAX_BLOCKS", "8", 1);
+    setenv("BK_SHIM_THREADS", "8", 1);
+    setenv("BLINK_HOST_STAGED", "1", 1);
+    setenv("BLINK_ALGO", "hybrid", 1);
+    cr_assert_eq(e2e_init_dgx1v(comms, 8, NULL), blinkSuccess, "%s", blinkGetLastError(NULL));
+    const struct bk_roleset *hy = set_of(comms[0], BLINK_PLAN_ALLREDUCE, -1, BK_SET_HYBRID);
+    cr_assert_gt(hy->ntrees, 0);
+    cr_assert_lt(hy->staged_from, hy->plan_trees, "the hybrid has PCIe trees");
+    every_collective(comms, "hybrid");
+    long words = 0;
+    for (int v = 0; v < 8; v++) {
+        blinkComm_t m = comms[v];
+        size_t room = (m->layout.seg_bytes[m->prank] + 4095) / 4096 * 4096;
+        const uint64_t *h = (const uint64_t *)(m->peer[m->prank].seg + room);
+        for (size_t o = m->layout.flags_off[m->prank]; o < m->layout.ll_off[m->prank]; o += 8)
+            words += h[o / 8] != 0;
+    }
+    cr_expect_gt(words, 0, "no flag reached the host segments");
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    unsetenv("BLINK_ALGO");
+    unsetenv("BLINK_HOST_STAGED");
+}
+
+/* GPUs without peer access (the 8 x RTX 4090 plan): with BLINK_HOST_STAGED=1 every edge is
+ * host-staged, the whole segment in host memory; without it the kernel's backend cannot run
+ * the plan, and the shim, like the CUDA backend, still runs it as direct edges here. */
+Test(rt_shim, host_staged_no_peer_access, .timeout = 240)
+{
+    blinkComm_t comms[8];
+    setenv("BLINK_CHUNK_BYTES", "64", 1);
+    setenv("BK_SHIM_MAX_BLOCKS", "8", 1);
+    setenv("BK_SHIM_THREADS", "8", 1);
+    setenv("BLINK_HOST_STAGED", "1", 1);
+    cr_assert_eq(e2e_init_rtx4090x8(comms, 8, NULL), blinkSuccess, "%s",
+                 blinkGetLastError(NULL));
+    cr_assert_eq(set_of(comms[0], BLINK_PLAN_ALLREDUCE, -1, BK_SET_TREES)->staged_from, 0);
+    every_collective(comms, "no peer access");
+    for (int v = 0; v < 8; v++)
+        cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
+    unsetenv("BLINK_HOST_STAGED");
+}
