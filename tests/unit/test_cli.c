@@ -421,6 +421,34 @@ Test(cli, the_table_says_what_the_code_runs)
     tu_run_free(&plan);
 }
 
+/* --explain says, for every plan with PCIe trees, whether the code runs them and from which size:
+ * one "runs from" line per plan whose ranges in the plan file name the hybrid. */
+Test(cli, explain_says_where_the_hybrid_runs)
+{
+    struct tu_run ex, plan;
+    RUN(&ex, "-q", "--explain", "--gpus", "0,2,3", "builtin:dgx1v");
+    RUN(&plan, "-q", "-o", "/dev/null", "--plan-json", "-", "--gpus", "0,2,3", "builtin:dgx1v");
+    cr_assert_eq(ex.status, 0, "%s", ex.err);
+    cr_assert_eq(plan.status, 0, "%s", plan.err);
+    int hybrid_plans = 0, runs_from = 0;
+    const char *at = plan.out;
+    while ((at = strstr(at, "\"collective\": "))) {
+        const char *next = strstr(at + 1, "\"collective\": ");
+        const char *hy = strstr(at, "\"algo\": \"hybrid\"");
+        hybrid_plans += hy && (!next || hy < next);
+        at++;
+    }
+    for (const char *p = ex.out; (p = strstr(p, "edges host-staged")); p++)
+        runs_from += strncmp(strstr(p, ": ") + 2, "emitted, runs from ", 19) == 0;
+    cr_expect_gt(hybrid_plans, 0);
+    cr_expect_eq(runs_from, hybrid_plans, "%s", ex.out);
+    cr_expect(strstr(ex.out, "with 7.4% of the data: emitted, runs from 1M (simulated)"), "%s",
+              ex.out);
+    cr_expect(!strstr(ex.out, "not emitted"));
+    tu_run_free(&ex);
+    tu_run_free(&plan);
+}
+
 /* --root takes a rank or the GPU the tables name; errors and --simulate say which is which. */
 Test(cli, root_takes_a_rank_or_a_gpu)
 {
