@@ -159,7 +159,7 @@ static int fig7_alloc(const struct topo *t, double bytes, const struct sim_param
         j.trees = &both;
         ok = ok && best_time(&j, bytes, p, hyb_us, err);
         ptree_set_free(&both);
-        *pcie_share = pl->pcie.algbw / (pl->main.algbw + pl->pcie.algbw);
+        *pcie_share = plan_hybrid_share(pl);
     }
     plan_set_free(&ps);
     return ok;

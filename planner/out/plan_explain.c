@@ -161,7 +161,7 @@ static void put_trees(struct strbuf *sb, const struct plan_set *ps, const struct
 
 static void put_hybrid(struct strbuf *sb, const struct plan *p)
 {
-    double both = p->main.algbw + p->pcie.algbw, share = both > 0 ? p->pcie.algbw / both : 0;
+    double share = plan_hybrid_share(p);
     sb_printf(sb, "    hybrid: %d PCIe tree%s at %.1f GB/s (bound %.1f), edges host-staged, with "
                   "%.1f%% of the data: ",
               p->pcie.trees.n, p->pcie.trees.n == 1 ? "" : "s", p->pcie.algbw, p->pcie.bound,

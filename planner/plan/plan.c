@@ -423,6 +423,12 @@ int plan_tree_count(const struct plan_set *s, const struct plan *p)
     return p->main.trees.n;
 }
 
+double plan_hybrid_share(const struct plan *p)
+{
+    double both = p->main.algbw + p->pcie.algbw;
+    return both > 0 ? p->pcie.algbw / both : 0;
+}
+
 double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes)
 {
     if (!p->has_hybrid || p->pcie.algbw <= 0)

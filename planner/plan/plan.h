@@ -171,6 +171,10 @@ BK_MUST_USE
 enum bk_status plan_hybrid_set(const struct plan_set *ps, const struct plan *pl,
                                const struct pgraph **g, struct ptree_set *out);
 
+/* The part of the data a hybrid's PCIe trees carry when both sets run as one (their rates'
+ * share); 0 without rates (a plan read from a file). */
+double plan_hybrid_share(const struct plan *p);
+
 /* Hybrid split for a message of `bytes`: bytes sent over PCIe (0 below the switch-over size). */
 double plan_hybrid_pcie_bytes(const struct plan *p, double tdpa_us, double bytes);
 

@@ -264,7 +264,7 @@ static blinkResult_t rank_init(blinkComm_t c)
      * host-staged one goes through host memory instead). */
     for (int i = 0; i < nsets && r == blinkSuccess; i++)
         for (int ti = 0; ti < c->sets[i].ntrees && r == blinkSuccess; ti++) {
-            if (c->sets[i].tree_of[ti] >= c->sets[i].staged_from && bk_host_staged(c))
+            if (c->sets[i].tree_of[ti] >= c->sets[i].staged_from) /* roles.c: only if allowed */
                 continue;
             const struct bk_role *t = &c->sets[i].roles[ti];
             for (int j = -1; j < t->nkids && r == blinkSuccess; j++) {

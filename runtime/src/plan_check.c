@@ -66,15 +66,12 @@ static blinkResult_t check_tree(const struct blink_plan *plan, int si, const cha
     return blinkSuccess;
 }
 
-/* A schedule's trees or ring trees: valid trees, rooted at the schedule's root where it has one,
- * and positive weights below 2^32 per data group (all trees, or the trees of one root). */
-static blinkResult_t check_tree_set(const struct blink_plan *plan, int si, const char *set,
-                                    const struct blink_plan_tree *t, int nt, int *pos)
+/* Valid trees, rooted at the schedule's root where it has one. */
+static blinkResult_t check_trees(const struct blink_plan *plan, int si, const char *set,
+                                 const struct blink_plan_tree *t, int nt, int *pos)
 {
     const struct blink_plan_schedule *s = &plan->schedules[si];
-    int n = plan->nranks;
     int rooted = s->coll == BLINK_PLAN_BROADCAST || s->coll == BLINK_PLAN_REDUCE;
-    int sharded = s->coll == BLINK_PLAN_ALLGATHER || s->coll == BLINK_PLAN_REDUCESCATTER;
     for (int ti = 0; ti < nt; ti++) {
         blinkResult_t r = check_tree(plan, si, set, ti, &t[ti], pos);
         if (r != blinkSuccess)
@@ -83,52 +80,62 @@ static blinkResult_t check_tree_set(const struct blink_plan *plan, int si, const
             return PLAN_ERR("schedule %d (%s root %d): %s %d is rooted at %d", si,
                             bk_coll_name(s->coll), s->root, set, ti, t[ti].root);
     }
-    for (int g = 0; g < (sharded ? n : 1); g++) {
-        uint64_t w = 0;
-        for (int ti = 0; ti < nt; ti++)
-            if (!sharded || t[ti].root == g)
-                w += t[ti].weight;
+    return blinkSuccess;
+}
+
+/* The weights of t[0..nt) in data group g (every tree, or the trees rooted at g). */
+static uint64_t group_weight(const struct blink_plan_tree *t, int nt, int sharded, int g)
+{
+    uint64_t w = 0;
+    for (int ti = 0; ti < nt; ti++)
+        w += !sharded || t[ti].root == g ? t[ti].weight : 0;
+    return w;
+}
+
+static int is_sharded(int coll)
+{
+    return coll == BLINK_PLAN_ALLGATHER || coll == BLINK_PLAN_REDUCESCATTER;
+}
+
+/* A schedule's trees or ring trees: check_trees, and positive weights below 2^32 per data group
+ * (all trees, or the trees of one root). */
+static blinkResult_t check_tree_set(const struct blink_plan *plan, int si, const char *set,
+                                    const struct blink_plan_tree *t, int nt, int *pos)
+{
+    const struct blink_plan_schedule *s = &plan->schedules[si];
+    int sharded = is_sharded(s->coll);
+    blinkResult_t r = check_trees(plan, si, set, t, nt, pos);
+    for (int g = 0; r == blinkSuccess && g < (sharded ? plan->nranks : 1); g++) {
+        uint64_t w = group_weight(t, nt, sharded, g);
         if (w == 0 || w >= ((uint64_t)1 << 32))
             return PLAN_ERR("schedule %d (%s): weights of the %ss %s%d sum to %llu (must be 1 .. "
                             "2^32-1)", si, bk_coll_name(s->coll), set, sharded ? "rooted at rank "
                             : "of group ", g, (unsigned long long)w);
     }
-    return blinkSuccess;
+    return r;
 }
 
-/* The hybrid's PCIe trees: trees of the schedule's kind whose weights, with the trees', still
- * sum below 2^32 in every group (the trees alone already cover every group). */
+/* The hybrid's PCIe trees: check_trees, and weights that, with the trees', still sum below 2^32
+ * in every group (the trees alone already cover every group). */
 static blinkResult_t check_pcie_trees(const struct blink_plan *plan, int si, int *pos)
 {
     const struct blink_plan_schedule *s = &plan->schedules[si];
     if (s->npcie_trees < 0 || (s->npcie_trees > 0 && !s->pcie_trees))
         return PLAN_ERR("schedule %d (%s): %d PCIe trees", si, bk_coll_name(s->coll),
                         s->npcie_trees);
-    int n = plan->nranks;
-    int sharded = s->coll == BLINK_PLAN_ALLGATHER || s->coll == BLINK_PLAN_REDUCESCATTER;
-    for (int ti = 0; ti < s->npcie_trees; ti++) {
-        const struct blink_plan_tree *t = &s->pcie_trees[ti];
-        blinkResult_t r = check_tree(plan, si, "PCIe tree", ti, t, pos);
-        if (r != blinkSuccess)
-            return r;
-        if (s->root >= 0 && t->root != s->root)
-            return PLAN_ERR("schedule %d (%s root %d): PCIe tree %d is rooted at %d", si,
-                            bk_coll_name(s->coll), s->root, ti, t->root);
-    }
-    for (int g = 0; s->npcie_trees > 0 && g < (sharded ? n : 1); g++) {
-        uint64_t w = 0;
-        for (int ti = 0; ti < s->ntrees + s->npcie_trees; ti++) {
-            const struct blink_plan_tree *t =
-                ti < s->ntrees ? &s->trees[ti] : &s->pcie_trees[ti - s->ntrees];
-            w += !sharded || t->root == g ? t->weight : 0;
-        }
+    int sharded = is_sharded(s->coll);
+    blinkResult_t r = check_trees(plan, si, "PCIe tree", s->pcie_trees, s->npcie_trees, pos);
+    for (int g = 0; r == blinkSuccess && s->npcie_trees > 0 && g < (sharded ? plan->nranks : 1);
+         g++) {
+        uint64_t w = group_weight(s->trees, s->ntrees, sharded, g) +
+                     group_weight(s->pcie_trees, s->npcie_trees, sharded, g);
         if (w >= ((uint64_t)1 << 32))
             return PLAN_ERR("schedule %d (%s): the weights of its trees and PCIe trees %s%d sum "
                             "to %llu (must be below 2^32)", si, bk_coll_name(s->coll),
                             sharded ? "rooted at rank " : "of group ", g,
                             (unsigned long long)w);
     }
-    return blinkSuccess;
+    return r;
 }
 
 static blinkResult_t check_ranges(const struct blink_plan *plan, int si)

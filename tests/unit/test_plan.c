@@ -280,6 +280,20 @@ Test(plan, planning_twice_gives_the_same_bytes)
     free(b);
 }
 
+/* Host-staged edges: every path between two GPUs of pt's trees turns in a CPU's memory. */
+static void expect_paths_through_cpus(const struct topo *t, const struct plan_trees *pt)
+{
+    for (int i = 0; i < pt->trees.n; i++) {
+        const struct ptree *tr = &pt->trees.t[i];
+        for (int v = 0; v < tr->ngpus; v++) {
+            int cpu = 0;
+            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
+                cpu |= t->nodes[pgraph_node(pt->g, pt->g->dst[tr->path_arc[k]])].kind == TOPO_CPU;
+            cr_expect(v == tr->root || cpu, "tree %d: the path to gpu%d skips the CPUs", i, v);
+        }
+    }
+}
+
 Test(plan, hybrid_pcie_set_and_split)
 {
     struct topo t;
@@ -290,16 +304,7 @@ Test(plan, hybrid_pcie_set_and_split)
     cr_assert(b->has_hybrid);
     /* Host-staged: every PCIe path from GPU to GPU turns in a CPU's memory, even between the
      * GPUs of one PCIe switch. */
-    for (int i = 0; i < b->pcie.trees.n; i++) {
-        const struct ptree *tr = &b->pcie.trees.t[i];
-        for (int v = 0; v < tr->ngpus; v++) {
-            int cpu = 0;
-            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
-                cpu |= t.nodes[pgraph_node(b->pcie.g, b->pcie.g->dst[tr->path_arc[k]])].kind ==
-                       TOPO_CPU;
-            cr_expect(v == tr->root || cpu, "tree %d: the path to gpu%d skips the CPUs", i, v);
-        }
-    }
+    expect_paths_through_cpus(&t, &b->pcie);
     /* gpu2 and gpu3 share one 12 GB/s switch uplink, down which both their copies come. */
     cr_expect(b->pcie.algbw > 0 && b->pcie.algbw <= 6 + 1e-9, "%g", b->pcie.algbw);
     double bn = b->main.algbw * 1e9, bp = b->pcie.algbw * 1e9, tdpa = PLAN_DEFAULT_TDPA_US * 1e-6;
@@ -398,16 +403,7 @@ Test(plan, gpus_without_peer_access_go_through_host_memory)
     /* Valid trees within every link's rate; the max-flow bound (10) lets a switch copy data to
      * its GPUs, which a host-staged copy per edge cannot, so it is not reached here. */
     tu_check_trees(ps.topo, &b->main, b->coll);
-    for (int i = 0; i < b->main.trees.n; i++) {
-        const struct ptree *tr = &b->main.trees.t[i];
-        for (int v = 0; v < tr->ngpus; v++) {
-            int cpu = 0;
-            for (int k = tr->path_off[v]; k < tr->path_off[v + 1]; k++)
-                cpu |= t.nodes[pgraph_node(b->main.g, b->main.g->dst[tr->path_arc[k]])].kind ==
-                       TOPO_CPU;
-            cr_expect(v == tr->root || cpu, "tree %d: the path to gpu%d skips the CPUs", i, v);
-        }
-    }
+    expect_paths_through_cpus(&t, &b->main);
     cr_expect(NEAR(b->main.algbw, 6.0), "%g", b->main.algbw);
     cr_expect(NEAR(ps.ring.gbps, 6.0), "rings through host memory: %g", ps.ring.gbps);
     plan_set_free(&ps);

@@ -215,6 +215,18 @@ Test(rt_shim, three_trees8, .timeout = 120)
           big_counts, N(big_counts));
 }
 
+/* cases[n] on comms[8], every other one with its buffers a byte past malloc's alignment. */
+static void run_cases(blinkComm_t *comms, const struct rt_case *cases, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        char why[512] = "";
+        rt_shift = i & 1;
+        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "%s, case %zu: %s",
+                     what, i, why);
+    }
+    rt_shift = 0;
+}
+
 /* The committed DGX-1V plan (generated/dgx1v.cu, 6 trees for each collective): one call of each
  * collective on three blocks of 8 threads, 64-byte chunks. */
 blinkResult_t e2e_init_dgx1v(blinkComm_t *comms, int ndev, const int *devlist);
@@ -233,13 +245,7 @@ Test(rt_shim, dgx1v_plan, .timeout = 120)
         {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 7, 1, RT_THREADS, 0, 0, 0},
         {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 37, 0, RT_GROUP, 0, 0, 0},
     };
-    for (size_t i = 0; i < N(cases); i++) {
-        char why[512] = "";
-        rt_shift = i & 1;
-        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "case %zu: %s", i,
-                     why);
-    }
-    rt_shift = 0;
+    run_cases(comms, cases, N(cases), "dgx1v");
     for (int v = 0; v < 8; v++)
         cr_expect_eq(blinkCommDestroy(comms[v]), blinkSuccess);
 }
@@ -683,11 +689,7 @@ static void every_collective(blinkComm_t *comms, const char *what)
         {BLINK_PLAN_ALLGATHER, 0, blinkInt32, blinkSum, 97, 1, RT_THREADS, 0, 0, 0},
         {BLINK_PLAN_REDUCESCATTER, 0, blinkInt8, blinkMax, 97, 0, RT_GROUP, 0, 0, 0},
     };
-    for (size_t i = 0; i < N(cases); i++) {
-        char why[512] = "";
-        cr_assert_eq(rt_run_check(comms, 8, &cases[i], why, sizeof why), 0, "%s, case %zu: %s",
-                     what, i, why);
-    }
+    run_cases(comms, cases, N(cases), what);
 }
 
 /* The kernel's hybrid (BLINK_HOST_STAGED=1): the DGX-1V plan's PCIe trees keep their flags and
