@@ -11,7 +11,8 @@ RT_SOURCES = \
 	runtime/src/trace.c runtime/src/trace.h runtime/src/memreg.c \
 	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
 	runtime/src/nccl_real.c runtime/src/nccl_real.h \
-	runtime/src/net.h runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
+	runtime/src/net.h runtime/src/net_edge.c runtime/src/net_edge.h runtime/src/proxy.c runtime/src/proxy.h \
+	runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
 if HAVE_MPI_C
 RT_SOURCES += runtime/src/net_mpi.c
 RT_MPI_CPPFLAGS = $(MPI_CFLAGS) -DBK_MPI_SONAME='"$(MPI_SONAME)"'
@@ -37,7 +38,8 @@ runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 # (position-independent and hidden: libblink-nccl.so links the same object).
 EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_ll.cuh \
 	runtime/src/kernel_8_16bit.cu runtime/src/kernel_32bit.cu runtime/src/kernel_64bit.cu \
-	runtime/src/kernel_args.h \
+	runtime/src/kernel_args.h runtime/src/cuda_hostmem.cu runtime/src/cuda_hostmem.h \
+	runtime/src/cuda_segs.cu runtime/src/backend_cuda.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -48,7 +50,9 @@ runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
 # The backend's host side, and the kernel in three objects by element width (kernel_cuda.cuh's
 # lists): the kernels are nvcc's longest work (about 380 s in one object on one core here;
 # 225 s for the widest of two at once), and make -j runs the objects at once.
-RT_CUDA_OBJS = runtime/src/backend_cuda.$(OBJEXT) runtime/src/kernel_8_16bit.$(OBJEXT) \
+RT_CUDA_OBJS = runtime/src/backend_cuda.$(OBJEXT) runtime/src/cuda_hostmem.$(OBJEXT) \
+	runtime/src/cuda_segs.$(OBJEXT) \
+	runtime/src/kernel_8_16bit.$(OBJEXT) \
 	runtime/src/kernel_32bit.$(OBJEXT) runtime/src/kernel_64bit.$(OBJEXT)
 runtime_libblinkrt_cuda_a_LIBADD = $(RT_CUDA_OBJS)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = $(RT_CUDA_OBJS)
@@ -57,8 +61,12 @@ RT_CUDA_DEPS = $(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/s
 	$(top_srcdir)/runtime/src/kernel_args.h $(top_srcdir)/runtime/src/trace.h \
 	$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
 	$(top_srcdir)/runtime/src/proto.h $(top_srcdir)/runtime/src/log.h \
+	$(top_srcdir)/runtime/src/proxy.h $(top_srcdir)/runtime/src/net_edge.h \
+	$(top_srcdir)/runtime/src/cuda_hostmem.h $(top_srcdir)/runtime/src/backend_cuda.h \
 	$(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
 runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu $(RT_CUDA_DEPS)
+runtime/src/cuda_hostmem.$(OBJEXT): $(top_srcdir)/runtime/src/cuda_hostmem.cu $(RT_CUDA_DEPS)
+runtime/src/cuda_segs.$(OBJEXT): $(top_srcdir)/runtime/src/cuda_segs.cu $(RT_CUDA_DEPS)
 runtime/src/kernel_8_16bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_8_16bit.cu $(RT_CUDA_DEPS)
 runtime/src/kernel_32bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_32bit.cu $(RT_CUDA_DEPS)
 runtime/src/kernel_64bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_64bit.cu $(RT_CUDA_DEPS)
@@ -140,6 +148,22 @@ tests_unit_test_rt_shim_LDADD = tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o $(RT_TES
 tests_unit_test_rt_shim_DEPENDENCIES = tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
 	tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a
+
+# The same shim backend as an NCCL drop-in of the 2 x 4 cluster plan (test_cluster_mpi): the
+# CUDA backend's kernel and its network proxy (proxy.c) across emulated servers, under mpirun.
+noinst_LIBRARIES += tests/shim/libblink-nccl-shim.a
+tests_shim_libblink_nccl_shim_a_CPPFLAGS = $(RT_CPPFLAGS) -DBK_KERNEL_SHIM -I$(top_srcdir)/tests/shim
+tests_shim_libblink_nccl_shim_a_CFLAGS = $(SHIM_CFLAGS)
+tests_shim_libblink_nccl_shim_a_CXXFLAGS = -std=c++17 $(WARN_CXXFLAGS) $(SAN_CFLAGS) -fPIC \
+	-fvisibility=hidden
+tests_shim_libblink_nccl_shim_a_SOURCES = $(RT_SOURCES) $(NCCL_SHIM_SOURCES) \
+	runtime/src/reduce_host.c tests/shim/backend_shim.cc
+CLEANFILES += tests/nccl/libblink-nccl-shim-2x4.so
+tests/nccl/libblink-nccl-shim-2x4.so: tests/nccl/cluster_2x4.cu tests/shim/libblink-nccl-shim.a
+	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
+		-I$(top_srcdir)/runtime/include -o $@ -x c $< -x none -Wl,-soname,libblink-nccl-shim.so \
+		-Wl,--whole-archive tests/shim/libblink-nccl-shim.a -Wl,--no-whole-archive -lstdc++ \
+		$(PTHREAD_LIBS) $(DL_LIBS) -lm
 
 # make check-tsan: the same kernel under ThreadSanitizer (tests/shim/tsan_main.c, no Criterion:
 # its runner cannot start under TSan), with the runtime's core, the shim backend and rt_testutil

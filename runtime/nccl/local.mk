@@ -192,6 +192,7 @@ tests_unit_test_cluster_mpi_CPPFLAGS = $(RT_TEST_CPPFLAGS) $(MPI_JOB_FLAGS) \
 	-DDROPIN_2X4='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x4.so"' \
 	-DDROPIN_4X3='"$(abs_builddir)/tests/nccl/libblink-nccl-host-4x3.so"' \
 	-DDROPIN_2X8='"$(abs_builddir)/tests/nccl/libblink-nccl-host-2x8.so"' \
+	-DDROPIN_SHIM_2X4='"$(abs_builddir)/tests/nccl/libblink-nccl-shim-2x4.so"' \
 	-DSAN_PRELOAD='"$(SAN_PRELOAD)"'
 if HAVE_MPI_C
 tests_unit_test_cluster_mpi_CPPFLAGS += -DMPI_SONAME='"$(MPI_SONAME)"'
@@ -199,7 +200,7 @@ endif
 tests_unit_test_cluster_mpi_LDADD = tests/nccl/cluster_2x4.$(OBJEXT) runtime/libblinkrt-host.a \
 	$(RT_NET_LIBS) $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 tests_unit_test_cluster_mpi_DEPENDENCIES = tests/nccl/cluster_2x4.$(OBJEXT) \
-	runtime/libblinkrt-host.a $(CLUSTER_DROPINS)
+	runtime/libblinkrt-host.a $(CLUSTER_DROPINS) tests/nccl/libblink-nccl-shim-2x4.so
 if HAVE_MPI
 tests_unit_test_cluster_mpi_DEPENDENCIES += tests/nccl/nccl_client
 endif

@@ -26,7 +26,9 @@ struct bk_backend {
     /* Non-zero where a NULL user stream means "synchronous" (host): the call then returns
      * once this rank's part is done. */
     int null_stream_sync;
-    /* Non-zero where launch moves a cluster plan's edges between servers (net.h). */
+    /* How a cluster plan's edges between servers move (net.h): 0 not at all; 1 by the
+     * executor itself, in either protocol (host); 2 by the rank's network proxy (proxy.h),
+     * whole chunks, so calls of a communicator that spans servers run Simple (CUDA). */
     int net;
     /* Non-zero where a tree is cut into channels (roles.c, bk_channels): the CUDA kernel's
      * blocks gain from more of them; the host's few threads do not, so it runs one per tree. */

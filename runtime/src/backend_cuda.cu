@@ -3,9 +3,10 @@
  * backend_cuda.cu - the CUDA backend: one kernel launch per call runs this rank's part of the
  * protocol of proto.h, the same protocol exec_host.c runs with threads (one protocol, two
  * backends: the same flag words, tags, credit rules, entered/description check and abort words).
- * This file is the host side (init, segments over CUDA IPC, the launch, faults, asynchronous
- * errors); the kernel, the device side of the protocol, is kernel_cuda.cuh, compiled by
- * kernel_8_16bit.cu, kernel_32bit.cu and kernel_64bit.cu (kernel_for picks a datatype's).
+ * This file is the host side (init, the launch, faults, asynchronous errors; the segments are
+ * cuda_segs.cu's, host memory cuda_hostmem.cu's, the state both share backend_cuda.h's); the
+ * kernel, the device side of the protocol, is kernel_cuda.cuh, compiled by kernel_8_16bit.cu,
+ * kernel_32bit.cu and kernel_64bit.cu (kernel_for picks a datatype's).
  *
  * Memory: each rank's segment is one cudaMalloc on its device, exported with a CUDA IPC handle;
  * a peer in another process maps it with cudaIpcOpenMemHandle, a peer in this process uses the
@@ -16,6 +17,10 @@
  * in a segment of POSIX shared memory, NAME.h, that every rank maps and registers with
  * cudaHostRegister, so the kernel stores and loads it over PCIe: beside the device segment for
  * a hybrid's PCIe trees, and in its place for a plan of GPUs without peer access.
+ * Across servers (a cluster plan, ranks in MPI processes) each peer on another server is a
+ * mirror of its segment in pinned host memory, a rank's words of every tree slot with an edge
+ * to another server lie in its host segment, and the rank's network proxy (proxy.h) moves
+ * those edges' chunks by MPI; the kernel runs the one protocol on every edge.
  *
  * Execution: rank_init makes everything a call needs: device copies of every tree set's roles
  * and of the staging layout, the table of mapped peer segments, and a pinned, mapped status
@@ -49,112 +54,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#define BK_CUDA_FILE "backend_cuda.cu"
+#include "backend_cuda.h"
+#include "proxy.h"
 #include "rendezvous.h"
-#include "rt.h"
-#include "kernel_cuda.cuh"
-#include "kernel_args.h"
 
 #define MAX_BLOCKS 128   /* blocks per launch; more work items than this are shared out */
-
-static_assert(sizeof(cudaIpcMemHandle_t) <= BK_HANDLE_BYTES, "a CUDA IPC handle must fit");
-static_assert(sizeof(struct bk_seg_header) <= 4096, "segment header");
-
-/* ------------------------------------------------------------------ host state */
-
-/* Pinned: what the host's abort copies from. */
-struct hscratch {
-    unsigned int word;
-    unsigned int pad;
-    char msg[sizeof(((struct bk_seg_header *)0)->abort_msg)];
-};
-
-/* A segment in pinned host memory, mapped and registered here (host-staged edges). */
-struct hostseg {
-    void *host;
-    size_t bytes;
-};
-
-struct bk_be {
-    int dev;
-    cudaStream_t aux;             /* the host's abort copies (no call runs on it) */
-    int launched;                 /* the last call's kernel was launched */
-    unsigned int issued;          /* launches issued outside a capture (kstatus.finished's peer) */
-    cudaStream_t last_stream;     /* the stream of the last launch */
-    int max_blocks;               /* blocks per launch (all resident at once) */
-    unsigned char *tables;        /* device: layout, rank tables, role sets, kctl */
-    struct ktables k;             /* pointers into tables (kernel_args.h) */
-    void *pinned;                 /* cudaHostAlloc: kstatus then hscratch */
-    struct kstatus *status;       /* host view */
-    struct kstatus *dstatus;      /* device view */
-    struct hscratch *scratch;
-    unsigned char *own;           /* this rank's segment (cudaFree at the end) */
-    void **opened;                /* [nranks] what cudaIpcOpenMemHandle mapped, or NULL */
-    struct hostseg *hs;           /* [nranks] host segments mapped here (this rank's own too) */
-    unsigned char *hreach;        /* [nranks] host copy of reach */
-    pthread_mutex_t mu;           /* the scratch */
-    double last_gone_check;
-    uint32_t last_seq;            /* the last launch, for messages */
-    int last_coll;
-    struct bk_trace_ring *trace;  /* device: BLINK_TRACE's events, or NULL */
-};
-
-/* ------------------------------------------------------------------ errors and devices */
-
-static blinkResult_t cuda_fail(cudaError_t e, const char *what, int line)
-{
-    (void)cudaGetLastError(); /* a non-sticky error must not surface in the user's next check */
-    return bk_error(blinkUnhandledCudaError, "CUDA backend: %s failed: %s (backend_cuda.cu:%d)",
-                    what, cudaGetErrorString(e), line);
-}
-
-#define CU(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            blinkResult_t r_ = cuda_fail(e_, #call, __LINE__);                                \
-            if (old_ >= 0)                                                                    \
-                cudaSetDevice(old_);                                                          \
-            return r_;                                                                        \
-        }                                                                                     \
-    } while (0)
-
-/* Switch to dev for the rest of the function; CU() and LEAVE restore the caller's device. */
-#define ENTER(dev)                                                                            \
-    int old_ = -1;                                                                            \
-    CU(cudaGetDevice(&old_));                                                                 \
-    if (old_ != (dev))                                                                        \
-        CU(cudaSetDevice(dev))
-#define LEAVE()                                                                               \
-    do {                                                                                      \
-        cudaSetDevice(old_);                                                                  \
-        return blinkSuccess;                                                                  \
-    } while (0)
-
-/* For what cannot fail: a call whose error is dropped (and cleared, so that it does not
- * surface in the user's next cudaGetLastError); a switch to dev and back. */
-static cudaError_t quiet(cudaError_t e)
-{
-    if (e != cudaSuccess)
-        (void)cudaGetLastError();
-    return e;
-}
-
-static int quiet_enter(int dev)
-{
-    int old = -1;
-    if (quiet(cudaGetDevice(&old)) != cudaSuccess)
-        old = -1;
-    if (old != dev)
-        quiet(cudaSetDevice(dev));
-    return old;
-}
-
-static void quiet_leave(int old)
-{
-    if (old >= 0)
-        quiet(cudaSetDevice(old));
-}
 
 static blinkResult_t configure(void) { return blinkSuccess; }
 
@@ -200,11 +105,16 @@ static blinkResult_t rank_init(blinkComm_t c)
     be->dev = c->peer[me].phys_dev;
     int nsets = BK_SETS * c->plan->nschedules;
     be->opened = (void **)calloc((size_t)n, sizeof *be->opened);
-    be->hs = (struct hostseg *)calloc((size_t)n, sizeof *be->hs);
+    be->hs = (struct bk_hostmem *)calloc((size_t)n, sizeof *be->hs);
     be->hreach = (unsigned char *)calloc((size_t)n, 1);
+    be->dseg = (unsigned char **)calloc((size_t)n, sizeof *be->dseg);
+    be->dhseg = (unsigned char **)calloc((size_t)n, sizeof *be->dhseg);
+    be->hhost = (unsigned char **)calloc((size_t)n, sizeof *be->hhost);
+    be->mirror = (void **)calloc((size_t)n, sizeof *be->mirror);
     unsigned char *hatom = (unsigned char *)calloc((size_t)n, 1);
     int *ldev = (int *)calloc((size_t)n, sizeof *ldev);
-    if (!be->opened || !be->hs || !be->hreach || !hatom || !ldev) {
+    if (!be->opened || !be->hs || !be->hreach || !be->dseg || !be->dhseg || !be->hhost ||
+        !be->mirror || !hatom || !ldev) {
         free(hatom);
         free(ldev);
         return bk_error(blinkSystemError, "CUDA backend: out of memory");
@@ -223,6 +133,11 @@ static blinkResult_t rank_init(blinkComm_t c)
      * (a plan of GPUs without peer access) every device reaches, without native atomics. */
     int in_host = c->plan->host_staged && bk_host_staged(c);
     for (int q = 0; q < n && r == blinkSuccess; q++) {
+        if (c->peer[q].remote) { /* its mirror, in host memory here (proxy.h) */
+            ldev[q] = -2;
+            be->hreach[q] = 1;
+            continue;
+        }
         ldev[q] = q == me ? be->dev : local_device(c, q);
         if (in_host) {
             be->hreach[q] = 1;
@@ -343,6 +258,19 @@ static blinkResult_t rank_init(blinkComm_t c)
     if (r == blinkSuccess)
         r = ktables_point(c, &im, be->tables, &be->k);
     kimage_free(&im);
+    /* Peers on other servers: a mirror of each one's segment in pinned host memory, where the
+     * kernel finds it as it finds a host-staged peer's (proxy.h). */
+    for (int q = 0; q < n && r == blinkSuccess; q++) {
+        if (!c->peer[q].remote)
+            continue;
+        unsigned char *d = NULL;
+        r = bk_hostmem_mirror(c->layout.seg_bytes[q], &be->mirror[q], &d);
+        if (r == blinkSuccess &&
+            ((e = cudaMemcpy(&be->k.seg[q], &d, sizeof d, cudaMemcpyHostToDevice)) ||
+             (e = cudaMemcpy(&be->k.hseg[q], &d, sizeof d, cudaMemcpyHostToDevice))))
+            r = cuda_fail(e, "cudaMemcpy", __LINE__);
+        be->dseg[q] = be->dhseg[q] = d;
+    }
     /* BLINK_TRACE: the ring the kernel stamps into, read back at rank_free. */
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         size_t bytes = offsetof(struct bk_trace_ring, rec) +
@@ -364,7 +292,6 @@ static blinkResult_t rank_init(blinkComm_t c)
 }
 
 static blinkResult_t finish_last(blinkComm_t c);
-static void host_seg_unmap(struct hostseg *hs);
 
 /* BLINK_TRACE: copy this rank's events back and write them (trace.c). */
 static void write_trace(blinkComm_t c)
@@ -390,6 +317,10 @@ static void rank_free(blinkComm_t c)
         return;
     int old = quiet_enter(be->dev);
     (void)finish_last(c); /* before the segments go; bounded by the kernel's own timeout */
+    bk_proxy_stop(be->px); /* its last sends leave (bounded), then the mirrors may go */
+    be->px = NULL;
+    for (int q = 0; q < c->nranks && be->mirror; q++)
+        bk_hostmem_mirror_free(be->mirror[q]);
     if (be->aux)
         quiet(cudaStreamSynchronize(be->aux));
     if (be->trace) {
@@ -400,7 +331,7 @@ static void rank_free(blinkComm_t c)
         if (be->opened[q])
             quiet(cudaIpcCloseMemHandle(be->opened[q]));
     for (int q = 0; q < c->nranks && be->hs; q++)
-        host_seg_unmap(&be->hs[q]);
+        bk_hostmem_unmap(&be->hs[q]);
     if (be->own)
         quiet(cudaFree(be->own));
     if (be->tables)
@@ -415,170 +346,12 @@ static void rank_free(blinkComm_t c)
     free(be->opened);
     free(be->hs);
     free(be->hreach);
+    free(be->dseg);
+    free(be->dhseg);
+    free(be->hhost);
+    free(be->mirror);
     free(be);
     c->be = NULL;
-}
-
-/* ------------------------------------------------------------------ segments */
-
-/* Where host-staged edges lie (kernel_args.h): nowhere, beside the device segment (a hybrid's
- * PCIe trees), or in its place (GPUs without peer access: every edge). */
-enum { HS_NONE, HS_BESIDE, HS_INSTEAD };
-static int host_seg_use(blinkComm_t c)
-{
-    return c->plan->host_staged && bk_host_staged(c) ? HS_INSTEAD
-           : kneeds_hseg(c)                          ? HS_BESIDE
-                                                     : HS_NONE;
-}
-
-static void host_seg_name(const char *name, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s.h", name);
-}
-
-/* Map the host segment NAME.h of `bytes` (create: make it, zeroed) and register it: *dev is
- * the address the kernel uses. A failure leaves nothing mapped, and nothing named if it made
- * it. */
-static blinkResult_t host_seg_map(const char *name, size_t bytes, int create, struct hostseg *hs,
-                                  unsigned char **dev)
-{
-    char hn[96];
-    host_seg_name(name, hn, sizeof hn);
-    int fd = shm_open(hn, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
-    if (fd < 0)
-        return bk_error(blinkSystemError, "CUDA backend: shm_open %s: %s", hn, strerror(errno));
-    void *m = MAP_FAILED;
-    if (!create || ftruncate(fd, (off_t)bytes) == 0)
-        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int er = errno;
-    close(fd);
-    cudaError_t e = cudaSuccess;
-    void *d = NULL;
-    if (m != MAP_FAILED &&
-        (e = cudaHostRegister(m, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable)) ==
-            cudaSuccess &&
-        (e = cudaHostGetDevicePointer(&d, m, 0)) != cudaSuccess)
-        quiet(cudaHostUnregister(m));
-    if (m == MAP_FAILED || e != cudaSuccess) {
-        if (m != MAP_FAILED)
-            munmap(m, bytes);
-        if (create)
-            shm_unlink(hn);
-        return m == MAP_FAILED ? bk_error(blinkSystemError, "CUDA backend: mapping %s (%zu "
-                                          "bytes): %s", hn, bytes, strerror(er))
-                               : cuda_fail(e, "cudaHostRegister", __LINE__);
-    }
-    hs->host = m;
-    hs->bytes = bytes;
-    *dev = (unsigned char *)d;
-    return blinkSuccess;
-}
-
-static void host_seg_unmap(struct hostseg *hs)
-{
-    if (!hs->host)
-        return;
-    quiet(cudaHostUnregister(hs->host));
-    munmap(hs->host, hs->bytes);
-    hs->host = NULL;
-}
-
-static void put_header(blinkComm_t c, struct bk_seg_header *h)
-{
-    memset(h, 0, sizeof *h);
-    h->magic = BK_SEG_MAGIC;
-    h->rank = (uint32_t)c->prank;
-    h->nranks = (uint32_t)c->nranks;
-}
-
-static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
-                                void *handle)
-{
-    struct bk_be *be = c->be;
-    int use = host_seg_use(c);
-    unsigned char *hdev = NULL;
-    memset(handle, 0, BK_HANDLE_BYTES);
-    ENTER(be->dev);
-    if (use != HS_NONE) {
-        blinkResult_t r = host_seg_map(name, bytes, 1, &be->hs[c->prank], &hdev);
-        if (r != blinkSuccess) {
-            cudaSetDevice(old_);
-            return r;
-        }
-        if (use == HS_INSTEAD) { /* the segment itself: named, so no IPC handle */
-            put_header(c, (struct bk_seg_header *)be->hs[c->prank].host);
-            CU(cudaMemcpy(&be->k.seg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
-            CU(cudaMemcpy(&be->k.hseg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
-            *seg = hdev;
-            LEAVE();
-        }
-    }
-    void *p = NULL;
-    CU(cudaMalloc(&p, bytes));
-    be->own = (unsigned char *)p;
-    CU(cudaMemset(p, 0, bytes));
-    struct bk_seg_header h;
-    put_header(c, &h);
-    CU(cudaMemcpy(p, &h, sizeof h, cudaMemcpyHostToDevice));
-    cudaIpcMemHandle_t ipc;
-    CU(cudaIpcGetMemHandle(&ipc, p));
-    memcpy(handle, &ipc, sizeof ipc);
-    CU(cudaMemcpy(&be->k.seg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
-    void *hp = use == HS_BESIDE ? (void *)hdev : p;
-    CU(cudaMemcpy(&be->k.hseg[c->prank], &hp, sizeof hp, cudaMemcpyHostToDevice));
-    *seg = p;
-    LEAVE();
-}
-
-static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
-                              size_t bytes, int same_process, void *seg_ptr, void **seg)
-{
-    struct bk_be *be = c->be;
-    int use = host_seg_use(c);
-    void *p = seg_ptr;
-    if (use != HS_INSTEAD && !same_process && !be->hreach[peer]) {
-        /* No tree edge leads there (rank_init checked) and this device cannot reach it: leave
-         * it unmapped; the host's abort skips it, the kernel never touches it. */
-        *seg = NULL;
-        return blinkSuccess;
-    }
-    ENTER(be->dev);
-    unsigned char *hdev = NULL;
-    if (use != HS_NONE) { /* every process maps the host segment itself, registered here */
-        blinkResult_t r = host_seg_map(name, bytes, 0, &be->hs[peer], &hdev);
-        if (r != blinkSuccess) {
-            cudaSetDevice(old_);
-            return r;
-        }
-    }
-    if (use == HS_INSTEAD) {
-        p = hdev;
-    } else if (!same_process) {
-        cudaIpcMemHandle_t ipc;
-        memcpy(&ipc, handle, sizeof ipc);
-        CU(cudaIpcOpenMemHandle(&p, ipc, cudaIpcMemLazyEnablePeerAccess));
-        be->opened[peer] = p; /* closed by rank_free, whatever happens next */
-    }
-    struct bk_seg_header h;
-    CU(cudaMemcpy(&h, p, sizeof h, cudaMemcpyDefault));
-    if (h.magic != BK_SEG_MAGIC || h.rank != (uint32_t)peer || h.nranks != (uint32_t)c->nranks) {
-        cudaSetDevice(old_);
-        return bk_error(blinkSystemError, "CUDA backend: the segment rank %d exported (%zu "
-                        "bytes) is not its segment", c->user_of[peer], bytes);
-    }
-    CU(cudaMemcpy(&be->k.seg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
-    void *hp = use == HS_NONE ? p : (void *)hdev;
-    CU(cudaMemcpy(&be->k.hseg[peer], &hp, sizeof hp, cudaMemcpyHostToDevice));
-    *seg = p;
-    LEAVE();
-}
-
-/* Host segments have names; device segments none (their IPC handles name them). */
-static void seg_unlink(const char *name)
-{
-    char hn[96];
-    host_seg_name(name, hn, sizeof hn);
-    shm_unlink(hn); /* none where the plan has no host-staged edges */
 }
 
 /* ------------------------------------------------------------------ calls */
@@ -625,6 +398,34 @@ static blinkResult_t issue(struct bk_be *be, const kparams *p, int blocks, size_
     LEAVE();
 }
 
+static void abort_rank(blinkComm_t c, const char *msg);
+
+/* A cluster's first launch: every slot's segment table (all segments are mapped now) and the
+ * network proxy (the MPI communicator is made now); then each call is queued for it, before
+ * its launch. A captured call would run at a replay the proxy never hears of: refused. */
+static blinkResult_t net_launch(blinkComm_t c, const struct bk_launch *L, cudaStream_t us)
+{
+    struct bk_be *be = c->be;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (quiet(cudaStreamIsCapturing(us, &cs)) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+        return bk_error(blinkInvalidUsage, "%s: a call whose plan spans servers cannot be "
+                        "captured in a CUDA graph (its network proxy serves calls as they are "
+                        "issued)", bk_coll_name((int)L->d.coll));
+    if (be->px)
+        return bk_proxy_post(be->px, L);
+    blinkResult_t r = bk_cuda_net_tables(c);
+    if (r != blinkSuccess)
+        return r;
+    struct bk_proxy_mem mem = {be->hhost, (unsigned char *const *)be->mirror, abort_rank};
+    r = bk_proxy_start(c, &mem, &be->px);
+    if (r != blinkSuccess) {
+        bk_proxy_stop(be->px);
+        be->px = NULL;
+        return r;
+    }
+    return bk_proxy_post(be->px, L);
+}
+
 static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)
 {
     struct bk_be *be = c->be;
@@ -644,6 +445,11 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     if (us != be->last_stream &&
         (int)(((const volatile struct kstatus *)be->status)->finished - be->issued) < 0)
         r = finish_last(c);
+    if (r == blinkSuccess && c->nremote > 0) {
+        int old = quiet_enter(be->dev);
+        r = net_launch(c, L, us);
+        quiet_leave(old);
+    }
     if (r == blinkSuccess)
         r = issue(be, &p, blocks, smem, us);
     be->last_stream = us;
@@ -722,8 +528,8 @@ static void check_gone(blinkComm_t c)
     if (now - be->last_gone_check < 0.1)
         return;
     be->last_gone_check = now;
-    for (int q = 0; q < c->nranks; q++)
-        if (c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid)) {
+    for (int q = 0; q < c->nranks; q++) /* a pid of another server means nothing here */
+        if (!c->peer[q].remote && c->peer[q].pid != getpid() && bk_pid_gone(c->peer[q].pid)) {
             char msg[BK_MSG_MAX];
             snprintf(msg, sizeof msg, "rank %d (pid %d, device %d) exited during %s (call %u)",
                      c->user_of[q], c->peer[q].pid, c->peer[q].topo_dev,
@@ -781,11 +587,16 @@ static blinkResult_t async_error(blinkComm_t c)
     return r;
 }
 
-static void abort_rank(blinkComm_t c, const char *msg) { host_abort(c, msg, 0); }
+static void abort_rank(blinkComm_t c, const char *msg)
+{
+    host_abort(c, msg, 0);
+    bk_proxy_abort(c->be ? c->be->px : NULL, msg); /* the other servers */
+}
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 0, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
-    seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
+    "cuda", 0, 2, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free,
+    bk_cuda_seg_create, bk_cuda_seg_open, bk_cuda_seg_unlink, launch, wait_last, async_error,
+    abort_rank,
 };
 
 extern "C" const struct bk_backend *bk_backend(void) { return &cuda_backend; }

@@ -67,7 +67,9 @@ void bk_choose(blinkComm_t c, const struct blink_plan_schedule *sch, const struc
     int rings = algo == BLINK_PLAN_RINGS && !c->nccl && sch->nring_trees > 0;
     int hybrid = algo == BLINK_PLAN_HYBRID && can_hybrid;
     out->algo = algo;
-    out->proto = hybrid ? BLINK_PLAN_SIMPLE : proto; /* host-staged edges move whole chunks */
+    /* Host-staged and proxied edges move whole chunks. */
+    int whole = hybrid || (c->nremote > 0 && bk_backend()->net == 2);
+    out->proto = whole ? BLINK_PLAN_SIMPLE : proto;
     out->set = rings ? BK_SET_RINGS : hybrid ? BK_SET_HYBRID : BK_SET_TREES;
     out->ntrees = rings ? sch->nring_trees : hybrid ? sch->ntrees + sch->npcie_trees : sch->ntrees;
     out->chunk_bytes = chunk;

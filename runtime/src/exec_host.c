@@ -44,6 +44,7 @@
 #include "exec_host_ll.h"
 #include "trace.h"
 #include "net.h"
+#include "net_edge.h"
 #include "reduce_host.h"
 #include "rendezvous.h"
 
@@ -55,10 +56,6 @@ struct tree_state {
     uint32_t *posted;          /* [F + 1] receives posted: from each child, from the parent */
 };
 
-/* Message tags on a cluster communicator's MPI communicator. */
-#define TAG_DESC 0
-#define TAG_ABORT 1
-static int tag_of(int ti, int down) { return 2 + 2 * ti + down; }
 
 struct worker {
     struct bk_hx *x;
@@ -166,34 +163,15 @@ void bk_hx_abort(blinkComm_t c, struct bk_hx *x, const char *msg)
     if (!x || !c->net || !me)
         return;
     /* The other servers hear it as a message (the reason, from this rank's header). */
-    char why[BK_MSG_MAX];
     pthread_mutex_lock(&x->net_mu);
-    for (int q = 0; q < c->nranks; q++)
-        if (c->peer[q].remote && !x->abort_req[q].live)
-            bk_net_isend(c->net, q, TAG_ABORT, me->abort_msg, sizeof me->abort_msg,
-                         &x->abort_req[q], why, sizeof why);
+    bk_net_send_abort(c, me->abort_msg, sizeof me->abort_msg, x->abort_req);
     pthread_mutex_unlock(&x->net_mu);
 }
 
 /* An abort message from another server: 1 + the rank that sent it (its reason in msg), or 0. */
 static int heard_abort(struct bk_hx *x, char *msg, size_t len)
 {
-    blinkComm_t c = x->c;
-    int q = -1;
-    if (!c->net || !bk_net_probe(c->net, TAG_ABORT, &q))
-        return 0;
-    char text[sizeof hdr(c, c->prank)->abort_msg] = "", why[128];
-    struct bk_net_req req = {0};
-    int done = 0;
-    double t0 = bk_now();
-    if (bk_net_irecv(c->net, q, TAG_ABORT, text, sizeof text, &req, why, sizeof why) == 0)
-        while ((done = bk_net_test(&req, NULL, NULL, why, sizeof why)) == 0 && bk_now() - t0 < 1)
-            sched_yield();
-    bk_net_drop(&req);
-    text[sizeof text - 1] = '\0';
-    snprintf(msg, len, "rank %d (server %d) gave up: %s", c->user_of[q], c->peer[q].server,
-             done == 1 ? text : "(its reason was lost)");
-    return q + 1;
+    return bk_net_heard_abort(x->c, msg, len);
 }
 
 /* ------------------------------------------------------------------ failing */
@@ -270,24 +248,6 @@ static int write_allowed(struct worker *w)
 
 /* ------------------------------------------------------------------ descriptions */
 
-static void describe(const uint64_t *d, char *buf, size_t len)
-{
-    int coll = (int)d[1], has_op = bk_has_op(coll);
-    int n = snprintf(buf, len, "%s count %llu %s", bk_coll_name(coll), (unsigned long long)d[5],
-                     bk_dtype_name((blinkDataType_t)d[3]));
-    if (has_op && n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " %s", bk_op_name((blinkRedOp_t)d[4]));
-    if ((int64_t)d[2] >= 0 && n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " root (plan rank) %lld", (long long)d[2]);
-    if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ", %s%s%s, chunk %llu",
-                 d[6] & BK_ALGO_RING_SET     ? "rings"
-                 : d[6] & BK_ALGO_HYBRID_SET ? "hybrid"
-                                             : "trees",
-                 d[6] & BK_ALGO_LL ? ", LL" : "",
-                 d[6] & BK_ALGO_DIRECT ? ", direct" : "", (unsigned long long)d[7]);
-}
-
 /* Peer q is in this call with the same description: 1; not yet: 0; a mismatch: -1.
  * One acquire load of q's entered word decides, unless it names this call with another hash or
  * BLINK_CHECK_CALLS=1: then the two descriptions are read and compared. */
@@ -324,8 +284,8 @@ static int peer_ready(struct worker *w, int q)
         return 0; /* moved on while we read: look again */
     if (memcmp(theirs, mine, sizeof mine) != 0 || e != x->entry) {
         char a[160], b[160];
-        describe(mine, a, sizeof a);
-        describe(theirs, b, sizeof b);
+        bk_net_describe(mine, a, sizeof a);
+        bk_net_describe(theirs, b, sizeof b);
         return fail(w, blinkInvalidUsage, "mismatched collective calls (call %u of the "
                     "communicator): rank %d: %s; rank %d: %s", seq, c->rank, a, c->user_of[q], b);
     }
@@ -334,18 +294,6 @@ static int peer_ready(struct worker *w, int q)
 }
 
 /* ------------------------------------------------------------------ steps */
-
-static int has_up(int coll)
-{
-    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
-
-static int has_down(int coll)
-{
-    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
 
 /* What a step of tree ti on chunk ch works with. */
 struct step {
@@ -398,12 +346,9 @@ static int remote_ready(struct worker *w, int q)
     if (t < 0)
         return fail(w, blinkSystemError, "rank %d: %s", c->rank, why);
     if (t == 1) {
-        char a[160], b[160];
-        describe(mine, a, sizeof a);
-        describe(theirs, b, sizeof b);
-        return fail(w, blinkInvalidUsage, "mismatched collective calls (call %u of the "
-                    "communicator): rank %d: %s; rank %d (server %d): %s (call %u)", seq,
-                    c->rank, a, c->user_of[q], c->peer[q].server, b, (uint32_t)theirs[0]);
+        char m[BK_MSG_MAX];
+        bk_net_mismatch(c, q, mine, theirs, m, sizeof m);
+        return fail(w, blinkInvalidUsage, "%s", m);
     }
     w->checked[q] = seq;
     return 1;
@@ -446,7 +391,7 @@ static int remote_arrived(struct worker *w, int ti, struct tree_state *s, int q,
         int k = (int)(*posted % BK_SLOTS);
         void *slot = at(c, c->prank, down ? bk_off_down_slot(lay, c->prank, ti, k)
                                           : bk_off_up_slot(lay, c->prank, ti, j, k));
-        if (bk_net_irecv(c->net, q, tag_of(ti, down), slot, chunk_bytes(x->L, s, *posted),
+        if (bk_net_irecv(c->net, q, bk_net_tag_edge(ti, down), slot, chunk_bytes(x->L, s, *posted),
                          down ? req_down_in(s, k) : req_up_in(s, j, k), why, sizeof why) != 0)
             return fail(w, blinkSystemError, "rank %d: %s", c->rank, why);
     }
@@ -596,7 +541,7 @@ static int kid_output(struct worker *w, int q, size_t pos, size_t len, unsigned 
 /* Chunk s->up of tree ti going up: 1 done, 0 not ready, -1 failed. */
 static int up_step(struct worker *w, int ti, struct tree_state *s)
 {
-    if (s->up >= s->nchunks || !has_up((int)w->x->L->d.coll))
+    if (s->up >= s->nchunks || !bk_has_up((int)w->x->L->d.coll))
         return 0;
     struct step p = step_of(w, ti, s, s->up);
     blinkComm_t c = p.c;
@@ -659,7 +604,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
     }
     if (root && (blinkRedOp_t)L->d.op == blinkAvg)
         bk_host_divide(dst, m, dt, c->nranks);
-    if (net && send_chunk(w, t->parent, tag_of(ti, 0), dst, m * es, req_up_out(s, k)) < 0)
+    if (net && send_chunk(w, t->parent, bk_net_tag_edge(ti, 0), dst, m * es, req_up_out(s, k)) < 0)
         return -1;
     if (!root && !net && !ll) {
         st(word(c, t->parent, bk_off_up_ready(lay, t->parent, ti, t->kpos)), bk_tag(seq, ch + 1));
@@ -681,7 +626,7 @@ static int up_step(struct worker *w, int ti, struct tree_state *s)
 /* Chunk s->down of tree ti going down. */
 static int down_step(struct worker *w, int ti, struct tree_state *s)
 {
-    if (s->down >= s->nchunks || !has_down((int)w->x->L->d.coll))
+    if (s->down >= s->nchunks || !bk_has_down((int)w->x->L->d.coll))
         return 0;
     struct step p = step_of(w, ti, s, s->down);
     blinkComm_t c = p.c;
@@ -747,7 +692,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
     for (int j = 0; j < t->nkids; j++) {
         /* To another server from the output, which stays put until the call ends. */
         if (remote(c, kids[j])) {
-            if (send_chunk(w, kids[j], tag_of(ti, 1), out, m * es, req_down_out(w->x, s, j, k)) < 0)
+            if (send_chunk(w, kids[j], bk_net_tag_edge(ti, 1), out, m * es, req_down_out(w->x, s, j, k)) < 0)
                 return -1;
             continue;
         }
@@ -776,7 +721,7 @@ static int down_step(struct worker *w, int ti, struct tree_state *s)
 static int tree_done(const struct bk_launch *L, const struct tree_state *s)
 {
     int coll = (int)L->d.coll;
-    return (!has_up(coll) || s->up >= s->nchunks) && (!has_down(coll) || s->down >= s->nchunks);
+    return (!bk_has_up(coll) || s->up >= s->nchunks) && (!bk_has_down(coll) || s->down >= s->nchunks);
 }
 
 /* Whether peer q's process is gone. Only a peer this rank waits for counts: a peer that has
@@ -847,7 +792,7 @@ static void waited_for(const struct bk_hx *x, int q, char *buf, size_t len)
     for (int i = 0; i < BK_DESC_WORDS; i++)
         d[i] = __atomic_load_n(&h->desc[i], __ATOMIC_RELAXED);
     char a[160];
-    describe(d, a, sizeof a);
+    bk_net_describe(d, a, sizeof a);
     snprintf(buf + n, len - (size_t)n, ", which is in call %u: %s", bk_entry_seq(e), a);
 }
 
@@ -1074,18 +1019,6 @@ blinkResult_t bk_hx_start(blinkComm_t c, int nthreads, struct bk_hx **out)
     return blinkSuccess;
 }
 
-/* BLINK_DEBUG=INFO (subsystem NET): what went over MPI, per peer on another server. */
-static void say_net(const struct bk_hx *x)
-{
-    blinkComm_t c = x->c;
-    for (int q = 0; q < c->nranks; q++)
-        if (c->peer[q].remote && (x->sent[q] || x->recvd[q]))
-            bk_log(BK_LOG_INFO, bk_log_dev(c), "rank %d/%d (server %d): MPI with rank %d "
-                   "(server %d): sent %llu bytes, received %llu bytes", c->rank, c->nranks,
-                   c->peer[c->prank].server, c->user_of[q], c->peer[q].server, x->sent[q],
-                   x->recvd[q]);
-}
-
 void bk_hx_stop(struct bk_hx *x)
 {
     if (!x)
@@ -1097,19 +1030,15 @@ void bk_hx_stop(struct bk_hx *x)
     for (int i = 1; i < x->nthreads; i++)
         if (x->w[i].th)
             pthread_join(x->w[i].th, NULL);
-    if (x->sent && bk_logs(&x->c->env, BK_LOG_INFO, BK_SUB_NET))
-        say_net(x);
+    if (x->sent)
+        bk_net_say(x->c, x->sent, x->recvd);
     if (x->trace) {
         bk_trace_write(x->c, "host", "monotonic", x->trace->rec, x->trace->head, x->trace->cap);
         free(x->trace);
     }
-    for (int q = 0; x->abort_req && q < x->c->nranks; q++) {
-        /* An abort's few bytes leave at once; give them a moment, then let them go. */
-        char why[64];
-        double t0 = bk_now();
-        while (bk_net_test(&x->abort_req[q], NULL, NULL, why, sizeof why) == 0 && bk_now() - t0 < 1)
-            sched_yield();
-        bk_net_drop(&x->abort_req[q]);
+    if (x->abort_req)
+        bk_net_finish_aborts(x->c, x->abort_req);
+    for (int q = 0; x->desc_req && q < x->c->nranks; q++) {
         bk_net_drop(&x->desc_req[2 * q]);
         bk_net_drop(&x->desc_req[2 * q + 1]);
     }
@@ -1153,9 +1082,9 @@ static blinkResult_t post_descs(struct bk_hx *x, const struct bk_launch *L, char
                 x->desc_req[2 * q + 1].live || x->desc_seq[q] == seq)
                 continue;
             char why[BK_MSG_MAX];
-            if (bk_net_irecv(c->net, q, TAG_DESC, x->desc_in + (size_t)q * BK_DESC_WORDS,
+            if (bk_net_irecv(c->net, q, BK_NET_TAG_DESC, x->desc_in + (size_t)q * BK_DESC_WORDS,
                              BK_DESC_WORDS * 8, &x->desc_req[2 * q], why, sizeof why) != 0 ||
-                bk_net_isend(c->net, q, TAG_DESC, &L->d.seq, BK_DESC_WORDS * 8,
+                bk_net_isend(c->net, q, BK_NET_TAG_DESC, &L->d.seq, BK_DESC_WORDS * 8,
                              &x->desc_req[2 * q + 1], why, sizeof why) != 0) {
                 snprintf(msg, len, "%s: rank %d: %s", bk_coll_name((int)L->d.coll), c->rank, why);
                 return blinkSystemError;

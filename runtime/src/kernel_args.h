@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net_edge.h"
 #include "rt.h"
 
 #define KTIMEOUT_CHARS 32
@@ -29,6 +30,8 @@ struct kset {
     const int *slot_fanin;        /* device */
     int ntrees;
     int staged_slot;              /* the first slot whose edges are host-staged (ntrees: none) */
+    unsigned char **tseg;         /* device: [ntrees * nranks] each slot's segments, where the
+                                   * communicator spans servers (ktseg_fill), else NULL */
 };
 
 /* One rank's tables, as the kernel sees them: pointers into one device allocation. */
@@ -52,6 +55,7 @@ struct kimage {
     size_t bytes;
     size_t fanin, flag, foff, soff, lloff, user, topo, reach, atom, seg, hseg, tmo, ctl;
     size_t *roles, *kids, *sbase, *sfan; /* [nsets] */
+    size_t *tseg;                 /* [nsets] the set's slot segment table, or 0: none */
 };
 
 static size_t kalign_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -63,6 +67,7 @@ static void kimage_free(struct kimage *im)
     free(im->kids);
     free(im->sbase);
     free(im->sfan);
+    free(im->tseg);
     memset(im, 0, sizeof *im);
 }
 
@@ -90,8 +95,9 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
     im->kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
     im->sbase = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
     im->sfan = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
+    im->tseg = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
     size_t *n_kids = (size_t *)calloc((size_t)nsets + 1, sizeof(size_t));
-    if (!im->roles || !im->kids || !im->sbase || !im->sfan || !n_kids) {
+    if (!im->roles || !im->kids || !im->sbase || !im->sfan || !im->tseg || !n_kids) {
         free(n_kids);
         kimage_free(im);
         return bk_error(blinkSystemError, "%s: out of memory", KARGS_WHO);
@@ -109,6 +115,10 @@ static blinkResult_t kimage_build(blinkComm_t c, const unsigned char *reach,
         at = kalign_up(at + cells * sizeof(size_t), 16);
         im->sfan[i] = at;
         at = kalign_up(at + cells * sizeof(int), 16);
+        if (c->nremote > 0 && s->ntrees > 0) {
+            im->tseg[i] = at;
+            at = kalign_up(at + (size_t)s->ntrees * (size_t)n * sizeof(void *), 16);
+        }
     }
     unsigned char *host = (unsigned char *)calloc(1, at);
     if (!host) {
@@ -182,8 +192,26 @@ static blinkResult_t ktables_point(blinkComm_t c, const struct kimage *im, unsig
         while (ti < c->sets[i].ntrees && c->sets[i].tree_of[ti] < c->sets[i].staged_from)
             ti++;
         t->sets[i].staged_slot = ti;
+        t->sets[i].tseg = im->tseg[i] ? (unsigned char **)(b + im->tseg[i]) : NULL;
     }
     return blinkSuccess;
+}
+
+/* Set i's slot segment table (kset.tseg) into out [ntrees * nranks], from the segments the
+ * kernel sees (seg, hseg; a peer on another server: its mirror here, in both): a rank whose
+ * slot has an edge to another server keeps that slot's words in its host segment, where the
+ * network proxy reaches them (proxy.h); host-staged trees too; every other slot stays in seg.
+ * Every rank decides alike from the plan, as each must find the words where their owner does. */
+static void ktseg_fill(blinkComm_t c, int i, unsigned char *const *seg,
+                       unsigned char *const *hseg, int staged_slot, unsigned char **out)
+{
+    int n = c->nranks;
+    for (int ti = 0; ti < c->sets[i].ntrees; ti++)
+        for (int q = 0; q < n; q++)
+            out[(size_t)ti * (size_t)n + (size_t)q] =
+                !c->peer[q].remote && (ti >= staged_slot || bk_net_crosses(c, i, ti, q))
+                    ? hseg[q]
+                    : seg[q];
 }
 
 /* Whether c's calls move any edge through a segment of host-staged edges apart from its own
@@ -192,6 +220,8 @@ static int kneeds_hseg(blinkComm_t c)
 {
     if (c->plan->host_staged && bk_host_staged(c)) /* every edge: the segment is in host memory */
         return 0;
+    if (c->nremote > 0) /* the words of edges to other servers, where the proxy reaches them */
+        return 1;
     for (int i = 0; i < BK_SETS * c->plan->nschedules; i++)
         for (int ti = 0; ti < c->sets[i].ntrees; ti++)
             if (c->sets[i].tree_of[ti] >= c->sets[i].staged_from)
@@ -246,6 +276,7 @@ static void kparams_fill(struct kparams *p, blinkComm_t c, const struct ktables 
     p->seg = t->seg;
     p->hseg = t->hseg;
     p->staged_slot = s->staged_slot;
+    p->tseg = s->tseg;
     p->reach = t->reach;
     p->atom = t->atom;
     p->user_of = t->user_of;

@@ -115,6 +115,8 @@ struct kparams {
     unsigned char *const *hseg;  /* [nranks] the segments in pinned host memory of host-staged
                                   * edges (d_segs), or the same as seg */
     int staged_slot;             /* tree slots from this one on are host-staged (ntrees: none) */
+    unsigned char *const *tseg;  /* [ntrees * nranks] each slot's segments, where the set has
+                                  * edges to other servers (kernel_args.h's ktseg_fill), or NULL */
     const unsigned char *reach;  /* [nranks] 1: this device can load and store there */
     const unsigned char *atom;   /* [nranks] 1: and has native atomics there */
     const int *user_of;          /* [nranks] */
@@ -128,9 +130,14 @@ struct kparams {
 
 /* Where tree slot ti's flags and slots lie: every rank's segment, or for a tree whose edges are
  * host-staged (from slot staged_slot on: a hybrid's PCIe trees) every rank's segment in pinned
- * host memory. Headers (entered, description, abort, output) stay in the segment. */
+ * host memory; in a set with edges to other servers, the slot's own table (tseg): a rank with
+ * such an edge in the slot keeps its words in host memory, where the network proxy reaches
+ * them, and a peer on another server is its mirror here (proxy.h). Headers (entered,
+ * description, abort, output) stay in the segment. */
 __device__ __forceinline__ unsigned char *const *d_segs(const kparams &p, int ti)
 {
+    if (p.tseg)
+        return p.tseg + (size_t)ti * (size_t)p.nranks;
     return ti >= p.staged_slot ? p.hseg : p.seg;
 }
 
@@ -399,21 +406,25 @@ static __device__ void d_describe(dmsg &m, const uint64_t *d)
  * (this rank's first), as bk_hx_abort does. */
 static __device__ void d_abort_all(const kparams &p, const char *msg)
 {
-    unsigned char *me = p.seg[p.prank];
     uint32_t mine = (uint32_t)p.prank + 1;
-    if (ld32(me + H_ABORT) == 0) {
+    /* The reason and the words go into the host segments too, where they are apart: the
+     * network proxy reads them there (proxy.h) and tells the other servers. */
+    for (int h = 0; h < 2; h++) {
+        unsigned char *me = (h ? p.hseg : p.seg)[p.prank];
+        if ((h && me == p.seg[p.prank]) || ld32(me + H_ABORT) != 0)
+            continue;
         int i = 0;
         for (; msg[i] && i < (int)H_MSG_BYTES - 1; i++)
             *(volatile char *)(me + H_MSG + i) = msg[i];
         *(volatile char *)(me + H_MSG + i) = '\0';
         __threadfence_system();
     }
-    for (int i = 0; i < p.nranks; i++) {
-        int v = (i + p.prank) % p.nranks;
-        unsigned char *h = p.seg[v];
-        if (!h || !p.reach[v])
+    for (int i = 0; i < 2 * p.nranks; i++) {
+        int v = (i % p.nranks + p.prank) % p.nranks;
+        unsigned char *h = (i < p.nranks ? p.seg : p.hseg)[v];
+        if (!h || !p.reach[v] || (i >= p.nranks && h == p.seg[v]))
             continue;
-        if (p.atom[v])
+        if (p.atom[v] && i < p.nranks)
             atomicCAS_system((unsigned int *)(h + H_ABORT), 0u, mine);
         else if (ld32(h + H_ABORT) == 0)
             st32(h + H_ABORT, mine);
@@ -1257,6 +1268,8 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 st64(me + H_OUT, (uint64_t)(uintptr_t)p.recv);
                 fence_acq_rel_sys();
                 st_relaxed_sys64(me + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
+                if (p.hseg[p.prank] != me) /* the network proxy reads it there (proxy.h) */
+                    st_relaxed_sys64(p.hseg[p.prank] + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
             }
             for (int it = blockIdx.x, i = 0; it < p.nitems; it += gridDim.x, i++) {
                 const bk_role &t = p.roles[it % p.ntrees];

@@ -21,13 +21,17 @@
  * waits for that rank's launch. The kernel's status block is read once its launch is joined.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "kernel_cuda.cuh"
+#include "proxy.h"
 #define KARGS_WHO "shim backend"
 #include "kernel_args.h"
 
@@ -50,6 +54,10 @@ struct bk_be {
     struct kstatus status;
     struct bk_trace_ring *trace;  /* BLINK_TRACE's events, or NULL */
     unsigned char *own;           /* this rank's segment */
+    size_t own_bytes;             /* its size, where it is shared memory (else 0) */
+    size_t *mapped;               /* [nranks] peers' shared memory mapped here (bytes, or 0) */
+    unsigned char **mirror;       /* [nranks] peers on other servers: their mirrors (proxy.h) */
+    struct bk_proxy *px;          /* the network proxy, from the first launch of a cluster */
     struct kparams p;             /* the running launch's arguments (the threads read them) */
     shim_launch run;
     int running;                  /* run started and not yet joined */
@@ -133,6 +141,19 @@ static blinkResult_t rank_init(blinkComm_t c)
     memcpy(be->tables, im.host, im.bytes);
     r = ktables_point(c, &im, be->tables, &be->k);
     kimage_free(&im);
+    be->mapped = (size_t *)calloc((size_t)c->nranks, sizeof *be->mapped);
+    be->mirror = (unsigned char **)calloc((size_t)c->nranks, sizeof *be->mirror);
+    if (r == blinkSuccess && (!be->mapped || !be->mirror))
+        return bk_error(blinkSystemError, "shim backend: out of memory");
+    for (int q = 0; r == blinkSuccess && q < c->nranks; q++) {
+        if (!c->peer[q].remote)
+            continue;
+        size_t bytes = kalign_up(c->layout.seg_bytes[q], 4096);
+        if (!(be->mirror[q] = (unsigned char *)aligned_alloc(4096, bytes)))
+            return bk_error(blinkSystemError, "shim backend: out of memory");
+        memset(be->mirror[q], 0, bytes);
+        be->k.seg[q] = be->k.hseg[q] = be->mirror[q];
+    }
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         be->trace = (struct bk_trace_ring *)calloc(
             1, offsetof(struct bk_trace_ring, rec) + c->env.trace_records * sizeof(bk_trace_rec));
@@ -157,11 +178,23 @@ static void rank_free(blinkComm_t c)
     if (!be)
         return;
     join_run(be);
+    bk_proxy_stop(be->px);
+    be->px = NULL;
     if (be->trace)
         bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
                        be->trace->cap);
     free(be->trace);
-    free(be->own);
+    for (int q = 0; be->mapped && q < c->nranks; q++)
+        if (be->mapped[q])
+            munmap(be->k.seg[q], be->mapped[q]);
+    for (int q = 0; be->mirror && q < c->nranks; q++)
+        free(be->mirror[q]);
+    free(be->mapped);
+    free(be->mirror);
+    if (be->own_bytes)
+        munmap(be->own, be->own_bytes);
+    else
+        free(be->own);
     free(be->tables);
     free(be->k.sets);
     free(be);
@@ -171,13 +204,30 @@ static void rank_free(blinkComm_t c)
 static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
                                 void *handle)
 {
-    (void)name;
     struct bk_be *be = c->be;
     size_t room = kalign_up(bytes, 4096), all = kneeds_hseg(c) ? 2 * room : room;
-    be->own = (unsigned char *)aligned_alloc(4096, all);
-    if (!be->own)
-        return bk_error(blinkSystemError, "shim backend: out of memory");
-    memset(be->own, 0, all);
+    if (c->one_process) {
+        be->own = (unsigned char *)aligned_alloc(4096, all);
+        if (!be->own)
+            return bk_error(blinkSystemError, "shim backend: out of memory");
+        memset(be->own, 0, all);
+    } else { /* ranks in processes of one server: shared memory, as the host backend's */
+        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return bk_error(blinkSystemError, "shim backend: shm_open %s: %s", name,
+                            strerror(errno));
+        void *m = ftruncate(fd, (off_t)all) == 0
+                      ? mmap(NULL, all, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                      : MAP_FAILED;
+        int e = errno;
+        close(fd);
+        if (m == MAP_FAILED) {
+            shm_unlink(name);
+            return bk_error(blinkSystemError, "shim backend: mapping %s: %s", name, strerror(e));
+        }
+        be->own = (unsigned char *)m;
+        be->own_bytes = all;
+    }
     struct bk_seg_header *h = (struct bk_seg_header *)be->own;
     h->magic = BK_SEG_MAGIC;
     h->rank = (uint32_t)c->prank;
@@ -193,21 +243,35 @@ static blinkResult_t seg_create(blinkComm_t c, const char *name, size_t bytes, v
 static blinkResult_t seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
                               size_t bytes, int same_process, void *seg_ptr, void **seg)
 {
-    (void)name;
     (void)handle;
+    size_t room = kalign_up(bytes, 4096), all = kneeds_hseg(c) ? 2 * room : room;
+    if (!same_process) {
+        int fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0)
+            return bk_error(blinkSystemError, "shim backend: shm_open %s (rank %d): %s", name,
+                            c->user_of[peer], strerror(errno));
+        void *m = mmap(NULL, all, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        int e = errno;
+        close(fd);
+        if (m == MAP_FAILED)
+            return bk_error(blinkSystemError, "shim backend: mapping %s (rank %d): %s", name,
+                            c->user_of[peer], strerror(e));
+        c->be->mapped[peer] = all;
+        seg_ptr = m;
+    }
     const struct bk_seg_header *h = (const struct bk_seg_header *)seg_ptr;
     if (h)
         SEG_SEEN(seg_ptr);
-    if (!same_process || !h || h->magic != BK_SEG_MAGIC || h->rank != (uint32_t)peer)
-        return bk_error(blinkSystemError, "shim backend: rank %d's segment (%zu bytes) is not "
-                        "in this process", c->user_of[peer], bytes);
     c->be->k.seg[peer] = (unsigned char *)seg_ptr;
-    c->be->k.hseg[peer] = (unsigned char *)seg_ptr + (kneeds_hseg(c) ? kalign_up(bytes, 4096) : 0);
+    if (!h || h->magic != BK_SEG_MAGIC || h->rank != (uint32_t)peer)
+        return bk_error(blinkSystemError, "shim backend: rank %d's segment (%zu bytes) is not "
+                        "what it published", c->user_of[peer], bytes);
+    c->be->k.hseg[peer] = (unsigned char *)seg_ptr + (all > room ? room : 0);
     *seg = seg_ptr;
     return blinkSuccess;
 }
 
-static void seg_unlink(const char *name) { (void)name; }
+static void seg_unlink(const char *name) { shm_unlink(name); /* ENOENT: in one process */ }
 
 /* The three datatype lists in this one object (the CUDA build's are three: local.mk). */
 BK_KERNEL_OF(bk_kernel_8_16bit, BK_KERNEL_8_16BIT)
@@ -220,10 +284,36 @@ static void run_kernel(const void *arg)
     kernel_for((int)p->d[3])(*p);
 }
 
+static void abort_rank(blinkComm_t c, const char *msg);
+
+/* A cluster's first launch: every slot's segment table (all segments are mapped now), and the
+ * network proxy (the MPI communicator is made now); then each call is queued for it. */
+static blinkResult_t net_launch(blinkComm_t c, const struct bk_launch *L)
+{
+    struct bk_be *be = c->be;
+    if (!be->px) {
+        for (int i = 0; i < be->k.nsets; i++)
+            if (be->k.sets[i].tseg)
+                ktseg_fill(c, i, be->k.seg, be->k.hseg, be->k.sets[i].staged_slot,
+                           be->k.sets[i].tseg);
+        struct bk_proxy_mem mem = {be->k.hseg, be->mirror, abort_rank};
+        blinkResult_t r = bk_proxy_start(c, &mem, &be->px);
+        if (r != blinkSuccess) {
+            bk_proxy_stop(be->px);
+            be->px = NULL;
+            return r;
+        }
+    }
+    return bk_proxy_post(be->px, L);
+}
+
 static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)
 {
     struct bk_be *be = c->be;
     join_run(be); /* the rank's stream: one launch after the other */
+    blinkResult_t r = c->nremote > 0 ? net_launch(c, L) : blinkSuccess;
+    if (r != blinkSuccess)
+        return r;
     int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees, (int)L->d.coll);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
     be->p.trace = be->trace;
@@ -281,10 +371,11 @@ static void abort_rank(blinkComm_t c, const char *msg)
             __atomic_compare_exchange_n(&h->abort, &none, mine, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE);
     }
+    bk_proxy_abort(c->be ? c->be->px : NULL, msg); /* the other servers */
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 0, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "shim", 1, 2, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

@@ -157,6 +157,15 @@ void run_job(const struct job *j, struct run *r)
              dropin);
     snprintf(debug, sizeof debug, "BLINK_DEBUG=%s", j->debug ? j->debug : "");  /* if set */
 
+    /* j->env: NAME=VALUE words apart by spaces. */
+    static char env_buf[256];
+    char *env[8];
+    int envs = 0;
+    snprintf(env_buf, sizeof env_buf, "%s", j->env ? j->env : "");
+    for (char *save = NULL, *w = strtok_r(env_buf, " ", &save); w && envs < 8;
+         w = strtok_r(NULL, " ", &save))
+        env[envs++] = w;
+
     argv[a++] = mpirun;
     static const char *const common[] = {"--oversubscribe", "--bind-to", "none", "--mca", "btl",
                                          "self,vader"};
@@ -176,9 +185,9 @@ void run_job(const struct job *j, struct run *r)
             argv[a++] = "-x";
             argv[a++] = debug;
         }
-        if (j->env) {
+        for (int i = 0; i < envs; i++) {
             argv[a++] = "-x";
-            argv[a++] = j->env;
+            argv[a++] = env[i];
         }
         if (j->servers) {
             /* The client calls MPI_Init; edges between servers need MPI_THREAD_SERIALIZED. */

@@ -21,7 +21,7 @@ struct job {
     const char *args[12];        /* the client's, NULL-terminated */
     long cases;                  /* what the summary must count, or -1 for any */
     const char *debug;           /* BLINK_DEBUG, or NULL */
-    const char *env;             /* one more NAME=VALUE for every rank, or NULL */
+    const char *env;             /* NAME=VALUE for every rank, several apart by spaces, or NULL */
     const int *servers;          /* the server rank r is on (BLINK_SERVER=s<k>), or NULL */
     const char *fault;           /* NCCL_CLIENT_FAULT for fault_rank (tests/nccl), or NULL */
     int fault_rank;

@@ -12,6 +12,9 @@
  *  - a rank that never joins, and one that dies: the others fail or are stopped in bounded
  *    time, and nothing is left in /dev/shm;
  *  - the 2 x 4 sweep with BLINK_PROTO=ll: LL inside each server, MPI between them;
+ *  - the 2 x 4 sweep and byte counts again through the CUDA backend's own kernel and network
+ *    proxy (proxy.c), run on the CPU by tests/shim's drop-in: mirrors of the other server's
+ *    ranks, host-staged slots, the proxy's messages; and its faults;
  *  - the 2 x 4 plan in processes without MPI (this program links none): every rank fails
  *    with blinkInvalidUsage and a message that names the MPI library it looked for.
  * Skipped, not failed, where Open MPI or the client is missing. mpi_job.c runs the jobs.
@@ -37,6 +40,10 @@
 #ifndef DROPIN_2X8
 #define DROPIN_2X8 "tests/nccl/libblink-nccl-host-2x8.so"
 #endif
+/* The 2 x 4 plan on the CUDA backend's kernel and network proxy, run on the CPU (tests/shim). */
+#ifndef DROPIN_SHIM_2X4
+#define DROPIN_SHIM_2X4 "tests/nccl/libblink-nccl-shim-2x4.so"
+#endif
 
 /* The 2 x 4 source the drop-in DROPIN_2X4 was built from, linked here for its tables. */
 const struct blink_plan_library *cluster_2x4_lib(void);
@@ -51,6 +58,8 @@ static const int dev2x8[] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7},
 /* Counts: 0, 1, primes, and with 256-byte chunks up to dozens of chunks per tree. */
 #define COUNTS "0,1,2,3,7,31,1021,4099"
 #define SMALL_CHUNKS "BLINK_CHUNK_BYTES=256"
+/* The shim's blocks are threads: 4 per block keep 8 ranks' kernels within two cores. */
+#define FEW_THREADS "BK_SHIM_THREADS=4"
 
 Test(cluster_mpi, dgx1v_2_servers_x_4, .timeout = 600)
 {
@@ -141,7 +150,9 @@ static void expected_bytes(const struct blink_plan *p, unsigned long long *want)
     }
 }
 
-Test(cluster_mpi, bytes_between_servers_are_the_plans, .timeout = 600)
+/* The bytes dropin's ranks report over MPI for one allreduce of ELEMS floats, per edge between
+ * the servers, against what the plan's trees put there. */
+static void check_bytes(const char *label, const char *dropin)
 {
     const struct blink_plan *p = cluster_2x4_lib()->plans[0];
     cr_assert(p->nranks == 8 && p->nservers == 2 && p->servers);
@@ -152,7 +163,7 @@ Test(cluster_mpi, bytes_between_servers_are_the_plans, .timeout = 600)
     expected_bytes(p, want);
     char n[16];
     snprintf(n, sizeof n, "%d", ELEMS);
-    struct job j = {"2 x 4 bytes", DROPIN_2X4, 8, dev2x4,
+    struct job j = {label, dropin, 8, dev2x4,
                     {"-q", "-C", "allreduce", "-d", "float32", "-o", "sum", "-n", n, "-p", "out",
                      NULL}, 1, "INFO", NULL, srv2x4, NULL, 0};
     struct run r;
@@ -190,6 +201,27 @@ Test(cluster_mpi, bytes_between_servers_are_the_plans, .timeout = 600)
     free(r.out);
 }
 
+Test(cluster_mpi, bytes_between_servers_are_the_plans, .timeout = 600)
+{
+    check_bytes("2 x 4 bytes", DROPIN_2X4);
+}
+
+/* ------------------------------------------------------------------ the CUDA kernel's path */
+
+Test(cluster_mpi, cuda_kernel_and_proxy_2_servers_x_4, .timeout = 600)
+{
+    struct job j = {"2 x 4 DGX-1V GPUs, CUDA kernel (shim)", DROPIN_SHIM_2X4, 8, dev2x4,
+                    {"-q", "-n", "0,1,7,1021,4099", "-d", "int8,float16,float32", "-o",
+                     "sum,max,avg", "-p", "out", NULL}, -1, NULL, SMALL_CHUNKS " " FEW_THREADS,
+                    srv2x4, NULL, 0};
+    run_sweep(&j);
+}
+
+Test(cluster_mpi, cuda_kernel_and_proxy_bytes_are_the_plans, .timeout = 600)
+{
+    check_bytes("2 x 4 bytes, CUDA kernel (shim)", DROPIN_SHIM_2X4);
+}
+
 /* ------------------------------------------------------------------ faults */
 
 /* Rank 5 never joins: the other seven fail their init, naming it, within BLINK_TIMEOUT_S. */
@@ -216,6 +248,45 @@ Test(cluster_mpi, a_rank_that_dies, .timeout = 600)
 {
     struct job j = {"2 x 4, rank 6 exits", DROPIN_2X4, 8, dev2x4, {"-q", "-Q", NULL}, -1, NULL,
                     "BLINK_TIMEOUT_S=20", srv2x4, "exit", 6};
+    struct run r;
+    char left[2048];
+    shm_mark();
+    run_job(&j, &r);
+    cr_expect(r.status > 0 && r.secs < 60, "%s: exit status %d after %.1f s:\n%s", j.label,
+              r.status, r.secs, tail(r.out));
+    cr_expect(strstr(r.out, "rank 6: NCCL_CLIENT_FAULT=exit"), "%s", tail(r.out));
+    cr_expect_eq(shm_left_since_mark(left, sizeof left), 0, "left in /dev/shm:%s", left);
+    free(r.out);
+}
+
+/* Faults on the CUDA kernel's path: the network proxy of rank 5 takes no call. Every rank that
+ * fails says it within BLINK_TIMEOUT_S and names rank 5 (rank 5's own kernel, whose mirrors of
+ * the other server never enter, names the rank it waited for); nothing is left in /dev/shm. */
+Test(cluster_mpi, cuda_kernel_a_stalled_proxy, .timeout = 600)
+{
+    struct job j = {"2 x 4, rank 5's proxy stalls (shim)", DROPIN_SHIM_2X4, 8, dev2x4,
+                    {"-q", "-Q", NULL}, -1, NULL,
+                    "BLINK_DEBUG_PROXY_STALL=5 BLINK_TIMEOUT_S=5 " FEW_THREADS, srv2x4, NULL, 0};
+    struct run r;
+    char left[2048];
+    shm_mark();
+    run_job(&j, &r);
+    cr_expect(r.status == 1 && r.secs < 60, "%s: exit status %d after %.1f s:\n%s", j.label,
+              r.status, r.secs, tail(r.out));
+    int failed = count_lines(r.out, "rank ", "error"), named = count_lines(r.out, "rank ", "rank 5");
+    cr_expect(failed >= 7 && named == failed, "%d ranks failed, %d of them naming rank 5:\n%s",
+              failed, named, tail(r.out));
+    cr_expect(strstr(r.out, "BLINK_TIMEOUT_S"), "%s", tail(r.out));
+    cr_expect_eq(shm_left_since_mark(left, sizeof left), 0, "left in /dev/shm:%s", left);
+    free(r.out);
+}
+
+/* A rank that dies after joining, on the CUDA kernel's path: the job ends, nothing waits for
+ * ever, nothing is left in /dev/shm (its host-staged segments included). */
+Test(cluster_mpi, cuda_kernel_a_rank_that_dies, .timeout = 600)
+{
+    struct job j = {"2 x 4, rank 6 exits (shim)", DROPIN_SHIM_2X4, 8, dev2x4, {"-q", "-Q", NULL},
+                    -1, NULL, "BLINK_TIMEOUT_S=20 " FEW_THREADS, srv2x4, "exit", 6};
     struct run r;
     char left[2048];
     shm_mark();

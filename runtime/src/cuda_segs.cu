@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * cuda_segs.cu - the CUDA backend's segments: each rank's device segment (cudaMalloc, CUDA IPC
+ * for peers in other processes, the owner's pointer in its own), its host segment where edges
+ * are host-staged (cuda_hostmem.h), the kernel's tables of both, and, across servers, the
+ * mirrors of remote peers and each tree slot's segment table (proxy.h).
+ */
+#include <string.h>
+
+#define BK_CUDA_FILE "cuda_segs.cu"
+#include "backend_cuda.h"
+
+/* ------------------------------------------------------------------ segments */
+
+/* Where host-staged edges lie (kernel_args.h): nowhere, beside the device segment (a hybrid's
+ * PCIe trees), or in its place (GPUs without peer access: every edge). */
+enum { HS_NONE, HS_BESIDE, HS_INSTEAD };
+static int host_seg_use(blinkComm_t c)
+{
+    return c->plan->host_staged && bk_host_staged(c) ? HS_INSTEAD
+           : kneeds_hseg(c)                          ? HS_BESIDE
+                                                     : HS_NONE;
+}
+
+static void put_header(blinkComm_t c, struct bk_seg_header *h)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = BK_SEG_MAGIC;
+    h->rank = (uint32_t)c->prank;
+    h->nranks = (uint32_t)c->nranks;
+}
+
+blinkResult_t bk_cuda_seg_create(blinkComm_t c, const char *name, size_t bytes, void **seg,
+                                void *handle)
+{
+    struct bk_be *be = c->be;
+    int use = host_seg_use(c);
+    unsigned char *hdev = NULL;
+    memset(handle, 0, BK_HANDLE_BYTES);
+    ENTER(be->dev);
+    if (use != HS_NONE) {
+        blinkResult_t r = bk_hostmem_map(name, bytes, 1, &be->hs[c->prank], &hdev);
+        if (r != blinkSuccess) {
+            cudaSetDevice(old_);
+            return r;
+        }
+        if (use == HS_INSTEAD) { /* the segment itself: named, so no IPC handle */
+            put_header(c, (struct bk_seg_header *)be->hs[c->prank].host);
+            CU(cudaMemcpy(&be->k.seg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
+            CU(cudaMemcpy(&be->k.hseg[c->prank], &hdev, sizeof hdev, cudaMemcpyHostToDevice));
+            be->dseg[c->prank] = be->dhseg[c->prank] = hdev;
+            be->hhost[c->prank] = (unsigned char *)be->hs[c->prank].host;
+            *seg = hdev;
+            LEAVE();
+        }
+    }
+    void *p = NULL;
+    CU(cudaMalloc(&p, bytes));
+    be->own = (unsigned char *)p;
+    CU(cudaMemset(p, 0, bytes));
+    struct bk_seg_header h;
+    put_header(c, &h);
+    CU(cudaMemcpy(p, &h, sizeof h, cudaMemcpyHostToDevice));
+    cudaIpcMemHandle_t ipc;
+    CU(cudaIpcGetMemHandle(&ipc, p));
+    memcpy(handle, &ipc, sizeof ipc);
+    CU(cudaMemcpy(&be->k.seg[c->prank], &p, sizeof p, cudaMemcpyHostToDevice));
+    void *hp = use == HS_BESIDE ? (void *)hdev : p;
+    CU(cudaMemcpy(&be->k.hseg[c->prank], &hp, sizeof hp, cudaMemcpyHostToDevice));
+    be->dseg[c->prank] = (unsigned char *)p;
+    be->dhseg[c->prank] = (unsigned char *)hp;
+    be->hhost[c->prank] = (unsigned char *)be->hs[c->prank].host;
+    *seg = p;
+    LEAVE();
+}
+
+blinkResult_t bk_cuda_seg_open(blinkComm_t c, int peer, const char *name, const void *handle,
+                              size_t bytes, int same_process, void *seg_ptr, void **seg)
+{
+    struct bk_be *be = c->be;
+    int use = host_seg_use(c);
+    void *p = seg_ptr;
+    if (use != HS_INSTEAD && !same_process && !be->hreach[peer]) {
+        /* No tree edge leads there (rank_init checked) and this device cannot reach it: leave
+         * it unmapped; the host's abort skips it, the kernel never touches it. */
+        *seg = NULL;
+        return blinkSuccess;
+    }
+    ENTER(be->dev);
+    unsigned char *hdev = NULL;
+    if (use != HS_NONE) { /* every process maps the host segment itself, registered here */
+        blinkResult_t r = bk_hostmem_map(name, bytes, 0, &be->hs[peer], &hdev);
+        if (r != blinkSuccess) {
+            cudaSetDevice(old_);
+            return r;
+        }
+    }
+    if (use == HS_INSTEAD) {
+        p = hdev;
+    } else if (!same_process) {
+        cudaIpcMemHandle_t ipc;
+        memcpy(&ipc, handle, sizeof ipc);
+        CU(cudaIpcOpenMemHandle(&p, ipc, cudaIpcMemLazyEnablePeerAccess));
+        be->opened[peer] = p; /* closed by rank_free, whatever happens next */
+    }
+    struct bk_seg_header h;
+    CU(cudaMemcpy(&h, p, sizeof h, cudaMemcpyDefault));
+    if (h.magic != BK_SEG_MAGIC || h.rank != (uint32_t)peer || h.nranks != (uint32_t)c->nranks) {
+        cudaSetDevice(old_);
+        return bk_error(blinkSystemError, "CUDA backend: the segment rank %d exported (%zu "
+                        "bytes) is not its segment", c->user_of[peer], bytes);
+    }
+    CU(cudaMemcpy(&be->k.seg[peer], &p, sizeof p, cudaMemcpyHostToDevice));
+    void *hp = use == HS_NONE ? p : (void *)hdev;
+    CU(cudaMemcpy(&be->k.hseg[peer], &hp, sizeof hp, cudaMemcpyHostToDevice));
+    be->dseg[peer] = (unsigned char *)p;
+    be->dhseg[peer] = (unsigned char *)hp;
+    be->hhost[peer] = (unsigned char *)be->hs[peer].host;
+    *seg = p;
+    LEAVE();
+}
+
+/* Host segments have names; device segments none (their IPC handles name them). */
+void bk_cuda_seg_unlink(const char *name) { bk_hostmem_unlink(name); }
+
+blinkResult_t bk_cuda_net_tables(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    for (int i = 0; i < be->k.nsets; i++) {
+        if (!be->k.sets[i].tseg)
+            continue;
+        size_t cells = (size_t)c->sets[i].ntrees * (size_t)c->nranks;
+        unsigned char **t = (unsigned char **)malloc(cells * sizeof *t);
+        if (!t)
+            return bk_error(blinkSystemError, "CUDA backend: out of memory");
+        ktseg_fill(c, i, be->dseg, be->dhseg, be->k.sets[i].staged_slot, t);
+        cudaError_t e = cudaMemcpy(be->k.sets[i].tseg, t, cells * sizeof *t,
+                                   cudaMemcpyHostToDevice);
+        free(t);
+        if (e != cudaSuccess)
+            return cuda_fail(e, "cudaMemcpy", __LINE__);
+    }
+    return blinkSuccess;
+}
