@@ -66,6 +66,10 @@ runtime/libblink-nccl.so: bench/dgx1v_all.o runtime/libblink-nccl-cuda.a
 DROPIN_SKU_CUDA = blink-nccl/libblink-nccl.so
 blink-nccl/libblink-nccl.so: blink-nccl/plans.cu runtime/libblink-nccl-cuda.a
 	$(dropin_cuda)
+# The 2 x 4 DGX-1V cluster plan on the CUDA backend, for tools/gpu-check's emulated servers.
+CLEANFILES += tests/nccl/libblink-nccl-cuda-2x4.so
+tests/nccl/libblink-nccl-cuda-2x4.so: tests/nccl/cluster_2x4.cu runtime/libblink-nccl-cuda.a
+	$(dropin_cuda)
 endif
 
 # `make blink-nccl [TOPO=builtin:dgx1v]`: the drop-ins for one server type, every allocation,
