@@ -2,7 +2,7 @@
 # The schedule simulator and the per-size tuning built on it (trees or rings, and the chunk):
 # sources appended to libblinkc, and their tests.
 planner_libblinkc_a_SOURCES += \
-	planner/sim/sim.c planner/sim/sim.h \
+	planner/sim/sim.c planner/sim/sim.h planner/sim/sim_facts.c \
 	planner/sim/sim_engine.c planner/sim/sim_engine.h \
 	planner/sim/sim_ring.c planner/sim/sim_nccl.c \
 	planner/sim/sim_hops.c planner/sim/sim_hops.h \

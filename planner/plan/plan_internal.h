@@ -45,6 +45,17 @@ enum bk_status plan_allreduce(const struct pgraph *g, unsigned kinds,
                               struct diag *d);
 
 /* src's trees turned round onto rg, the reverse of g (needs full-duplex links). */
+/* Two candidates closer than this (relative) count as equally fast; depth then decides. */
+#define PLAN_SAME_SPEED 1e-3
+void plan_trees_free(struct plan_trees *pt);
+/* A gather's trees (allgather; reduce-scatter on the reversed graph). */
+BK_MUST_USE
+enum bk_status plan_gather(const struct pgraph *g, unsigned kinds, const struct plan_opts *o,
+                           struct strbuf *dump, struct plan_trees *out, struct diag *d);
+/* The deepest tree of s, in edges. */
+int plan_max_depth(const struct ptree_set *s);
+/* What no allreduce without in-network reduction beats on g (plan_trees.c says why). */
+double plan_allreduce_injection(const struct pgraph *g);
 BK_MUST_USE
 enum bk_status plan_copy_reversed(const struct plan_trees *src, const struct pgraph *g,
                                   const struct pgraph *rg, struct plan_trees *dst);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * nccl_values.c - the NCCL topology reader's messages (naming the element path and line) and
- * attribute values: integers, classes, bus ids, PCIe link speeds, SM versions.
+ * nccl_values.c - the NCCL topology reader's messages (naming the element path and line),
+ * attribute values (integers, classes, bus ids, PCIe link speeds, SM versions) and nodes by
+ * name, which both its halves (topo_nccl.c, nccl_links.c) use.
  */
 #include "read/nccl_internal.h"
 
@@ -258,3 +259,16 @@ int nccl_gen_from_sm(long sm)
     return sm >= 100 ? 5 : 0;
 }
 
+/* Add a node called `name`, refusing a name another node already has. */
+BK_MUST_USE
+enum bk_status nccl_add_node(struct ctx *c, xmlNodePtr el, enum topo_node_kind kind,
+                             const char *name, const char *busid, int *out)
+{
+    int other = topo_find(c->rd.t, name);
+    if (other >= 0)
+        return el_error(c, el, "the name '%s' is already used by a %s declared at line %d", name,
+                        topo_node_kind_name(c->rd.t->nodes[other].kind),
+                        c->rd.t->nodes[other].loc.line);
+    BK_CHECK(topo_add_node(c->rd.t, kind, name, 0, xml_node_loc(el), out));
+    return busid ? topo_node_set_busid(c->rd.t, *out, busid) : BK_OK;
+}

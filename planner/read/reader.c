@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * reader.c - the start and end every topology read shares (reader.h): an empty topology before
- * the reader, and after it the format, the source, the default name and topo_finalize.
+ * reader.c - what every topology read shares (reader.h): an empty topology before the reader,
+ * after it the format, the source, the default name and topo_finalize; and the GPU generation a
+ * reader assumes where its input names no model.
  */
 #include "read/reader.h"
 
@@ -14,7 +15,7 @@ void reader_begin(struct reader *r, const struct input *in, const struct topo_re
                   struct topo *t, struct diag *d)
 {
     topo_init(t);
-    *r = (struct reader){in, o, t, d};
+    *r = (struct reader){in, o, t, d, NULL};
 }
 
 /* The topology's default name: the file's base name without its extension. */
@@ -47,4 +48,23 @@ enum bk_status reader_finish(const struct reader *r, enum topo_format f, enum bk
     if (st != BK_OK)
         topo_free(t);
     return st;
+}
+
+int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *why,
+                     const struct input *in, struct diag *d)
+{
+    if (o->gpu_model) {
+        int gen = topo_gpu_model_gen(o->gpu_model);
+        char names[200];
+        if (!gen)
+            diag_error(d, NULL, DIAG_NOWHERE, "--gpu-model %.40s: unknown GPU model (%s)",
+                       o->gpu_model, topo_gpu_part_names(names, sizeof names));
+        return gen;
+    }
+    int gen = guess_gen ? guess_gen : 2;
+    diag_warning(d, in->name, DIAG_NOWHERE,
+                 "the input does not name the GPU model; assuming %s (NVLink%d, %g GB/s per "
+                 "link)%s%s; use --gpu-model to say otherwise",
+                 topo_gen_model(gen), gen, o->rates.nvlink[gen], why ? " " : "", why ? why : "");
+    return gen;
 }

@@ -21,6 +21,9 @@ struct reader {
     const struct topo_read_opts *o; /* --gpu-model and the link rates */
     struct topo *t;                 /* what the reader fills: empty at the start */
     struct diag *d;                 /* the read's errors, warnings and notes */
+    /* topo_read itself, for a cluster's server files (set by topo_read; NULL otherwise). */
+    enum bk_status (*read)(const struct input *in, const struct topo_read_opts *o,
+                           struct topo *t, struct diag *d);
 };
 
 /* Start a read of `in` into t: t is initialised empty and r holds the four. */
@@ -48,5 +51,14 @@ enum bk_status topo_read_smi(const struct reader *r);
  * r->o's GPU model and rates) and joins them; paths are relative to r->in->name's directory. */
 BK_MUST_USE
 enum bk_status topo_read_cluster(const struct reader *r);
+
+/*
+ * NVLink generation for a GPU whose input gives no usable model: --gpu-model if set, else
+ * `guess_gen` (the reader's inference from link counts; 0 for none, which means V100). Records
+ * one warning saying what was assumed unless --gpu-model was given. Returns 1..5, or 0 and an
+ * error when --gpu-model names no known GPU.
+ */
+int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *why,
+                     const struct input *in, struct diag *d);
 
 #endif

@@ -8,6 +8,7 @@
 #define BK_SMI_INTERNAL_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "read/reader.h"
 #include "read/topo_read.h"
@@ -89,7 +90,13 @@ enum bk_status smi_read_legend(struct smi *s, int in_nic_legend);
 BK_MUST_USE
 enum bk_status smi_check_matrix(struct smi *s);
 /* The column of label p[0..n), or -1. */
-int smi_find_col(const struct smi *s, const char *p, size_t n);
+static inline int smi_find_col(const struct smi *s, const char *p, size_t n)
+{
+    for (int i = 0; i < s->ncols; i++)
+        if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
+            return i;
+    return -1;
+}
 
 /* A pasted `nvidia-smi topo -p2p` matrix (smi_p2p.c): its columns, read from its header. */
 #define SMI_P2P_MAX 256

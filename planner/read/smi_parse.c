@@ -519,14 +519,6 @@ enum bk_status smi_read_header(struct smi *s)
     return BK_OK;
 }
 
-int smi_find_col(const struct smi *s, const char *p, size_t n)
-{
-    for (int i = 0; i < s->ncols; i++)
-        if (strlen(s->cols[i].label) == n && memcmp(s->cols[i].label, p, n) == 0)
-            return i;
-    return -1;
-}
-
 /* A row that a narrow terminal or an e-mail wrapped goes on on the next line, which then starts
  * with what the row still lacks (a cell, or with cells==0 an affinity value) and not with a row
  * label. On 1 s->ln holds that line; on 0 the input is as it was (the line is read again). */

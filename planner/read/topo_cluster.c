@@ -193,7 +193,9 @@ static enum bk_status read_server(struct cluster_reader *r, int k)
                           sl->name, path);
     }
     /* TOPO_FMT_AUTO: the detector has said why. */
-    st = o.format == TOPO_FMT_AUTO ? BK_EINPUT : topo_read(&in, &o, &f->t, r->rd.d);
+    st = o.format == TOPO_FMT_AUTO ? BK_EINPUT
+         : r->rd.read             ? r->rd.read(&in, &o, &f->t, r->rd.d)
+                                  : BK_EINTERNAL;
     input_free(&in);
     if (st == BK_OK) {
         f->read = 1;

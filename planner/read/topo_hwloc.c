@@ -39,13 +39,6 @@ static const char *info_str(hwloc_obj_t o, const char *name)
     return s && *s ? s : NULL;
 }
 
-/* Where the file declares the object hwloc calls `o` (hwloc keeps the file's gp_index). */
-struct diag_loc hwloc_loc_of(const struct ctx *c, hwloc_obj_t o)
-{
-    int line = o ? hwloc_precheck_line(&c->pc, o->gp_index) : 0;
-    return line ? DIAG_AT(line, 0) : DIAG_NOWHERE;
-}
-
 /*
  * hwloc's minimal XML parser (HWLOC_LIBXML_IMPORT=0) stops at comments, which hwloc never writes
  * but people add. Blank them, keeping newlines so line numbers still match. The document is
@@ -209,18 +202,6 @@ static enum bk_status find_devices(struct ctx *c)
         p->userdata = (void *)(uintptr_t)c->ndevs;
     }
     return BK_OK;
-}
-
-BK_MUST_USE
-enum bk_status hwloc_add_named(struct ctx *c, enum topo_node_kind kind, const char *name,
-                               struct diag_loc loc, int *node)
-{
-    if (topo_find(c->rd.t, name) >= 0)
-        return diag_error(c->rd.d, c->rd.in->name, loc,
-                          "two objects are both called '%s' (each GPU, NIC, switch and package "
-                          "needs its own name or PCI bus id)",
-                          name);
-    return topo_add_node(c->rd.t, kind, name, 0, loc, node);
 }
 
 BK_MUST_USE
@@ -468,23 +449,6 @@ static enum bk_status walk_io(struct ctx *c, hwloc_obj_t o, int sw, int cpu, enu
     for (hwloc_obj_t ch = o->io_first_child; ch; ch = ch->next_sibling)
         BK_CHECK(walk_io(c, ch, sw, cpu, next, depth + 1));
     return BK_OK;
-}
-
-/* The cpu node of I/O hanging below normal object `o`: its package, or on a Machine or Group
- * spanning packages the first package it shares CPUs with, else package 0. */
-int hwloc_cpu_of(const struct ctx *c, hwloc_obj_t o)
-{
-    if (!c->npkgs)
-        return c->machine_node;
-    hwloc_obj_t p = o->type == HWLOC_OBJ_PACKAGE
-                        ? o
-                        : hwloc_get_ancestor_obj_by_type(c->hw, HWLOC_OBJ_PACKAGE, o);
-    if (p && p->userdata)
-        return c->pkg_node[(uintptr_t)p->userdata - 1];
-    for (int i = 0; i < c->npkgs && o->cpuset; i++)
-        if (c->pkgs[i]->cpuset && hwloc_bitmap_intersects(o->cpuset, c->pkgs[i]->cpuset))
-            return c->pkg_node[i];
-    return c->pkg_node[0];
 }
 
 BK_MUST_USE

@@ -68,20 +68,6 @@ static enum bk_status bus_add(struct ctx *c, const char *busid, xmlNodePtr el)
     return BK_OK;
 }
 
-/* Add a node called `name`, refusing a name another node already has. */
-BK_MUST_USE
-enum bk_status nccl_add_node(struct ctx *c, xmlNodePtr el, enum topo_node_kind kind,
-                             const char *name, const char *busid, int *out)
-{
-    int other = topo_find(c->rd.t, name);
-    if (other >= 0)
-        return el_error(c, el, "the name '%s' is already used by a %s declared at line %d", name,
-                        topo_node_kind_name(c->rd.t->nodes[other].kind),
-                        c->rd.t->nodes[other].loc.line);
-    BK_CHECK(topo_add_node(c->rd.t, kind, name, 0, xml_node_loc(el), out));
-    return busid ? topo_node_set_busid(c->rd.t, *out, busid) : BK_OK;
-}
-
 /* The node a device below frame f hangs from: f's switch (made on first use) or the CPU. */
 BK_MUST_USE
 static enum bk_status attach_point(struct ctx *c, struct sw_frame *f, int cpu, int *out)

@@ -57,13 +57,5 @@ BK_MUST_USE
 enum bk_status topo_read(const struct input *in, const struct topo_read_opts *o, struct topo *t,
                          struct diag *d);
 
-/*
- * NVLink generation for a GPU whose input gives no usable model: --gpu-model if set, else
- * `guess_gen` (the reader's inference from link counts; 0 for none, which means V100). Records
- * one warning saying what was assumed unless --gpu-model was given. Returns 1..5, or 0 and an
- * error when --gpu-model names no known GPU.
- */
-int topo_assumed_gen(const struct topo_read_opts *o, int guess_gen, const char *why,
-                     const struct input *in, struct diag *d);
 
 #endif

@@ -69,24 +69,6 @@ void sim_params_default(struct sim_params *p)
     p->nccl_nvls_eff = 0.65;
 }
 
-int sim_generation(const struct topo *t)
-{
-    int sm = 1000;
-    for (int g = 0; t && g < t->ngpus; g++)
-        sm = t->nodes[g].part && t->nodes[g].part->sm < sm ? t->nodes[g].part->sm : sm;
-    return sm >= 1000 ? 0 : sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
-}
-
-double sim_bus_factor(enum collective c, int n)
-{
-    switch (c) {
-    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case COLL_ALLGATHER:
-    case COLL_REDUCESCATTER: return (double)(n - 1) / n;
-    default: return 1;
-    }
-}
-
 void sim_job_plan(struct sim_job *j, const struct plan_set *ps, const struct plan *pl)
 {
     j->algo = SIM_TREES;

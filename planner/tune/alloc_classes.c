@@ -140,3 +140,13 @@ enum bk_status plan_allocation_classes(const struct topo *full, const struct pla
     free(block), free(gpus), free(c), free(size), free(v.c);
     return st;
 }
+
+enum bk_status allocation_restrict(const struct topo *full, const int *gpus, int k,
+                                   struct topo *t)
+{
+    struct diag unjoined;
+    diag_init(&unjoined);
+    enum bk_status st = topo_restrict(full, gpus, k, t, &unjoined);
+    diag_free(&unjoined);
+    return st;
+}

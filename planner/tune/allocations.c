@@ -99,16 +99,6 @@ static enum bk_status tune_classes(struct allocations *a, const struct sim_param
     return st;
 }
 
-enum bk_status allocation_restrict(const struct topo *full, const int *gpus, int k,
-                                   struct topo *t)
-{
-    struct diag unjoined;
-    diag_init(&unjoined);
-    enum bk_status st = topo_restrict(full, gpus, k, t, &unjoined);
-    diag_free(&unjoined);
-    return st;
-}
-
 /* The planned classes tuned (unless sim is NULL), and one warning for the sets without a ring;
  * out is freed where this fails. */
 BK_MUST_USE

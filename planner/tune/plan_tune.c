@@ -241,11 +241,6 @@ enum bk_status plan_tune_copies(struct plan_set *ps)
     return BK_OK;
 }
 
-enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d)
-{
-    return plan_tune_sets(&ps, 1, p, 1, d);
-}
-
 const struct plan_range *plan_range_at(const struct plan *pl, double bytes)
 {
     const struct plan_range *r = NULL;

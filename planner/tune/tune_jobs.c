@@ -102,3 +102,8 @@ enum bk_status plan_tune_sets(struct plan_set *const *sets, int n, const struct 
             st = plan_tune_copies(sets[s]);
     return st;
 }
+
+enum bk_status plan_tune(struct plan_set *ps, const struct sim_params *p, struct diag *d)
+{
+    return plan_tune_sets(&ps, 1, p, 1, d);
+}

@@ -3,7 +3,8 @@
  * test_layout.c - the planner's folders are its stages, in the order data flows through them
  * (docs/architecture.md), and a file includes only from its own stage or an earlier one:
  * no include points back. Every source file is in a stage folder, and none is longer than
- * MAX_LINES: a file that grows past it does two jobs.
+ * MAX_LINES: a file that grows past it does two jobs. And no file calls into one that calls it
+ * (tools/circles on the built library): a helper two files need lives below both.
  */
 #define _DEFAULT_SOURCE /* DT_DIR, DT_REG */
 #include <criterion/criterion.h>
@@ -101,4 +102,26 @@ Test(layout, includes_point_only_to_earlier_stages_and_files_stay_small)
     cr_expect_gt(files, 90, "only %d planner sources found", files);
     cr_expect_gt(includes, 200, "only %d stage includes found", includes);
     cr_expect_eq(back, 0, "%d includes point back to a later stage", back);
+}
+
+/* tools/circles on an archive of the build: no output, exit 0. */
+static void expect_no_circles(const char *archive)
+{
+    const char *build = getenv("BLINKC_BUILDDIR");
+    char *lib = bk_asprintf("%s/%s", build ? build : ".", archive);
+    char *tool = tu_src_path("tools/circles");
+    const char *argv[] = {tool, lib, NULL};
+    struct tu_run r;
+    tu_run_argv(&r, argv);
+    cr_expect_eq(r.status, 0, "%s: files that call each other (exit %d):\n%s%s", archive, r.status,
+                 r.out, r.err);
+    cr_expect_str_empty(r.out, "%s: circles:\n%s", archive, r.out);
+    tu_run_free(&r);
+    free(tool);
+    free(lib);
+}
+
+Test(layout, no_planner_file_calls_into_one_that_calls_it)
+{
+    expect_no_circles("planner/libblinkc.a");
 }
