@@ -6,6 +6,7 @@
 RT_SOURCES = \
 	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
 	runtime/src/errors.c runtime/src/env.c runtime/src/log.c runtime/src/log.h \
+	runtime/src/proc.c runtime/src/proc.h \
 	runtime/src/comm.c runtime/src/rendezvous.c \
 	runtime/src/plan_check.c runtime/src/plan_expand.c runtime/src/library.c runtime/src/roles.c \
 	runtime/src/trace.c runtime/src/trace.h runtime/src/memreg.c \

@@ -132,6 +132,7 @@ static blinkResult_t rank_init(blinkComm_t c)
     /* Which peers this device reaches, and enable peer access to them. Segments in host memory
      * (a plan of GPUs without peer access) every device reaches, without native atomics. */
     int in_host = c->plan->host_staged && bk_host_staged(c);
+    be->hs_use = in_host ? HS_INSTEAD : kneeds_hseg(c) ? HS_BESIDE : HS_NONE;
     for (int q = 0; q < n && r == blinkSuccess; q++) {
         if (c->peer[q].remote) { /* its mirror, in host memory here (proxy.h) */
             ldev[q] = -2;

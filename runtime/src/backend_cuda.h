@@ -29,8 +29,14 @@ struct hscratch {
     char msg[sizeof(((struct bk_seg_header *)0)->abort_msg)];
 };
 
+/* Where host-staged edges lie (kernel_args.h): nowhere, beside the device segment (a hybrid's
+ * PCIe trees, and the words of slots with edges to other servers), or in its place (GPUs
+ * without peer access: every edge). */
+enum { HS_NONE, HS_BESIDE, HS_INSTEAD };
+
 struct bk_be {
     int dev;
+    int hs_use;                   /* HS_*, decided at rank_init */
     cudaStream_t aux;             /* the host's abort copies (no call runs on it) */
     int launched;                 /* the last call's kernel was launched */
     unsigned int issued;          /* launches issued outside a capture (kstatus.finished's peer) */

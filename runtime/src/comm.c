@@ -397,11 +397,6 @@ blinkResult_t bk_init_rank(const struct blink_plan_library *lib, blinkComm_t *ou
     return blinkSuccess;
 }
 
-int bk_log_dev(blinkComm_t c)
-{
-    return c->peer ? c->peer[c->prank].phys_dev : -1;
-}
-
 blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,
                                       int nranks, blinkUniqueId id, int rank)
 {

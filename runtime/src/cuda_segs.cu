@@ -12,16 +12,6 @@
 
 /* ------------------------------------------------------------------ segments */
 
-/* Where host-staged edges lie (kernel_args.h): nowhere, beside the device segment (a hybrid's
- * PCIe trees), or in its place (GPUs without peer access: every edge). */
-enum { HS_NONE, HS_BESIDE, HS_INSTEAD };
-static int host_seg_use(blinkComm_t c)
-{
-    return c->plan->host_staged && bk_host_staged(c) ? HS_INSTEAD
-           : kneeds_hseg(c)                          ? HS_BESIDE
-                                                     : HS_NONE;
-}
-
 static void put_header(blinkComm_t c, struct bk_seg_header *h)
 {
     memset(h, 0, sizeof *h);
@@ -34,7 +24,7 @@ blinkResult_t bk_cuda_seg_create(blinkComm_t c, const char *name, size_t bytes, 
                                 void *handle)
 {
     struct bk_be *be = c->be;
-    int use = host_seg_use(c);
+    int use = be->hs_use;
     unsigned char *hdev = NULL;
     memset(handle, 0, BK_HANDLE_BYTES);
     ENTER(be->dev);
@@ -78,7 +68,7 @@ blinkResult_t bk_cuda_seg_open(blinkComm_t c, int peer, const char *name, const 
                               size_t bytes, int same_process, void *seg_ptr, void **seg)
 {
     struct bk_be *be = c->be;
-    int use = host_seg_use(c);
+    int use = be->hs_use;
     void *p = seg_ptr;
     if (use != HS_INSTEAD && !same_process && !be->hreach[peer]) {
         /* No tree edge leads there (rank_init checked) and this device cannot reach it: leave

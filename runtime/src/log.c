@@ -24,6 +24,7 @@
 
 #include "blink.h"
 #include "log.h"
+#include "rt.h"
 
 #define LINE_MAX_BYTES 2048
 
@@ -195,4 +196,9 @@ void bk_log_env(int level, unsigned mask, int dev)
         if (v)
             bk_log(BK_LOG_INFO, dev, "%s set by environment to %s", vars[i], v);
     }
+}
+
+int bk_log_dev(blinkComm_t c)
+{
+    return c->peer ? c->peer[c->prank].phys_dev : -1;
 }

@@ -54,27 +54,6 @@ static size_t total_bytes(int nranks)
     return sizeof(struct rv_header) + (size_t)BK_RV_ROUNDS * (size_t)nranks * SLOT_BYTES;
 }
 
-double bk_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-int bk_pid_gone(int pid)
-{
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return access("/proc/self/stat", R_OK) == 0; /* no /proc: assume alive */
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the state follows the command name */
-    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
 static void pause_a_little(int *spins)
 {
     struct timespec ts = {0, *spins < 100 ? 50000 : 2000000};
@@ -171,14 +150,6 @@ blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int ra
         bk_rv_fail(rv, bk_last_error()); /* neither fail nor close touches the last error */
     bk_rv_close(rv);
     return r;
-}
-
-unsigned bk_rv_token_hash(const char *token)
-{
-    unsigned h = 0;
-    for (const char *p = token; *p; p++)
-        h = h * 31u + (unsigned char)*p;
-    return h;
 }
 
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len)

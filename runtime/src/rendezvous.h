@@ -19,6 +19,7 @@
 #ifndef BK_RENDEZVOUS_H
 #define BK_RENDEZVOUS_H
 
+#include "proc.h"
 #include "rt.h"
 
 #ifdef __cplusplus
@@ -52,10 +53,6 @@ blinkResult_t bk_rv_allgather(struct bk_rv *rv, int round, const void *rec, void
 void bk_rv_fail(struct bk_rv *rv, const char *msg);
 /* Unmap (and remove the name, once every rank has passed round 2 or on failure). */
 void bk_rv_close(struct bk_rv *rv);
-/* Whether process pid has exited (a zombie counts as gone). */
-int bk_pid_gone(int pid);
-/* Monotonic seconds. */
-double bk_now(void);
 /* An id derived from a token, a salt and two numbers: the same on every rank that derives it
  * (a split communicator's id from its parent's), meeting over MPI at mpi_root (or not: -1). */
 void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b,
@@ -64,7 +61,13 @@ void bk_rv_derive_id(const char *token, const char *salt, uint64_t a, uint64_t b
 blinkResult_t bk_rv_exchange(const char *token, int mpi_root, int nranks, int rank,
                              double timeout_s, const void *rec, void *all, const char *fn);
 /* A hash of the token, the same on every rank: MPI tags drawn from it. */
-unsigned bk_rv_token_hash(const char *token);
+static inline unsigned bk_rv_token_hash(const char *token)
+{
+    unsigned h = 0;
+    for (const char *p = token; *p; p++)
+        h = h * 31u + (unsigned char)*p;
+    return h;
+}
 /* The shared-memory name of rank r's segment ("/blink-TOKEN-r"). */
 void bk_rv_seg_name(const char *token, int rank, char *name, size_t len);
 

@@ -3,8 +3,9 @@
  * test_layout.c - the planner's folders are its stages, in the order data flows through them
  * (docs/architecture.md), and a file includes only from its own stage or an earlier one:
  * no include points back. Every source file is in a stage folder, and none is longer than
- * MAX_LINES: a file that grows past it does two jobs. And no file calls into one that calls it
- * (tools/circles on the built library): a helper two files need lives below both.
+ * MAX_LINES: a file that grows past it does two jobs. And no file of the planner or the runtime
+ * calls into one that calls it (tools/circles on the built libraries): a helper two files need
+ * lives below both.
  */
 #define _DEFAULT_SOURCE /* DT_DIR, DT_REG */
 #include <criterion/criterion.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/strbuf.h"
 #include "testutil.h"
@@ -124,4 +126,18 @@ static void expect_no_circles(const char *archive)
 Test(layout, no_planner_file_calls_into_one_that_calls_it)
 {
     expect_no_circles("planner/libblinkc.a");
+}
+
+Test(layout, no_runtime_file_calls_into_one_that_calls_it)
+{
+    expect_no_circles("runtime/libblinkrt-host.a");
+    expect_no_circles("runtime/libblink-nccl-host.a");
+    /* The CUDA archives where nvcc built them. */
+    const char *build = getenv("BLINKC_BUILDDIR");
+    char *cuda = bk_asprintf("%s/runtime/libblinkrt-cuda.a", build ? build : ".");
+    if (access(cuda, R_OK) == 0) {
+        expect_no_circles("runtime/libblinkrt-cuda.a");
+        expect_no_circles("runtime/libblink-nccl-cuda.a");
+    }
+    free(cuda);
 }
