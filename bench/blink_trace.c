@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * blink_trace.c - blink-trace: read the files BLINK_TRACE made (runtime/src/trace.h; one per
+ * blink_trace.c - blink-trace: read the files BLINK_TRACE made (runtime/core/trace.h; one per
  * rank, given as files or as the directory that holds them) and say where the calls spent
  * their time, per collective:
  *   call    last exit minus first entry over every rank and block of one call;

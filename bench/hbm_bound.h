@@ -8,7 +8,7 @@
 #define BENCH_HBM_BOUND_H
 
 /* Bytes read and written in device memory per byte of nccl-tests' size S, by the protocol
- * kernel of runtime/src/kernel_cuda.cuh on n ranks; coll is enum blink_plan_coll. 0 where it
+ * kernel of runtime/cuda/kernel_cuda.cuh on n ranks; coll is enum blink_plan_coll. 0 where it
  * does not apply (n < 2, an unknown collective). */
 double hbm_bytes_per_byte(int coll, int n, int in_place);
 

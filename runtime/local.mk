@@ -1,28 +1,34 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The runtime: libblinkrt-host, libblinkrt-cuda, their .pc files and tests.
 # The runtime links neither GLPK nor hwloc nor libxml2: only libc, pthreads (and CUDA). It
-# compiles against mpi.h but finds the program's MPI at run time (runtime/src/net_mpi.c).
+# compiles against mpi.h but finds the program's MPI at run time (runtime/net/net_mpi.c).
 
+# The runtime's folders, each a layer that includes and calls only from the layers before it
+# (docs/architecture.md): include (the public API), core, plan, net, host and cuda (the two
+# executors), handoff (the real NCCL), comm, and nccl (the drop-in) on top.
+RT_DIRS = core plan net host cuda handoff comm
 RT_SOURCES = \
-	runtime/src/rt.h runtime/src/backend.h runtime/src/proto.h runtime/src/rendezvous.h \
-	runtime/src/errors.c runtime/src/env.c runtime/src/log.c runtime/src/log.h \
-	runtime/src/proc.c runtime/src/proc.h \
-	runtime/src/comm.c runtime/src/rendezvous.c \
-	runtime/src/plan_check.c runtime/src/plan_expand.c runtime/src/library.c runtime/src/roles.c \
-	runtime/src/trace.c runtime/src/trace.h runtime/src/memreg.c \
-	runtime/src/call.c runtime/src/choose.c runtime/src/nccl_call.c \
-	runtime/src/nccl_real.c runtime/src/nccl_real.h \
-	runtime/src/net.h runtime/src/net_edge.c runtime/src/net_edge.h runtime/src/proxy.c runtime/src/proxy.h \
-	runtime/src/rendezvous_mpi.c runtime/src/rendezvous_mpi.h
+	runtime/core/rt.h runtime/core/proto.h runtime/core/backend.h \
+	runtime/core/errors.c runtime/core/env.c runtime/core/log.c runtime/core/log.h \
+	runtime/core/proc.c runtime/core/proc.h runtime/core/trace.c runtime/core/trace.h \
+	runtime/core/memreg.c \
+	runtime/plan/library.c runtime/plan/plan_check.c runtime/plan/plan_expand.c \
+	runtime/net/net.h runtime/net/net_edge.c runtime/net/net_edge.h \
+	runtime/net/proxy.c runtime/net/proxy.h \
+	runtime/handoff/nccl_real.c runtime/handoff/nccl_real.h runtime/handoff/nccl_call.c \
+	runtime/comm/comm.c runtime/comm/roles.c runtime/comm/rendezvous.c runtime/comm/rendezvous.h \
+	runtime/comm/rendezvous_mpi.c runtime/comm/rendezvous_mpi.h \
+	runtime/comm/choose.c runtime/comm/call.c
 if HAVE_MPI_C
-RT_SOURCES += runtime/src/net_mpi.c
+RT_SOURCES += runtime/net/net_mpi.c
 RT_MPI_CPPFLAGS = $(MPI_CFLAGS) -DBK_MPI_SONAME='"$(MPI_SONAME)"'
 else
-RT_SOURCES += runtime/src/net_none.c
+RT_SOURCES += runtime/net/net_none.c
 endif
-EXTRA_DIST += runtime/src/net_mpi.c runtime/src/net_none.c
-RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include -I$(top_srcdir)/runtime/src \
-	-I$(top_srcdir)/runtime/nccl $(RT_MPI_CPPFLAGS)
+EXTRA_DIST += runtime/net/net_mpi.c runtime/net/net_none.c
+RT_ABS_INCLUDES = $(RT_DIRS:%=-I$(abs_top_srcdir)/runtime/%)
+RT_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -I$(top_srcdir)/runtime/include \
+	$(RT_DIRS:%=-I$(top_srcdir)/runtime/%) -I$(top_srcdir)/runtime/nccl $(RT_MPI_CPPFLAGS)
 
 include_HEADERS = runtime/include/blink.h runtime/include/blink_plan.h
 pkgconfigdir = $(libdir)/pkgconfig
@@ -31,16 +37,16 @@ pkgconfig_DATA = runtime/blinkrt-host.pc
 lib_LIBRARIES = runtime/libblinkrt-host.a
 runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
 runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
-	runtime/src/backend_host.c runtime/src/exec_host.c runtime/src/exec_host.h \
-	runtime/src/exec_host_ll.c runtime/src/exec_host_ll.h \
-	runtime/src/reduce_host.c runtime/src/reduce_host.h
+	runtime/host/backend_host.c runtime/host/exec_host.c runtime/host/exec_host.h \
+	runtime/host/exec_host_ll.c runtime/host/exec_host_ll.h \
+	runtime/host/reduce_host.c runtime/host/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
-EXTRA_DIST += runtime/src/backend_cuda.cu runtime/src/kernel_cuda.cuh runtime/src/kernel_ll.cuh \
-	runtime/src/kernel_8_16bit.cu runtime/src/kernel_32bit.cu runtime/src/kernel_64bit.cu \
-	runtime/src/kernel_args.h runtime/src/cuda_hostmem.cu runtime/src/cuda_hostmem.h \
-	runtime/src/cuda_segs.cu runtime/src/backend_cuda.h \
+EXTRA_DIST += runtime/cuda/backend_cuda.cu runtime/cuda/kernel_cuda.cuh runtime/cuda/kernel_ll.cuh \
+	runtime/cuda/kernel_8_16bit.cu runtime/cuda/kernel_32bit.cu runtime/cuda/kernel_64bit.cu \
+	runtime/cuda/kernel_args.h runtime/cuda/cuda_hostmem.cu runtime/cuda/cuda_hostmem.h \
+	runtime/cuda/cuda_segs.cu runtime/cuda/backend_cuda.h \
 	runtime/blinkrt-host.pc.in runtime/blinkrt-cuda.pc.in \
 	runtime/blinkrt-host-uninstalled.pc.in runtime/blinkrt-cuda-uninstalled.pc.in
 if HAVE_NVCC
@@ -51,29 +57,29 @@ runtime_libblinkrt_cuda_a_SOURCES = $(RT_SOURCES)
 # The backend's host side, and the kernel in three objects by element width (kernel_cuda.cuh's
 # lists): the kernels are nvcc's longest work (about 380 s in one object on one core here;
 # 225 s for the widest of two at once), and make -j runs the objects at once.
-RT_CUDA_OBJS = runtime/src/backend_cuda.$(OBJEXT) runtime/src/cuda_hostmem.$(OBJEXT) \
-	runtime/src/cuda_segs.$(OBJEXT) \
-	runtime/src/kernel_8_16bit.$(OBJEXT) \
-	runtime/src/kernel_32bit.$(OBJEXT) runtime/src/kernel_64bit.$(OBJEXT)
+RT_CUDA_OBJS = runtime/cuda/backend_cuda.$(OBJEXT) runtime/cuda/cuda_hostmem.$(OBJEXT) \
+	runtime/cuda/cuda_segs.$(OBJEXT) \
+	runtime/cuda/kernel_8_16bit.$(OBJEXT) \
+	runtime/cuda/kernel_32bit.$(OBJEXT) runtime/cuda/kernel_64bit.$(OBJEXT)
 runtime_libblinkrt_cuda_a_LIBADD = $(RT_CUDA_OBJS)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = $(RT_CUDA_OBJS)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
-RT_CUDA_DEPS = $(top_srcdir)/runtime/src/kernel_cuda.cuh $(top_srcdir)/runtime/src/kernel_ll.cuh \
-	$(top_srcdir)/runtime/src/kernel_args.h $(top_srcdir)/runtime/src/trace.h \
-	$(top_srcdir)/runtime/src/backend.h $(top_srcdir)/runtime/src/rt.h \
-	$(top_srcdir)/runtime/src/proto.h $(top_srcdir)/runtime/src/log.h \
-	$(top_srcdir)/runtime/src/proxy.h $(top_srcdir)/runtime/src/net_edge.h \
-	$(top_srcdir)/runtime/src/cuda_hostmem.h $(top_srcdir)/runtime/src/backend_cuda.h \
+RT_CUDA_DEPS = $(top_srcdir)/runtime/cuda/kernel_cuda.cuh $(top_srcdir)/runtime/cuda/kernel_ll.cuh \
+	$(top_srcdir)/runtime/cuda/kernel_args.h $(top_srcdir)/runtime/core/trace.h \
+	$(top_srcdir)/runtime/core/backend.h $(top_srcdir)/runtime/core/rt.h \
+	$(top_srcdir)/runtime/core/proto.h $(top_srcdir)/runtime/core/log.h \
+	$(top_srcdir)/runtime/net/proxy.h $(top_srcdir)/runtime/net/net_edge.h \
+	$(top_srcdir)/runtime/cuda/cuda_hostmem.h $(top_srcdir)/runtime/cuda/backend_cuda.h \
 	$(top_srcdir)/runtime/include/blink.h $(top_srcdir)/runtime/include/blink_plan.h
-runtime/src/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/src/backend_cuda.cu $(RT_CUDA_DEPS)
-runtime/src/cuda_hostmem.$(OBJEXT): $(top_srcdir)/runtime/src/cuda_hostmem.cu $(RT_CUDA_DEPS)
-runtime/src/cuda_segs.$(OBJEXT): $(top_srcdir)/runtime/src/cuda_segs.cu $(RT_CUDA_DEPS)
-runtime/src/kernel_8_16bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_8_16bit.cu $(RT_CUDA_DEPS)
-runtime/src/kernel_32bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_32bit.cu $(RT_CUDA_DEPS)
-runtime/src/kernel_64bit.$(OBJEXT): $(top_srcdir)/runtime/src/kernel_64bit.cu $(RT_CUDA_DEPS)
+runtime/cuda/backend_cuda.$(OBJEXT): $(top_srcdir)/runtime/cuda/backend_cuda.cu $(RT_CUDA_DEPS)
+runtime/cuda/cuda_hostmem.$(OBJEXT): $(top_srcdir)/runtime/cuda/cuda_hostmem.cu $(RT_CUDA_DEPS)
+runtime/cuda/cuda_segs.$(OBJEXT): $(top_srcdir)/runtime/cuda/cuda_segs.cu $(RT_CUDA_DEPS)
+runtime/cuda/kernel_8_16bit.$(OBJEXT): $(top_srcdir)/runtime/cuda/kernel_8_16bit.cu $(RT_CUDA_DEPS)
+runtime/cuda/kernel_32bit.$(OBJEXT): $(top_srcdir)/runtime/cuda/kernel_32bit.cu $(RT_CUDA_DEPS)
+runtime/cuda/kernel_64bit.$(OBJEXT): $(top_srcdir)/runtime/cuda/kernel_64bit.cu $(RT_CUDA_DEPS)
 $(RT_CUDA_OBJS):
-	$(AM_V_GEN)mkdir -p runtime/src && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
-		-c -o $@ $(top_srcdir)/runtime/src/$(@F:.$(OBJEXT)=.cu)
+	$(AM_V_GEN)mkdir -p runtime/cuda && $(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC,-fvisibility=hidden \
+		-c -o $@ $(top_srcdir)/runtime/cuda/$(@F:.$(OBJEXT)=.cu)
 CLEANFILES += $(RT_CUDA_OBJS)
 endif
 
@@ -158,7 +164,7 @@ tests_shim_libblink_nccl_shim_a_CFLAGS = $(SHIM_CFLAGS)
 tests_shim_libblink_nccl_shim_a_CXXFLAGS = -std=c++17 $(WARN_CXXFLAGS) $(SAN_CFLAGS) -fPIC \
 	-fvisibility=hidden
 tests_shim_libblink_nccl_shim_a_SOURCES = $(RT_SOURCES) $(NCCL_SHIM_SOURCES) \
-	runtime/src/reduce_host.c tests/shim/backend_shim.cc
+	runtime/host/reduce_host.c tests/shim/backend_shim.cc
 CLEANFILES += tests/nccl/libblink-nccl-shim-2x4.so
 tests/nccl/libblink-nccl-shim-2x4.so: tests/nccl/cluster_2x4.cu tests/shim/libblink-nccl-shim.a
 	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
@@ -172,10 +178,10 @@ tests/nccl/libblink-nccl-shim-2x4.so: tests/nccl/cluster_2x4.cu tests/shim/libbl
 # Not part of make check: about 1.5 minutes on two busy cores.
 TSAN_FLAGS = -fsanitize=thread -O1 -g
 TSAN_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -DBK_KERNEL_SHIM -I$(abs_top_srcdir)/runtime/include \
-	-I$(abs_top_srcdir)/runtime/src -I$(abs_top_srcdir)/runtime/nccl \
+	$(RT_ABS_INCLUDES) -I$(abs_top_srcdir)/runtime/nccl \
 	-I$(abs_top_srcdir)/tests/unit -I$(abs_top_srcdir)/tests/shim -I$(abs_top_builddir) \
 	$(RT_MPI_CPPFLAGS)
-TSAN_C = $(RT_SOURCES) runtime/src/reduce_host.c tests/unit/rt_testutil.c tests/shim/tsan_main.c
+TSAN_C = $(RT_SOURCES) runtime/host/reduce_host.c tests/unit/rt_testutil.c tests/shim/tsan_main.c
 EXTRA_DIST += tests/shim/tsan_main.c
 check-tsan:
 	$(AM_V_GEN)rm -rf tests/shim/tsan && mkdir -p tests/shim/tsan && cd tests/shim/tsan && \

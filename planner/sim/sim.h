@@ -11,7 +11,7 @@
  * reduces and sends in one pass), whose rate concurrent passes on one GPU share. The engine is
  * sim_engine.h.
  *
- * Trees (sim_trees) follow the runtime's protocol (runtime/src/proto.h and blink_plan.h, the
+ * Trees (sim_trees) follow the runtime's protocol (runtime/core/proto.h and blink_plan.h, the
  * work graph in sim_tree.c): weights are the rates in whole units of 1e-4 GB/s, the elements
  * are split among the trees (per root for allgather and reduce-scatter) by the same integer
  * rule, boundaries on 256-byte units as the runtime cuts them, each tree's share is cut into
@@ -112,7 +112,7 @@ enum sim_proto {
 };
 
 /* LL's largest chunk of data: the runtime's LL slot holds 32 KiB of lines. Mirrors BK_LL_CHUNK_MAX
- * in runtime/src/proto.h. */
+ * in runtime/core/proto.h. */
 #define SIM_LL_CHUNK_MAX ((size_t)16 << 10)
 /* Bytes on the wire per data byte with LL: 16-byte lines carry 8 (CUDA); the host backend's
  * 8-byte packets carry 4, the same ratio. */

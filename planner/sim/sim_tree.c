@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * sim_tree.c - a plan's tree set turned into the work graph of the runtime's protocol
- * (runtime/src/proto.h: one kernel per call, chunks handed over through the receiver's staging
+ * (runtime/core/proto.h: one kernel per call, chunks handed over through the receiver's staging
  * slots with a flag each, SIM_SLOTS slots per connection), then run on the flow engine.
  *
  * Per tree and chunk c (a rank's steps of one phase run in chunk order, its two phases
@@ -29,7 +29,7 @@
 #include "sim/sim.h"
 #include "sim/sim_engine.h"
 
-/* Staging slots per connection: BK_SLOTS in runtime/src/proto.h. */
+/* Staging slots per connection: BK_SLOTS in runtime/core/proto.h. */
 #define SIM_SLOTS 4
 
 struct tb {

@@ -39,7 +39,7 @@
  * ring), DGX-2, DGX A100, HGX H100 and HGX B200 no LL range starts above 1 MiB, and timing LL
  * up to 4 MiB changed none there, only the planning time.
  * It also keeps an LL call within its flags' rounds: at most 2 MiB / SIM_CHUNK_MIN = 512
- * chunks per tree, where the runtime allows BK_LL_MAX_CHUNKS (4092, runtime/src/proto.h) before
+ * chunks per tree, where the runtime allows BK_LL_MAX_CHUNKS (4092, runtime/core/proto.h) before
  * it falls back to Simple. */
 #define PLAN_TUNE_LL_MAX_BYTES ((double)(2 << 20))
 /* The hybrid set (a plan's NVLink and PCIe trees together, plan_hybrid_set) is timed from this

@@ -30,7 +30,7 @@ runtime_libblink_nccl_host_a_SOURCES = $(runtime_libblinkrt_host_a_SOURCES) $(NC
 # the DGX-1V source that blink-perf links (bench/dgx1v_all.o, position-independent).
 # Its SONAME is its own name, as the .pc files give it: never libnccl.so.2, which would make
 # the drop-in the loader's answer to a program's or nccl_real.c's search for the real NCCL.
-# It needs no libmpi (runtime/src/net_mpi.c finds the program's).
+# It needs no libmpi (runtime/net/net_mpi.c finds the program's).
 DROPIN_LINK_HOST = -Wl,-soname,libblink-nccl-host.so \
 	-Wl,--whole-archive runtime/libblink-nccl-host.a -Wl,--no-whole-archive \
 	$(PTHREAD_LIBS) $(DL_LIBS) -lm

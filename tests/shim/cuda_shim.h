@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * cuda_shim.h - what runtime/src/kernel_cuda.cuh needs of CUDA, in host C++ (g++, C++17), so
+ * cuda_shim.h - what runtime/cuda/kernel_cuda.cuh needs of CUDA, in host C++ (g++, C++17), so
  * that the protocol kernel's own source runs on the CPU: one OS thread per GPU thread, with
  * threadIdx/blockIdx/blockDim/gridDim thread-local, __syncthreads a pthread barrier of the
  * block's threads, the block's shared memory one allocation per block, the fences C11 seq_cst

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * test_rt_shim.c - the CUDA backend's own kernel (runtime/src/kernel_cuda.cuh), compiled by g++
+ * test_rt_shim.c - the CUDA backend's own kernel (runtime/cuda/kernel_cuda.cuh), compiled by g++
  * through tests/shim/cuda_shim.h and run by the shim backend (tests/shim/backend_shim.cc):
  * one OS thread per GPU thread, blocks of 8 to 32, every rank's launch at once, arguments built
  * by the CUDA backend's own code (kernel_args.h), results against rt_testutil.c's independent

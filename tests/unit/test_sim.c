@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../runtime/src/proto.h" /* bk_split_at, the runtime's own split */
+#include "../../runtime/core/proto.h" /* bk_split_at, the runtime's own split */
 #include "graph/pgraph.h"
 #include "ring/ring.h"
 #include "sim/sim.h"

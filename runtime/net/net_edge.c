@@ -8,8 +8,8 @@
 
 #include "log.h"
 #include "net_edge.h"
+#include "proc.h"
 #include "proto.h"
-#include "rendezvous.h"
 
 void bk_net_describe(const uint64_t *d, char *buf, size_t len)
 {

@@ -56,8 +56,8 @@
 
 #define BK_CUDA_FILE "backend_cuda.cu"
 #include "backend_cuda.h"
+#include "proc.h"
 #include "proxy.h"
-#include "rendezvous.h"
 
 #define MAX_BLOCKS 128   /* blocks per launch; more work items than this are shared out */
 

@@ -16,9 +16,9 @@
 #include <time.h>
 
 #include "net_edge.h"
+#include "proc.h"
 #include "proto.h"
 #include "proxy.h"
-#include "rendezvous.h"
 
 #define QUEUE 64 /* calls queued ahead of the proxy */
 #define HDR(f) offsetof(struct bk_seg_header, f)

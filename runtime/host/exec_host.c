@@ -42,11 +42,11 @@
 
 #include "exec_host.h"
 #include "exec_host_ll.h"
-#include "trace.h"
 #include "net.h"
 #include "net_edge.h"
+#include "proc.h"
 #include "reduce_host.h"
-#include "rendezvous.h"
+#include "trace.h"
 
 struct tree_state {
     size_t lo, hi;             /* the tree's elements (proto.h's bk_split_at, as the kernel) */
