@@ -38,12 +38,14 @@ lib_LIBRARIES = runtime/libblinkrt-host.a
 runtime_libblinkrt_host_a_CPPFLAGS = $(RT_CPPFLAGS)
 runtime_libblinkrt_host_a_SOURCES = $(RT_SOURCES) \
 	runtime/host/backend_host.c runtime/host/exec_host.c runtime/host/exec_host.h \
+	runtime/host/exec_host_step.c runtime/host/exec_host_flags.c runtime/host/exec_host_internal.h \
 	runtime/host/exec_host_ll.c runtime/host/exec_host_ll.h \
 	runtime/host/reduce_host.c runtime/host/reduce_host.h
 
 # CUDA: the same core compiled with BLINK_BACKEND_CUDA, plus the nvcc-built backend
 # (position-independent and hidden: libblink-nccl.so links the same object).
 EXTRA_DIST += runtime/cuda/backend_cuda.cu runtime/cuda/kernel_cuda.cuh runtime/cuda/kernel_ll.cuh \
+	runtime/cuda/kernel_fail.cuh runtime/cuda/kernel_moves.cuh \
 	runtime/cuda/kernel_8_16bit.cu runtime/cuda/kernel_32bit.cu runtime/cuda/kernel_64bit.cu \
 	runtime/cuda/kernel_args.h runtime/cuda/cuda_hostmem.cu runtime/cuda/cuda_hostmem.h \
 	runtime/cuda/cuda_segs.cu runtime/cuda/backend_cuda.h \
@@ -65,6 +67,7 @@ runtime_libblinkrt_cuda_a_LIBADD = $(RT_CUDA_OBJS)
 runtime_libblinkrt_cuda_a_DEPENDENCIES = $(RT_CUDA_OBJS)
 NVCC_FLAGS = -O2 -std=c++14 -DBLINK_BACKEND_CUDA=1 $(RT_CPPFLAGS) $(NVCC_ARCH_FLAGS)
 RT_CUDA_DEPS = $(top_srcdir)/runtime/cuda/kernel_cuda.cuh $(top_srcdir)/runtime/cuda/kernel_ll.cuh \
+	$(top_srcdir)/runtime/cuda/kernel_fail.cuh $(top_srcdir)/runtime/cuda/kernel_moves.cuh \
 	$(top_srcdir)/runtime/cuda/kernel_args.h $(top_srcdir)/runtime/core/trace.h \
 	$(top_srcdir)/runtime/core/backend.h $(top_srcdir)/runtime/core/rt.h \
 	$(top_srcdir)/runtime/core/proto.h $(top_srcdir)/runtime/core/log.h \

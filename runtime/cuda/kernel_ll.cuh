@@ -7,8 +7,8 @@
  * no half of an older line can pose as new data, even if the 16 bytes arrive in two parts. A
  * thread moves whole lines: line i holds the chunk's bytes [8i, 8i + 8); as 8 is a multiple of
  * every element size, no element spans two lines, and a chunk's last line may be partly padding.
- * Reductions combine in Simple's order with Simple's arithmetic (kernel_cuda.cuh's combine and
- * divide), so both protocols give the same bits. kernel_cuda.cuh includes this file where its
+ * Reductions combine in Simple's order with Simple's arithmetic (kernel_moves.cuh's combine and
+ * divide), so both protocols give the same bits. kernel_cuda.cuh includes this file after its
  * helpers are defined; the steps there call these passes when the call's algo word says LL.
  */
 #ifndef BK_KERNEL_LL_CUH
