@@ -162,12 +162,17 @@ struct blink_plan_library {
                                            every set it serves */
 };
 
-/* Init with one plan (ranks as threads): refuses devices that are not the plan's set. */
+/* Init with one plan (ranks as threads): refuses devices that are not the plan's set
+ * (blinkInvalidUsage); otherwise as blink.h's blinkCommInitAll, results included. The plan's
+ * tables are read, never written or freed: they must outlive every communicator made of them
+ * (a generated source's are static). */
 blinkResult_t blinkrtCommInitAll(const struct blink_plan *plan, blinkComm_t *comms, int ndev,
                                  const int *devlist);
 
 /* The generated blinkCommInitAll and blinkCommInitRank: the plan of lib whose devices are the
- * ranks' devices, in any order (the ranks are relabelled onto the plan's). */
+ * ranks' devices, in any order (the ranks are relabelled onto the plan's); results as blink.h
+ * says, and blinkInvalidUsage for a library of another BLINK_PLAN_ABI or tables that fail the
+ * runtime's check of them (the message names the table). */
 blinkResult_t blinkrtCommInitAllFrom(const struct blink_plan_library *lib, blinkComm_t *comms,
                                      int ndev, const int *devlist);
 blinkResult_t blinkrtCommInitRankFrom(const struct blink_plan_library *lib, blinkComm_t *comm,
@@ -192,13 +197,16 @@ struct blinkrt_stats {
                                       trees: [0] over direct edges (peer memory), [1] over
                                       host-staged ones (a hybrid's PCIe trees); host backend */
 };
+/* blinkInvalidArgument for a NULL argument. */
 blinkResult_t blinkrtCommStats(const blinkComm_t comm, struct blinkrt_stats *stats);
 
 /* What comm runs for collective coll (enum blink_plan_coll; root for broadcast and reduce, else
- * -1) on a call of `count` elements of dt (the count that call takes): BLINK_PLAN_TREES or
- * BLINK_PLAN_RINGS into *algo (RINGS also where this runtime, without NCCL, runs the rings
- * itself) and the chunk into *chunk_bytes, after BLINK_ALGO and BLINK_CHUNK_BYTES. Either
- * output may be NULL. blinkInvalidUsage when the plan has no such schedule. */
+ * -1) on a call of `count` elements of dt (the count that call takes): into *algo a value of
+ * enum blink_plan_algo (RINGS also where this runtime, without NCCL, runs the rings itself;
+ * HYBRID only where this backend stages edges in host memory), or 3 where BLINK_ALGO=nccl
+ * hands every call to NCCL; into *chunk_bytes the chunk; after BLINK_ALGO and
+ * BLINK_CHUNK_BYTES. Either output may be NULL. blinkInvalidArgument for a NULL comm or an
+ * unknown dt; blinkInvalidUsage for a root out of range or a schedule the plan lacks. */
 blinkResult_t blinkrtCommChoice(const blinkComm_t comm, int coll, int root, size_t count,
                                 blinkDataType_t dt, int *algo, size_t *chunk_bytes);
 
