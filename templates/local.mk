@@ -138,6 +138,8 @@ tests_unit_test_rt_hybrid_LDADD = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/
 	$(RT_TEST_LIBS)
 tests_unit_test_rt_hybrid_DEPENDENCIES = tests/e2e/dgx1p.o tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
 	tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+tests_unit_test_rt_procs_SOURCES = tests/unit/test_rt_procs.c tests/unit/procs_util.c \
+	tests/unit/procs_util.h
 tests_unit_test_rt_procs_CPPFLAGS = $(RT_TEST_CPPFLAGS)
 tests_unit_test_rt_procs_LDADD = $(E2E_OBJS) $(RT_TEST_LIBS)
 tests_unit_test_rt_procs_DEPENDENCIES = $(E2E_OBJS) tests/unit/rt_testutil.$(OBJEXT) \

@@ -11,6 +11,7 @@ VALGRIND_TESTS = \
 	tests/unit/test_hwloc \
 	tests/unit/test_nccl \
 	tests/unit/test_smi \
+	tests/unit/test_smi_input \
 	tests/unit/test_detect \
 	tests/unit/test_badinput \
 	tests/unit/test_topo \
