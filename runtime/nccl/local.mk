@@ -93,7 +93,8 @@ clean-blink-nccl:
 # test_nccl_mpi: an NCCL-only MPI program (tests/nccl/nccl_client.c) under mpirun with the
 # host drop-in in LD_PRELOAD, on DGX-1V allocations, DGX-1P and DGX-2.
 UNIT_TESTS += tests/unit/test_nccl_abi tests/unit/test_nccl_symbols tests/unit/test_nccl_mpi
-EXTRA_DIST += tests/nccl/abi_facts.c tests/nccl/abi_facts.h tests/nccl/nccl_client.c
+EXTRA_DIST += tests/nccl/abi_facts.c tests/nccl/abi_facts.h tests/nccl/nccl_client.c \
+	tests/nccl/client_values.c tests/nccl/client_opts.c tests/nccl/client.h
 
 ABI_FACTS_DEPS = $(top_srcdir)/tests/nccl/abi_facts.c $(top_srcdir)/tests/nccl/abi_facts.h
 tests/nccl/abi_ours.$(OBJEXT): $(ABI_FACTS_DEPS) $(top_srcdir)/runtime/nccl/nccl.h
@@ -142,9 +143,12 @@ CLIENT_NCCL = -I$(top_srcdir)/runtime/nccl -Lruntime -l:libblink-nccl-host.so \
 	-Wl,-rpath,$(abs_builddir)/runtime
 CLIENT_DEPS = runtime/libblink-nccl-host.so
 endif
-tests/nccl/nccl_client: $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_DEPS)
+# nccl_client's files by job (tests/nccl/client.h); users build them together with mpicc.
+CLIENT_SRCS = $(top_srcdir)/tests/nccl/nccl_client.c $(top_srcdir)/tests/nccl/client_values.c \
+	$(top_srcdir)/tests/nccl/client_opts.c
+tests/nccl/nccl_client: $(CLIENT_SRCS) $(top_srcdir)/tests/nccl/client.h $(CLIENT_DEPS)
 	$(AM_V_CCLD)mkdir -p tests/nccl && $(MPICC) -std=c11 $(WARN_CFLAGS) -O2 \
-		-D_POSIX_C_SOURCE=200809L -o $@ $(top_srcdir)/tests/nccl/nccl_client.c $(CLIENT_NCCL)
+		-D_POSIX_C_SOURCE=200809L -o $@ $(CLIENT_SRCS) $(CLIENT_NCCL)
 
 MPI_JOB_SOURCES = tests/unit/mpi_job.c tests/unit/mpi_job.h tests/unit/mpirun_util.c \
 	tests/unit/mpirun_util.h

@@ -152,20 +152,6 @@ static const char *const rt_dirs[] = {"include", "core", "plan", "net", "host",
 #define RT_NDIRS ((int)(sizeof rt_dirs / sizeof rt_dirs[0]))
 static int rt_rank(int dir) { return dir >= 5 ? dir - 1 : dir; } /* cuda beside host */
 
-/* Files over MAX_LINES that issue 35 is still splitting: each may not grow past its size. */
-static const struct {
-    const char *path;
-    int lines;
-} too_long[] = {{"tests/nccl/nccl_client.c", 1108}};
-
-static int limit_of(const char *rel)
-{
-    for (size_t i = 0; i < sizeof too_long / sizeof too_long[0]; i++)
-        if (strcmp(too_long[i].path, rel) == 0)
-            return too_long[i].lines;
-    return MAX_LINES;
-}
-
 static int is_rt_source(const char *name)
 {
     const char *dot = strrchr(name, '.');
@@ -233,7 +219,7 @@ Test(layout, runtime_folders_include_only_from_earlier_ones)
                           "a later layer", rel, name, rt_dirs[to]);
             }
             fclose(f);
-            int lines = count_lines_of(path), max = limit_of(rel);
+            int lines = count_lines_of(path), max = MAX_LINES;
             cr_expect_leq(lines, max, "%s has %d lines (at most %d): split it by job", rel, lines,
                           max);
             files++;
@@ -269,7 +255,7 @@ Test(layout, bench_and_test_files_stay_small)
                 continue;
             char *path = bk_asprintf("%s/%s", dir, e->d_name);
             char *rel = bk_asprintf("%s/%s", dirs[d], e->d_name);
-            int lines = count_lines_of(path), max = limit_of(rel);
+            int lines = count_lines_of(path), max = MAX_LINES;
             cr_expect_leq(lines, max, "%s has %d lines (at most %d): split it by job", rel, lines,
                           max);
             files++;
