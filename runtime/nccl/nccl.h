@@ -4,7 +4,14 @@
  * struct layouts as NCCL 2.28, declared here by the project (not a copy of NVIDIA's header),
  * so that a program written against NCCL compiles against this header and runs on either
  * library. What each call does in libblink-nccl, and which calls it hands to the real NCCL,
- * is in blink-nccl(7).
+ * is in blink-nccl(7) (HAND-OFF RULES); the notes below say it call by call.
+ *
+ * Results are NCCL's and mean what blink.h says of its own (the values are the same): a NULL
+ * or out-of-range argument ncclInvalidArgument; a call neither blinkc's plan nor a real NCCL
+ * can run ncclInvalidUsage (ncclGetLastError says why, naming the call); the system, CUDA, or
+ * another rank (ncclSystemError, ncclUnhandledCudaError, ncclRemoteError). A call handed to
+ * the real NCCL returns what it returns. Threads as in NCCL: a communicator is used by one
+ * thread at a time; groups and the last error are per thread.
  *
  * Where cuda_runtime.h was included first, cudaStream_t is CUDA's; otherwise the same typedef
  * is made here (C11 and C++ allow the identical typedef twice).
@@ -143,15 +150,27 @@ typedef enum {
 } ncclScalarResidence_t;
 
 /* Memory, version, errors. */
+/* The real NCCL's where one is loaded (CUDA build), else blinkMemAlloc and blinkMemFree. */
 ncclResult_t ncclMemAlloc(void **ptr, size_t size);
 ncclResult_t ncclMemFree(void *ptr);
+/* The real NCCL's version where one is loaded, else NCCL_VERSION_CODE. */
 ncclResult_t ncclGetVersion(int *version);
+/* blinkGetUniqueId: ranks of this id meet over shared memory, or over MPI where it was made in
+ * an MPI job; at init rank 0 makes the real NCCL's id and the ranks share it as they meet, so
+ * one init makes both communicators. */
 ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
+/* A static string; and the calling thread's last error, with its details (comm unused). */
 const char *ncclGetErrorString(ncclResult_t result);
 const char *ncclGetLastError(ncclComm_t comm);
 void ncclResetDebugInit(void);
 
-/* Communicators. */
+/* Communicators. Init makes the runtime's communicator, with the plan for the ranks' devices
+ * (calls run without one where none fits: every call then goes to the real NCCL), and the real
+ * NCCL's beside it where one is loaded. blocking = 0 in a config hands every call to NCCL.
+ * Finalize waits for the rank's work; Destroy frees; Abort and Revoke stop the rank's work on
+ * every rank of the communicator, whose calls then fail with ncclRemoteError; each does the
+ * same to the real NCCL's communicator. Split and Shrink make the children's communicators
+ * through the parent (a collective of its ranks), each with the plan for its devices. */
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t *config);
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
@@ -171,19 +190,26 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
 
-/* Registration. */
+/* Registration: the real NCCL's where its communicator exists; else blinkCommRegister (a window
+ * registers its buffer the same way: the plan needs no symmetric window), and Deregister of a
+ * handle or window that is none fails with ncclInvalidArgument. */
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
                                     int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
-/* Reduction operations. */
+/* Reduction operations: the real NCCL's; the calls that use its ops go to it. Without a real
+ * NCCL: ncclInvalidUsage. */
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
 
-/* Collectives. */
+/* Collectives. Broadcast (and Bcast), Reduce, AllReduce, AllGather and ReduceScatter run on
+ * blinkc's plan where HAND-OFF RULES allow (a plan for the devices, a runtime datatype and op,
+ * a schedule for the root, a size the plan gives its trees), as blink.h's collectives do;
+ * otherwise, as AlltoAll, Gather and Scatter always, they go to the real NCCL, or fail with
+ * ncclInvalidUsage where there is none (the planner's rings then run without it). */
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream);
@@ -208,13 +234,15 @@ ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm,
                          cudaStream_t stream);
 
-/* Point to point. */
+/* Point to point: the real NCCL's (ncclInvalidUsage without one). */
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream);
 
-/* Groups. */
+/* Groups: the runtime's group and the real NCCL's open and close together; planned calls are
+ * issued at the end, hand-offs at once inside NCCL's group. GroupEnd returns the first failure
+ * of either; SimulateEnd the real NCCL's estimate, or NCCL_UNDEF_FLOAT without one. */
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo);
