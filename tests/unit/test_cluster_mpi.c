@@ -243,11 +243,12 @@ Test(cluster_mpi, a_rank_that_never_joins, .timeout = 600)
     free(r.out);
 }
 
-/* Rank 6 dies after joining: MPI's launcher ends the job; nothing waits for ever. */
-Test(cluster_mpi, a_rank_that_dies, .timeout = 600)
+/* Rank 6 dies after joining (drop-in dropin, env for every rank): MPI's launcher ends the job;
+ * nothing waits for ever, nothing is left in /dev/shm. */
+static void rank_6_dies(const char *label, const char *dropin, const char *env)
 {
-    struct job j = {"2 x 4, rank 6 exits", DROPIN_2X4, 8, dev2x4, {"-q", "-Q", NULL}, -1, NULL,
-                    "BLINK_TIMEOUT_S=20", srv2x4, "exit", 6};
+    struct job j = {label, dropin, 8, dev2x4, {"-q", "-Q", NULL}, -1, NULL, env, srv2x4, "exit",
+                    6};
     struct run r;
     char left[2048];
     shm_mark();
@@ -257,6 +258,11 @@ Test(cluster_mpi, a_rank_that_dies, .timeout = 600)
     cr_expect(strstr(r.out, "rank 6: NCCL_CLIENT_FAULT=exit"), "%s", tail(r.out));
     cr_expect_eq(shm_left_since_mark(left, sizeof left), 0, "left in /dev/shm:%s", left);
     free(r.out);
+}
+
+Test(cluster_mpi, a_rank_that_dies, .timeout = 600)
+{
+    rank_6_dies("2 x 4, rank 6 exits", DROPIN_2X4, "BLINK_TIMEOUT_S=20");
 }
 
 /* Faults on the CUDA kernel's path: the network proxy of rank 5 takes no call. Every rank
@@ -289,17 +295,7 @@ Test(cluster_mpi, cuda_kernel_a_stalled_proxy, .timeout = 600)
  * ever, nothing is left in /dev/shm (its host-staged segments included). */
 Test(cluster_mpi, cuda_kernel_a_rank_that_dies, .timeout = 600)
 {
-    struct job j = {"2 x 4, rank 6 exits (shim)", DROPIN_SHIM_2X4, 8, dev2x4, {"-q", "-Q", NULL},
-                    -1, NULL, "BLINK_TIMEOUT_S=20 " FEW_THREADS, srv2x4, "exit", 6};
-    struct run r;
-    char left[2048];
-    shm_mark();
-    run_job(&j, &r);
-    cr_expect(r.status > 0 && r.secs < 60, "%s: exit status %d after %.1f s:\n%s", j.label,
-              r.status, r.secs, tail(r.out));
-    cr_expect(strstr(r.out, "rank 6: NCCL_CLIENT_FAULT=exit"), "%s", tail(r.out));
-    cr_expect_eq(shm_left_since_mark(left, sizeof left), 0, "left in /dev/shm:%s", left);
-    free(r.out);
+    rank_6_dies("2 x 4, rank 6 exits (shim)", DROPIN_SHIM_2X4, "BLINK_TIMEOUT_S=20 " FEW_THREADS);
 }
 
 /* What a rank of the 2 x 4 plan must be told where MPI is not there: which library. */

@@ -178,56 +178,69 @@ static int rt_dir_of(const char *name)
     return found;
 }
 
-static int count_lines_of(const char *path)
+/* Runtime layer d's includes of path (named rel): each from layer d or an earlier one. */
+static int check_layer_includes(const char *path, const char *rel, int d)
 {
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot read %s", path);
-    int n = 0, ch;
-    while ((ch = fgetc(f)) != EOF)
-        n += ch == '\n';
+    char line[512];
+    int includes = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[128];
+        if (sscanf(line, " #include \"%127[^\"]\"", name) != 1)
+            continue;
+        int to = strcmp(name, "nccl.h") == 0 ? 0 : rt_dir_of(name);
+        if (to < 0)
+            continue;
+        includes++;
+        cr_expect(rt_rank(to) < rt_rank(d) || to == d, "%s includes %s from runtime/%s, a later "
+                  "layer", rel, name, rt_dirs[to]);
+    }
     fclose(f);
-    return n;
+    return includes;
+}
+
+/* Every source file of folder rel (from the source tree's root): at most MAX_LINES lines, and,
+ * where layer >= 0 (runtime/'s layer), its includes from that layer or an earlier one (counted
+ * into *includes). The files seen. */
+static int check_folder(const char *rel, int layer, int *includes)
+{
+    char *dir = tu_src_path(rel);
+    DIR *dh = opendir(dir);
+    cr_assert_not_null(dh, "cannot open %s", dir);
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(dh)) != NULL) {
+        if (!is_rt_source(e->d_name))
+            continue;
+        char *path = bk_asprintf("%s/%s", dir, e->d_name);
+        char *name = bk_asprintf("%s/%s", rel, e->d_name);
+        if (layer >= 0)
+            *includes += check_layer_includes(path, name, layer);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f, "cannot read %s", path);
+        int lines = 0, ch;
+        while ((ch = fgetc(f)) != EOF)
+            lines += ch == '\n';
+        fclose(f);
+        cr_expect_leq(lines, MAX_LINES, "%s has %d lines (at most %d): split it by job", name,
+                      lines, MAX_LINES);
+        files++;
+        free(name);
+        free(path);
+    }
+    closedir(dh);
+    free(dir);
+    return files;
 }
 
 Test(layout, runtime_folders_include_only_from_earlier_ones)
 {
     int files = 0, includes = 0;
     for (int d = 0; d < RT_NDIRS; d++) {
-        char *rdir = bk_asprintf("runtime/%s", rt_dirs[d]);
-        char *dir = tu_src_path(rdir);
-        free(rdir);
-        DIR *dh = opendir(dir);
-        cr_assert_not_null(dh, "cannot open %s", dir);
-        struct dirent *e;
-        while ((e = readdir(dh)) != NULL) {
-            if (!is_rt_source(e->d_name))
-                continue;
-            char *path = bk_asprintf("%s/%s", dir, e->d_name);
-            char *rel = bk_asprintf("runtime/%s/%s", rt_dirs[d], e->d_name);
-            FILE *f = fopen(path, "r");
-            cr_assert_not_null(f, "cannot read %s", path);
-            char line[512];
-            while (fgets(line, sizeof line, f)) {
-                char name[128];
-                if (sscanf(line, " #include \"%127[^\"]\"", name) != 1)
-                    continue;
-                int to = strcmp(name, "nccl.h") == 0 ? 0 : rt_dir_of(name);
-                if (to < 0)
-                    continue;
-                includes++;
-                cr_expect(rt_rank(to) < rt_rank(d) || to == d, "%s includes %s from runtime/%s, "
-                          "a later layer", rel, name, rt_dirs[to]);
-            }
-            fclose(f);
-            int lines = count_lines_of(path), max = MAX_LINES;
-            cr_expect_leq(lines, max, "%s has %d lines (at most %d): split it by job", rel, lines,
-                          max);
-            files++;
-            free(rel);
-            free(path);
-        }
-        closedir(dh);
-        free(dir);
+        char *rel = bk_asprintf("runtime/%s", rt_dirs[d]);
+        files += check_folder(rel, d, &includes);
+        free(rel);
     }
     cr_expect_gt(files, 50, "only %d runtime sources found", files);
     cr_expect_gt(includes, 100, "only %d runtime includes found", includes);
@@ -244,26 +257,8 @@ Test(layout, bench_and_test_files_stay_small)
 {
     const char *const dirs[] = {"bench", "tests/unit", "tests/nccl", "tests/shim", "tests/gpu",
                                 "tests/fuzz"};
-    int files = 0;
-    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
-        char *dir = tu_src_path(dirs[d]);
-        DIR *dh = opendir(dir);
-        cr_assert_not_null(dh, "cannot open %s", dir);
-        struct dirent *e;
-        while ((e = readdir(dh)) != NULL) {
-            if (!is_rt_source(e->d_name))
-                continue;
-            char *path = bk_asprintf("%s/%s", dir, e->d_name);
-            char *rel = bk_asprintf("%s/%s", dirs[d], e->d_name);
-            int lines = count_lines_of(path), max = MAX_LINES;
-            cr_expect_leq(lines, max, "%s has %d lines (at most %d): split it by job", rel, lines,
-                          max);
-            files++;
-            free(rel);
-            free(path);
-        }
-        closedir(dh);
-        free(dir);
-    }
+    int files = 0, none = 0;
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++)
+        files += check_folder(dirs[d], -1, &none);
     cr_expect_gt(files, 60, "only %d bench and test sources found", files);
 }
