@@ -322,6 +322,18 @@ static inline BK_HD size_t bk_split_at(size_t n, size_t es, uint64_t s, uint64_t
     return x;
 }
 
+/* A tree slot's elements [lo, hi) in chunks of ce elements: how many chunks, and the elements
+ * of chunk ch (the last may be short). Every executor, and the network proxy, cuts alike. */
+static inline BK_HD uint32_t bk_nchunks(size_t lo, size_t hi, size_t ce)
+{
+    return (uint32_t)((hi - lo + ce - 1) / ce);
+}
+static inline BK_HD size_t bk_chunk_len(size_t lo, size_t hi, uint32_t ch, size_t ce)
+{
+    size_t x0 = lo + (size_t)ch * ce;
+    return hi - x0 < ce ? hi - x0 : ce;
+}
+
 /*
  * One rank's part of one tree in the tree set a call runs (roles.c), all in plan ranks:
  * parent and this rank's position among the parent's children, and the children with the

@@ -419,12 +419,7 @@ static blinkResult_t net_launch(blinkComm_t c, const struct bk_launch *L, cudaSt
         return r;
     struct bk_proxy_mem mem = {be->hhost, (unsigned char *const *)be->mirror, abort_rank};
     r = bk_proxy_start(c, &mem, &be->px);
-    if (r != blinkSuccess) {
-        bk_proxy_stop(be->px);
-        be->px = NULL;
-        return r;
-    }
-    return bk_proxy_post(be->px, L);
+    return r == blinkSuccess ? bk_proxy_post(be->px, L) : r;
 }
 
 static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user)

@@ -435,7 +435,7 @@ static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
             d_trace(p, seq, BK_TR_UP_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t x0 = s->lo + (size_t)ch * p.chunk_elems;
-        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        size_t m = bk_chunk_len(s->lo, s->hi, ch, p.chunk_elems);
         const unsigned char *in = d_in_at(p, t, x0);
         unsigned char *dst = root ? d_out_at(p, t, x0)
                                   : sg[t.parent] +
@@ -506,7 +506,7 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
             d_trace(p, seq, BK_TR_DOWN_START, ti, ch, t.parent);
         int k = (int)(ch % BK_SLOTS), root = t.parent < 0;
         size_t es = d_dtype_size(p.d[3]), x0 = s->lo + (size_t)ch * p.chunk_elems;
-        size_t m = s->hi - x0 < p.chunk_elems ? s->hi - x0 : p.chunk_elems;
+        size_t m = bk_chunk_len(s->lo, s->hi, ch, p.chunk_elems);
         bool direct = p.d[6] & BK_ALGO_DIRECT;
         unsigned char *out = d_out_at(p, t, x0);
         const unsigned char *src;
@@ -627,7 +627,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 size_t es = d_dtype_size(p.d[3]);
                 s->lo = bk_split_at(p.d[5], es, t.lo_w, t.total_w);
                 s->hi = bk_split_at(p.d[5], es, t.hi_w, t.total_w);
-                s->nchunks = (unsigned int)((s->hi - s->lo + p.chunk_elems - 1) / p.chunk_elems);
+                s->nchunks = bk_nchunks(s->lo, s->hi, p.chunk_elems);
                 s->up = s->down = 0;
                 if (p.nitems > p.ntrees) /* passes apart: item ti goes up, ntrees + ti down */
                     *(it < p.ntrees ? &s->down : &s->up) = s->nchunks;

@@ -131,7 +131,7 @@ static struct step step_of(const struct worker *w, int ti, const struct tree_sta
     return (struct step){w->x->c, L, &L->set->lay, t, L->set->kids + t->kids_at,
                          (uint32_t)L->d.seq, ch, w->x->c->prank, (int)(ch % BK_SLOTS),
                          t->parent < 0, bk_dtype_size((blinkDataType_t)L->d.dt), x0,
-                         s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems};
+                         bk_chunk_len(s->lo, s->hi, ch, L->chunk_elems)};
 }
 
 /* ------------------------------------------------------------------ edges over MPI */
@@ -171,9 +171,8 @@ int hx_remote_ready(struct worker *w, int q)
 
 static size_t chunk_bytes(const struct bk_launch *L, const struct tree_state *s, uint32_t ch)
 {
-    size_t x0 = s->lo + (size_t)ch * L->chunk_elems;
-    size_t m = s->hi - x0 < L->chunk_elems ? s->hi - x0 : L->chunk_elems;
-    return m * bk_dtype_size((blinkDataType_t)L->d.dt);
+    return bk_chunk_len(s->lo, s->hi, ch, L->chunk_elems) *
+           bk_dtype_size((blinkDataType_t)L->d.dt);
 }
 
 /* The requests of tree state s: up out k, down in k, up in (child j, k), down out (j, k). */
@@ -636,7 +635,7 @@ static void work_trees(struct worker *w)
         size_t es = bk_dtype_size((blinkDataType_t)L->d.dt);
         s->lo = bk_split_at(L->d.count, es, t->lo_w, t->total_w);
         s->hi = bk_split_at(L->d.count, es, t->hi_w, t->total_w);
-        s->nchunks = (uint32_t)((s->hi - s->lo + L->chunk_elems - 1) / L->chunk_elems);
+        s->nchunks = bk_nchunks(s->lo, s->hi, L->chunk_elems);
         s->up = s->down = 0;
         if (s->posted)
             memset(s->posted, 0, sizeof *s->posted * (size_t)(x->fmax + 1));

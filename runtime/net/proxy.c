@@ -111,7 +111,7 @@ static void add_edge(struct bk_proxy *px, int kind, int ti, int q, int j, size_t
     struct edge *e = &px->e[px->ne++];
     memset(e, 0, sizeof *e);
     e->kind = kind, e->ti = ti, e->q = q, e->j = j, e->lo = lo, e->hi = hi;
-    e->nchunks = (uint32_t)((hi - lo + ce - 1) / ce);
+    e->nchunks = bk_nchunks(lo, hi, ce);
 }
 
 /* The call's network edges, and the exchange of descriptions with their peers, posted. */
@@ -182,9 +182,8 @@ static int desc_step(struct bk_proxy *px, int q)
 
 static size_t chunk_bytes(const struct bk_proxy *px, const struct edge *e, uint32_t ch)
 {
-    size_t x0 = e->lo + (size_t)ch * px->cur.chunk_elems;
-    size_t m = e->hi - x0 < px->cur.chunk_elems ? e->hi - x0 : px->cur.chunk_elems;
-    return m * bk_dtype_size((blinkDataType_t)px->cur.d.dt);
+    return bk_chunk_len(e->lo, e->hi, ch, px->cur.chunk_elems) *
+           bk_dtype_size((blinkDataType_t)px->cur.d.dt);
 }
 
 /* An edge out of a mirror: the kernel's posted chunks leave; finished sends give it credit. */
@@ -410,9 +409,10 @@ blinkResult_t bk_proxy_start(blinkComm_t c, const struct bk_proxy_mem *mem, stru
             e += 2 * (size_t)(c->sets[i].roles[ti].nkids + 1);
         edges = e > edges ? e : edges;
     }
+    *out = NULL;
     struct bk_proxy *px = calloc(1, sizeof *px);
     if (!px)
-        return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
+        return bk_error(blinkSystemError, "network proxy: out of memory");
     px->c = c;
     px->mem = *mem;
     /* For the fault tests: the proxy of user rank N takes no call, as if it stalled. */
@@ -428,14 +428,19 @@ blinkResult_t bk_proxy_start(blinkComm_t c, const struct bk_proxy_mem *mem, stru
     px->abort_req = calloc(n, sizeof *px->abort_req);
     px->sent = calloc(n, sizeof *px->sent);
     px->recvd = calloc(n, sizeof *px->recvd);
-    *out = px;
+    blinkResult_t r = blinkSuccess;
     if (!px->e || !px->desc_in || !px->desc_req || !px->nb || !px->abort_req || !px->sent ||
         !px->recvd)
-        return bk_error(blinkSystemError, "blinkCommInitRank: out of memory");
-    if (pthread_create(&px->th, NULL, proxy_main, px) != 0)
-        return bk_error(blinkSystemError, "blinkCommInitRank: cannot start the network proxy "
-                        "thread: %s", strerror(errno));
+        r = bk_error(blinkSystemError, "network proxy: out of memory");
+    else if ((errno = pthread_create(&px->th, NULL, proxy_main, px)) != 0)
+        r = bk_error(blinkSystemError, "cannot start the network proxy thread: %s",
+                     strerror(errno));
+    if (r != blinkSuccess) {
+        bk_proxy_stop(px);
+        return r;
+    }
     px->started = 1;
+    *out = px;
     return blinkSuccess;
 }
 
@@ -486,10 +491,10 @@ void bk_proxy_stop(struct bk_proxy *px)
     int started = px->started;
     px->started = 0;
     pthread_mutex_unlock(&px->mu);
-    if (started)
+    if (started) {
         pthread_join(px->th, NULL);
-    if (px->sent)
         bk_net_say(px->c, px->sent, px->recvd);
+    }
     if (px->abort_req)
         bk_net_finish_aborts(px->c, px->abort_req);
     pthread_mutex_destroy(&px->mu);

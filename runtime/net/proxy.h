@@ -51,7 +51,8 @@ struct bk_proxy_mem {
     void (*abort)(blinkComm_t c, const char *msg);
 };
 
-/* Start c's proxy thread (c->nremote > 0, c->net set). */
+/* Start c's proxy thread (c->nremote > 0, c->net set); on a failure nothing is left and *out
+ * is NULL. */
 blinkResult_t bk_proxy_start(blinkComm_t c, const struct bk_proxy_mem *mem,
                              struct bk_proxy **out);
 /* Queue call L (its launch follows): the proxy serves calls in order, one at a time. Waits

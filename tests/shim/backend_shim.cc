@@ -298,11 +298,8 @@ static blinkResult_t net_launch(blinkComm_t c, const struct bk_launch *L)
                            be->k.sets[i].tseg);
         struct bk_proxy_mem mem = {be->k.hseg, be->mirror, abort_rank};
         blinkResult_t r = bk_proxy_start(c, &mem, &be->px);
-        if (r != blinkSuccess) {
-            bk_proxy_stop(be->px);
-            be->px = NULL;
+        if (r != blinkSuccess)
             return r;
-        }
     }
     return bk_proxy_post(be->px, L);
 }
