@@ -462,26 +462,28 @@ int measure(const struct opts *o, const struct local *l, size_t count, int in_pl
     return 1;
 }
 
-/* A rank's buffer: on the host backend with -R, memory other processes can map. */
+/* A rank's buffer: with -R, memory other processes can map (blinkMemAlloc: on CUDA on the
+ * rank's device, with its IPC handle). */
 static int buf_alloc(const struct opts *o, int dev, size_t bytes, void **p)
 {
-#ifndef BLINK_BACKEND_CUDA
-    if (o->reg)
-        return blinkMemAlloc(p, bytes) == blinkSuccess;
+    if (!o->reg)
+        return dev_alloc(dev, bytes, p);
+#ifdef BLINK_BACKEND_CUDA
+    if (cudaSetDevice(dev) != cudaSuccess)
+        return 0;
 #endif
-    (void)o;
-    return dev_alloc(dev, bytes, p);
+    return blinkMemAlloc(p, bytes) == blinkSuccess;
 }
 static void buf_free(const struct opts *o, int dev, void *p)
 {
-#ifndef BLINK_BACKEND_CUDA
-    if (o->reg) {
-        blinkMemFree(p);
+    if (!o->reg) {
+        dev_free(dev, p);
         return;
     }
+#ifdef BLINK_BACKEND_CUDA
+    cudaSetDevice(dev);
 #endif
-    (void)o;
-    dev_free(dev, p);
+    blinkMemFree(p);
 }
 
 /* Each local rank's device, buffers and stream, and the host copy; 0 when one is missing. */

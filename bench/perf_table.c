@@ -208,8 +208,7 @@ void print_header(const struct opts *o, const struct blinkrt_stats *st)
         printf("#  Ranks as %s: %d (%s)\n", o->procs ? "processes" : "threads", o->ndev,
                o->procs ? "one process per rank" : "one thread drives all, grouped");
     if (o->reg)
-        printf("#  Buffers registered (-R %d)%s\n", o->reg,
-               strcmp(BACKEND_NAME, "host") == 0 ? ", from blinkMemAlloc" : "");
+        printf("#  Buffers registered (-R %d), from blinkMemAlloc\n", o->reg);
     if (o->graphs > 0)
         printf("#  CUDA graphs: each rank's %d timed iterations captured in one graph, replayed "
                "%d times\n", o->iters, o->graphs);

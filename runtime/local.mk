@@ -168,12 +168,17 @@ tests_shim_libblink_nccl_shim_a_CXXFLAGS = -std=c++17 $(WARN_CXXFLAGS) $(SAN_CFL
 	-fvisibility=hidden
 tests_shim_libblink_nccl_shim_a_SOURCES = $(RT_SOURCES) $(NCCL_SHIM_SOURCES) \
 	runtime/host/reduce_host.c tests/shim/backend_shim.cc
-CLEANFILES += tests/nccl/libblink-nccl-shim-2x4.so
+# And of the DGX-1V plan (test_nccl_mpi): ranks in processes of one server, where parents
+# write their children's registered outputs (kernel_reg.h).
+SHIM_DROPIN_LINK = -Wl,-soname,libblink-nccl-shim.so -Wl,--whole-archive \
+	tests/shim/libblink-nccl-shim.a -Wl,--no-whole-archive -lstdc++ $(PTHREAD_LIBS) $(DL_LIBS) -lm
+CLEANFILES += tests/nccl/libblink-nccl-shim-2x4.so tests/nccl/libblink-nccl-shim-dgx1v.so
 tests/nccl/libblink-nccl-shim-2x4.so: tests/nccl/cluster_2x4.cu tests/shim/libblink-nccl-shim.a
 	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -std=c11 -shared -fPIC -Wl,-z,defs \
-		-I$(top_srcdir)/runtime/include -o $@ -x c $< -x none -Wl,-soname,libblink-nccl-shim.so \
-		-Wl,--whole-archive tests/shim/libblink-nccl-shim.a -Wl,--no-whole-archive -lstdc++ \
-		$(PTHREAD_LIBS) $(DL_LIBS) -lm
+		-I$(top_srcdir)/runtime/include -o $@ -x c $< -x none $(SHIM_DROPIN_LINK)
+tests/nccl/libblink-nccl-shim-dgx1v.so: bench/dgx1v_all.o tests/shim/libblink-nccl-shim.a
+	$(AM_V_CCLD)$(CC) $(SAN_CFLAGS) -shared -Wl,-z,defs -o $@ bench/dgx1v_all.o \
+		$(SHIM_DROPIN_LINK)
 
 # make check-tsan: the same kernel under ThreadSanitizer (tests/shim/tsan_main.c, no Criterion:
 # its runner cannot start under TSan), with the runtime's core, the shim backend and rt_testutil

@@ -109,7 +109,7 @@ static size_t fit_chunk(blinkComm_t c, const struct bk_args *a, struct bk_choice
 /* Chunks per tree must fit the protocol's 32-bit counts. */
 static int too_many_chunks(const struct bk_launch *L)
 {
-    return L->d.count / L->chunk_elems >= UINT32_MAX - 1;
+    return L->d.count / L->chunk_elems >= BK_TAG_COUNT - 1; /* proto.h: counts below 2^31 */
 }
 
 static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *fn)
@@ -162,7 +162,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
     struct bk_launch L = {{c->seq, (uint64_t)a->coll, (uint64_t)(int64_t)root, (uint64_t)a->dt,
                            (uint64_t)a->op, a->count, algo, chunk},
                           a->send, a->recv, &c->sets[set], set,
-                          chunk / es ? chunk / es : 1, {0, 0, 0, 0, 0}};
+                          chunk / es ? chunk / es : 1, {0}};
     /* Registered (proto.h): a Simple call across processes of one server whose output the
      * other processes can map gets it straight from its parent (a parent on another server
      * sends through the staging). */
@@ -171,7 +171,7 @@ static blinkResult_t issue(blinkComm_t c, const struct bk_args *a, const char *f
         !c->nremote && a->recv)
         bk_reg_find(c, a->recv, out_elems * es, &L.reg);
     if (too_many_chunks(&L)) {
-        bk_error(blinkInvalidUsage, "%s: %zu elements make more than 2^32 chunks of %zu bytes "
+        bk_error(blinkInvalidUsage, "%s: %zu elements make more than 2^31 chunks of %zu bytes "
                  "(raise BLINK_CHUNK_BYTES or BLINK_STAGING_BYTES)", fn, a->count, chunk);
         be->abort(c, bk_last_error());
         return blinkInvalidUsage;

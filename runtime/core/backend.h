@@ -38,8 +38,10 @@ struct bk_backend {
      * host backend measured slower in LL at every size from 1 to 64 KiB), so there LL runs only
      * where BLINK_PROTO=ll asks. */
     int plan_ll;
-    /* Non-zero where a registered output in memory other processes map takes its data
-     * straight from its parent (proto.h, Registered): the host backend. */
+    /* Where a registered output in memory other processes map takes its data straight from
+     * its parent (proto.h, Registered): 1 always (the host backend, whose parents map it as
+     * they go); 2 from the call after the parent's kernel asked its host to open the region
+     * (the CUDA kernel's, kernel_reg.h); 0 never. */
     int registered;
     /* Whether edges can be host-staged (a hybrid's PCIe trees, GPUs without peer access): 1
      * always (the host backend, whose every edge is in host memory); 2 where BLINK_HOST_STAGED=1

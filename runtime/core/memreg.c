@@ -7,8 +7,8 @@
  * of the same user can map the same pages through /proc/PID/fd/FD: nothing is named in
  * /dev/shm, and the pages go when the last mapping does. A call whose output lies in such
  * memory, registered with its communicator, publishes the region, and its parent in each tree
- * writes the output itself. On CUDA, blinkMemAlloc is cudaMalloc and registration is kept
- * without effect: the kernel takes the staging.
+ * writes the output itself. On CUDA, blinkMemAlloc is cudaMalloc and its region's CUDA IPC
+ * handle, which a parent's host opens when its kernel asks (kernel_reg.h).
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
@@ -28,12 +28,13 @@
 #include "log.h"
 #include "rt.h"
 
-/* A blinkMemAlloc region (host backend), process-wide. */
+/* A blinkMemAlloc region, process-wide. */
 struct region {
     unsigned char *base;
     size_t len;
-    int fd;
+    int fd;                       /* host: the memory file (CUDA: -1) */
     uint64_t ino, serial;
+    uint64_t handle[BK_REG_HANDLE_WORDS]; /* what opens it in another process */
     struct region *next;
 };
 
@@ -57,23 +58,61 @@ struct bk_peer_map {
 
 static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct region *regions;
-#ifndef BLINK_BACKEND_CUDA
 static uint64_t regions_made; /* serials: 1, 2, ... */
-#endif
+
+static void add_region(struct region *r)
+{
+    pthread_mutex_lock(&regions_mu);
+    r->serial = ++regions_made;
+    r->next = regions;
+    regions = r;
+    pthread_mutex_unlock(&regions_mu);
+}
+
+/* The region at ptr, taken off the list, or NULL. */
+static struct region *take_region(void *ptr)
+{
+    pthread_mutex_lock(&regions_mu);
+    struct region **at = &regions;
+    while (*at && (*at)->base != ptr)
+        at = &(*at)->next;
+    struct region *r = *at;
+    if (r)
+        *at = r->next;
+    pthread_mutex_unlock(&regions_mu);
+    return r;
+}
 
 blinkResult_t blinkMemAlloc(void **ptr, size_t size)
 {
     if (!ptr)
         return bk_error(blinkInvalidArgument, "blinkMemAlloc: ptr is NULL");
     *ptr = NULL;
+    size_t len = size ? size : 1;
 #ifdef BLINK_BACKEND_CUDA
-    cudaError_t e = cudaMalloc(ptr, size ? size : 1);
-    if (e != cudaSuccess)
-        return bk_error(blinkUnhandledCudaError, "blinkMemAlloc: cudaMalloc of %zu bytes: %s",
-                        size, cudaGetErrorString(e));
+    struct region *r = calloc(1, sizeof *r);
+    if (!r)
+        return bk_error(blinkSystemError, "blinkMemAlloc: out of memory");
+    void *p = NULL;
+    cudaIpcMemHandle_t h;
+    _Static_assert(sizeof h <= sizeof r->handle, "a CUDA IPC handle must fit");
+    cudaError_t e = cudaMalloc(&p, len);
+    if (e == cudaSuccess && (e = cudaIpcGetMemHandle(&h, p)) != cudaSuccess)
+        cudaFree(p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        free(r);
+        return bk_error(blinkUnhandledCudaError, "blinkMemAlloc: %s of %zu bytes: %s",
+                        p ? "cudaIpcGetMemHandle" : "cudaMalloc", size, cudaGetErrorString(e));
+    }
+    r->base = p;
+    r->len = len;
+    r->fd = -1;
+    memcpy(r->handle, &h, sizeof h);
+    add_region(r);
+    *ptr = p;
     return blinkSuccess;
 #else
-    size_t len = size ? size : 1;
     struct region *r = calloc(1, sizeof *r);
     int fd = memfd_create("blink-mem", MFD_CLOEXEC);
     struct stat sb;
@@ -93,12 +132,11 @@ blinkResult_t blinkMemAlloc(void **ptr, size_t size)
         return bk_error(blinkSystemError, "blinkMemAlloc: mapping %zu bytes: %s", size,
                         strerror(err));
     }
-    *r = (struct region){p, len, fd, (uint64_t)sb.st_ino, 0, NULL};
-    pthread_mutex_lock(&regions_mu);
-    r->serial = ++regions_made;
-    r->next = regions;
-    regions = r;
-    pthread_mutex_unlock(&regions_mu);
+    *r = (struct region){p, len, fd, (uint64_t)sb.st_ino, 0, {0}, NULL};
+    r->handle[0] = (uint64_t)getpid();
+    r->handle[1] = (uint64_t)fd;
+    r->handle[2] = r->ino;
+    add_region(r);
     *ptr = p;
     return blinkSuccess;
 #endif
@@ -108,23 +146,17 @@ blinkResult_t blinkMemFree(void *ptr)
 {
     if (!ptr)
         return blinkSuccess;
+    struct region *r = take_region(ptr);
+    if (!r)
+        return bk_error(blinkInvalidArgument, "blinkMemFree: %p is not from blinkMemAlloc",
+                        ptr);
 #ifdef BLINK_BACKEND_CUDA
+    free(r);
     cudaError_t e = cudaFree(ptr);
     if (e != cudaSuccess)
         return bk_error(blinkUnhandledCudaError, "blinkMemFree: %s", cudaGetErrorString(e));
     return blinkSuccess;
 #else
-    pthread_mutex_lock(&regions_mu);
-    struct region **at = &regions;
-    while (*at && (*at)->base != ptr)
-        at = &(*at)->next;
-    struct region *r = *at;
-    if (r)
-        *at = r->next;
-    pthread_mutex_unlock(&regions_mu);
-    if (!r)
-        return bk_error(blinkInvalidArgument, "blinkMemFree: %p is not from blinkMemAlloc",
-                        ptr);
     munmap(r->base, r->len);
     close(r->fd);
     free(r);
@@ -168,6 +200,20 @@ blinkResult_t blinkCommDeregister(blinkComm_t comm, void *handle)
     return blinkSuccess;
 }
 
+int bk_region_here(uint64_t serial, unsigned char **base, size_t *len)
+{
+    pthread_mutex_lock(&regions_mu);
+    const struct region *r = regions;
+    while (r && r->serial != serial)
+        r = r->next;
+    if (r) {
+        *base = r->base;
+        *len = r->len;
+    }
+    pthread_mutex_unlock(&regions_mu);
+    return r != NULL;
+}
+
 /* Does [base, base + len) hold [p, p + bytes)? */
 static int holds(const unsigned char *base, size_t len, const unsigned char *p, size_t bytes)
 {
@@ -190,7 +236,8 @@ int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg 
     for (const struct region *r = regions; r && !found; r = r->next)
         if (holds(r->base, r->len, p, bytes)) {
             *out = (struct bk_out_reg){(uint32_t)getpid(), (uint32_t)r->fd, r->ino,
-                                       (uint64_t)(p - r->base), r->serial};
+                                       (uint64_t)(p - r->base), r->serial, r->len, {0}};
+            memcpy(out->handle, r->handle, sizeof out->handle);
             found = 1;
         }
     pthread_mutex_unlock(&regions_mu);
@@ -235,17 +282,34 @@ unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg,
         return base;
     }
     evict(c, peer, call);
+    size_t got = 0;
+    m = malloc(sizeof *m);
+    unsigned char *p = m ? bk_region_map(reg->pid, reg->fd, reg->ino, need, &got, why, len) : NULL;
+    if (!m)
+        snprintf(why, len, "out of memory");
+    if (!p) {
+        pthread_mutex_unlock(&c->reg_mu);
+        free(m);
+        return NULL;
+    }
+    *m = (struct bk_peer_map){peer, reg->serial, p, got, call, c->maps};
+    c->maps = m;
+    pthread_mutex_unlock(&c->reg_mu);
+    bk_reg_said(c, peer, got);
+    return p;
+}
+
+unsigned char *bk_region_map(uint32_t pid, uint32_t fd_there, uint64_t ino, size_t need,
+                             size_t *got, char *why, size_t len)
+{
     char path[64];
-    snprintf(path, sizeof path, "/proc/%u/fd/%u", reg->pid, reg->fd);
+    snprintf(path, sizeof path, "/proc/%u/fd/%u", pid, fd_there);
     int fd = open(path, O_RDWR | O_CLOEXEC);
     struct stat sb;
     void *p = MAP_FAILED;
-    m = malloc(sizeof *m);
-    if (!m)
-        snprintf(why, len, "out of memory");
-    else if (fd < 0 || fstat(fd, &sb) != 0)
+    if (fd < 0 || fstat(fd, &sb) != 0)
         snprintf(why, len, "opening %s: %s", path, strerror(errno));
-    else if ((uint64_t)sb.st_ino != reg->ino || (size_t)sb.st_size < need)
+    else if ((uint64_t)sb.st_ino != ino || (size_t)sb.st_size < need)
         snprintf(why, len, "%s is not its region (inode %llu of %lld bytes)", path,
                  (unsigned long long)sb.st_ino, (long long)sb.st_size);
     else if ((p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
@@ -253,19 +317,17 @@ unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg,
         snprintf(why, len, "mapping %s: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    if (p == MAP_FAILED) {
-        pthread_mutex_unlock(&c->reg_mu);
-        free(m);
+    if (p == MAP_FAILED)
         return NULL;
-    }
-    *m = (struct bk_peer_map){peer, reg->serial, p, (size_t)sb.st_size, call, c->maps};
-    c->maps = m;
-    pthread_mutex_unlock(&c->reg_mu);
+    *got = (size_t)sb.st_size;
+    return p;
+}
+
+void bk_reg_said(blinkComm_t c, int peer, size_t bytes)
+{
     if (bk_logs(&c->env, BK_LOG_INFO, BK_SUB_COLL))
         bk_log(BK_LOG_INFO, bk_log_dev(c), "rank %d: writes rank %d's registered output "
-               "directly (region of %zu bytes, pid %u)", c->rank, c->user_of[peer],
-               (size_t)sb.st_size, reg->pid);
-    return p;
+               "directly (region of %zu bytes)", c->rank, c->user_of[peer], bytes);
 }
 
 unsigned long long bk_reg_mapped(blinkComm_t c, int *count)

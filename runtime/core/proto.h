@@ -100,9 +100,23 @@
  * process (a parent keeps a mapping by it: a later region may reuse an fd, or after 2^32
  * files an inode), out_off is the output's offset in it; out_ino 0 says there is none. The
  * down pass then goes to that rank as in Direct: its parent maps the region once and copies
- * chunk c into it, and the rank uses no down slot and gives no down credit. Both ends decide from the rank's own published words, so they agree
- * per edge without a word in the call's description (whose hash all ranks must share). A
- * parent that cannot map the region fails the call and aborts the communicator.
+ * chunk c into it, and the rank uses no down slot and gives no down credit. Both ends decide
+ * from the rank's own published words, so they agree per edge without a word in the call's
+ * description (whose hash all ranks must share). A parent that cannot map the region fails the
+ * call and aborts the communicator.
+ *
+ * Registered on CUDA (the kernel, ranks in several processes of one server), by request: a
+ * kernel cannot open another process's memory, so its host must have done so before the
+ * launch. A rank whose output lies in a registered blinkMemAlloc region publishes out_serial
+ * and out_off before entered, and, when the region changed, out_len and out_handle (its CUDA
+ * IPC handle) first. A parent looks the serial up in its table of the peer's regions its host
+ * has opened (kernel_reg.h, read once per call and block); where it is there, it copies the
+ * child's chunks straight into its output, and where it is not, it sends them through the
+ * child's down slot as in Simple and asks its host to open the region (the next call finds it
+ * open). So the parent alone decides, per call and ready word, and says so in the down ready
+ * word: its count carries BK_TAG_REG where the chunks went into the output. The child reads
+ * its chunk from there or from its slot accordingly, and gives its down credit either way, so
+ * the credit rule is Simple's, unchanged.
  *
  * Faults. abort in a rank's header (1 + the rank that gave up) ends every wait of that rank;
  * the rank that gives up writes it into every segment and leaves its reason in abort_msg.
@@ -129,12 +143,16 @@
 #define BK_SLOT_ALIGN 64                    /* slots start on 64-byte boundaries */
 #define BK_DEFAULT_STAGING ((size_t)64 << 20)
 
-/* A flag value: the call's sequence number and a count of chunks. */
+/* A flag value: the call's sequence number and a count of chunks (below BK_TAG_COUNT; the
+ * count's top bit, BK_TAG_REG, marks a down ready word whose chunks went straight into the
+ * receiver's registered output: Registered, above). */
+#define BK_TAG_COUNT 0x7fffffffu
+#define BK_TAG_REG 0x80000000u
 static inline BK_HD uint64_t bk_tag(uint32_t seq, uint32_t n) { return ((uint64_t)seq << 32) | n; }
 /* Has the word reached n chunks of call seq? Values of other calls count as none. */
 static inline BK_HD int bk_tag_reached(uint64_t word, uint32_t seq, uint32_t n)
 {
-    return (uint32_t)(word >> 32) == seq && (uint32_t)word >= n;
+    return (uint32_t)(word >> 32) == seq && ((uint32_t)word & BK_TAG_COUNT) >= n;
 }
 
 /* A call's description, as every rank must agree on it. */
@@ -142,6 +160,7 @@ struct bk_desc {
     uint64_t seq, coll, root, dt, op, count, algo, chunk;
 };
 #define BK_DESC_WORDS 8
+#define BK_REG_HANDLE_WORDS 8 /* a registered region's handle: 64 bytes (Registered) */
 
 /* The call after seq: 0 is skipped, for it is what a fresh segment holds. */
 static inline BK_HD uint32_t bk_seq_next(uint32_t seq) { return seq + 1 ? seq + 1 : 1; }
@@ -209,6 +228,8 @@ struct bk_seg_header {
     uint32_t out_pid, out_fd;   /* the entered call's registered output (Registered) */
     uint64_t out_ino, out_off;  /* its region's inode (0: none) and the output's offset */
     uint64_t out_serial;        /* the region's number in its process, never reused there */
+    uint64_t out_len;           /* CUDA: the region's bytes, and what opens it in another */
+    uint64_t out_handle[BK_REG_HANDLE_WORDS]; /* process (a CUDA IPC handle) */
 };
 
 /*

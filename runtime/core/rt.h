@@ -165,6 +165,9 @@ struct blinkComm {
 struct bk_out_reg {
     uint32_t pid, fd;
     uint64_t ino, off, serial;
+    uint64_t len;            /* the region's bytes */
+    uint64_t handle[BK_REG_HANDLE_WORDS]; /* what opens it elsewhere: a CUDA IPC handle, or
+                                           * pid, fd and ino (the host's; the shim's) */
 };
 
 /* One call of this rank, as the backend runs it. */
@@ -307,6 +310,14 @@ int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg 
 unsigned char *bk_reg_map(blinkComm_t c, int peer, const struct bk_out_reg *reg, size_t need,
                           uint64_t call, char *why, size_t len);
 void bk_reg_free(blinkComm_t c);
+/* The memory file a process made (blinkMemAlloc on the host), mapped here through
+ * /proc/PID/fd/FD where it is inode ino of at least need bytes (*got: its size); else NULL and
+ * why. And the INFO line that a rank now writes a peer's registered output. */
+unsigned char *bk_region_map(uint32_t pid, uint32_t fd, uint64_t ino, size_t need, size_t *got,
+                             char *why, size_t len);
+void bk_reg_said(blinkComm_t c, int peer, size_t bytes);
+/* This process's blinkMemAlloc region numbered serial, if it still exists. */
+int bk_region_here(uint64_t serial, unsigned char **base, size_t *len);
 /* The plan ranks below 64 whose registered outputs c has mapped, a bit each, and how many
  * regions (for tests). */
 unsigned long long bk_reg_mapped(blinkComm_t c, int *count);

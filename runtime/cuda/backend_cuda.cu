@@ -272,6 +272,8 @@ static blinkResult_t rank_init(blinkComm_t c)
             r = cuda_fail(e, "cudaMemcpy", __LINE__);
         be->dseg[q] = be->dhseg[q] = d;
     }
+    if (r == blinkSuccess)
+        r = bk_cuda_reg_init(c);
     /* BLINK_TRACE: the ring the kernel stamps into, read back at rank_free. */
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         size_t bytes = offsetof(struct bk_trace_ring, rec) +
@@ -328,6 +330,7 @@ static void rank_free(blinkComm_t c)
         write_trace(c);
         quiet(cudaFree(be->trace));
     }
+    bk_cuda_reg_free(c);
     for (int q = 0; q < c->nranks && be->opened; q++)
         if (be->opened[q])
             quiet(cudaIpcCloseMemHandle(be->opened[q]));
@@ -396,6 +399,8 @@ static blinkResult_t issue(struct bk_be *be, const kparams *p, int blocks, size_
     be->launched = 1;
     if (cs == cudaStreamCaptureStatusNone)
         be->issued++;
+    else
+        be->captured = 1;
     LEAVE();
 }
 
@@ -445,6 +450,16 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
         int old = quiet_enter(be->dev);
         r = net_launch(c, L, us);
         quiet_leave(old);
+    }
+    if (r == blinkSuccess && be->reg.slot) {
+        /* Registered: open what the last launches asked for, but not while the stream is
+         * captured (no memory is opened inside a capture: its requests wait a launch). */
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        if (quiet(cudaStreamIsCapturing(us, &cs)) == cudaSuccess &&
+            cs == cudaStreamCaptureStatusNone)
+            kreg_serve(&be->reg, c, ((const volatile struct kstatus *)be->status)->finished,
+                       be->issued, !be->captured);
+        kreg_params(&p, &be->reg, L);
     }
     if (r == blinkSuccess)
         r = issue(be, &p, blocks, smem, us);
@@ -590,7 +605,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend cuda_backend = {
-    "cuda", 0, 2, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free,
+    "cuda", 0, 2, 1, 1, 2, 2, configure, current_device, bus_id, rank_init, rank_free,
     bk_cuda_seg_create, bk_cuda_seg_open, bk_cuda_seg_unlink, launch, wait_last, async_error,
     abort_rank,
 };

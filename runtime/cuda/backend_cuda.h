@@ -16,6 +16,7 @@
 #include "kernel_cuda.cuh"
 #include "cuda_hostmem.h"
 #include "kernel_args.h"
+#include "kernel_reg.h"
 
 static_assert(sizeof(cudaIpcMemHandle_t) <= BK_HANDLE_BYTES, "a CUDA IPC handle must fit");
 static_assert(sizeof(struct bk_seg_header) <= 4096, "segment header");
@@ -61,6 +62,9 @@ struct bk_be {
     uint32_t last_seq;            /* the last launch, for messages */
     int last_coll;
     struct bk_trace_ring *trace;  /* device: BLINK_TRACE's events, or NULL */
+    void *regmem;                 /* pinned: peers' registered regions (kernel_reg.h), or NULL */
+    struct kreg reg;
+    int captured;                 /* a launch was captured in a CUDA graph */
 };
 
 /* ------------------------------------------------------------------ errors and devices */
@@ -134,5 +138,9 @@ void bk_cuda_seg_unlink(const char *name);
 /* A communicator across servers: every set's slot segment table (kernel_args.h's ktseg_fill)
  * into device memory, once every segment is mapped. */
 blinkResult_t bk_cuda_net_tables(blinkComm_t c);
+/* Registered (kernel_reg.h): the table of peers' regions, where the communicator's calls may
+ * write into outputs of other processes (ranks in several processes of one server); its end. */
+blinkResult_t bk_cuda_reg_init(blinkComm_t c);
+void bk_cuda_reg_free(blinkComm_t c);
 
 #endif

@@ -3,9 +3,11 @@
  * cuda_segs.cu - the CUDA backend's segments: each rank's device segment (cudaMalloc, CUDA IPC
  * for peers in other processes, the owner's pointer in its own), its host segment where edges
  * are host-staged (cuda_hostmem.h), the kernel's tables of both, and, across servers, the
- * mirrors of remote peers and each tree slot's segment table (proxy.h).
+ * mirrors of remote peers and each tree slot's segment table (proxy.h); and the peers'
+ * registered regions this rank opens (kernel_reg.h).
  */
 #include <string.h>
+#include <unistd.h>
 
 #define BK_CUDA_FILE "cuda_segs.cu"
 #include "backend_cuda.h"
@@ -131,4 +133,85 @@ blinkResult_t bk_cuda_net_tables(blinkComm_t c)
             return cuda_fail(e, "cudaMemcpy", __LINE__);
     }
     return blinkSuccess;
+}
+
+/* ------------------------------------------------------------------ registered regions */
+
+/* What kreg's open returned: a region of another process, or of this one (not opened). */
+struct opened_region {
+    void *ipc;                    /* cudaIpcOpenMemHandle's, or NULL */
+    int dev;
+};
+
+static int reg_open(void *ctx, int peer, const struct kreg_req *rq, void **opened,
+                    unsigned char **base, char *why, size_t len)
+{
+    blinkComm_t c = (blinkComm_t)ctx;
+    struct opened_region *o = (struct opened_region *)calloc(1, sizeof *o);
+    if (!o) {
+        snprintf(why, len, "out of memory");
+        return 0;
+    }
+    o->dev = c->be->dev;
+    size_t have = 0;
+    if (c->peer[peer].pid == (int)getpid()) { /* an IPC handle does not open where it was made */
+        if (!bk_region_here(rq->serial, base, &have) || have < rq->len) {
+            snprintf(why, len, "its region is gone from this process");
+            free(o);
+            return 0;
+        }
+        *opened = o;
+        return 1;
+    }
+    cudaIpcMemHandle_t h;
+    memcpy(&h, rq->handle, sizeof h);
+    int old = quiet_enter(o->dev);
+    cudaError_t e = cudaIpcOpenMemHandle(&o->ipc, h, cudaIpcMemLazyEnablePeerAccess);
+    quiet_leave(old);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, len, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+        free(o);
+        return 0;
+    }
+    *base = (unsigned char *)o->ipc;
+    *opened = o;
+    return 1;
+}
+
+static void reg_close(void *ctx, void *opened)
+{
+    (void)ctx;
+    struct opened_region *o = (struct opened_region *)opened;
+    if (o->ipc) {
+        int old = quiet_enter(o->dev);
+        quiet(cudaIpcCloseMemHandle(o->ipc));
+        quiet_leave(old);
+    }
+    free(o);
+}
+
+blinkResult_t bk_cuda_reg_init(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    if (!c->env.direct || c->nremote || c->one_process || c->plan->host_staged)
+        return blinkSuccess; /* its calls never write into another process's output */
+    size_t bytes = kreg_bytes(c->nranks);
+    void *dp = NULL;
+    ENTER(be->dev);
+    CU(cudaHostAlloc(&be->regmem, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(be->regmem, 0, bytes);
+    CU(cudaHostGetDevicePointer(&dp, be->regmem, 0));
+    blinkResult_t r = kreg_init(&be->reg, c->nranks, be->regmem, dp, reg_open, reg_close, c);
+    cudaSetDevice(old_);
+    return r;
+}
+
+void bk_cuda_reg_free(blinkComm_t c)
+{
+    struct bk_be *be = c->be;
+    kreg_free(&be->reg);
+    if (be->regmem)
+        quiet(cudaFreeHost(be->regmem));
+    be->regmem = NULL;
 }

@@ -232,7 +232,8 @@ static int kneeds_hseg(blinkComm_t c)
 /* Dynamic shared memory of a block that plays tpb work items among nranks. */
 static size_t ksmem(int tpb, int nranks)
 {
-    return (size_t)tpb * sizeof(struct tstate) + kalign_up((size_t)nranks, 8);
+    return (size_t)tpb * sizeof(struct tstate) + kalign_up((size_t)nranks, 8) +
+           (size_t)nranks * sizeof(unsigned long long);
 }
 
 /* Work items of a launch on a set of ntrees tree slots (channels): one per slot, and for

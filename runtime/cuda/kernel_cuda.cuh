@@ -97,6 +97,9 @@ struct kstatus {
     char msg[BK_MSG_MAX];
 };
 
+struct kreg_entry; /* kernel_reg.cuh */
+struct kreg_req;
+
 /* One launch's arguments (by value). */
 struct kparams {
     uint64_t d[BK_DESC_WORDS];   /* the description; d[0] is replaced by the device's number */
@@ -126,6 +129,12 @@ struct kparams {
     struct kstatus *status;      /* device pointer of the pinned block */
     struct kctl *ctl;
     struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
+    /* Registered on CUDA (proto.h, kernel_reg.cuh), in calls that may take it, else NULL: */
+    const struct kreg_entry *rtab; /* [nranks * KREG_PER_PEER] peers' regions opened here */
+    struct kreg_req *rreq;       /* [nranks] what this rank's kernel asks its host to open */
+    uint64_t *rasked;            /* set after a request */
+    uint64_t reg[3 + BK_REG_HANDLE_WORDS]; /* this rank's output: serial (0: none), offset,
+                                            * region bytes, handle */
 };
 
 /* Where tree slot ti's flags and slots lie: every rank's segment, or for a tree whose edges are
@@ -145,7 +154,8 @@ __device__ __forceinline__ unsigned char *const *d_segs(const kparams &p, int ti
  * slot's passes, or one of them (the other marked done). */
 struct tstate {
     unsigned long long lo, hi;
-    unsigned int nchunks, up, down, pad;
+    unsigned int nchunks, up, down;
+    unsigned int reg;            /* the down chunk came straight into the output (BK_TAG_REG) */
 };
 
 #define H_ENTERED offsetof(struct bk_seg_header, entered)
@@ -260,8 +270,9 @@ struct kshared {
     int llfail;             /* -1, or the peer an LL wait gave up on (kernel_ll.cuh) */
 };
 
-/* The block's shared state, and its dynamic shared memory (tstate[tpb], then checked[nranks]);
- * under the shim, the storage of the calling thread's block. */
+/* The block's shared state, and its dynamic shared memory (tstate[tpb], then checked[nranks],
+ * then rdst[nranks]: kernel_args.h's ksmem); under the shim, the storage of the calling
+ * thread's block. */
 #ifdef BK_KERNEL_SHIM
 __device__ __forceinline__ kshared &ksh() { return *shim_block_static<kshared>(); }
 __device__ __forceinline__ unsigned long long *kdsm()
@@ -284,6 +295,7 @@ __device__ __forceinline__ unsigned long long *kdsm()
 #include "kernel_fail.cuh"  /* messages and failures */
 #include "kernel_moves.cuh" /* element types, copies, the up pass */
 #include "kernel_ll.cuh"    /* LL's moves, on the helpers above */
+#include "kernel_reg.cuh"   /* Registered: outputs in other processes */
 
 
 /* ------------------------------------------------------------------ device: the protocol */
@@ -352,8 +364,15 @@ static __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32
     return 1; /* the acquire loads, then the caller's barrier, order the data after the flags */
 }
 
-/* Chunk s->down of tree ti: may it go down now? */
-static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint32_t seq,
+/* Registered (kernel_reg.cuh): rdst[q], where child q's output starts here or 0, follows
+ * checked[] in the block's dynamic shared memory; bit 2 of checked[q] says it was looked up. */
+__device__ __forceinline__ unsigned long long *d_rdst(const kparams &p, unsigned char *checked)
+{
+    return (unsigned long long *)(checked + ((p.nranks + 7) & ~7));
+}
+
+/* Chunk s->down of tree ti: may it go down now? (s->reg: whether it came into the output.) */
+static __device__ int down_ready(const kparams &p, int ti, tstate *s, uint32_t seq,
                                  unsigned char *checked, int &waiting)
 {
     const bk_role &t = p.roles[ti];
@@ -364,7 +383,7 @@ static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint
         return 0;
     /* An allreduce root's up pass, maybe in another block, posts its own down-ready word, in
      * Simple and LL alike (proto.h); another rank's down pass waits on its parent's hand-over. */
-    uint64_t x;
+    uint64_t x, w = 0;
     int self = t.parent < 0 && p.d[1] == BLINK_PLAN_ALLREDUCE;
     if (self ? !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank, ti)), seq,
                                ch + 1)
@@ -373,8 +392,8 @@ static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint
                         ? !ll_load(me + bk_off_ll_down_slot(&p.lay, p.prank, ti,
                                                             (int)(ch % BK_SLOTS)),
                                    bk_ll_flag(seq, ch), x)
-                        : !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_ready(&p.lay, p.prank,
-                                                                                  ti)),
+                        : !bk_tag_reached(w = ld_acquire_sys64(me + bk_off_down_ready(
+                                                                &p.lay, p.prank, ti)),
                                           seq, ch + 1))) {
         waiting = t.parent >= 0 ? t.parent : p.prank;
         for (int j = 0; self && j < t.nkids; j++) /* the root: the child its up pass lacks */
@@ -386,10 +405,15 @@ static __device__ int down_ready(const kparams &p, int ti, const tstate *s, uint
             }
         return 0;
     }
+    s->reg = ((uint32_t)w & BK_TAG_REG) != 0;
     for (int j = 0; j < t.nkids; j++) {
         int r = d_peer_ready(p, seq, checked, kids[j], waiting);
         if (r <= 0)
             return r;
+        if (p.rtab && !(checked[kids[j]] & 2)) {
+            d_rdst(p, checked)[kids[j]] = (unsigned long long)(uintptr_t)d_reg_dest(p, kids[j]);
+            checked[kids[j]] |= 2;
+        }
         if (!(p.d[6] & BK_ALGO_DIRECT) && ch >= BK_SLOTS && /* direct: no slot, no credit */
             !bk_tag_reached(ld_acquire_sys64(me + bk_off_down_freed(&p.lay, p.prank, ti, kids[j])),
                             seq, ch - BK_SLOTS + 1)) {
@@ -486,6 +510,16 @@ static __device__ int up_step(const kparams &p, int ti, tstate *s, uint32_t seq,
     return dec;
 }
 
+/* Child q's output here, where tree ti's chunks go straight into it (Registered), else NULL:
+ * only trees whose words lie in the device segments (host-staged ones go through the staging). */
+__device__ __forceinline__ unsigned char *d_reg_at(const kparams &p, int ti, unsigned char *checked,
+                                                   int q)
+{
+    if (!p.rtab || d_segs(p, ti) != p.seg)
+        return NULL;
+    return (unsigned char *)(uintptr_t)d_rdst(p, checked)[q];
+}
+
 /* One step of tree ti going down, by the whole block. */
 static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t seq,
                                 unsigned char *checked, int &waiting, volatile int *dec_sh)
@@ -512,8 +546,8 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
         const unsigned char *src;
         if (root)
             src = p.d[1] == BLINK_PLAN_ALLREDUCE ? out : d_in_at(p, t, x0);
-        else /* direct: the parent wrote the output itself */
-            src = direct ? out : sg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
+        else /* direct or registered: the parent wrote the output itself */
+            src = direct || s->reg ? out : sg[p.prank] + bk_off_down_slot(&p.lay, p.prank, ti, k);
         if (p.d[6] & BK_ALGO_LL) {
             ll_down_pass(p, ti, k, root ? src : NULL,
                          sg[p.prank] + bk_off_ll_down_slot(&p.lay, p.prank, ti, k), out, kids,
@@ -522,11 +556,15 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
             if (out != src)
                 copy_bytes(out, src, m * es);
             /* Direct: into the child's output at the same place (proto.h): its address was
-             * stored before the entered word that down_ready's acquire load saw. */
-            for (int j = 0; j < t.nkids; j++)
+             * stored before the entered word that down_ready's acquire load saw. Registered:
+             * the same, where this rank's host opened the child's region. */
+            for (int j = 0; j < t.nkids; j++) {
+                unsigned char *reg = d_reg_at(p, ti, checked, kids[j]);
                 copy_bytes(direct ? (unsigned char *)ld64(p.seg[kids[j]] + H_OUT) + (out - p.recv)
+                           : reg  ? reg + (out - p.recv)
                                   : sg[kids[j]] + bk_off_down_slot(&p.lay, kids[j], ti, k),
                            src, m * es);
+            }
         }
     }
     __syncthreads();
@@ -540,7 +578,8 @@ static __device__ int down_step(const kparams &p, int ti, tstate *s, uint32_t se
             fence_acq_rel_sys(); /* release, as in up_step */
             for (int j = 0; j < t.nkids; j++)
                 st_relaxed_sys64(sg[kids[j]] + bk_off_down_ready(&p.lay, kids[j], ti),
-                                 bk_tag(seq, ch + 1));
+                                 bk_tag(seq, (ch + 1) | (d_reg_at(p, ti, checked, kids[j])
+                                                             ? BK_TAG_REG : 0u)));
         }
         if (t.parent >= 0 && !(p.d[6] & BK_ALGO_DIRECT))
             st_relaxed_sys64(sg[t.parent] + bk_off_down_freed(&p.lay, t.parent, ti, p.prank),
@@ -616,6 +655,8 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 for (int i = 0; i < BK_DESC_WORDS; i++)
                     st64(me + H_DESC + 8 * i, i == 0 ? (uint64_t)seq : p.d[i]);
                 st64(me + H_OUT, (uint64_t)(uintptr_t)p.recv);
+                if (p.rtab)
+                    d_reg_publish(p, me);
                 fence_acq_rel_sys();
                 st_relaxed_sys64(me + H_ENTERED, bk_entry(seq, bk_desc_hash(p.d)));
                 if (p.hseg[p.prank] != me) /* the network proxy reads it there (proxy.h) */
@@ -628,7 +669,7 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 s->lo = bk_split_at(p.d[5], es, t.lo_w, t.total_w);
                 s->hi = bk_split_at(p.d[5], es, t.hi_w, t.total_w);
                 s->nchunks = bk_nchunks(s->lo, s->hi, p.chunk_elems);
-                s->up = s->down = 0;
+                s->up = s->down = s->reg = 0;
                 if (p.nitems > p.ntrees) /* passes apart: item ti goes up, ntrees + ti down */
                     *(it < p.ntrees ? &s->down : &s->up) = s->nchunks;
             }

@@ -340,7 +340,7 @@ static int kid_output(struct worker *w, int q, size_t pos, size_t len, unsigned 
                              __atomic_load_n(&h->out_fd, __ATOMIC_RELAXED),
                              __atomic_load_n(&h->out_ino, __ATOMIC_RELAXED),
                              __atomic_load_n(&h->out_off, __ATOMIC_RELAXED),
-                             __atomic_load_n(&h->out_serial, __ATOMIC_RELAXED)};
+                             __atomic_load_n(&h->out_serial, __ATOMIC_RELAXED), 0, {0}};
     if (!reg.ino || ll_call(L))
         return 0;
     char why[256];

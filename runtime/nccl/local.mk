@@ -157,9 +157,11 @@ tests_unit_test_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(CRITERION_CFLAGS) \
 	-DDROPIN_DGX1V='"$(abs_builddir)/runtime/libblink-nccl-host.so"' \
 	-DDROPIN_DGX1P='"$(abs_builddir)/tests/nccl/libblink-nccl-host-dgx1p.so"' \
 	-DDROPIN_DGX2='"$(abs_builddir)/tests/nccl/libblink-nccl-host-dgx2.so"' \
+	-DDROPIN_SHIM_DGX1V='"$(abs_builddir)/tests/nccl/libblink-nccl-shim-dgx1v.so"' \
 	-DSAN_PRELOAD='"$(SAN_PRELOAD)"'
 tests_unit_test_nccl_mpi_LDADD = $(CRITERION_LIBS)
-tests_unit_test_nccl_mpi_DEPENDENCIES = runtime/libblink-nccl-host.so $(DROPIN_TESTS)
+tests_unit_test_nccl_mpi_DEPENDENCIES = runtime/libblink-nccl-host.so $(DROPIN_TESTS) \
+	tests/nccl/libblink-nccl-shim-dgx1v.so
 if HAVE_MPI
 MPI_JOB_FLAGS = -DNCCL_CLIENT='"$(abs_builddir)/tests/nccl/nccl_client"' -DMPIRUN='"$(MPIRUN)"'
 tests_unit_test_nccl_mpi_DEPENDENCIES += tests/nccl/nccl_client

@@ -4,16 +4,12 @@
  *
  * The version is the real NCCL's where one is loaded (programs gate features on it), else the
  * NCCL API version nccl.h declares. Memory and registration are blink's (blinkMemAlloc,
- * blinkCommRegister: on the host backend a registered output is written by its parents) where
- * no real NCCL takes them: its allocator, and its registration where its communicator exists.
+ * blinkCommRegister: a registered output is written by its parents) where no real NCCL takes
+ * them: its allocator, and its registration where its communicator exists.
  */
 #include <stdlib.h>
 
 #include "shim.h"
-
-#ifdef BLINK_BACKEND_CUDA
-#include <cuda_runtime.h>
-#endif
 
 SHIM_API(ncclGetVersion);
 ncclResult_t ncclGetVersion(int *version)
@@ -52,16 +48,11 @@ ncclResult_t ncclMemAlloc(void **ptr, size_t size)
     const struct bk_real_nccl *real = bk_real_nccl();
     if (real && real->MemAlloc)
         return real->MemAlloc(ptr, size);
-    cudaError_t e = cudaMalloc(ptr, size);
-    if (e != cudaSuccess)
-        return shim_result(bk_error(blinkUnhandledCudaError, "ncclMemAlloc: cudaMalloc of %zu "
-                                    "bytes: %s", size, cudaGetErrorString(e)));
-    return ncclSuccess;
-#else
-    /* Host backend: device memory is host memory that the other ranks' processes can map
-     * (blinkMemAlloc), page-aligned as NCCL's windows want it. */
-    return shim_result(blinkMemAlloc(ptr, size));
 #endif
+    /* Memory the other ranks' processes can map (blinkMemAlloc): on CUDA cudaMalloc with its
+     * IPC handle; on the host backend, where device memory is host memory, a memory file,
+     * page-aligned as NCCL's windows want it. */
+    return shim_result(blinkMemAlloc(ptr, size));
 }
 
 SHIM_API(ncclMemFree);
@@ -71,14 +62,8 @@ ncclResult_t ncclMemFree(void *ptr)
     const struct bk_real_nccl *real = bk_real_nccl();
     if (real && real->MemFree)
         return real->MemFree(ptr);
-    cudaError_t e = cudaFree(ptr);
-    if (e != cudaSuccess)
-        return shim_result(bk_error(blinkUnhandledCudaError, "ncclMemFree: %s",
-                                    cudaGetErrorString(e)));
-    return ncclSuccess;
-#else
-    return shim_result(blinkMemFree(ptr));
 #endif
+    return shim_result(blinkMemFree(ptr));
 }
 
 SHIM_API(ncclCommRegister);

@@ -61,6 +61,7 @@ struct opts {
     unsigned places;                   /* bit 0 out of place, bit 1 in place */
     uint64_t seed;
     int quiet, split, expect, reg;     /* reg: --register */
+    int fresh;                         /* --fresh: new buffers for every group of cases */
     const char *xfail;                 /* -X WHAT, or NULL */
 };
 

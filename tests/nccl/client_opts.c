@@ -25,6 +25,7 @@ static void usage(FILE *f)
           "  -q, --quiet           no version line\n"
           "      --split           then allreduce on ncclCommSplit(comm, rank % 2, rank)\n"
           "      --register        both buffers registered with ncclCommRegister\n"
+          "      --fresh           new buffers (ncclMemAlloc) for every collective, type and op\n"
           "  -X, --xfail WHAT      only one call: p2p, alltoall, premulsum, fp8, allreduce\n"
           "      --expect CODE     the ncclResult_t it must give (default 0)\n"
           "  -h, --help            this text\n", f);
@@ -98,7 +99,8 @@ int parse(int argc, char **argv, int nranks, struct opts *o)
         {"place", required_argument, NULL, 'p'}, {"seed", required_argument, NULL, 's'},
         {"quiet", no_argument, NULL, 'q'},       {"split", no_argument, NULL, 'S'},
         {"xfail", required_argument, NULL, 'X'}, {"expect", required_argument, NULL, 'E'},
-        {"register", no_argument, NULL, 'R'},    {"help", no_argument, NULL, 'h'},
+        {"register", no_argument, NULL, 'R'},    {"fresh", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     uint64_t v[MAX_LIST];
@@ -148,6 +150,7 @@ int parse(int argc, char **argv, int nranks, struct opts *o)
         case 'q': o->quiet = 1; break;
         case 'S': o->split = 1; break;
         case 'R': o->reg = 1; break;
+        case 'F': o->fresh = 1; break;
         case 'X':
             o->xfail = optarg;
             bad = strcmp(optarg, "p2p") && strcmp(optarg, "alltoall") &&

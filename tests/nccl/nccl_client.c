@@ -203,7 +203,9 @@ static int run_group(const struct ctx *cx, const struct bufs *b, const struct op
     return 1;
 }
 
-static void run_sweep(const struct ctx *cx, const struct bufs *b, const struct opts *o)
+static void renew_bufs(ncclComm_t comm, struct bufs *b, const struct opts *o);
+
+static void run_sweep(const struct ctx *cx, struct bufs *b, const struct opts *o)
 {
     struct tcase c = {0};
     for (int k = 0; k < NCOLLS; k++) {
@@ -217,7 +219,9 @@ static void run_sweep(const struct ctx *cx, const struct bufs *b, const struct o
                 c.coll = (enum coll)k;
                 c.t = &dtypes[ti];
                 c.op = op;
-                if (!run_group(cx, b, o, &c))
+                if (o->fresh)
+                    renew_bufs(cx->comm, b, o);
+                if (!all_ok() || !run_group(cx, b, o, &c))
                     return;
             }
     }
@@ -379,7 +383,22 @@ static void register_bufs(ncclComm_t comm, struct bufs *b, int reg)
             nccl_failed(comm, "ncclCommRegister", res);
         else if (!reg && b->reg[k] && (res = ncclCommDeregister(comm, b->reg[k])) != ncclSuccess)
             nccl_failed(comm, "ncclCommDeregister", res);
+        if (!reg)
+            b->reg[k] = NULL;
     }
+}
+
+/* --fresh: the buffers freed and others allocated (and registered, with --register), as a
+ * caching allocator hands a program other memory from call to call. */
+static void renew_bufs(ncclComm_t comm, struct bufs *b, const struct opts *o)
+{
+    size_t bytes = b->bytes;
+    if (o->reg)
+        register_bufs(comm, b, 0);
+    free_bufs(b);
+    alloc_bufs(b, bytes);
+    if (o->reg && all_ok())
+        register_bufs(comm, b, 1);
 }
 
 /* NCCL_CLIENT_MARKS/joined.RANK: this rank has returned from ncclCommInitRank. */

@@ -34,6 +34,7 @@
 #include "proxy.h"
 #define KARGS_WHO "shim backend"
 #include "kernel_args.h"
+#include "kernel_reg.h"
 
 /* The rendezvous orders a segment's header before its peers read it, but through its own shared
  * memory, which each rank maps at another address, where ThreadSanitizer cannot see it: say so. */
@@ -61,6 +62,9 @@ struct bk_be {
     struct kparams p;             /* the running launch's arguments (the threads read them) */
     shim_launch run;
     int running;                  /* run started and not yet joined */
+    unsigned int launches;        /* launched so far (each joined before the next) */
+    void *regmem;                 /* peers' registered regions (kernel_reg.h), or NULL */
+    struct kreg reg;
 };
 
 struct blinkHostStream {
@@ -105,6 +109,47 @@ static void bus_id(int dev, char *buf, size_t len)
 {
     (void)dev;
     snprintf(buf, len, "%s", "");
+}
+
+/* Registered (kernel_reg.h): a region is a peer's memory file (blinkMemAlloc's on the host
+ * backend's memreg.c, which this library links), mapped here; one of this process, its own. */
+struct opened_region {
+    unsigned char *base;
+    size_t len;                   /* mapped here (0: this process's own region) */
+};
+
+static int reg_open(void *ctx, int peer, const struct kreg_req *rq, void **opened,
+                    unsigned char **base, char *why, size_t len)
+{
+    blinkComm_t c = (blinkComm_t)ctx;
+    struct opened_region *o = (struct opened_region *)calloc(1, sizeof *o);
+    size_t have = 0;
+    if (!o)
+        snprintf(why, len, "out of memory");
+    else if (c->peer[peer].pid == (int)getpid()) {
+        if (bk_region_here(rq->serial, &o->base, &have) && have >= rq->len) {
+            *base = o->base;
+            *opened = o;
+            return 1;
+        }
+        snprintf(why, len, "its region is gone from this process");
+    } else if ((o->base = bk_region_map((uint32_t)rq->handle[0], (uint32_t)rq->handle[1],
+                                        rq->handle[2], (size_t)rq->len, &o->len, why, len))) {
+        *base = o->base;
+        *opened = o;
+        return 1;
+    }
+    free(o);
+    return 0;
+}
+
+static void reg_close(void *ctx, void *opened)
+{
+    (void)ctx;
+    struct opened_region *o = (struct opened_region *)opened;
+    if (o->len)
+        munmap(o->base, o->len);
+    free(o);
 }
 
 static blinkResult_t rank_init(blinkComm_t c)
@@ -154,6 +199,12 @@ static blinkResult_t rank_init(blinkComm_t c)
         memset(be->mirror[q], 0, bytes);
         be->k.seg[q] = be->k.hseg[q] = be->mirror[q];
     }
+    if (r == blinkSuccess && c->env.direct && !c->nremote && !c->one_process &&
+        !c->plan->host_staged) { /* as the CUDA backend's bk_cuda_reg_init */
+        if (!(be->regmem = calloc(1, kreg_bytes(c->nranks))))
+            return bk_error(blinkSystemError, "shim backend: out of memory");
+        r = kreg_init(&be->reg, c->nranks, be->regmem, be->regmem, reg_open, reg_close, c);
+    }
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         be->trace = (struct bk_trace_ring *)calloc(
             1, offsetof(struct bk_trace_ring, rec) + c->env.trace_records * sizeof(bk_trace_rec));
@@ -180,6 +231,8 @@ static void rank_free(blinkComm_t c)
     join_run(be);
     bk_proxy_stop(be->px);
     be->px = NULL;
+    kreg_free(&be->reg);
+    free(be->regmem);
     if (be->trace)
         bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
                        be->trace->cap);
@@ -314,6 +367,11 @@ static blinkResult_t launch(blinkComm_t c, const struct bk_launch *L, void *user
     int blocks = kblocks_for(be->max_blocks, be->k.sets[L->set_index].ntrees, (int)L->d.coll);
     kparams_fill(&be->p, c, &be->k, L, blocks, &be->status);
     be->p.trace = be->trace;
+    if (be->reg.slot) { /* every earlier launch was joined: none uses a retired region */
+        kreg_serve(&be->reg, c, be->launches, be->launches, 1);
+        kreg_params(&be->p, &be->reg, L);
+    }
+    be->launches++;
     if (shim_launch_start(&be->run, run_kernel, &be->p, (unsigned)blocks, (unsigned)be->threads,
                           ksmem(be->p.tpb, c->nranks))) {
         shim_launch_join(&be->run);
@@ -372,7 +430,7 @@ static void abort_rank(blinkComm_t c, const char *msg)
 }
 
 static const struct bk_backend shim_backend = {
-    "shim", 1, 2, 1, 1, 0, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
+    "shim", 1, 2, 1, 1, 2, 2, configure, current_device, bus_id, rank_init, rank_free, seg_create,
     seg_open, seg_unlink, launch, wait_last, async_error, abort_rank,
 };
 

@@ -29,6 +29,10 @@
 #ifndef DROPIN_DGX2
 #define DROPIN_DGX2 "tests/nccl/libblink-nccl-host-dgx2.so"
 #endif
+/* The DGX-1V plan on the CUDA backend's kernel, run on the CPU (tests/shim). */
+#ifndef DROPIN_SHIM_DGX1V
+#define DROPIN_SHIM_DGX1V "tests/nccl/libblink-nccl-shim-dgx1v.so"
+#endif
 
 /* ------------------------------------------------------------------ the matrix */
 
@@ -210,6 +214,47 @@ Test(nccl_mpi, dgx1v_4_gpus_registered, .timeout = 600)
               tail(r.out));
     cr_expect_geq(count_log_lines(r.out, "INFO", "registered output directly"), 4, "%s",
                   tail(r.out));
+    free(r.out);
+}
+
+/* The most regions one rank opened of another's ("rank P: writes rank C's registered output
+ * directly" lines), and how many pairs opened any. */
+static int most_regions_of_a_peer(const char *out, int *pairs)
+{
+    int n[4][4] = {{0}}, most = 0;
+    *pairs = 0;
+    for (const char *at = out; (at = strstr(at, "blink INFO rank ")); at++) {
+        int p, c;
+        char rest[64];
+        if (sscanf(at, "blink INFO rank %d: writes rank %d's %63[^\n]", &p, &c, rest) == 3 &&
+            strncmp(rest, "registered output directly", 26) == 0 && p >= 0 && p < 4 &&
+            c >= 0 && c < 4) {
+            *pairs += n[p][c]++ == 0;
+            most = n[p][c] > most ? n[p][c] : most;
+        }
+    }
+    return most;
+}
+
+/* The same on the CUDA kernel (kernel_reg.h), with new buffers for every group of cases: a
+ * parent's kernel asks its host to open a child's region at the first call into it and writes
+ * into it from the next, and with more regions of a peer than stay open (4) the oldest close.
+ * Every result right, every tree edge taken directly at some time, no warning (a request that
+ * comes after its region was freed fails to open quietly: INFO). */
+Test(nccl_mpi, cuda_kernel_registered, .timeout = 600)
+{
+    struct job j = {"DGX-1V GPUs 0-3, registered, CUDA kernel (shim)", DROPIN_SHIM_DGX1V, 4,
+                    d0123, {"-q", "-Q", "--register", "--fresh", "-d", "float32,int8", NULL},
+                    700, "INFO", "BLINK_DEBUG_SUBSYS=COLL BK_SHIM_THREADS=4", NULL, NULL, 0};
+    struct run r;
+    run_checked(&j, &r);
+    cr_expect(strstr(r.out, "# nccl-client: ranks 4, cases 700, wrong 0, errors 0"), "%s",
+              tail(r.out));
+    int pairs = 0, most = most_regions_of_a_peer(r.out, &pairs);
+    cr_expect_geq(pairs, 4, "%d parent-child pairs wrote directly:\n%s", pairs, tail(r.out));
+    cr_expect_gt(most, 4, "at most %d regions of one peer opened: none was closed for another",
+                 most);
+    cr_expect_eq(count_log_lines(r.out, "WARN", "registered output"), 0, "%s", tail(r.out));
     free(r.out);
 }
 
