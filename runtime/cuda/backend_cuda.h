@@ -62,7 +62,10 @@ struct bk_be {
     uint32_t last_seq;            /* the last launch, for messages */
     int last_coll;
     struct bk_trace_ring *trace;  /* device: BLINK_TRACE's events, or NULL */
-    void *regmem;                 /* pinned: peers' registered regions (kernel_reg.h), or NULL */
+    void *regmem;                 /* pinned: the kernel's requests for peers' registered
+                                   * regions (kernel_reg.h), then regput; or NULL */
+    uint64_t *regput;             /* pinned: what reg_put copies into the table */
+    void *regtab;                 /* device: the table of those regions, or NULL */
     struct kreg reg;
     int captured;                 /* a launch was captured in a CUDA graph */
 };

@@ -191,18 +191,39 @@ static void reg_close(void *ctx, void *opened)
     free(o);
 }
 
+/* A table slot written on the abort stream, which waits for no kernel, and waited for: the
+ * next launch sees it. Failures are left to the kernel's view (a slot not written is free). */
+static void reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
+{
+    struct bk_be *be = ((blinkComm_t)ctx)->be;
+    int old = quiet_enter(be->dev);
+    uint64_t *w = be->regput; /* pinned: the copies read it after this returns */
+    w[0] = base;
+    w[1] = serial;
+    if (serial)
+        quiet(cudaMemcpyAsync(&tab[k].base, &w[0], 8, cudaMemcpyHostToDevice, be->aux));
+    quiet(cudaMemcpyAsync(&tab[k].serial, &w[1], 8, cudaMemcpyHostToDevice, be->aux));
+    quiet(cudaStreamSynchronize(be->aux));
+    quiet_leave(old);
+}
+
 blinkResult_t bk_cuda_reg_init(blinkComm_t c)
 {
     struct bk_be *be = c->be;
     if (!c->env.direct || c->nremote || c->one_process || c->plan->host_staged)
         return blinkSuccess; /* its calls never write into another process's output */
-    size_t bytes = kreg_bytes(c->nranks);
+    size_t bytes = kreg_bytes(c->nranks), tbytes = kreg_tab_bytes(c->nranks);
     void *dp = NULL;
     ENTER(be->dev);
-    CU(cudaHostAlloc(&be->regmem, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    CU(cudaHostAlloc(&be->regmem, bytes + 2 * sizeof(uint64_t),
+                     cudaHostAllocMapped | cudaHostAllocPortable));
     memset(be->regmem, 0, bytes);
+    be->regput = (uint64_t *)((unsigned char *)be->regmem + bytes);
     CU(cudaHostGetDevicePointer(&dp, be->regmem, 0));
-    blinkResult_t r = kreg_init(&be->reg, c->nranks, be->regmem, dp, reg_open, reg_close, c);
+    CU(cudaMalloc(&be->regtab, tbytes));
+    CU(cudaMemset(be->regtab, 0, tbytes));
+    blinkResult_t r = kreg_init(&be->reg, c->nranks, be->regmem, dp,
+                                (struct kreg_entry *)be->regtab, reg_open, reg_close, reg_put, c);
     cudaSetDevice(old_);
     return r;
 }
@@ -211,7 +232,11 @@ void bk_cuda_reg_free(blinkComm_t c)
 {
     struct bk_be *be = c->be;
     kreg_free(&be->reg);
+    int old = quiet_enter(be->dev);
     if (be->regmem)
         quiet(cudaFreeHost(be->regmem));
-    be->regmem = NULL;
+    if (be->regtab)
+        quiet(cudaFree(be->regtab));
+    quiet_leave(old);
+    be->regmem = be->regtab = NULL;
 }

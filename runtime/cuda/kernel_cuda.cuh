@@ -130,7 +130,8 @@ struct kparams {
     struct kctl *ctl;
     struct bk_trace_ring *trace; /* BLINK_TRACE: this rank's events, or NULL */
     /* Registered on CUDA (proto.h, kernel_reg.cuh), in calls that may take it, else NULL: */
-    const struct kreg_entry *rtab; /* [nranks * KREG_PER_PEER] peers' regions opened here */
+    const struct kreg_entry *rtab; /* [nranks * KREG_PER_PEER] peers' regions opened here
+                                    * (device memory) */
     struct kreg_req *rreq;       /* [nranks] what this rank's kernel asks its host to open */
     uint64_t *rasked;            /* set after a request */
     uint64_t reg[3 + BK_REG_HANDLE_WORDS]; /* this rank's output: serial (0: none), offset,

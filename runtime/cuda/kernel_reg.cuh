@@ -2,8 +2,9 @@
 /*
  * kernel_reg.cuh - the protocol kernel's half of Registered on CUDA (proto.h): a rank publishes
  * where its output lies before it enters, and a parent finds its child's output among the
- * regions its host opened, or asks for it. The table and the requests lie in pinned host memory
- * (the shim: ordinary memory) that the rank's host serves before each launch (kernel_reg.h).
+ * regions its host opened, or asks for it. The table lies in device memory, the requests in
+ * pinned host memory (the shim: ordinary memory), which the rank's host serves before each
+ * launch (kernel_reg.h).
  * kernel_cuda.cuh includes this file after its helpers.
  */
 #ifndef BK_KERNEL_REG_CUH

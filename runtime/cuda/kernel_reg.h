@@ -3,8 +3,10 @@
  * kernel_reg.h - the host's half of Registered on CUDA (proto.h, kernel_reg.cuh): before each
  * launch a rank's host opens the regions its kernel asked for and enters them in the table the
  * kernel reads, and closes the regions it retired once no launch can use them. The backend
- * gives the memory (pinned and mapped on CUDA; ordinary memory in the shim) and how a region
- * opens and closes (cudaIpcOpenMemHandle; the shim maps a memory file). backend_cuda.cu and
+ * gives the memory and the ways to it: the table in device memory (the kernel reads it on
+ * every call that meets a registered output), which the host writes through `put`; the
+ * requests in pinned, mapped memory (written rarely, by the kernel); how a region opens and
+ * closes (cudaIpcOpenMemHandle; the shim maps a memory file). backend_cuda.cu and
  * tests/shim/backend_shim.cc both use it. Host code only; included after kernel_cuda.cuh.
  */
 #ifndef BK_KERNEL_REG_H
@@ -17,9 +19,8 @@
 #include "log.h"
 #include "rt.h"
 
-/* The part the kernel reads and writes: one block, laid out as kreg_bytes says. */
+/* The requests the kernel writes: one block, laid out as kreg_bytes says. */
 struct kreg_shared {
-    struct kreg_entry *tab;    /* [nranks * KREG_PER_PEER] */
     struct kreg_req *req;      /* [nranks] */
     uint64_t *asked;
 };
@@ -39,11 +40,16 @@ struct kreg_slot {
 typedef int (*kreg_open_fn)(void *ctx, int peer, const struct kreg_req *rq, void **opened,
                             unsigned char **base, char *why, size_t len);
 typedef void (*kreg_close_fn)(void *ctx, void *opened);
+/* Table slot k now holds serial's region at base (serial 0: none), for every launch issued after
+ * this returns: base before serial, as the kernel reads serial first. */
+typedef void (*kreg_put_fn)(void *ctx, struct kreg_entry *tab, int k, uint64_t serial,
+                            uint64_t base);
 
 #define KREG_WARN_AFTER 3 /* failures to open a peer's regions, none opened, before a warning */
 
 struct kreg {
-    struct kreg_shared h, d;   /* host and kernel views of the same memory */
+    struct kreg_shared h, d;   /* host and kernel views of the same requests */
+    struct kreg_entry *tab;    /* [nranks * KREG_PER_PEER] the kernel's table (put writes it) */
     struct kreg_slot *slot;    /* [nranks * KREG_PER_PEER] */
     uint64_t *failed;          /* [nranks] the serial that last failed to open */
     unsigned int *fails;       /* [nranks] failures, or -1u once one of its regions opened */
@@ -51,27 +57,34 @@ struct kreg {
     unsigned long long opens;
     kreg_open_fn open;
     kreg_close_fn close;
+    kreg_put_fn put;
     void *ctx;
 };
 
+/* The requests' block, and the table (zeroed: every slot free). */
 static inline size_t kreg_bytes(int nranks)
 {
-    return (size_t)nranks * (KREG_PER_PEER * sizeof(struct kreg_entry) + sizeof(struct kreg_req)) +
-           sizeof(uint64_t);
+    return (size_t)nranks * sizeof(struct kreg_req) + sizeof(uint64_t);
+}
+static inline size_t kreg_tab_bytes(int nranks)
+{
+    return (size_t)nranks * KREG_PER_PEER * sizeof(struct kreg_entry);
 }
 
-/* Point both views into the block (zeroed by the caller) and make the host's state. */
+/* Point both views into the requests' block (zeroed by the caller), take the table (zeroed),
+ * and make the host's state. */
 static blinkResult_t kreg_init(struct kreg *r, int nranks, void *host, void *dev,
-                               kreg_open_fn open, kreg_close_fn close, void *ctx)
+                               struct kreg_entry *tab, kreg_open_fn open, kreg_close_fn close,
+                               kreg_put_fn put, void *ctx)
 {
     struct kreg_shared *v[2] = {&r->h, &r->d};
     unsigned char *at[2] = {(unsigned char *)host, (unsigned char *)dev};
     for (int i = 0; i < 2; i++) {
-        v[i]->tab = (struct kreg_entry *)at[i];
-        v[i]->req = (struct kreg_req *)(at[i] + (size_t)nranks * KREG_PER_PEER *
-                                                    sizeof(struct kreg_entry));
+        v[i]->req = (struct kreg_req *)at[i];
         v[i]->asked = (uint64_t *)(at[i] + kreg_bytes(nranks) - sizeof(uint64_t));
     }
+    r->tab = tab;
+    r->put = put;
     r->slot = (struct kreg_slot *)calloc((size_t)nranks * KREG_PER_PEER, sizeof *r->slot);
     r->failed = (uint64_t *)calloc((size_t)nranks, sizeof *r->failed);
     r->fails = (unsigned int *)calloc((size_t)nranks, sizeof *r->fails);
@@ -90,7 +103,7 @@ static void kreg_params(struct kparams *p, const struct kreg *r, const struct bk
 {
     if (!r->slot || (L->d.algo & (BK_ALGO_LL | BK_ALGO_DIRECT | BK_ALGO_HYBRID_SET)))
         return;
-    p->rtab = r->d.tab;
+    p->rtab = r->tab;
     p->rreq = r->d.req;
     p->rasked = r->d.asked;
     p->reg[0] = L->reg.serial;
@@ -155,7 +168,7 @@ static void kreg_retire(struct kreg *r, int q, unsigned int issued)
     }
     if (!old)
         return;
-    __atomic_store_n(&r->h.tab[at].serial, 0, __ATOMIC_RELEASE);
+    r->put(r->ctx, r->tab, at, 0, 0);
     old->retiring = 1;
     old->retire_at = issued;
     r->retiring++;
@@ -197,8 +210,7 @@ static void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finished, uns
             if (r->open(r->ctx, q, &rq, &r->slot[k].opened, &base, why, sizeof why)) {
                 r->slot[k].serial = s;
                 r->slot[k].made = ++r->opens;
-                r->h.tab[k].base = (uint64_t)(uintptr_t)base;
-                __atomic_store_n(&r->h.tab[k].serial, s, __ATOMIC_RELEASE);
+                r->put(r->ctx, r->tab, k, s, (uint64_t)(uintptr_t)base);
                 r->fails[q] = -1u;
                 bk_reg_said(c, q, (size_t)rq.len);
             } else { /* its chunks keep going through the staging */

@@ -63,7 +63,8 @@ struct bk_be {
     shim_launch run;
     int running;                  /* run started and not yet joined */
     unsigned int launches;        /* launched so far (each joined before the next) */
-    void *regmem;                 /* peers' registered regions (kernel_reg.h), or NULL */
+    void *regmem;                 /* the kernel's requests (kernel_reg.h), or NULL */
+    void *regtab;                 /* the table of peers' registered regions, or NULL */
     struct kreg reg;
 };
 
@@ -143,6 +144,13 @@ static int reg_open(void *ctx, int peer, const struct kreg_req *rq, void **opene
     return 0;
 }
 
+static void reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
+{
+    (void)ctx;
+    __atomic_store_n(&tab[k].base, base, __ATOMIC_RELAXED);
+    __atomic_store_n(&tab[k].serial, serial, __ATOMIC_RELEASE);
+}
+
 static void reg_close(void *ctx, void *opened)
 {
     (void)ctx;
@@ -201,9 +209,11 @@ static blinkResult_t rank_init(blinkComm_t c)
     }
     if (r == blinkSuccess && c->env.direct && !c->nremote && !c->one_process &&
         !c->plan->host_staged) { /* as the CUDA backend's bk_cuda_reg_init */
-        if (!(be->regmem = calloc(1, kreg_bytes(c->nranks))))
+        if (!(be->regmem = calloc(1, kreg_bytes(c->nranks))) ||
+            !(be->regtab = calloc(1, kreg_tab_bytes(c->nranks))))
             return bk_error(blinkSystemError, "shim backend: out of memory");
-        r = kreg_init(&be->reg, c->nranks, be->regmem, be->regmem, reg_open, reg_close, c);
+        r = kreg_init(&be->reg, c->nranks, be->regmem, be->regmem,
+                      (struct kreg_entry *)be->regtab, reg_open, reg_close, reg_put, c);
     }
     if (r == blinkSuccess && c->env.trace_dir[0]) {
         be->trace = (struct bk_trace_ring *)calloc(
@@ -233,6 +243,7 @@ static void rank_free(blinkComm_t c)
     be->px = NULL;
     kreg_free(&be->reg);
     free(be->regmem);
+    free(be->regtab);
     if (be->trace)
         bk_trace_write(c, "shim", "CLOCK_MONOTONIC", be->trace->rec, be->trace->head,
                        be->trace->cap);
