@@ -6,8 +6,10 @@
  * nothing links libmpi, so a single server never needs it.
  *
  * The application starts MPI (MPI_Init_thread, as nccl-tests and Horovod do); the runtime
- * never initializes or finalizes it. Every call here is made under one lock, so MPI needs
- * only MPI_THREAD_SERIALIZED, and the executor's threads may share it. Messages travel on
+ * never initializes or finalizes it. Every call here is made under one lock, so the runtime's
+ * threads (the host executor's, the CUDA backend's network proxy) need only
+ * MPI_THREAD_SERIALIZED among themselves; as they run while a call is in flight, a program
+ * that calls MPI itself meanwhile needs MPI_THREAD_MULTIPLE (the docs say so). Messages travel on
  * MPI_COMM_WORLD (the rendezvous, whose tags are drawn from its token) or on a
  * communicator's own MPI communicator (the data path), never on the application's.
  */
