@@ -159,6 +159,14 @@ tests_unit_test_rt_shim_DEPENDENCIES = tests/e2e/dgx1v.o tests/e2e/rtx4090x8.o \
 	tests/unit/rt_testutil.$(OBJEXT) \
 	runtime/libblinkrt-host.a
 
+# The host's half of registered outputs on CUDA (kernel_reg.h), compiled as the shim compiles it.
+UNIT_TESTS += tests/unit/test_kreg
+tests_unit_test_kreg_SOURCES = tests/unit/test_kreg.cc
+tests_unit_test_kreg_CPPFLAGS = $(tests_unit_test_rt_shim_CPPFLAGS)
+tests_unit_test_kreg_CXXFLAGS = $(tests_unit_test_rt_shim_CXXFLAGS)
+tests_unit_test_kreg_LDADD = $(RT_TEST_LIBS)
+tests_unit_test_kreg_DEPENDENCIES = tests/unit/rt_testutil.$(OBJEXT) runtime/libblinkrt-host.a
+
 # The same shim backend as an NCCL drop-in of the 2 x 4 cluster plan (test_cluster_mpi): the
 # CUDA backend's kernel and its network proxy (proxy.c) across emulated servers, under mpirun.
 noinst_LIBRARIES += tests/shim/libblink-nccl-shim.a

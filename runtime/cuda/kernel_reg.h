@@ -73,7 +73,7 @@ static inline size_t kreg_tab_bytes(int nranks)
 
 /* Point both views into the requests' block (zeroed by the caller), take the table (zeroed),
  * and make the host's state. */
-static blinkResult_t kreg_init(struct kreg *r, int nranks, void *host, void *dev,
+static inline blinkResult_t kreg_init(struct kreg *r, int nranks, void *host, void *dev,
                                struct kreg_entry *tab, kreg_open_fn open, kreg_close_fn close,
                                kreg_put_fn put, void *ctx)
 {
@@ -99,7 +99,8 @@ static blinkResult_t kreg_init(struct kreg *r, int nranks, void *host, void *dev
 
 /* A launch's part: the table where the call may take it (Simple, not Direct, not a hybrid's
  * set: all ranks decide alike from the description) and this rank's output region. */
-static void kreg_params(struct kparams *p, const struct kreg *r, const struct bk_launch *L)
+static inline void kreg_params(struct kparams *p, const struct kreg *r,
+                               const struct bk_launch *L)
 {
     if (!r->slot || (L->d.algo & (BK_ALGO_LL | BK_ALGO_DIRECT | BK_ALGO_HYBRID_SET)))
         return;
@@ -113,7 +114,7 @@ static void kreg_params(struct kparams *p, const struct kreg *r, const struct bk
 }
 
 /* Close what is open (no launch may run any more); the memory block is the caller's. */
-static void kreg_free(struct kreg *r)
+static inline void kreg_free(struct kreg *r)
 {
     for (int i = 0; r->slot && i < r->nranks * KREG_PER_PEER; i++)
         if (r->slot[i].opened)
@@ -128,7 +129,7 @@ static void kreg_free(struct kreg *r)
 
 /* The kernel's request for peer q, if it has one, copied out whole (the kernel may write it
  * again while this reads: then it is taken at the next launch). 0: none. */
-static uint64_t kreg_take(const struct kreg *r, int q, struct kreg_req *out)
+static inline uint64_t kreg_take(const struct kreg *r, int q, struct kreg_req *out)
 {
     struct kreg_req *rq = &r->h.req[q];
     uint64_t s = __atomic_load_n(&rq->serial, __ATOMIC_ACQUIRE);
@@ -143,7 +144,7 @@ static uint64_t kreg_take(const struct kreg *r, int q, struct kreg_req *out)
 }
 
 /* Peer q's slot holding serial s, a free one (s 0), or -1. */
-static int kreg_find(const struct kreg *r, int q, uint64_t s)
+static inline int kreg_find(const struct kreg *r, int q, uint64_t s)
 {
     for (int k = 0; k < KREG_PER_PEER; k++) {
         const struct kreg_slot *x = &r->slot[q * KREG_PER_PEER + k];
@@ -154,14 +155,17 @@ static int kreg_find(const struct kreg *r, int q, uint64_t s)
 }
 
 /* Take peer q's oldest region out of the table: it closes once `issued` launches finished (the
- * launches before now may still use it; the later ones no longer find it). */
-static void kreg_retire(struct kreg *r, int q, unsigned int issued)
+ * launches before now may still use it; the later ones no longer find it). One at a time: while
+ * one of q's regions is closing, the request waits for its slot. */
+static inline void kreg_retire(struct kreg *r, int q, unsigned int issued)
 {
     struct kreg_slot *old = NULL;
     int at = -1;
     for (int k = 0; k < KREG_PER_PEER; k++) {
         struct kreg_slot *x = &r->slot[q * KREG_PER_PEER + k];
-        if (x->opened && !x->retiring && (!old || x->made < old->made)) {
+        if (x->retiring)
+            return;
+        if (x->opened && (!old || x->made < old->made)) {
             old = x;
             at = q * KREG_PER_PEER + k;
         }
@@ -177,8 +181,8 @@ static void kreg_retire(struct kreg *r, int q, unsigned int issued)
 /* Before a launch: close what retired and is no longer used (finished: launches done), then
  * open what the kernel asked for. may_retire: 0 once any launch was captured in a CUDA graph,
  * whose replays the host does not count (regions then stay open until the end). */
-static void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finished, unsigned int issued,
-                       int may_retire)
+static inline void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finished,
+                              unsigned int issued, int may_retire)
 {
     for (int i = 0; r->retiring && i < r->nranks * KREG_PER_PEER; i++) {
         struct kreg_slot *x = &r->slot[i];
