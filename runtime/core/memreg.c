@@ -33,7 +33,7 @@ struct region {
     unsigned char *base;
     size_t len;
     int fd;                       /* host: the memory file (CUDA: -1) */
-    uint64_t ino, serial;
+    uint64_t ino, serial;         /* ino: the file's inode (CUDA: 1 where handle is set, else 0) */
     uint64_t handle[BK_REG_HANDLE_WORDS]; /* what opens it in another process */
     struct region *next;
 };
@@ -97,18 +97,22 @@ blinkResult_t blinkMemAlloc(void **ptr, size_t size)
     cudaIpcMemHandle_t h;
     _Static_assert(sizeof h <= sizeof r->handle, "a CUDA IPC handle must fit");
     cudaError_t e = cudaMalloc(&p, len);
-    if (e == cudaSuccess && (e = cudaIpcGetMemHandle(&h, p)) != cudaSuccess)
-        cudaFree(p);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         free(r);
-        return bk_error(blinkUnhandledCudaError, "blinkMemAlloc: %s of %zu bytes: %s",
-                        p ? "cudaIpcGetMemHandle" : "cudaMalloc", size, cudaGetErrorString(e));
+        return bk_error(blinkUnhandledCudaError, "blinkMemAlloc: cudaMalloc of %zu bytes: %s",
+                        size, cudaGetErrorString(e));
     }
     r->base = p;
     r->len = len;
     r->fd = -1;
-    memcpy(r->handle, &h, sizeof h);
+    /* Memory without an IPC handle is still memory: only its outputs keep the staging. */
+    if (cudaIpcGetMemHandle(&h, p) == cudaSuccess) {
+        memcpy(r->handle, &h, sizeof h);
+        r->ino = 1; /* shareable */
+    } else {
+        (void)cudaGetLastError();
+    }
     add_region(r);
     *ptr = p;
     return blinkSuccess;
@@ -234,7 +238,7 @@ int bk_reg_find(blinkComm_t c, const void *buf, size_t bytes, struct bk_out_reg 
     found = 0;
     pthread_mutex_lock(&regions_mu);
     for (const struct region *r = regions; r && !found; r = r->next)
-        if (holds(r->base, r->len, p, bytes)) {
+        if (r->ino && holds(r->base, r->len, p, bytes)) { /* ino 0: not shareable (CUDA) */
             *out = (struct bk_out_reg){(uint32_t)getpid(), (uint32_t)r->fd, r->ino,
                                        (uint64_t)(p - r->base), r->serial, r->len, {0}};
             memcpy(out->handle, r->handle, sizeof out->handle);
