@@ -192,19 +192,23 @@ static void reg_close(void *ctx, void *opened)
 }
 
 /* A table slot written on the abort stream, which waits for no kernel, and waited for: the
- * next launch sees it. Failures are left to the kernel's view (a slot not written is free). */
-static void reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
+ * next launch sees it. */
+static int reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
 {
     struct bk_be *be = ((blinkComm_t)ctx)->be;
     int old = quiet_enter(be->dev);
-    uint64_t *w = be->regput; /* pinned: the copies read it after this returns */
+    uint64_t *w = be->regput; /* pinned: the copies read it before the wait returns */
     w[0] = base;
     w[1] = serial;
-    if (serial)
-        quiet(cudaMemcpyAsync(&tab[k].base, &w[0], 8, cudaMemcpyHostToDevice, be->aux));
-    quiet(cudaMemcpyAsync(&tab[k].serial, &w[1], 8, cudaMemcpyHostToDevice, be->aux));
-    quiet(cudaStreamSynchronize(be->aux));
+    cudaError_t e = serial ? quiet(cudaMemcpyAsync(&tab[k].base, &w[0], 8,
+                                                   cudaMemcpyHostToDevice, be->aux))
+                           : cudaSuccess;
+    if (e == cudaSuccess)
+        e = quiet(cudaMemcpyAsync(&tab[k].serial, &w[1], 8, cudaMemcpyHostToDevice, be->aux));
+    if (e == cudaSuccess)
+        e = quiet(cudaStreamSynchronize(be->aux));
     quiet_leave(old);
+    return e == cudaSuccess;
 }
 
 blinkResult_t bk_cuda_reg_init(blinkComm_t c)

@@ -41,9 +41,9 @@ typedef int (*kreg_open_fn)(void *ctx, int peer, const struct kreg_req *rq, void
                             unsigned char **base, char *why, size_t len);
 typedef void (*kreg_close_fn)(void *ctx, void *opened);
 /* Table slot k now holds serial's region at base (serial 0: none), for every launch issued after
- * this returns: base before serial, as the kernel reads serial first. */
-typedef void (*kreg_put_fn)(void *ctx, struct kreg_entry *tab, int k, uint64_t serial,
-                            uint64_t base);
+ * this returns: base before serial, as the kernel reads serial first. 0 where it could not. */
+typedef int (*kreg_put_fn)(void *ctx, struct kreg_entry *tab, int k, uint64_t serial,
+                           uint64_t base);
 
 #define KREG_WARN_AFTER 3 /* failures to open a peer's regions, none opened, before a warning */
 
@@ -170,9 +170,8 @@ static inline void kreg_retire(struct kreg *r, int q, unsigned int issued)
             at = q * KREG_PER_PEER + k;
         }
     }
-    if (!old)
+    if (!old || !r->put(r->ctx, r->tab, at, 0, 0)) /* still in the table: it stays open */
         return;
-    r->put(r->ctx, r->tab, at, 0, 0);
     old->retiring = 1;
     old->retire_at = issued;
     r->retiring++;
@@ -211,10 +210,14 @@ static inline void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finish
         if (k >= 0 && !r->slot[k].opened) {
             char why[BK_MSG_MAX] = "";
             unsigned char *base = NULL;
-            if (r->open(r->ctx, q, &rq, &r->slot[k].opened, &base, why, sizeof why)) {
+            int ok = r->open(r->ctx, q, &rq, &r->slot[k].opened, &base, why, sizeof why);
+            if (ok && !(ok = r->put(r->ctx, r->tab, k, s, (uint64_t)(uintptr_t)base))) {
+                r->close(r->ctx, r->slot[k].opened);
+                snprintf(why, sizeof why, "its entry in the kernel's table could not be written");
+            }
+            if (ok) {
                 r->slot[k].serial = s;
                 r->slot[k].made = ++r->opens;
-                r->put(r->ctx, r->tab, k, s, (uint64_t)(uintptr_t)base);
                 r->fails[q] = -1u;
                 bk_reg_said(c, q, (size_t)rq.len);
             } else { /* its chunks keep going through the staging */

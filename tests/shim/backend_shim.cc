@@ -144,11 +144,12 @@ static int reg_open(void *ctx, int peer, const struct kreg_req *rq, void **opene
     return 0;
 }
 
-static void reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
+static int reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
 {
     (void)ctx;
     __atomic_store_n(&tab[k].base, base, __ATOMIC_RELAXED);
     __atomic_store_n(&tab[k].serial, serial, __ATOMIC_RELEASE);
+    return 1;
 }
 
 static void reg_close(void *ctx, void *opened)

@@ -6,7 +6,8 @@
  * (base before serial); a fifth region of a peer takes the oldest out of the table at once but
  * closes it only once every launch issued before then finished, and only then opens the new one;
  * after a capture nothing closes; a region that fails to open is not tried again, and the peer's
- * third failure in a row, none opened, is a warning. The shim's mpirun test (test_nccl_mpi's
+ * third failure in a row, none opened, is a warning; where the table cannot be written, nothing
+ * the kernel may still find is closed, and nothing stays open that it cannot find. The shim's mpirun test (test_nccl_mpi's
  * cuda_kernel_registered) runs the same code with the kernel; here each rule is held alone.
  */
 #include <criterion/criterion.h>
@@ -21,10 +22,9 @@
 #define N 4 /* ranks */
 
 struct calls {
-    int opens, closes, fail_serial;
+    int opens, closes, fail_serial, put_fails;
     uint64_t opened_serial[32];
     void *closed[32];
-    struct kreg_entry put_last[N * KREG_PER_PEER];
     int puts;
 };
 
@@ -48,15 +48,17 @@ static void fake_close(void *ctx, void *opened)
     k->closed[k->closes++ % 32] = opened;
 }
 
-static void fake_put(void *ctx, struct kreg_entry *tab, int slot, uint64_t serial, uint64_t base)
+static int fake_put(void *ctx, struct kreg_entry *tab, int slot, uint64_t serial, uint64_t base)
 {
     struct calls *k = (struct calls *)ctx;
     if (serial)
         cr_assert_neq(base, 0, "a region put without its address");
+    if (k->put_fails)
+        return 0;
     tab[slot].base = base;
     tab[slot].serial = serial;
-    k->put_last[slot] = tab[slot];
     k->puts++;
+    return 1;
 }
 
 /* One rank's state: its communicator (for the log lines), the requests' block and table. */
@@ -195,4 +197,31 @@ Test(kreg, failures_are_tried_once_and_the_third_in_a_row_warns, .init = cr_redi
     cr_expect_eq(warn, 1, "%d warnings for %d failures", warn, KREG_WARN_AFTER + 1);
     cr_expect_eq(other, 0, "other lines at BLINK_DEBUG=WARN");
     kreg_free(&x.r);
+}
+
+/* The table cannot be written (the device's context is gone): a region opened for it is closed
+ * again and counts as failed; a region that cannot leave the table is never closed. */
+Test(kreg, a_table_that_cannot_be_written)
+{
+    struct rank x;
+    rank_make(&x);
+    for (uint64_t s = 1; s <= KREG_PER_PEER; s++) {
+        ask(&x, 2, s);
+        kreg_serve(&x.r, &x.c, 0, 0, 1);
+    }
+    x.k.put_fails = 1;
+    ask(&x, 2, 50);
+    for (int i = 0; i < 3; i++)
+        kreg_serve(&x.r, &x.c, 100, 100, 1);
+    cr_expect_eq(x.k.closes, 0, "a region closed that the kernel's table still names");
+    kreg_free(&x.r);
+    rank_make(&x);
+    x.k.put_fails = 1;
+    ask(&x, 1, 5);
+    kreg_serve(&x.r, &x.c, 0, 0, 1);
+    cr_expect_eq(x.k.opens, 1);
+    cr_expect_eq(x.k.closes, 1, "opened but not in the table: it must be closed again");
+    cr_expect_eq(x.r.failed[1], 5);
+    kreg_free(&x.r);
+    cr_expect_eq(x.k.closes, 1);
 }
