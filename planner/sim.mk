@@ -14,7 +14,9 @@ planner_libblinkc_a_SOURCES += \
 
 UNIT_TESTS += tests/unit/test_sim tests/unit/test_sim_plan tests/unit/test_simulate \
 	tests/unit/test_tune tests/unit/test_symmetry
-tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS)
+# test_sim compares the simulator's split with the runtime's own (proto.h, which reads
+# blink_plan.h's collectives).
+tests_unit_test_sim_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_unit_test_sim_LDADD = $(TEST_LIBS)
 tests_unit_test_sim_DEPENDENCIES = tests/unit/testutil.o planner/libblinkc.a
 tests_unit_test_sim_plan_CPPFLAGS = $(TEST_CPPFLAGS)

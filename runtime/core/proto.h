@@ -132,6 +132,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blink_plan.h"
+
 #ifdef __CUDACC__
 #define BK_HD __host__ __device__
 #else
@@ -142,6 +144,18 @@
 #define BK_SEG_MAGIC 0x626c696e6b736567ull  /* "blinkseg" */
 #define BK_SLOT_ALIGN 64                    /* slots start on 64-byte boundaries */
 #define BK_DEFAULT_STAGING ((size_t)64 << 20)
+
+/* Whether a collective's trees carry data up (towards the root), and down. */
+static inline BK_HD int bk_has_up(int coll)
+{
+    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
+static inline BK_HD int bk_has_down(int coll)
+{
+    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
+           coll == BLINK_PLAN_ALLREDUCE;
+}
 
 /* A flag value: the call's sequence number and a count of chunks (below BK_TAG_COUNT; the
  * count's top bit, BK_TAG_REG, marks a down ready word whose chunks went straight into the

@@ -190,17 +190,6 @@ static inline int bk_has_op(int coll)
 {
     return coll != BLINK_PLAN_BROADCAST && coll != BLINK_PLAN_ALLGATHER;
 }
-/* Whether a collective's trees carry data up (towards the root), and down. */
-static inline int bk_has_up(int coll)
-{
-    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
-static inline int bk_has_down(int coll)
-{
-    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
 
 /* What one call runs (choose.c): a tree set of its schedule, the chunk and the protocol, by
  * the schedule's ranges for the message size and BLINK_ALGO / BLINK_CHUNK_BYTES / BLINK_PROTO;

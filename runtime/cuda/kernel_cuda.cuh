@@ -298,19 +298,7 @@ __device__ __forceinline__ unsigned long long *kdsm()
 #include "kernel_ll.cuh"    /* LL's moves, on the helpers above */
 #include "kernel_reg.cuh"   /* Registered: outputs in other processes */
 
-
 /* ------------------------------------------------------------------ device: the protocol */
-
-__device__ __forceinline__ bool d_has_up(uint64_t coll)
-{
-    return coll == BLINK_PLAN_REDUCE || coll == BLINK_PLAN_REDUCESCATTER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
-__device__ __forceinline__ bool d_has_down(uint64_t coll)
-{
-    return coll == BLINK_PLAN_BROADCAST || coll == BLINK_PLAN_ALLGATHER ||
-           coll == BLINK_PLAN_ALLREDUCE;
-}
 
 /* This rank's input and output at element x of tree t's group (exec_host.c's in_at, out_at). */
 __device__ __forceinline__ const unsigned char *d_in_at(const kparams &p, const bk_role &t,
@@ -335,7 +323,7 @@ static __device__ int up_ready(const kparams &p, int ti, const tstate *s, uint32
     const int *kids = p.kids + t.kids_at;
     const unsigned char *me = d_segs(p, ti)[p.prank];
     uint32_t ch = s->up;
-    if (ch >= s->nchunks || !d_has_up(p.d[1]))
+    if (ch >= s->nchunks || !bk_has_up((int)p.d[1]))
         return 0;
     for (int j = 0; j < t.nkids; j++) {
         uint64_t x;
@@ -380,7 +368,7 @@ static __device__ int down_ready(const kparams &p, int ti, tstate *s, uint32_t s
     const int *kids = p.kids + t.kids_at;
     const unsigned char *me = d_segs(p, ti)[p.prank];
     uint32_t ch = s->down;
-    if (ch >= s->nchunks || !d_has_down(p.d[1]))
+    if (ch >= s->nchunks || !bk_has_down((int)p.d[1]))
         return 0;
     /* An allreduce root's up pass, maybe in another block, posts its own down-ready word, in
      * Simple and LL alike (proto.h); another rank's down pass waits on its parent's hand-over. */
@@ -700,8 +688,8 @@ __global__ void __launch_bounds__(KTHREADS, 1) bk_kernel(const GRID_CONSTANT kpa
                 failed = 1;
                 break;
             }
-            done &= (!d_has_up(p.d[1]) || s->up >= s->nchunks) &&
-                    (!d_has_down(p.d[1]) || s->down >= s->nchunks);
+            done &= (!bk_has_up((int)p.d[1]) || s->up >= s->nchunks) &&
+                    (!bk_has_down((int)p.d[1]) || s->down >= s->nchunks);
         }
         if (failed || done)
             break;
