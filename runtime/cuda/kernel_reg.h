@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "rt.h"
@@ -28,13 +29,14 @@ struct kreg_shared {
 /* The host's own view: what each table slot holds, and what failed to open. */
 struct kreg_slot {
     void *opened;              /* what open returned (NULL: free) */
+    int here;                  /* a region of this process: nothing was opened, nothing closes */
     uint64_t serial;
     unsigned int retire_at;    /* closing: once this many launches finished */
     int retiring;
     unsigned long long made;   /* when it was opened (kreg.opens), the oldest goes first */
 };
 
-/* Open peer's region rq: 1 opened (*opened for close, *base its address here), else 0 and why.
+/* Open peer's region rq (a peer in another process): 1 opened (*opened for close, *base its address here), else 0 and why.
  * A failure is no fault in itself: a request is served a launch or more after the call that
  * made it, by which time the peer may have freed the region. */
 typedef int (*kreg_open_fn)(void *ctx, int peer, const struct kreg_req *rq, void **opened,
@@ -113,12 +115,19 @@ static inline void kreg_params(struct kparams *p, const struct kreg *r,
     memcpy(&p->reg[3], L->reg.handle, sizeof L->reg.handle);
 }
 
+/* Close slot x's region, where one was opened; the slot is then free. */
+static inline void kreg_close_slot(struct kreg *r, struct kreg_slot *x)
+{
+    if (x->opened && !x->here)
+        r->close(r->ctx, x->opened);
+    memset(x, 0, sizeof *x);
+}
+
 /* Close what is open (no launch may run any more); the memory block is the caller's. */
 static inline void kreg_free(struct kreg *r)
 {
     for (int i = 0; r->slot && i < r->nranks * KREG_PER_PEER; i++)
-        if (r->slot[i].opened)
-            r->close(r->ctx, r->slot[i].opened);
+        kreg_close_slot(r, &r->slot[i]);
     free(r->slot);
     free(r->failed);
     free(r->fails);
@@ -141,6 +150,20 @@ static inline uint64_t kreg_take(const struct kreg *r, int q, struct kreg_req *o
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     out->serial = s;
     return __atomic_load_n(&rq->serial, __ATOMIC_RELAXED) == s ? s : 0;
+}
+
+/* A peer in this process: its region is an address here already (an IPC handle does not open
+ * in the process that made it, and a memory file needs no second mapping). */
+static inline int kreg_open_here(const struct kreg_req *rq, void **opened, unsigned char **base,
+                                 char *why, size_t len)
+{
+    size_t have = 0;
+    if (bk_region_here(rq->serial, base, &have) && have >= rq->len) {
+        *opened = *base;
+        return 1;
+    }
+    snprintf(why, len, "its region is gone from this process");
+    return 0;
 }
 
 /* Peer q's slot holding serial s, a free one (s 0), or -1. */
@@ -186,8 +209,7 @@ static inline void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finish
     for (int i = 0; r->retiring && i < r->nranks * KREG_PER_PEER; i++) {
         struct kreg_slot *x = &r->slot[i];
         if (x->retiring && (int)(finished - x->retire_at) >= 0) {
-            r->close(r->ctx, x->opened);
-            memset(x, 0, sizeof *x);
+            kreg_close_slot(r, x);
             r->retiring--;
         }
     }
@@ -210,9 +232,12 @@ static inline void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finish
         if (k >= 0 && !r->slot[k].opened) {
             char why[BK_MSG_MAX] = "";
             unsigned char *base = NULL;
-            int ok = r->open(r->ctx, q, &rq, &r->slot[k].opened, &base, why, sizeof why);
+            r->slot[k].here = c->peer && c->peer[q].pid == (int)getpid();
+            int ok = r->slot[k].here
+                         ? kreg_open_here(&rq, &r->slot[k].opened, &base, why, sizeof why)
+                         : r->open(r->ctx, q, &rq, &r->slot[k].opened, &base, why, sizeof why);
             if (ok && !(ok = r->put(r->ctx, r->tab, k, s, (uint64_t)(uintptr_t)base))) {
-                r->close(r->ctx, r->slot[k].opened);
+                kreg_close_slot(r, &r->slot[k]);
                 snprintf(why, sizeof why, "its entry in the kernel's table could not be written");
             }
             if (ok) {
@@ -221,7 +246,7 @@ static inline void kreg_serve(struct kreg *r, blinkComm_t c, unsigned int finish
                 r->fails[q] = -1u;
                 bk_reg_said(c, q, (size_t)rq.len);
             } else { /* its chunks keep going through the staging */
-                r->slot[k].opened = NULL;
+                memset(&r->slot[k], 0, sizeof r->slot[k]);
                 r->failed[q] = s;
                 /* A warning where none of the peer's regions opened three times in a row. */
                 int level = r->fails[q] != -1u && ++r->fails[q] == KREG_WARN_AFTER

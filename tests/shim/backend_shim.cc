@@ -112,36 +112,32 @@ static void bus_id(int dev, char *buf, size_t len)
     snprintf(buf, len, "%s", "");
 }
 
-/* Registered (kernel_reg.h): a region is a peer's memory file (blinkMemAlloc's on the host
- * backend's memreg.c, which this library links), mapped here; one of this process, its own. */
+/* Registered (kernel_reg.h): a region of another process is its memory file (blinkMemAlloc's on
+ * the host backend's memreg.c, which this library links), mapped here. */
 struct opened_region {
     unsigned char *base;
-    size_t len;                   /* mapped here (0: this process's own region) */
+    size_t len;
 };
 
 static int reg_open(void *ctx, int peer, const struct kreg_req *rq, void **opened,
                     unsigned char **base, char *why, size_t len)
 {
-    blinkComm_t c = (blinkComm_t)ctx;
+    (void)ctx;
+    (void)peer;
     struct opened_region *o = (struct opened_region *)calloc(1, sizeof *o);
-    size_t have = 0;
-    if (!o)
+    if (!o) {
         snprintf(why, len, "out of memory");
-    else if (c->peer[peer].pid == (int)getpid()) {
-        if (bk_region_here(rq->serial, &o->base, &have) && have >= rq->len) {
-            *base = o->base;
-            *opened = o;
-            return 1;
-        }
-        snprintf(why, len, "its region is gone from this process");
-    } else if ((o->base = bk_region_map((uint32_t)rq->handle[0], (uint32_t)rq->handle[1],
-                                        rq->handle[2], (size_t)rq->len, &o->len, why, len))) {
-        *base = o->base;
-        *opened = o;
-        return 1;
+        return 0;
     }
-    free(o);
-    return 0;
+    o->base = bk_region_map((uint32_t)rq->handle[0], (uint32_t)rq->handle[1], rq->handle[2],
+                            (size_t)rq->len, &o->len, why, len);
+    if (!o->base) {
+        free(o);
+        return 0;
+    }
+    *base = o->base;
+    *opened = o;
+    return 1;
 }
 
 static int reg_put(void *ctx, struct kreg_entry *tab, int k, uint64_t serial, uint64_t base)
@@ -156,8 +152,7 @@ static void reg_close(void *ctx, void *opened)
 {
     (void)ctx;
     struct opened_region *o = (struct opened_region *)opened;
-    if (o->len)
-        munmap(o->base, o->len);
+    munmap(o->base, o->len);
     free(o);
 }
 

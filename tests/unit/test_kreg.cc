@@ -7,13 +7,16 @@
  * closes it only once every launch issued before then finished, and only then opens the new one;
  * after a capture nothing closes; a region that fails to open is not tried again, and the peer's
  * third failure in a row, none opened, is a warning; where the table cannot be written, nothing
- * the kernel may still find is closed, and nothing stays open that it cannot find. The shim's mpirun test (test_nccl_mpi's
+ * the kernel may still find is closed, and nothing stays open that it cannot find; a peer in
+ * this process needs no opening. The shim's mpirun test (test_nccl_mpi's
  * cuda_kernel_registered) runs the same code with the kernel; here each rule is held alone.
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define KARGS_WHO "test"
 #include "kernel_cuda.cuh"
@@ -95,6 +98,15 @@ static void ask(struct rank *x, int q, uint64_t serial)
     *x->r.h.asked = 1;
 }
 
+/* Peer q's regions 1 to KREG_PER_PEER asked for and opened, one launch each: a full table. */
+static void fill(struct rank *x, int q)
+{
+    for (uint64_t s = 1; s <= KREG_PER_PEER; s++) {
+        ask(x, q, s);
+        kreg_serve(&x->r, &x->c, (unsigned)s, (unsigned)s, 1);
+    }
+}
+
 /* The table slot of peer q holding serial, or -1: what the kernel would find. */
 static int found(const struct rank *x, int q, uint64_t serial)
 {
@@ -128,10 +140,7 @@ Test(kreg, a_fifth_region_waits_for_the_launches_that_may_use_the_oldest)
 {
     struct rank x;
     rank_make(&x);
-    for (uint64_t s = 1; s <= KREG_PER_PEER; s++) {
-        ask(&x, 1, s);
-        kreg_serve(&x.r, &x.c, (unsigned)s, (unsigned)s, 1);
-    }
+    fill(&x, 1);
     cr_assert_eq(x.k.opens, KREG_PER_PEER);
     /* Launches 1-9 issued, 5 finished: region 1 (the oldest) leaves the table now... */
     ask(&x, 1, 9);
@@ -156,10 +165,7 @@ Test(kreg, nothing_closes_after_a_capture)
 {
     struct rank x;
     rank_make(&x);
-    for (uint64_t s = 1; s <= KREG_PER_PEER; s++) {
-        ask(&x, 3, s);
-        kreg_serve(&x.r, &x.c, 0, 0, 1);
-    }
+    fill(&x, 3);
     ask(&x, 3, 99);
     for (int i = 0; i < 3; i++)
         kreg_serve(&x.r, &x.c, 100, 100, 0); /* a graph's replays are not counted */
@@ -205,10 +211,7 @@ Test(kreg, a_table_that_cannot_be_written)
 {
     struct rank x;
     rank_make(&x);
-    for (uint64_t s = 1; s <= KREG_PER_PEER; s++) {
-        ask(&x, 2, s);
-        kreg_serve(&x.r, &x.c, 0, 0, 1);
-    }
+    fill(&x, 2);
     x.k.put_fails = 1;
     ask(&x, 2, 50);
     for (int i = 0; i < 3; i++)
@@ -224,4 +227,39 @@ Test(kreg, a_table_that_cannot_be_written)
     cr_expect_eq(x.r.failed[1], 5);
     kreg_free(&x.r);
     cr_expect_eq(x.k.closes, 1);
+}
+
+/* A peer in this process: its region is found by serial among this process's blinkMemAlloc
+ * regions, at its own address, without the backend's open; nothing is closed at the end. */
+Test(kreg, a_peer_in_this_process)
+{
+    struct rank x;
+    rank_make(&x);
+    struct bk_peer peers[N];
+    memset(peers, 0, sizeof peers);
+    for (int i = 0; i < N; i++)
+        peers[i].pid = (int)getpid();
+    x.c.peer = peers;
+    pthread_mutex_init(&x.c.reg_mu, NULL);
+    void *mem = NULL;
+    cr_assert_eq(blinkMemAlloc(&mem, 4096), blinkSuccess);
+    struct bk_out_reg reg;
+    void *h = NULL;
+    cr_assert_eq(blinkCommRegister(&x.c, mem, 4096, &h), blinkSuccess);
+    cr_assert(bk_reg_find(&x.c, mem, 4096, &reg), "blinkMemAlloc's memory is not found");
+    ask(&x, 1, reg.serial);
+    kreg_serve(&x.r, &x.c, 0, 0, 1);
+    int k = found(&x, 1, reg.serial);
+    cr_assert_geq(k, 0, "the region of this process is not in the table");
+    cr_expect_eq(x.tab[k].base, (uint64_t)(uintptr_t)mem);
+    cr_expect_eq(x.k.opens, 0, "the backend was asked to open memory of this process");
+    ask(&x, 2, reg.serial + 1000); /* no such region here: it fails, without the backend */
+    kreg_serve(&x.r, &x.c, 0, 0, 1);
+    cr_expect_eq(found(&x, 2, reg.serial + 1000), -1);
+    cr_expect_eq(x.r.failed[2], reg.serial + 1000);
+    kreg_free(&x.r);
+    cr_expect_eq(x.k.closes, 0, "memory of this process was closed");
+    cr_expect_eq(blinkCommDeregister(&x.c, h), blinkSuccess);
+    cr_expect_eq(blinkMemFree(mem), blinkSuccess);
+    pthread_mutex_destroy(&x.c.reg_mu);
 }
